@@ -1,0 +1,11 @@
+"""FedAvg (McMahan et al. 2017): parties minimise cross-entropy; the server averages."""
+
+from __future__ import annotations
+
+from federated.algorithms.base import Algorithm
+
+
+class FedAvg(Algorithm):
+    """Plain local SGD on cross-entropy: every hook keeps :class:`Algorithm`'s default."""
+
+    name = "fedavg"

@@ -1,0 +1,30 @@
+"""l2-representation (MOON paper §4.7, Table 5): CE + mu·||z - z_glob||₂.
+
+The second term pulls the local representation towards the frozen global model's, as
+MOON's does, but without negatives.  The norm is the per-sample Euclidean distance
+(not squared) between projection-head outputs, averaged over the batch.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from federated.algorithms.base import Algorithm, LocalJob, LossTerms
+from federated.models import ModelOutput
+
+
+def l2_representation_term(z: torch.Tensor, z_glob: torch.Tensor) -> torch.Tensor:
+    """Batch mean of ||z_b - z_glob_b||₂."""
+    return torch.linalg.vector_norm(z - z_glob, dim=1).mean()
+
+
+class L2Representation(Algorithm):
+    name = "l2rep"
+
+    def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
+        ce = F.cross_entropy(out.logits, y)
+        with torch.no_grad():
+            z_glob = job.global_model.project(x)
+        l2 = l2_representation_term(out.projection, z_glob)
+        return LossTerms(ce + self.config.mu * l2, {"ce": ce.detach(), "l2": l2.detach()})

@@ -1,0 +1,128 @@
+"""MOON (Li, He, Song; CVPR 2021): model-contrastive federated learning.
+
+Local objective per batch (§3.3, Appendix G, eq. 7)::
+
+    l = CE(y_hat, y) + mu * l_con
+    l_con = -log( e^{s_glob/tau} / (e^{s_glob/tau} + sum_j e^{s_prev_j/tau}) )
+    s_glob = sim(z, z_glob),  s_prev_j = sim(z, z_prev_j)
+
+with cosine similarity, ``z_glob`` from this round's frozen global model and
+``z_prev_j`` from the party's own last ``k = prev_models`` local models.  Before a party
+has trained once it has no previous model, hence no negative, and the contrastive term
+is skipped (the reference code's first round gives it zero gradient).  With fewer than
+k previous models (early rounds) the ones that exist are used, as the paper says.
+
+Previous models are kept per party on the CPU (``state["prev"]``, oldest first) and are
+copied to the device once per local training, into frozen model slots reused across
+parties — never once per batch.  The temperature is a schedule object
+(:mod:`federated.algorithms.temperature`): fixed, or annealed for NEW-MOON.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+
+from federated.algorithms.base import Algorithm, LocalJob, LossTerms, model_state_to_cpu
+from federated.config import RunConfig
+from federated.models import FedConModel, ModelOutput
+
+
+def contrastive_similarities(
+    z: torch.Tensor, z_glob: torch.Tensor, z_prevs: list[torch.Tensor]
+) -> torch.Tensor:
+    """(B, 1 + k) cosine similarities: column 0 the positive pair, then each negative."""
+    pos = F.cosine_similarity(z, z_glob, dim=-1)
+    negs = [F.cosine_similarity(z, zp, dim=-1) for zp in z_prevs]
+    return torch.stack([pos, *negs], dim=1)
+
+
+def contrastive_loss_from_similarities(similarities: torch.Tensor, tau: float) -> torch.Tensor:
+    """Mean over the batch of -log softmax(similarities / tau)[:, 0]."""
+    target = torch.zeros(similarities.shape[0], dtype=torch.long, device=similarities.device)
+    return F.cross_entropy(similarities / tau, target)
+
+
+def moon_contrastive_loss(
+    z: torch.Tensor, z_glob: torch.Tensor, z_prevs: list[torch.Tensor], tau: float
+) -> torch.Tensor:
+    """MOON's l_con (eq. 7), averaged over the batch."""
+    return contrastive_loss_from_similarities(contrastive_similarities(z, z_glob, z_prevs), tau)
+
+
+class Moon(Algorithm):
+    name = "moon"
+
+    def __init__(self, config: RunConfig, generator: torch.Generator) -> None:
+        super().__init__(config, generator)
+        from federated.algorithms import TEMPERATURE_SCHEDULES
+
+        self.temperature = TEMPERATURE_SCHEDULES[config.tau_schedule](config, generator)
+        self._slots: list[FedConModel] = []  # frozen device copies, reused across parties
+        self._prev_models: list[FedConModel] = []
+        self._similarities: torch.Tensor | None = None
+
+    def init_party_state(self, party: int) -> dict:
+        return {"prev": []}
+
+    def begin_local(self, job: LocalJob) -> None:
+        prev = job.state["prev"]
+        while len(self._slots) < len(prev):
+            slot = copy.deepcopy(job.global_model).eval()
+            slot.requires_grad_(False)
+            self._slots.append(slot)
+        for slot, weights in zip(self._slots, prev):
+            slot.load_state_dict(weights)
+        self._prev_models = self._slots[: len(prev)]
+        job.info["negatives"] = len(prev)
+        self.temperature.begin(job.state)
+
+    def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
+        ce = F.cross_entropy(out.logits, y)
+        if not self._prev_models:
+            return LossTerms(ce, {"ce": ce.detach()})
+        with torch.no_grad():
+            z_glob = job.global_model.project(x)
+            z_prevs = [m.project(x) for m in self._prev_models]
+        similarities = contrastive_similarities(out.projection, z_glob, z_prevs)
+        con = contrastive_loss_from_similarities(similarities, self.temperature.value)
+        self._similarities = similarities.detach()
+        return LossTerms(ce + self.config.mu * con, {"ce": ce.detach(), "con": con.detach()})
+
+    def after_backward(self, job: LocalJob) -> dict[str, torch.Tensor]:
+        if self._prev_models:
+            sims = self._similarities
+            self.temperature.observe(
+                lambda: gradient_norm(job.model),
+                lambda t: float(contrastive_loss_from_similarities(sims, t)),
+            )
+        return {}
+
+    def end_local(self, job: LocalJob) -> dict[str, list[torch.Tensor]]:
+        job.info.update(self.temperature.end(job.state))
+        prev = job.state["prev"]
+        prev.append(model_state_to_cpu(job.model))
+        del prev[: -self.config.prev_models]
+        self._prev_models = []
+        return {}
+
+    def round_metrics(self, jobs: list[LocalJob]) -> dict[str, float]:
+        # mean number of negatives (previous models) the drawn parties used this round
+        metrics = {"negatives": sum(j.info["negatives"] for j in jobs) / max(1, len(jobs))}
+        taus = [j.info["tau"] for j in jobs if "tau" in j.info]
+        if taus:
+            rates = [j.info["tau_acceptance"] for j in jobs if "tau_acceptance" in j.info]
+            metrics.update(
+                tau=sum(taus) / len(taus),
+                tau_lowest=min(taus),
+                tau_acceptance=sum(rates) / len(rates) if rates else float("nan"),
+            )
+        return metrics
+
+
+def gradient_norm(model: FedConModel) -> float:
+    """L2 norm of all parameter gradients together."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    return float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))

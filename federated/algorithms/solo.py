@@ -1,0 +1,30 @@
+"""SOLO: every party trains alone on its own data; nothing is communicated.
+
+Each party starts from the same initial model (the run's initial global model) and,
+every round, trains ``local_epochs`` more epochs continuing from its own weights, so
+after R rounds it has trained R·E epochs (the paper's SOLO uses 300 epochs: e.g.
+``rounds=30, local_epochs=10``).  All parties train every round whatever
+``sample_fraction`` says.  The round loop evaluates every party's model on the global
+test set and reports the mean and std over parties and each party's accuracy
+(``test_acc``, ``test_acc_std``, ``party_acc/<i>``).
+"""
+
+from __future__ import annotations
+
+from federated.algorithms.base import Algorithm, LocalJob, model_state_to_cpu
+
+
+class Solo(Algorithm):
+    name = "solo"
+    personal_models = True
+
+    def init_party_state(self, party: int) -> dict:
+        return {"weights": None}  # None: still the initial model
+
+    def begin_local(self, job: LocalJob) -> None:
+        if job.state["weights"] is not None:
+            job.model.load_state_dict(job.state["weights"])
+
+    def end_local(self, job: LocalJob) -> dict:
+        job.state["weights"] = model_state_to_cpu(job.model)
+        return {}

@@ -1,0 +1,39 @@
+"""Temperature schedules for MOON's contrastive loss: adaptive hyperparameter objects.
+
+MOON reads ``schedule.value`` for every batch and tells the schedule what happened
+through :meth:`TemperatureSchedule.observe`; a fixed temperature ignores it, the
+annealed one (:mod:`federated.algorithms.annealed_temperature`) moves.  A new schedule
+is one file and one line in :data:`federated.algorithms.TEMPERATURE_SCHEDULES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from federated.config import RunConfig
+
+
+class TemperatureSchedule:
+    """A constant temperature ``config.tau``."""
+
+    def __init__(self, config: RunConfig, generator: torch.Generator) -> None:
+        self.config = config
+        self.generator = generator
+        self.value: float = float(config.tau)
+
+    def begin(self, party_state: dict[str, Any]) -> None:
+        """A party's local training starts."""
+        return None
+
+    def observe(self, grad_norm: Callable[[], float], loss_at: Callable[[float], float]) -> None:
+        """One SGD step happened.  ``grad_norm()`` gives the step's gradient norm and
+        ``loss_at(t)`` the batch's contrastive loss at temperature ``t``; both are
+        callables so that a fixed schedule pays for neither."""
+        return None
+
+    def end(self, party_state: dict[str, Any]) -> dict[str, float]:
+        """A party's local training ended; returns values to report for it."""
+        return {}

@@ -1,0 +1,265 @@
+"""Finding and loading datasets into memory as uint8 tensors.
+
+Where data is looked for, in order:
+
+1. the data root: ``RunConfig.data_root`` / ``--data-root``, else ``$FEDSWEEP_DATA``,
+   else ``~/.cache/fedsweep/data``;
+2. for ``fmnist``, Debian's ``dataset-fashion-mnist`` (/usr/share/datasets/fashion-mnist);
+3. a download by torchvision (CIFAR, MNIST, Fashion-MNIST) or of the Tiny-ImageNet zip,
+   unless ``FEDSWEEP_OFFLINE=1``.
+
+When none works, :class:`DatasetUnavailable` says in one line where it looked and how to
+get the data.  Images are returned as uint8 NCHW tensors and labels as int64, so a run
+keeps the whole set on its device and augments batches there.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from federated.data.catalog import DatasetSpec, dataset_spec
+from federated.data.idx import read_idx
+from federated.data.synthetic import synthetic_images
+
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+TINY_IMAGENET_URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
+
+
+class DatasetUnavailable(RuntimeError):
+    """The dataset is not on disk and could not be downloaded."""
+
+
+@dataclass(frozen=True)
+class ImageData:
+    """A dataset in memory: uint8 images (N, C, H, W) and int64 labels (N,)."""
+
+    spec: DatasetSpec
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+
+
+def default_data_root() -> Path:
+    """``$FEDSWEEP_DATA`` if set, else ``~/.cache/fedsweep/data``."""
+    env = os.environ.get("FEDSWEEP_DATA")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "fedsweep" / "data"
+
+
+def resolve_data_root(data_root: str | os.PathLike | None) -> Path:
+    return Path(data_root).expanduser().resolve() if data_root else default_data_root()
+
+
+def downloads_allowed() -> bool:
+    return os.environ.get("FEDSWEEP_OFFLINE", "").lower() not in ("1", "true", "yes")
+
+
+def load_dataset(name: str, data_root: str | os.PathLike | None = None) -> ImageData:
+    """Load dataset ``name`` (see :mod:`federated.data.catalog`) from disk or download it."""
+    spec = dataset_spec(name)
+    root = resolve_data_root(data_root)
+    loader = {
+        "cifar10": _load_cifar,
+        "cifar100": _load_cifar,
+        "tinyimagenet": _load_tinyimagenet,
+        "fmnist": _load_mnist_like,
+        "mnist": _load_mnist_like,
+        "synthetic": _load_synthetic,
+    }[name]
+    train_x, train_y, test_x, test_y = loader(spec, root)
+    expected = (spec.train_size, *spec.shape), (spec.test_size, *spec.shape)
+    if (tuple(train_x.shape), tuple(test_x.shape)) != expected:
+        raise DatasetUnavailable(
+            f"dataset {name!r} under {root} has shapes {tuple(train_x.shape)} / "
+            f"{tuple(test_x.shape)}, expected {expected[0]} / {expected[1]}: remove the folder "
+            "and let fedsweep fetch it again"
+        )
+    return ImageData(spec, train_x.contiguous(), train_y.long(), test_x.contiguous(), test_y.long())
+
+
+# ---------------------------------------------------------------------- per dataset
+def _load_synthetic(spec: DatasetSpec, root: Path):
+    x, y = synthetic_images(spec.train_size + spec.test_size, spec.n_classes, spec.shape)
+    n = spec.train_size
+    return x[:n], y[:n], x[n:], y[n:]
+
+
+_MNIST_FILES = {
+    "train_x": "train-images-idx3-ubyte",
+    "train_y": "train-labels-idx1-ubyte",
+    "test_x": "t10k-images-idx3-ubyte",
+    "test_y": "t10k-labels-idx1-ubyte",
+}
+
+
+def _find_idx_set(folder: Path) -> dict[str, Path] | None:
+    found = {}
+    for key, stem in _MNIST_FILES.items():
+        for candidate in (folder / stem, folder / f"{stem}.gz"):
+            if candidate.is_file():
+                found[key] = candidate
+                break
+        else:
+            return None
+    return found
+
+
+def _load_mnist_like(spec: DatasetSpec, root: Path):
+    tv_name = "FashionMNIST" if spec.name == "fmnist" else "MNIST"
+    folders = [root / tv_name / "raw", root / ("fashion-mnist" if spec.name == "fmnist" else "mnist")]
+    if spec.name == "fmnist":
+        folders.append(DEBIAN_FASHION_MNIST)
+    for folder in folders:
+        files = _find_idx_set(folder)
+        if files:
+            return _from_idx(files)
+    download_error = "downloads disabled (FEDSWEEP_OFFLINE)"
+    if downloads_allowed():
+        try:
+            import torchvision.datasets as tvd
+
+            getattr(tvd, tv_name)(str(root), train=True, download=True)
+            getattr(tvd, tv_name)(str(root), train=False, download=True)
+            files = _find_idx_set(root / tv_name / "raw")
+            if files:
+                return _from_idx(files)
+        except Exception as err:  # torchvision raises several kinds when offline
+            download_error = f"download failed ({_short(err)})"
+    how = (
+        "install Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or "
+        if spec.name == "fmnist"
+        else ""
+    )
+    raise DatasetUnavailable(
+        f"dataset {spec.name!r} not found: looked in {', '.join(map(str, folders))}; "
+        f"{download_error}. To get it: {how}run once with internet access "
+        f"(torchvision downloads it to {root / tv_name}), or copy the four IDX files "
+        f"there and pass --data-root / set FEDSWEEP_DATA"
+    )
+
+
+def _from_idx(files: dict[str, Path]):
+    train_x = read_idx(files["train_x"]).unsqueeze(1)
+    test_x = read_idx(files["test_x"]).unsqueeze(1)
+    return train_x, read_idx(files["train_y"]), test_x, read_idx(files["test_y"])
+
+
+def _load_cifar(spec: DatasetSpec, root: Path):
+    import torchvision.datasets as tvd
+
+    cls = tvd.CIFAR10 if spec.name == "cifar10" else tvd.CIFAR100
+    folder = root / cls.base_folder
+    download_error = "downloads disabled (FEDSWEEP_OFFLINE)"
+    try:
+        train, test = cls(str(root), train=True), cls(str(root), train=False)
+    except RuntimeError:  # "Dataset not found or corrupted"
+        if not downloads_allowed():
+            train = None
+        else:
+            try:
+                train = cls(str(root), train=True, download=True)
+                test = cls(str(root), train=False, download=True)
+            except Exception as err:
+                train, download_error = None, f"download failed ({_short(err)})"
+        if train is None:
+            raise DatasetUnavailable(
+                f"dataset {spec.name!r} not found: looked in {folder}; {download_error}. "
+                f"To get it: run once with internet access (torchvision downloads it there), "
+                f"or put the extracted '{cls.base_folder}' folder under a data root and pass "
+                "--data-root / set FEDSWEEP_DATA"
+            ) from None
+
+    def as_tensors(ds):
+        x = torch.from_numpy(np.ascontiguousarray(ds.data.transpose(0, 3, 1, 2)))
+        return x, torch.as_tensor(ds.targets, dtype=torch.int64)
+
+    return (*as_tensors(train), *as_tensors(test))
+
+
+def _load_tinyimagenet(spec: DatasetSpec, root: Path):
+    folder = root / "tiny-imagenet-200"
+    cache = folder / "fedsweep-uint8.pt"
+    if cache.is_file():
+        blob = torch.load(cache, weights_only=True)
+        return blob["train_x"], blob["train_y"], blob["test_x"], blob["test_y"]
+    if not (folder / "wnids.txt").is_file():
+        download_error = "downloads disabled (FEDSWEEP_OFFLINE)"
+        if downloads_allowed():
+            try:
+                from torchvision.datasets.utils import download_and_extract_archive
+
+                download_and_extract_archive(TINY_IMAGENET_URL, str(root))
+                download_error = ""
+            except Exception as err:
+                download_error = f"download failed ({_short(err)})"
+        if download_error:
+            raise DatasetUnavailable(
+                f"dataset 'tinyimagenet' not found: looked in {folder}; {download_error}. "
+                f"To get it: download {TINY_IMAGENET_URL}, unzip it under a data root (giving "
+                "tiny-imagenet-200/ with train/, val/, wnids.txt) and pass --data-root / set "
+                "FEDSWEEP_DATA"
+            )
+    arrays = _decode_tinyimagenet(folder)
+    _atomic_torch_save(arrays, cache)
+    return arrays["train_x"], arrays["train_y"], arrays["test_x"], arrays["test_y"]
+
+
+def _decode_tinyimagenet(folder: Path) -> dict[str, torch.Tensor]:
+    """Decode the JPEG folder once; val images are regrouped by val_annotations.txt."""
+    from PIL import Image
+
+    wnids = (folder / "wnids.txt").read_text().split()
+    label_of = {w: i for i, w in enumerate(wnids)}
+    train_items = [
+        (path, label_of[w])
+        for w in wnids
+        for path in sorted((folder / "train" / w / "images").glob("*.JPEG"))
+    ]
+    val_items = []
+    for line in (folder / "val" / "val_annotations.txt").read_text().splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2:
+            val_items.append((folder / "val" / "images" / parts[0], label_of[parts[1]]))
+
+    def decode(items):
+        x = torch.empty(len(items), 3, 64, 64, dtype=torch.uint8)
+        for i, (path, _) in enumerate(items):
+            with Image.open(path) as img:
+                x[i] = torch.from_numpy(np.array(img.convert("RGB"))).permute(2, 0, 1)
+        return x, torch.tensor([label for _, label in items], dtype=torch.int64)
+
+    train_x, train_y = decode(train_items)
+    test_x, test_y = decode(val_items)
+    return {"train_x": train_x, "train_y": train_y, "test_x": test_x, "test_y": test_y}
+
+
+def _atomic_torch_save(obj, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _short(err: BaseException) -> str:
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return f"{type(err).__name__}: {text}"[:160]
+
+
+__all__ = [
+    "DatasetUnavailable",
+    "ImageData",
+    "default_data_root",
+    "load_dataset",
+    "resolve_data_root",
+]
+

@@ -1,0 +1,29 @@
+"""The MOON paper's CIFAR-10 encoder (§4.1), also used for 28x28 grey-scale inputs."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class SimpleCNN(nn.Module):
+    """conv5x5(C->6), ReLU, maxpool2, conv5x5(6->16), ReLU, maxpool2, fc ->120, ReLU,
+    fc 120->84, ReLU.  The flatten size follows the input (400 for 32x32, 256 for 28x28)."""
+
+    feature_dim = 84
+
+    def __init__(self, in_channels: int = 3, height: int = 32, width: int = 32) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, 6, 5)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        flat_h = ((height - 4) // 2 - 4) // 2
+        flat_w = ((width - 4) // 2 - 4) // 2
+        self.fc1 = nn.Linear(16 * flat_h * flat_w, 120)
+        self.fc2 = nn.Linear(120, 84)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = torch.flatten(x, 1)
+        return F.relu(self.fc2(F.relu(self.fc1(x))))

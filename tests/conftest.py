@@ -1,0 +1,45 @@
+"""Shared fixtures: datasets loaded once per session, small seeded configs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from federated.config import RunConfig
+from federated.data import ImageData, load_dataset
+
+
+@pytest.fixture(scope="session")
+def fmnist() -> ImageData:
+    """Real Fashion-MNIST (Debian's dataset-fashion-mnist, installed by scripts/bootstrap.sh)."""
+    return load_dataset("fmnist")
+
+
+@pytest.fixture(scope="session")
+def synthetic() -> ImageData:
+    return load_dataset("synthetic")
+
+
+@pytest.fixture(autouse=True)
+def _single_thread():
+    """Tests run with one torch thread: deterministic and kind to a 2-core machine."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def tiny(**overrides) -> RunConfig:
+    """A few-second run on generated CIFAR-shaped data."""
+    values = dict(
+        dataset="synthetic",
+        rounds=2,
+        local_epochs=1,
+        n_parties=4,
+        data_fraction=0.04,
+        test_fraction=0.1,
+        threads=1,
+        out_dim=32,
+    )
+    values.update(overrides)
+    return RunConfig(**values)
