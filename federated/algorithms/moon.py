@@ -21,6 +21,7 @@ parties — never once per batch.  The temperature is a schedule object
 from __future__ import annotations
 
 import copy
+import math
 
 import torch
 import torch.nn.functional as F
@@ -113,11 +114,14 @@ class Moon(Algorithm):
         metrics = {"negatives": sum(j.info["negatives"] for j in jobs) / max(1, len(jobs))}
         taus = [j.info["tau"] for j in jobs if "tau" in j.info]
         if taus:
-            rates = [j.info["tau_acceptance"] for j in jobs if "tau_acceptance" in j.info]
+            # a party that proposed nothing (one local step) reports NaN: leave it out, or
+            # one small party would blank the rate of the whole round
+            rates = [j.info.get("tau_acceptance", math.nan) for j in jobs]
+            rates = [r for r in rates if not math.isnan(r)]
             metrics.update(
                 tau=sum(taus) / len(taus),
                 tau_lowest=min(taus),
-                tau_acceptance=sum(rates) / len(rates) if rates else float("nan"),
+                tau_acceptance=sum(rates) / len(rates) if rates else math.nan,
             )
         return metrics
 
