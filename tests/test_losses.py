@@ -119,3 +119,23 @@ def test_fedprox_gradient_matches_autograd_of_the_proximal_term():
     algo.after_backward(job)
     for p, expected in zip(local.parameters(), autograd):
         torch.testing.assert_close(p.grad, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.5])
+def test_l2rep_objective_is_ce_plus_mu_times_distance_to_the_frozen_global_representation(mu):
+    local, global_model = _tiny_model(0), _tiny_model(1).requires_grad_(False)
+    x = torch.randn(8, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    algo = ALGORITHMS["l2rep"](RunConfig(algorithm="l2rep", mu=mu), torch.Generator())
+    job = _job(local, global_model)
+    out = local(x)
+    terms = algo.loss(job, out, x, y)
+
+    ce = float(F.cross_entropy(out.logits.detach(), y))
+    z, z_glob = out.projection.tolist(), global_model.project(x).tolist()
+    distance = sum(math.dist(a, b) for a, b in zip(z, z_glob)) / len(z)
+    assert float(terms.total.detach()) == pytest.approx(ce + mu * distance, rel=1e-12)
+    assert float(terms.parts["l2"]) == pytest.approx(distance, rel=1e-12)
+    assert float(terms.parts["ce"]) == pytest.approx(ce, rel=1e-12)
+    terms.total.backward()
+    assert all(p.grad is None for p in global_model.parameters())  # the global model is frozen
