@@ -28,7 +28,7 @@ Per-round metrics (one row per round, keys stable across rounds of a run):
 ``diverged``         True on the round whose loss became NaN/inf; the run stops there
 ==================== ========================================================
 
-plus what the method adds (``tau``, ``c_global_norm``, ...); SOLO adds
+plus what the method adds (``tau_end``, ``c_global_norm``, ...); SOLO adds
 ``test_acc_std`` and ``party_acc/<i>``.
 """
 

@@ -93,8 +93,8 @@ def format_row(row: dict[str, Any], rounds: int) -> str:
     )
     if not math.isnan(row.get("con_loss", float("nan"))):
         text += f"  con_loss {row['con_loss']:.4f}"
-    if "tau" in row:
-        text += f"  tau {row['tau']:.4f}"
+    if "tau_end" in row:
+        text += f"  tau_end {row['tau_end']:.4f}"
     if "test_acc_std" in row:
         text += f"  (std over parties {row['test_acc_std']:.4f})"
     return text + (

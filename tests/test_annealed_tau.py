@@ -142,7 +142,7 @@ def annealed_run(data, seed: int, scope: str = "round") -> list[dict]:
 def test_rows_carry_the_trajectory_and_a_seed_reproduces_it(synthetic):
     rows = annealed_run(synthetic, seed=0)
     again = annealed_run(synthetic, seed=0)
-    keys = ("tau", "tau_lowest", "tau_acceptance", "test_loss")
+    keys = ("tau_end", "tau_end_lowest", "tau_acceptance", "test_loss")
 
     def values(rs: list[dict]) -> list[list]:  # NaN as None so that equal rows compare equal
         return [[None if math.isnan(r[k]) else r[k] for k in keys] for r in rs]
@@ -150,24 +150,24 @@ def test_rows_carry_the_trajectory_and_a_seed_reproduces_it(synthetic):
     assert values(rows) == values(again)
 
     # round 1: no previous model, no contrastive term, nothing annealed
-    assert rows[0]["tau"] == rows[0]["tau_lowest"] == 1.0
+    assert rows[0]["tau_end"] == rows[0]["tau_end_lowest"] == 1.0
     assert math.isnan(rows[0]["tau_acceptance"])
     for row in rows[1:]:
-        assert 0.001 <= row["tau_lowest"] <= row["tau"] < 1.0
+        assert 0.001 <= row["tau_end_lowest"] <= row["tau_end"] < 1.0
         assert 0.0 < row["tau_acceptance"] <= 1.0
 
     other = annealed_run(synthetic, seed=1)
-    assert [r["tau"] for r in other[1:]] != [r["tau"] for r in rows[1:]]
+    assert [r["tau_end"] for r in other[1:]] != [r["tau_end"] for r in rows[1:]]
 
 
 def test_run_scope_carries_the_temperature_across_rounds(synthetic):
     rows = annealed_run(synthetic, seed=0, scope="run")
-    taus = [r["tau"] for r in rows]
-    lows = [r["tau_lowest"] for r in rows]
+    taus = [r["tau_end"] for r in rows]
+    lows = [r["tau_end_lowest"] for r in rows]
     # all parties train every round and resume where they stopped
     assert taus[2] < taus[1] < taus[0] == 1.0
     assert lows[2] <= lows[1]
-    assert taus[2] < annealed_run(synthetic, seed=0)[2]["tau"]
+    assert taus[2] < annealed_run(synthetic, seed=0)[2]["tau_end"]
 
 
 def test_round_acceptance_ignores_parties_that_made_no_proposal():
@@ -184,7 +184,7 @@ def test_round_acceptance_ignores_parties_that_made_no_proposal():
         for i, info in enumerate(infos)
     ]
     metrics = moon.round_metrics(jobs)
-    assert metrics["tau"] == pytest.approx(0.9)
-    assert metrics["tau_lowest"] == 0.8
+    assert metrics["tau_end"] == pytest.approx(0.9)
+    assert metrics["tau_end_lowest"] == 0.8
     assert metrics["tau_acceptance"] == pytest.approx(0.75)
     assert metrics["negatives"] == 1

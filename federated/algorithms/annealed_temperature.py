@@ -22,8 +22,8 @@ This is the reading implemented here, exactly:
   ``tau`` (default 1.0), as a temperature local to the reference code's training
   function would; with ``tau_scope="run"`` each party resumes from where its previous
   local training ended (kept in its party state and checkpoints).
-* **Reported**: per round, ``tau`` (mean over the drawn parties of the value each ended
-  its local training with), ``tau_lowest`` (their minimum) and ``tau_acceptance`` (mean
+* **Reported**: per round, ``tau_end`` (mean over the drawn parties of the value each
+  ended its local training with), ``tau_end_lowest`` (their minimum) and ``tau_acceptance`` (mean
   share of proposals accepted).  Together the rows give the tau trajectory.
 
 By construction tau stays in [tau_min, tau0]: candidates never exceed the current value.

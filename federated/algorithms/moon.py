@@ -119,8 +119,8 @@ class Moon(Algorithm):
             rates = [j.info.get("tau_acceptance", math.nan) for j in jobs]
             rates = [r for r in rates if not math.isnan(r)]
             metrics.update(
-                tau=sum(taus) / len(taus),
-                tau_lowest=min(taus),
+                tau_end=sum(taus) / len(taus),
+                tau_end_lowest=min(taus),
                 tau_acceptance=sum(rates) / len(rates) if rates else math.nan,
             )
         return metrics

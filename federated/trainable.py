@@ -1,0 +1,90 @@
+"""The Ray Tune function trainable: the round loop, one report per round, full checkpoints.
+
+``train_federated(config)`` builds a :class:`~federated.config.RunConfig` from the trial's
+config (keys that are not RunConfig fields are the sweep's labels, e.g. ``setting``,
+``study``, and are ignored here), reports each round's metrics dict (plus ``node_id``,
+the Ray node that ran it), and every ``checkpoint_every`` rounds (and at the end)
+checkpoints the whole run state: global model, server state (FedAvgM velocity, SCAFFOLD
+control variate), every party's state (MOON previous models, SCAFFOLD control
+variates, annealed tau), the round number and every random generator.  A restarted
+trial restores that state and continues exactly; on CPU its remaining per-round
+accuracies equal an uninterrupted run's.
+
+Device: with ``device="auto"`` a trial uses CUDA only when Ray gave it a GPU
+(``ray.get_gpu_ids()``), never merely because one is visible.  CPU threads follow
+``threads`` (``study.sweep`` sets it to the trial's CPUs).
+
+Fault injection (``fail_at_round=k``): after finishing round k, before reporting it, the
+trial raises :class:`InjectedFailure` — unless it started from a checkpoint, so with
+``checkpoint_every <= k`` it fails exactly once.  Tests use it to exercise
+``max_failures`` recovery.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from federated.config import RunConfig, field_types
+from federated.round_loop import FederatedRun
+
+STATE_FILE = "run_state.pt"
+
+
+class InjectedFailure(RuntimeError):
+    """Raised on purpose by ``fail_at_round`` to test recovery."""
+
+
+def run_config_from_trial(config: dict[str, Any]) -> RunConfig:
+    """The RunConfig part of a Tune trial config; the device follows Ray's GPU grant."""
+    import ray
+
+    known = field_types()
+    fields = {k: v for k, v in config.items() if k in known}
+    if fields.get("device", "auto") == "auto" and ray.is_initialized():
+        fields["device"] = "cuda" if ray.get_gpu_ids() else "cpu"
+    return RunConfig.from_dict(fields)
+
+
+def save_run_state(run: FederatedRun, folder: str | os.PathLike) -> Path:
+    """Write the run state into ``folder`` atomically; returns the file."""
+    path = Path(folder) / STATE_FILE
+    tmp = path.with_suffix(".tmp")
+    torch.save(run.state_dict(), tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def load_run_state(folder: str | os.PathLike) -> dict[str, Any]:
+    return torch.load(Path(folder) / STATE_FILE, weights_only=False)
+
+
+def train_federated(config: dict[str, Any]) -> None:
+    """Tune function trainable (see the module docstring)."""
+    import ray
+    from ray import tune
+
+    run_config = run_config_from_trial(config)
+    run = FederatedRun(run_config)
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as folder:
+            run.load_state_dict(load_run_state(folder))
+    node_id = ray.get_runtime_context().get_node_id()
+    every = run_config.checkpoint_every
+
+    while not run.finished:
+        row = run.run_round()
+        row["node_id"] = node_id
+        if run_config.fail_at_round == run.round and checkpoint is None:
+            raise InjectedFailure(f"injected failure after round {run.round} (fail_at_round)")
+        if every and (run.round % every == 0 or run.finished):
+            with tempfile.TemporaryDirectory() as folder:
+                save_run_state(run, folder)
+                tune.report(row, checkpoint=tune.Checkpoint.from_directory(folder))
+        else:
+            tune.report(row)
