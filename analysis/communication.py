@@ -1,0 +1,191 @@
+"""Communication efficiency (the paper's Table 2): rounds to reach the baseline's accuracy.
+
+Definitions (the paper: "the number of rounds of different approaches to achieve the
+same accuracy as running FedAvg for 100 rounds"; "the speedup of an approach is
+computed against FedAvg"):
+
+- ``target``: the baseline's final test accuracy (at its last round).  By default per
+  seed (``target="per-seed"``): a method's run with seed s is compared with the
+  baseline's run with seed s, which shares its partition and initial weights, so the
+  comparison is paired.  A seed the baseline does not have falls back to the mean
+  target.  With ``target="mean"`` every run is compared with the baseline's mean final
+  accuracy over seeds.
+- ``rounds_to_reach(curve, target)``: the first round (1-based, the ``round`` column)
+  whose test accuracy is >= target (reaching it exactly counts); ``None`` if no round
+  does ("not reached").
+- The baseline's rounds are the rounds it ran (the paper's "running FedAvg for 100
+  rounds" gives FedAvg 100 and 1×), not the first round its curve touches its own
+  final value.
+- ``speedup = baseline rounds / method rounds``; not reached is shown as the paper
+  does, ``<1×``.
+- Summary over seeds: a method counts as reaching the target only if it does so for
+  every seed; then its rounds are the mean over seeds (± std) and its speed-up is the
+  baseline's rounds over that mean.  Otherwise the table says in how many seeds it
+  was reached and shows ``<1×``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from analysis.loading import COMPLETED
+
+TARGETS = ("per-seed", "mean")
+NOT_REACHED = "<1×"
+
+
+def rounds_to_reach(
+    rounds: Sequence[int], accuracies: Sequence[float], target: float
+) -> int | None:
+    """The first round whose accuracy is >= ``target``, or None if none is.
+
+    ``rounds`` are round numbers (1-based), ``accuracies`` fractions in [0, 1], in any
+    order (they are sorted by round).  NaN accuracies (a diverged round) never reach.
+    """
+    if target is None or math.isnan(target):
+        raise ValueError("rounds_to_reach: the target accuracy is NaN")
+    for round_number, accuracy in sorted(zip(rounds, accuracies)):
+        if accuracy >= target:  # False for NaN
+            return int(round_number)
+    return None
+
+
+def speedup(baseline_rounds: float, method_rounds: float | None) -> float | None:
+    """``baseline_rounds / method_rounds``; None when the method never reached."""
+    if method_rounds is None or (isinstance(method_rounds, float) and math.isnan(method_rounds)):
+        return None
+    return float(baseline_rounds) / float(method_rounds)
+
+
+def format_speedup(value: float | None) -> str:
+    """``3.7×``; not reached: ``<1×`` (the paper's notation)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return NOT_REACHED
+    return f"{value:.1f}×"
+
+
+def baseline_rows(trials: pd.DataFrame, row: str, baseline: str, baseline_column: str) -> object:
+    """The value of ``row`` that denotes the baseline (``baseline_column == baseline``)."""
+    values = trials.loc[trials[baseline_column] == baseline, row].drop_duplicates().tolist()
+    if len(values) != 1:
+        raise ValueError(
+            f"baseline {baseline!r} must be exactly one row of {row!r}, found {values or 'none'}"
+        )
+    return values[0]
+
+
+def communication_frame(
+    rounds: pd.DataFrame,
+    trials: pd.DataFrame,
+    *,
+    row: str,
+    columns: Sequence[str] = ("dataset",),
+    baseline: str = "fedavg",
+    baseline_column: str = "algorithm",
+    target: str = "per-seed",
+) -> pd.DataFrame:
+    """Per (column group, row, seed): the target, the rounds to reach it, the speed-up.
+
+    ``trials`` and ``rounds`` are :class:`~analysis.loading.Results` frames; only
+    completed trials are used.  Column groups without a completed baseline trial are
+    left out.  Returns columns ``*columns, row, seed, target, target_source,
+    baseline_rounds, rounds_needed`` (NaN: not reached) ``, reached, speedup``.
+    """
+    if target not in TARGETS:
+        raise ValueError(f"target={target!r} (allowed: {', '.join(TARGETS)})")
+    columns = list(columns)
+    done = trials[(trials["status"] == COMPLETED) & trials["final_acc"].notna()]
+    curves = {
+        key: (group["round"].astype(int).tolist(), group["test_acc"].astype(float).tolist())
+        for key, group in rounds.groupby(["sweep", "trial"], sort=False)
+    }
+    out = []
+    groups = done.groupby(columns, dropna=False, sort=False) if columns else [((), done)]
+    for key, group in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        base = group[group[baseline_column] == baseline]
+        if base.empty:
+            continue
+        base_value = baseline_rows(group, row, baseline, baseline_column)
+        by_seed = dict(zip(base["seed"], base["final_acc"].astype(float)))
+        base_rounds = dict(zip(base["seed"], base["last_round"].astype(int)))
+        mean_target = float(np.mean(list(by_seed.values())))
+        mean_rounds = float(np.mean(list(base_rounds.values())))
+        for _, trial in group.iterrows():
+            seed = trial["seed"]
+            paired = target == "per-seed" and seed in by_seed
+            goal = by_seed[seed] if paired else mean_target
+            r_base = base_rounds[seed] if paired else mean_rounds
+            if trial[row] == base_value:
+                needed: float | None = float(trial["last_round"])  # by definition (see above)
+            else:
+                curve_rounds, curve_acc = curves.get((trial["sweep"], trial["trial"]), ([], []))
+                reached_at = rounds_to_reach(curve_rounds, curve_acc, goal)
+                needed = None if reached_at is None else float(reached_at)
+            out.append(
+                {
+                    **dict(zip(columns, key)),
+                    row: trial[row],
+                    "seed": seed,
+                    "target": goal,
+                    "target_source": "same seed" if paired else "mean over seeds",
+                    "baseline_rounds": r_base,
+                    "rounds_needed": math.nan if needed is None else needed,
+                    "reached": needed is not None,
+                    "speedup": speedup(r_base, needed),
+                }
+            )
+    return pd.DataFrame(
+        out,
+        columns=[
+            *columns,
+            row,
+            "seed",
+            "target",
+            "target_source",
+            "baseline_rounds",
+            "rounds_needed",
+            "reached",
+            "speedup",
+        ],
+    )
+
+
+def summarise_communication(
+    frame: pd.DataFrame, *, row: str, columns: Sequence[str] = ("dataset",)
+) -> pd.DataFrame:
+    """Per (column group, row): seeds, seeds reached, mean ± std rounds, speed-up.
+
+    ``speedup`` is the mean baseline rounds over the mean rounds when every seed
+    reached the target, else None (shown ``<1×``).
+    """
+    columns = list(columns)
+    rows = []
+    if frame.empty:
+        return pd.DataFrame(
+            columns=[*columns, row, "n", "n_reached", "rounds_mean", "rounds_std", "speedup"]
+        )
+    for key, group in frame.groupby([*columns, row], dropna=False, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        n, n_reached = len(group), int(group["reached"].sum())
+        needed = group["rounds_needed"].to_numpy(dtype=float)
+        all_reached = n_reached == n
+        rounds_mean = float(np.mean(needed)) if all_reached else math.nan
+        rounds_std = float(np.std(needed, ddof=1)) if all_reached and n > 1 else math.nan
+        base_rounds = float(group["baseline_rounds"].mean())
+        rows.append(
+            {
+                **dict(zip([*columns, row], key)),
+                "n": n,
+                "n_reached": n_reached,
+                "rounds_mean": rounds_mean,
+                "rounds_std": rounds_std,
+                "baseline_rounds": base_rounds,
+                "speedup": speedup(base_rounds, rounds_mean) if all_reached else None,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,298 @@
+"""Figures (seaborn, headless): curves, sensitivity, partitions, Optuna search.
+
+- :func:`accuracy_curves`: test accuracy (%) vs round, one line per method or
+  parameter value, the band ±1 std over seeds (Fig. 6, Fig. 8); one panel per dataset
+  or per the study's panel parameter.
+- :func:`sensitivity_plot`: final accuracy (%) vs the varied parameter, mean with ±1
+  std error bars over seeds (Fig. 7, Fig. 11); values are evenly spaced categories, as
+  in the paper's plots.
+- :func:`partition_heatmap`: samples per class and party (Fig. 5).
+- :func:`search_history_plot`, :func:`search_parameter_plot`, :func:`importance_plot`:
+  an Optuna sweep's trials in order with the best so far, accuracy against each
+  searched parameter, and parameter importance.
+
+Every function returns a Matplotlib figure of a fixed size (:data:`DPI` dots per inch,
+no tight bounding box), so a saved PNG is exactly ``figsize × DPI`` pixels;
+:func:`save_figure` writes PNG and PDF.  Only completed trials are drawn, except in
+the search history, which also shows ASHA's stopped trials.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: no display needed, before pyplot is imported
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from analysis.layouts import Layout
+from analysis.loading import COMPLETED, STOPPED
+from analysis.naming import dataset_name, parameter_name, value_label
+from analysis.tables import key_order
+
+DPI = 120
+PANEL_SIZE = (4.4, 3.4)  # inches per panel
+MAX_PANELS_PER_ROW = 3
+FIGURE_FORMATS = ("png", "pdf")
+
+
+def save_figure(fig: plt.Figure, stem: str | Path, formats: Sequence[str] = FIGURE_FORMATS):
+    """Write ``<stem>.png`` / ``.pdf`` at :data:`DPI` and close the figure; returns paths."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        path = stem.parent / f"{stem.name}.{fmt}"  # not with_suffix: names may hold "0.5"
+        fig.savefig(path, dpi=DPI, format=fmt)
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def _label(keys: Sequence[str], values: Sequence[Any]) -> str:
+    return ", ".join(value_label(k, v, with_name=True) for k, v in zip(keys, values))
+
+
+def _labelled(frame: pd.DataFrame, keys: Sequence[str], column: str) -> pd.DataFrame:
+    """``frame`` with ``column`` holding the readable label of its ``keys`` values."""
+    frame = frame.copy()
+    if keys:
+        frame[column] = [
+            _label(keys, vals) for vals in frame[list(keys)].itertuples(index=False, name=None)
+        ]
+    else:
+        frame[column] = ""
+    return frame
+
+
+def _panel_keys(trials: pd.DataFrame, layout_panels: Sequence[str]) -> list[str]:
+    panels = [p for p in layout_panels if p in trials]
+    if trials["dataset"].nunique() > 1:
+        panels = ["dataset", *panels]
+    return panels
+
+
+def _grid(n_panels: int) -> tuple[plt.Figure, list[plt.Axes]]:
+    cols = min(max(n_panels, 1), MAX_PANELS_PER_ROW)
+    rows = max(1, math.ceil(n_panels / cols))
+    fig, axes = plt.subplots(
+        rows,
+        cols,
+        figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1] * rows),
+        squeeze=False,
+        layout="constrained",
+    )
+    flat = list(axes.flat)
+    for ax in flat[n_panels:]:
+        ax.set_visible(False)
+    return fig, flat
+
+
+def _title(fig: plt.Figure, title: str) -> None:
+    if title:
+        fig.suptitle(title, fontsize=10)
+
+
+def accuracy_curves(
+    rounds: pd.DataFrame,
+    trials: pd.DataFrame,
+    layout: Layout,
+    *,
+    title: str = "",
+) -> plt.Figure:
+    """Test accuracy (%) vs round: lines by ``layout.lines``, band ±1 std over seeds."""
+    done = trials[trials["status"] == COMPLETED]
+    keys = set(zip(done["sweep"], done["trial"]))
+    data = rounds[[k in keys for k in zip(rounds["sweep"], rounds["trial"])]].copy()
+    data["accuracy (%)"] = 100.0 * data["test_acc"].astype(float)
+    data["round"] = data["round"].astype(int)
+    lines = [k for k in layout.lines if k in data] or ["point"]
+    panels = _panel_keys(done, layout.panels)
+    data = _labelled(_labelled(data, lines, "line"), panels, "panel")
+    hue_order = [_label(lines, k) for k in key_order(done, lines)]
+    panel_order = [_label(panels, k) for k in key_order(done, panels)] if panels else [""]
+    with sns.axes_style("whitegrid"):
+        fig, axes = _grid(len(panel_order))
+        for ax, panel in zip(axes, panel_order):
+            part = data[data["panel"] == panel]
+            sns.lineplot(
+                data=part,
+                x="round",
+                y="accuracy (%)",
+                hue="line",
+                hue_order=[h for h in hue_order if h in set(part["line"])],
+                errorbar="sd",
+                marker="o" if part["round"].nunique() <= 20 else None,
+                markersize=4,
+                ax=ax,
+            )
+            ax.set_title(panel, fontsize=9)
+            ax.set_xlabel("communication round")
+            legend = ax.get_legend()
+            if legend is not None:
+                legend.set_title(" · ".join(parameter_name(k) for k in lines))
+                plt.setp(legend.get_texts(), fontsize=7)
+        _title(fig, title)
+    return fig
+
+
+def sensitivity_plot(
+    trials: pd.DataFrame,
+    layout: Layout,
+    *,
+    value: str = "final_acc",
+    title: str = "",
+) -> plt.Figure:
+    """Accuracy (%) vs ``layout.x`` (mean ± 1 std over seeds), lines by ``layout.x_lines``."""
+    if layout.x is None:
+        raise ValueError("this study has no sensitivity parameter")
+    done = trials[(trials["status"] == COMPLETED) & trials[value].notna()].copy()
+    done["accuracy (%)"] = 100.0 * done[value].astype(float)
+    x = layout.x
+    hue = [layout.x_lines] if layout.x_lines and layout.x_lines in done else []
+    panels = ["dataset"] if done["dataset"].nunique() > 1 else []
+    done = _labelled(_labelled(done, hue, "line"), panels, "panel")
+    done["x"] = [value_label(x, v) for v in done[x]]
+    order = [value_label(x, k[0]) for k in key_order(done, [x])]
+    hue_order = [_label(hue, k) for k in key_order(done, hue)] if hue else None
+    panel_order = [dataset_name(k[0]) for k in key_order(done, panels)] if panels else [""]
+    with sns.axes_style("whitegrid"):
+        fig, axes = _grid(len(panel_order))
+        for ax, panel in zip(axes, panel_order):
+            part = done[done["panel"] == panel]
+            sns.pointplot(
+                data=part,
+                x="x",
+                y="accuracy (%)",
+                order=order,
+                hue="line" if hue else None,
+                hue_order=hue_order,
+                errorbar="sd",
+                capsize=0.15,
+                dodge=0.3 if hue else False,
+                markersize=5,
+                linewidth=1.5,
+                ax=ax,
+            )
+            ax.set_xlabel(parameter_name(x))
+            ax.set_title(panel, fontsize=9)
+            legend = ax.get_legend()
+            if legend is not None:
+                legend.set_title(parameter_name(hue[0]) if hue else "")
+                plt.setp(legend.get_texts(), fontsize=7)
+        _title(fig, title)
+    return fig
+
+
+def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
+    """Fig. 5: samples of each class (rows) held by each party (columns).
+
+    ``entry`` is one element of ``partitions.json``.
+    """
+    counts = np.asarray(entry["class_counts"], dtype=int)  # parties × classes
+    n_parties, n_classes = counts.shape
+    width = min(12.0, max(4.5, 0.45 * n_parties + 1.5))
+    height = min(10.0, max(3.2, 0.3 * n_classes + 1.2))
+    annotate = n_parties <= 20 and n_classes <= 20
+    fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    sns.heatmap(
+        counts.T,
+        ax=ax,
+        cmap="YlGnBu",
+        annot=annotate,
+        fmt="d",
+        annot_kws={"fontsize": 6},
+        cbar_kws={"label": "samples"},
+        xticklabels=n_parties <= 50,
+        yticklabels=n_classes <= 50,
+    )
+    ax.set_xlabel("party")
+    ax.set_ylabel("class")
+    _title(fig, title or partition_title(entry))
+    return fig
+
+
+def partition_title(entry: dict[str, Any]) -> str:
+    scheme = str(entry.get("partition", ""))
+    detail = f"β={entry.get('beta')}" if scheme in ("dirichlet", "quantity") else scheme
+    return (
+        f"{dataset_name(entry.get('dataset'))}: {entry.get('n_parties')} parties, {detail}, "
+        f"{100 * float(entry.get('data_fraction', 1)):g}% of the data, seed {entry.get('seed')}"
+    )
+
+
+def search_history_plot(history: pd.DataFrame, *, title: str = "") -> plt.Figure:
+    """Each trial's accuracy (%) in proposal order; the best completed so far as a step."""
+    with sns.axes_style("whitegrid"):
+        fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+        for status, marker, colour in ((COMPLETED, "o", "C0"), (STOPPED, "x", "C3")):
+            part = history[history["status"] == status]
+            if not part.empty:
+                label = status if status == COMPLETED else "stopped early (ASHA)"
+                ax.scatter(
+                    part["number"],
+                    100 * part["value"],
+                    marker=marker,
+                    color=colour,
+                    label=label,
+                    zorder=3,
+                )
+        best = history.dropna(subset=["best_so_far"])
+        if not best.empty:
+            ax.step(
+                best["number"],
+                100 * best["best_so_far"],
+                where="post",
+                color="C2",
+                label="best so far",
+            )
+        ax.set_xlabel("trial (in the order Optuna proposed it)")
+        ax.set_ylabel("test accuracy at the last round (%)")
+        ax.legend(fontsize=7)
+        _title(fig, title)
+    return fig
+
+
+def search_parameter_plot(history: pd.DataFrame, params: Sequence[str], *, title: str = ""):
+    """Accuracy (%) of each trial against each searched parameter (one panel each); log
+    scale for positive parameters spanning more than a decade."""
+    with sns.axes_style("whitegrid"):
+        fig, axes = _grid(len(params))
+        for ax, param in zip(axes, params):
+            for status, marker, colour in ((COMPLETED, "o", "C0"), (STOPPED, "x", "C3")):
+                part = history[history["status"] == status]
+                if not part.empty:
+                    label = status if status == COMPLETED else "stopped early (ASHA)"
+                    ax.scatter(
+                        part[param], 100 * part["value"], marker=marker, color=colour, label=label
+                    )
+            values = pd.to_numeric(history[param], errors="coerce")
+            if values.notna().all() and values.min() > 0 and values.max() / values.min() > 10:
+                ax.set_xscale("log")
+            ax.set_xlabel(parameter_name(param))
+            ax.set_ylabel("test accuracy at the last round (%)")
+            ax.legend(fontsize=7)
+        _title(fig, title)
+    return fig
+
+
+def importance_plot(importance: dict[str, float], method: str, *, title: str = "") -> plt.Figure:
+    """Horizontal bars: each parameter's share of the importance."""
+    names = list(importance)
+    with sns.axes_style("whitegrid"):
+        height = 1.6 + 0.4 * max(1, len(names))
+        fig, ax = plt.subplots(figsize=(6.4, height), layout="constrained")
+        ax.barh([parameter_name(n) for n in names], [importance[n] for n in names], color="C0")
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.set_xlabel(f"importance ({method.split(';')[0].split('(')[0].strip()})", fontsize=8)
+        _title(fig, title)
+    return fig

@@ -1,0 +1,150 @@
+"""Which trials may be pooled into one table: study groups.
+
+Trials of the same study (from one sweep or several) form a group.  Pooling trials
+that differ in anything but the seed would average different experiments, so a group
+is split wherever two trials of the same grid point and dataset differ in another
+config field (typically two sweeps of the same study at different budgets): each part
+becomes its own group, named by the fields that tell them apart (its ``condition``).
+Execution fields, which never change results on a device, do not split.
+
+Optuna sweeps are grouped apart from grid sweeps: their trials are samples of a search,
+not repeats of grid points.  ``--rerun-best`` sweeps (the best Optuna point over seeds)
+join their study's grid group.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from analysis.loading import Results, Sweep
+from analysis.naming import format_value
+
+# federated.round_loop.EXECUTION_FIELDS (not imported: it would import torch), plus
+# the labels that name a trial rather than define it.
+NOT_CONDITIONS = frozenset(
+    {
+        "device",
+        "threads",
+        "eval_batch_size",
+        "checkpoint_every",
+        "fail_at_round",
+        "data_root",
+        "seed",
+        "point",
+        "study",
+    }
+)
+
+
+@dataclass
+class StudyGroup:
+    """Trials of one study that belong in the same tables.
+
+    Attributes:
+        study: the study's name (``moon_mu``), or ``""`` for runs of no known study.
+        search: ``grid`` (grid and rerun-best sweeps) or ``optuna``.
+        axes: the study's varied dimensions (the manifests' ``axes``).
+        paper: the paper table or figure the study reproduces (the manifest's ``paper``).
+        trials, rounds: the group's rows of :class:`~analysis.loading.Results`.
+        sweeps: the sweeps its trials come from.
+        condition: what sets this group apart from others of the same study, e.g.
+            ``{"budget": "laptop", "rounds": 10}``; empty when nothing does.
+    """
+
+    study: str
+    search: str
+    axes: list[str]
+    paper: str
+    trials: pd.DataFrame
+    rounds: pd.DataFrame
+    sweeps: list[Sweep]
+    condition: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def datasets(self) -> list[str]:
+        return list(dict.fromkeys(self.trials["dataset"].tolist()))
+
+    @property
+    def suffix(self) -> str:
+        """A file-name suffix telling split groups apart (``""`` when not split)."""
+        parts = [self.search] if self.search == "optuna" else []
+        parts += [f"{k}-{format_value(v)}" for k, v in self.condition.items()]
+        slug = re.sub(r"[^A-Za-z0-9.=_-]+", "_", "_".join(parts))[:60]
+        return f"_{slug}" if slug else ""
+
+    @property
+    def condition_text(self) -> str:
+        return ", ".join(f"{k}={format_value(v)}" for k, v in self.condition.items())
+
+
+def _constant(values: pd.Series) -> bool:
+    return values.astype(str).nunique(dropna=False) <= 1
+
+
+def conditions(trials: pd.DataFrame, axes: list[str], config_columns: list[str]) -> list[str]:
+    """Config columns that differ between trials of the same grid point and dataset."""
+    cell = [c for c in [*axes, "dataset"] if c in trials]
+    candidates = [c for c in config_columns if c not in NOT_CONDITIONS and c not in cell]
+    found = []
+    for _, group in trials.groupby(cell, dropna=False, sort=False) if cell else [((), trials)]:
+        for column in candidates:
+            if column not in found and not _constant(group[column]):
+                found.append(column)
+    return [c for c in config_columns if c in found]
+
+
+def _naming_columns(trials: pd.DataFrame, split: list[str]) -> list[str]:
+    """The fewest of ``split`` that still tell the parts apart: ``budget`` alone when it
+    does (a budget implies its rounds, epochs and data), else all of them."""
+    if not split:
+        return []
+    parts = trials.groupby(split, dropna=False).ngroups
+    for column in ("budget", "dataset", "rounds"):
+        if column in split and trials.groupby([column], dropna=False).ngroups == parts:
+            return [column]
+    return split
+
+
+def study_groups(results: Results) -> list[StudyGroup]:
+    """The study groups of everything loaded, in the order the sweeps were given."""
+    by_name = {s.name: s for s in results.sweeps}
+    trials = results.trials
+    if trials.empty:
+        return []
+    search_of = {s.name: ("optuna" if s.search == "optuna" else "grid") for s in results.sweeps}
+    kinds = trials["sweep"].map(search_of)
+    # the trial's own label; the manifest's for trials of sweeps that wrote none
+    manifest_study = trials["sweep"].map({s.name: s.study for s in results.sweeps})
+    studies = trials["study"] if "study" in trials else pd.Series(None, index=trials.index)
+    studies = studies.fillna(manifest_study).fillna("")
+    groups: list[StudyGroup] = []
+    for (study, search), part in trials.groupby([studies, kinds], sort=False):
+        sweeps = [by_name[n] for n in dict.fromkeys(part["sweep"])]
+        axes = list(dict.fromkeys(a for s in sweeps for a in s.manifest.get("axes", [])))
+        axes = [a for a in axes if a in part]
+        paper = next((str(s.manifest["paper"]) for s in sweeps if s.manifest.get("paper")), "")
+        split = conditions(part, axes, results.config_columns) if search == "grid" else []
+        pieces = part.groupby(split, dropna=False, sort=False) if split else [((), part)]
+        named_by = _naming_columns(part, split)
+        for _, piece in pieces:
+            keys = set(zip(piece["sweep"], piece["trial"]))
+            in_piece = [
+                (s, t) in keys for s, t in zip(results.rounds["sweep"], results.rounds["trial"])
+            ]
+            groups.append(
+                StudyGroup(
+                    study=str(study),
+                    search=str(search),
+                    axes=axes,
+                    paper=paper,
+                    trials=piece,
+                    rounds=results.rounds[in_piece],
+                    sweeps=[by_name[n] for n in dict.fromkeys(piece["sweep"])],
+                    condition={c: piece[c].iloc[0] for c in named_by},
+                )
+            )
+    return groups

@@ -1,0 +1,404 @@
+"""Reading sweep results (as ``study.sweep`` writes them) into one tidy table.
+
+:func:`load_results` takes one or more paths, each a sweep directory (it holds
+``fedsweep_sweep.json``; layout in :mod:`study.layout`) or a folder of sweep directories
+(e.g. ``./results``), and returns :class:`Results`:
+
+``rounds``
+    one row per (trial, round): ``sweep``, ``trial`` (the trial folder's name),
+    ``status``, the trial's config (every column of its ``params.json``: all RunConfig
+    fields plus the labels ``point``, ``study``, ``budget`` and joint-axis labels such
+    as ``setting``), then the round's metrics (``round``, ``test_acc`` as a fraction in
+    [0, 1], ...; see :mod:`federated.round_loop`).
+``trials``
+    one row per trial, including trials with no round yet: ``status``, ``error``,
+    ``rounds_done``, ``last_round``, ``final_acc`` (test accuracy at the last round),
+    ``final_acc_std`` (SOLO: std over parties at the last round), ``best_acc`` /
+    ``best_round`` (over rounds), ``order`` (reading order: sweeps in the order given,
+    within a sweep by trial id, as Tune numbers trials in the order it creates them,
+    i.e. grid or Optuna order), and the config columns.
+
+Trial status (nothing is silently dropped; tables count only ``completed`` trials):
+
+``completed``  its last round is the config's ``rounds``
+``diverged``   a round reported ``diverged=True`` (the loss became NaN/inf; the run stopped)
+``error``      ``error.txt`` exists or the manifest says ERROR, and it did not complete
+``stopped``    the sweep finished, the trial has fewer rounds and no error (ASHA stopped it)
+``interrupted`` the sweep was interrupted before the trial finished (``--resume`` continues it)
+``running``    the sweep is still running and the trial has not finished
+
+A sweep that is still being written is read safely: ``result.json`` is read line by
+line and a last line that is not complete JSON (being appended) is ignored; a
+``params.json`` that does not parse yet skips its trial (noted in ``problems``); the
+manifest and ``partitions.json`` are written atomically by ``study``.  A round reported
+twice (a trial restored from a checkpoint repeats rounds) keeps its last occurrence.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+# The names study.layout defines; repeated here so that reading results never imports
+# the study package (which imports Ray).
+MANIFEST = "fedsweep_sweep.json"
+PARTITIONS = "partitions.json"
+PARAMS = "params.json"
+RESULT = "result.json"
+ERROR = "error.txt"
+
+COMPLETED = "completed"
+STOPPED = "stopped"
+DIVERGED = "diverged"
+FAILED = "error"
+RUNNING = "running"
+INTERRUPTED = "interrupted"
+STATUSES = (COMPLETED, STOPPED, DIVERGED, FAILED, INTERRUPTED, RUNNING)
+
+# Per-trial columns load_results adds (never config columns).
+TRIAL_COLUMNS = [
+    "sweep",
+    "trial",
+    "trial_id",
+    "order",
+    "status",
+    "error",
+    "rounds_done",
+    "last_round",
+    "final_acc",
+    "final_acc_std",
+    "best_acc",
+    "best_round",
+    "sweep_started",
+]
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class NoResultsError(ValueError):
+    """A path holds no sweep (the message is one line, for the command line)."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One sweep directory: its manifest and the partitions it recorded.
+
+    ``name`` is the directory's name (what ``study.sweep`` names it), prefixed with its
+    parent folder's when two loaded sweeps share a name.
+    """
+
+    path: Path
+    manifest: dict[str, Any]
+    partitions: list[dict[str, Any]]
+    name: str
+
+    @property
+    def study(self) -> str:
+        return str(self.manifest.get("study", ""))
+
+    @property
+    def search(self) -> str:
+        """``grid``, ``optuna`` or ``rerun-best``."""
+        return str(self.manifest.get("search", "grid"))
+
+    @property
+    def status(self) -> str:
+        """``running``, ``finished`` or ``interrupted``."""
+        return str(self.manifest.get("status", "running"))
+
+    @property
+    def started(self) -> str:
+        return str(self.manifest.get("started") or "")
+
+
+@dataclass
+class Results:
+    """Everything read from the given results directories (see the module docstring)."""
+
+    rounds: pd.DataFrame
+    trials: pd.DataFrame
+    sweeps: list[Sweep]
+    config_columns: list[str]
+    problems: list[str] = field(default_factory=list)
+
+    def usable(self, statuses: Iterable[str] = (COMPLETED,)) -> pd.DataFrame:
+        """Trials whose status is one of ``statuses`` (by default completed only)."""
+        return self.trials[self.trials["status"].isin(list(statuses))]
+
+
+# ------------------------------------------------------------------------ discovery
+def find_sweep_dirs(path: str | Path) -> list[Path]:
+    """``path`` itself if it is a sweep directory, else its sweep sub-directories.
+
+    Raises :class:`NoResultsError` when there are none.
+    """
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise NoResultsError(f"{path} does not exist")
+    if (path / MANIFEST).is_file():
+        return [path]
+    if path.is_dir():
+        found = sorted(p for p in path.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
+        if found:
+            return found
+    raise NoResultsError(
+        f"{path} holds no sweep (no {MANIFEST} in it or in its sub-folders); "
+        "pass a folder written by python -m study.sweep"
+    )
+
+
+# ----------------------------------------------------------------------- file reading
+def read_result_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a ``result.json``, one per round, the last occurrence of a round kept.
+
+    Lines are JSON objects (NaN allowed, as Tune writes them).  A line that does not
+    parse is the one being appended by a running trial: reading stops there.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []
+    by_round: dict[int, dict[str, Any]] = {}
+    with path.open() as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                break  # half-written last line
+            if not isinstance(row, dict) or "round" not in row:
+                continue
+            row.pop("config", None)  # params.json holds the config
+            by_round[int(row["round"])] = row  # a restore repeats rounds: the last wins
+    return [by_round[r] for r in sorted(by_round)]
+
+
+def _read_json(path: Path) -> Any | None:
+    """Parsed JSON, or None if the file is missing or not complete yet."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _error_line(trial_dir: Path, manifest_entry: dict[str, Any] | None) -> str | None:
+    """The failure's one-line message: the manifest's, else error.txt's last line."""
+    if manifest_entry and manifest_entry.get("error"):
+        return str(manifest_entry["error"])
+    error_file = trial_dir / ERROR
+    if not error_file.is_file():
+        return None
+    text = error_file.read_text(errors="replace")
+    lines = [_ANSI.sub("", ln).strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and not set(ln) <= {"^", "~", " "}]
+    return lines[-1][:300] if lines else "error.txt (empty)"
+
+
+def trial_status(
+    *,
+    last_round: int,
+    planned_rounds: int,
+    diverged: bool,
+    failed: bool,
+    sweep_status: str,
+) -> str:
+    """A trial's status from what its files say (rules in the module docstring)."""
+    if diverged:
+        return DIVERGED
+    if planned_rounds and last_round >= planned_rounds:
+        return COMPLETED
+    if failed:
+        return FAILED
+    if sweep_status == "finished":
+        return STOPPED
+    if sweep_status == "interrupted":
+        return INTERRUPTED
+    return RUNNING
+
+
+def _trial_failed(trial_dir: Path, entry: dict[str, Any] | None, sweep_status: str) -> bool:
+    if entry and entry.get("status") == "ERROR":
+        return True
+    error_file = trial_dir / ERROR
+    if not error_file.is_file():
+        return False
+    # A retried trial (max_failures, or --resume) keeps its old error.txt; while the
+    # sweep runs, a result.json written after the error means it is going again.
+    result = trial_dir / RESULT
+    retried = (
+        sweep_status == "running"
+        and result.is_file()
+        and result.stat().st_mtime > error_file.stat().st_mtime
+    )
+    return not retried
+
+
+def _is_true(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+def _number(value: Any) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return out
+
+
+def _trial_order(trial_dir: Path) -> tuple[float, str]:
+    """Creation order of a sweep's trials.
+
+    Grid trial ids end in a running number (``29f30_00012``); Optuna's are random hex
+    (``3421ea70``), so those fall back to when ``params.json`` was written (at the
+    trial's start, in the order the searcher suggested them).
+    """
+    match = re.match(r"^[0-9a-f]+_(\d+)_", trial_dir.name)
+    if match:
+        return (float(match.group(1)), trial_dir.name)
+    try:
+        return (1e12 + (trial_dir / PARAMS).stat().st_mtime, trial_dir.name)
+    except OSError:
+        return (math.inf, trial_dir.name)
+
+
+# -------------------------------------------------------------------------- loading
+def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | None = None):
+    """One sweep directory -> (Sweep, trial records, round rows)."""
+    path = Path(path)
+    problems = problems if problems is not None else []
+    manifest = _read_json(path / MANIFEST)
+    if not isinstance(manifest, dict):
+        raise NoResultsError(f"{path / MANIFEST} is not a readable sweep manifest")
+    partitions = _read_json(path / PARTITIONS)
+    partitions = partitions if isinstance(partitions, list) else []
+    sweep = Sweep(path, manifest, partitions, name or path.name)
+    entries: dict[str, Any] = manifest.get("trials") or {}
+
+    trial_dirs = sorted(
+        (p for p in path.iterdir() if p.is_dir() and (p / PARAMS).exists()),
+        key=_trial_order,
+    )
+    trials: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for order, trial_dir in enumerate(trial_dirs):
+        config = _read_json(trial_dir / PARAMS)
+        if not isinstance(config, dict):
+            problems.append(f"{sweep.name}/{trial_dir.name}: params.json not readable yet; skipped")
+            continue
+        result_rows = read_result_rows(trial_dir / RESULT)
+        entry = entries.get(trial_dir.name)
+        failed = _trial_failed(trial_dir, entry, sweep.status)
+        last = result_rows[-1] if result_rows else {}
+        last_round = int(last.get("round", 0))
+        accs = [_number(r.get("test_acc")) for r in result_rows]
+        finite = [(a, r["round"]) for a, r in zip(accs, result_rows) if not math.isnan(a)]
+        best_acc, best_round = max(finite, key=lambda t: (t[0], -t[1])) if finite else (math.nan, 0)
+        status = trial_status(
+            last_round=last_round,
+            planned_rounds=int(config.get("rounds") or 0),
+            diverged=any(_is_true(r.get("diverged")) for r in result_rows),
+            failed=failed,
+            sweep_status=sweep.status,
+        )
+        record = {
+            "sweep": sweep.name,
+            "trial": trial_dir.name,
+            "trial_id": str(last.get("trial_id") or "_".join(trial_dir.name.split("_")[:2])),
+            "order": order,
+            "status": status,
+            "error": _error_line(trial_dir, entry) if failed or status == FAILED else None,
+            "rounds_done": len(result_rows),
+            "last_round": last_round,
+            "final_acc": _number(last.get("test_acc")),
+            "final_acc_std": _number(last.get("test_acc_std")),
+            "best_acc": best_acc,
+            "best_round": best_round,
+            "sweep_started": sweep.started,
+        }
+        trials.append({**record, **config})
+        for row in result_rows:
+            # A metric never overwrites a config column of the same name.
+            metrics = {(f"{k}_metric" if k in config else k): v for k, v in row.items()}
+            rows.append({"sweep": sweep.name, "trial": trial_dir.name, **config, **metrics})
+    return sweep, trials, rows
+
+
+def load_results(paths: str | Path | Iterable[str | Path]) -> Results:
+    """Read every sweep under ``paths`` into :class:`Results` (see the module docstring).
+
+    Raises :class:`NoResultsError` when a path holds no sweep.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    sweep_dirs: list[Path] = []
+    for path in paths:
+        for found in find_sweep_dirs(path):
+            if found.resolve() not in {d.resolve() for d in sweep_dirs}:
+                sweep_dirs.append(found)
+    problems: list[str] = []
+    sweeps: list[Sweep] = []
+    trial_records: list[dict[str, Any]] = []
+    round_rows: list[dict[str, Any]] = []
+    config_columns: list[str] = []
+    names: set[str] = set()
+    for sweep_dir in sweep_dirs:
+        name = sweep_dir.name
+        if name in names:
+            name = f"{sweep_dir.parent.name}/{sweep_dir.name}"
+        names.add(name)
+        sweep, trials, rows = load_sweep(sweep_dir, problems, name)
+        for record in trials:  # one running order over everything loaded
+            record["order"] += len(trial_records)
+        sweeps.append(sweep)
+        trial_records.extend(trials)
+        round_rows.extend(rows)
+        for record in trials:
+            for key in record:
+                if key not in TRIAL_COLUMNS and key not in config_columns:
+                    config_columns.append(key)
+
+    trials_frame = pd.DataFrame(trial_records, columns=[*TRIAL_COLUMNS, *config_columns])
+    status_of = dict(zip(zip(trials_frame["sweep"], trials_frame["trial"]), trials_frame["status"]))
+    rounds_frame = pd.DataFrame(round_rows)
+    if rounds_frame.empty:
+        columns = ["sweep", "trial", *config_columns, "round", "test_acc"]
+        rounds_frame = pd.DataFrame(columns=columns)
+    statuses = [status_of[key] for key in zip(rounds_frame["sweep"], rounds_frame["trial"])]
+    rounds_frame.insert(2, "status", pd.Series(statuses, index=rounds_frame.index, dtype=object))
+    for column in ("round", "test_acc"):
+        rounds_frame[column] = pd.to_numeric(rounds_frame[column], errors="coerce")
+    rounds_frame["round"] = rounds_frame["round"].astype("Int64")
+    for column in ("final_acc", "final_acc_std", "best_acc"):
+        trials_frame[column] = trials_frame[column].astype(float)
+    trials_frame["last_round"] = trials_frame["last_round"].astype(int)
+    trials_frame["rounds_done"] = trials_frame["rounds_done"].astype(int)
+    return Results(
+        rounds=rounds_frame.reset_index(drop=True),
+        trials=trials_frame.reset_index(drop=True),
+        sweeps=sweeps,
+        config_columns=config_columns,
+        problems=problems,
+    )
+
+
+def status_counts(trials: pd.DataFrame) -> dict[str, int]:
+    """``{status: count}`` in :data:`STATUSES` order, statuses with no trial left out."""
+    counts = trials["status"].value_counts()
+    return {s: int(counts[s]) for s in STATUSES if s in counts.index}
+
+
+def is_number_column(values: pd.Series) -> bool:
+    """True when every non-missing value is a real number (not a bool or string)."""
+    present = [v for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))]
+    return bool(present) and all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        for v in present
+    )

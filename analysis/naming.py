@@ -1,0 +1,152 @@
+"""Display names: how methods, datasets, parameters and accuracies read in tables and figures.
+
+Results hold machine names (``moon``, ``fmnist``, ``mu``) and fractions in [0, 1]; the
+paper writes "MOON", "CIFAR-10", "μ" and percentages.  Everything a reader sees goes
+through here, so a table and a figure of the same study use the same words.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+METHODS: dict[str, str] = {
+    "fedavg": "FedAvg",
+    "fedprox": "FedProx",
+    "moon": "MOON",
+    "scaffold": "SCAFFOLD",
+    "solo": "SOLO",
+    "l2rep": "ℓ2 on representations",
+}
+
+DATASETS: dict[str, str] = {
+    "cifar10": "CIFAR-10",
+    "cifar100": "CIFAR-100",
+    "tinyimagenet": "Tiny-ImageNet",
+    "fmnist": "Fashion-MNIST",
+    "mnist": "MNIST",
+    "synthetic": "synthetic",
+}
+
+# Config fields as the paper names them (symbols where it uses one).
+PARAMETERS: dict[str, str] = {
+    "algorithm": "method",
+    "dataset": "dataset",
+    "mu": "μ",
+    "tau": "τ",
+    "beta": "β",
+    "out_dim": "output dimension",
+    "local_epochs": "local epochs E",
+    "n_parties": "parties N",
+    "sample_fraction": "sample fraction",
+    "prev_models": "negatives k",
+    "projection_head": "projection head",
+    "server_optimizer": "server",
+    "server_momentum": "server momentum β",
+    "tau_schedule": "τ schedule",
+    "partition": "partition",
+    "second_term": "second term",
+    "setting": "setting",
+    "method": "method",
+    "server": "server",
+    "point": "grid point",
+    "seed": "seed",
+    "at_round": "rounds",
+    "term": "second term",
+    "combo": "method",
+}
+
+# Values with a name of their own (shown instead of the raw value).
+VALUES: dict[str, dict[str, str]] = {
+    "tau_schedule": {"fixed": "MOON (fixed τ)", "annealed": "NEW-MOON (annealed τ)"},
+    "server_optimizer": {"avg": "average", "fedavgm": "FedAvgM"},
+    "partition": {
+        "dirichlet": "Dirichlet",
+        "iid": "IID",
+        "labels": "#C labels",
+        "quantity": "quantity skew",
+    },
+}
+
+# Parameters shown as "symbol=value" when a label needs the name (a single short symbol).
+_SYMBOLIC = {"mu", "tau", "beta", "prev_models"}
+_SYMBOL_OVERRIDE = {
+    "prev_models": "k",
+    "local_epochs": "E",
+    "n_parties": "N",
+    "server_momentum": "β",
+}
+# Columns whose values already read as labels ("N=50", "MOON (mu=1)"): never prefixed.
+_SELF_DESCRIBING = {
+    "algorithm",
+    "dataset",
+    "projection_head",
+    "at_round",
+    "tau_schedule",
+    "server_optimizer",
+    "partition",
+    "setting",
+    "method",
+    "server",
+    "second_term",
+    "point",
+    "term",
+    "combo",
+}
+
+
+def method_name(algorithm: Any) -> str:
+    """``"moon"`` -> ``"MOON"``; unknown names are shown as they are."""
+    return METHODS.get(str(algorithm), str(algorithm))
+
+
+def dataset_name(dataset: Any) -> str:
+    """``"cifar10"`` -> ``"CIFAR-10"``."""
+    return DATASETS.get(str(dataset), str(dataset))
+
+
+def parameter_name(column: str) -> str:
+    """A config column as a header: ``"mu"`` -> ``"μ"``."""
+    return PARAMETERS.get(column, column.replace("_", " "))
+
+
+def format_value(value: Any) -> str:
+    """A config value in a label: 0.1 -> ``"0.1"``, 5.0 -> ``"5"``, True -> ``"yes"``."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        return f"{value:g}"
+    return str(value)
+
+
+def value_label(column: str, value: Any, *, with_name: bool = False) -> str:
+    """How one value of ``column`` reads in a row or column label.
+
+    Methods and datasets get their display names; the projection head reads "with" /
+    "without"; other values are formatted numbers, prefixed with the parameter's symbol
+    (``"μ=5"``) when ``with_name`` (a label that stands alone, e.g. a legend entry).
+    """
+    if column == "algorithm":
+        return method_name(value)
+    if column == "dataset":
+        return dataset_name(value)
+    if column == "projection_head":
+        return "with projection head" if bool(value) else "without projection head"
+    if column == "at_round":
+        return f"{format_value(value)} rounds"
+    if str(value) in VALUES.get(column, {}):
+        return VALUES[column][str(value)]
+    text = format_value(value)
+    if not with_name or column in _SELF_DESCRIBING:
+        return text
+    symbol = _SYMBOL_OVERRIDE.get(column, parameter_name(column) if column in _SYMBOLIC else column)
+    return f"{symbol}={text}"
+
+
+def percent(fraction: float, digits: int = 1) -> str:
+    """An accuracy fraction in [0, 1] as a percentage without the sign: 0.691 -> ``"69.1"``."""
+    if fraction is None or (isinstance(fraction, float) and math.isnan(fraction)):
+        return "–"
+    return f"{100.0 * fraction:.{digits}f}"

@@ -1,0 +1,492 @@
+"""``python -m analysis.report RESULTS_DIR... [--out DIR]``: the paper's tables and figures.
+
+    python -m analysis.report results/moon_mu-fmnist-laptop-20261121-181954
+    python -m analysis.report results --out report            # every sweep in ./results
+    python -m analysis.report results --baseline fedprox --target mean --metric best
+
+RESULTS_DIR is a sweep directory (it holds ``fedsweep_sweep.json``) or a folder of them;
+several may be given and their sweeps combine (two datasets of the same study become
+two columns).  A sweep that is still running is read as far as it is complete.
+
+Writes into ``--out`` (default ``./report``)::
+
+    report.md        every table and figure, the runs (datasets, budgets, seeds), the
+                     trials not counted (errors, divergences, unfinished) and what of
+                     the paper this reproduces
+    tables/          <name>.md, <name>.tex, <name>.csv per table
+    figures/         <name>.png and <name>.pdf per figure
+    data/            rounds.csv (one row per trial and round), trials.csv (one per trial)
+
+Exit status 2, with one line on stderr, for a path without a sweep or a bad option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.formats import to_markdown, write_table
+from analysis.grouping import StudyGroup, study_groups
+from analysis.layouts import layout_for
+from analysis.loading import (
+    COMPLETED,
+    NoResultsError,
+    Results,
+    Sweep,
+    load_results,
+    status_counts,
+)
+from analysis.naming import dataset_name, format_value, parameter_name, percent
+from analysis.study_tables import STUDY_TABLES, TableOptions, study_tables
+from analysis.summary import excluded_trials
+from analysis.tables import METRICS, Table
+
+METRIC_CHOICES = {"final": "final_acc", "best": "best_acc"}
+TARGET_CHOICES = ("per-seed", "mean")
+MAX_PARTITION_FIGURES = 6
+
+# What of the paper each study reproduces here (tables, and figures as tables or plots).
+REPRODUCES: dict[str, str] = {
+    "comparison": "Table 1, Table 2, Fig. 6",
+    "moon_mu": "Table 9",
+    "fedprox_mu": "§4.2 FedProx μ tuning",
+    "temperature": "Fig. 11a (table and plot)",
+    "out_dim": "Fig. 11b (table and plot)",
+    "local_epochs": "Fig. 7 (table and plot)",
+    "heterogeneity": "Table 4",
+    "parties": "Table 3, Fig. 8",
+    "loss_ablation": "Table 5",
+    "projection_head": "Table 7",
+    "negatives": "Table 12",
+    "server_momentum": "Table 10",
+    "iid": "Table 8",
+    "annealed_tau": "annealing paper Table 2",
+}
+NOT_REPRODUCED = [
+    "Figs. 1, 3, 4 (diagrams) and Fig. 2 (t-SNE of representations: no embeddings are saved)",
+    "Table 6 (dataset statistics: a property of the data, not of runs)",
+    "Table 11 (time per round: `round_seconds` is in data/rounds.csv, but no table is "
+    "built, and CPU laptop timings are not comparable with the paper's V100)",
+]
+
+
+class UsageError(ValueError):
+    """A bad command-line value (printed as one ``error:`` line, exit status 2)."""
+
+
+@dataclass
+class Section:
+    """The report's part for one study group: tables, figures and their files."""
+
+    heading: str
+    text: list[str] = field(default_factory=list)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m analysis.report",
+        description="Tables and figures (the MOON paper's) from study.sweep results.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("results", nargs="+", metavar="RESULTS_DIR", help="sweep dir or folder of them")
+    p.add_argument("--out", default="report", help="output folder (default ./report)")
+    p.add_argument(
+        "--metric",
+        default="final",
+        help="final (accuracy at the last round, the paper's; default) or best (over rounds)",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="the communication table's baseline method (default fedavg)",
+    )
+    p.add_argument(
+        "--target",
+        default="per-seed",
+        help="rounds-to-reach target: per-seed (the same seed's baseline, default) or mean",
+    )
+    p.add_argument(
+        "--column",
+        default=None,
+        help="the comparison table's columns: any config column (default dataset)",
+    )
+    p.add_argument("--no-pdf", action="store_true", help="PNG figures only")
+    p.add_argument("--quiet", action="store_true", help="print only the report's path")
+    return p
+
+
+def check_options(args: argparse.Namespace, results: Results) -> TableOptions:
+    """Validate the options against what was loaded; raise :class:`UsageError`."""
+    if args.metric not in METRIC_CHOICES:
+        raise UsageError(f"--metric={args.metric!r} (allowed: {', '.join(METRIC_CHOICES)})")
+    if args.target not in TARGET_CHOICES:
+        raise UsageError(f"--target={args.target!r} (allowed: {', '.join(TARGET_CHOICES)})")
+    # (nothing to check against before the first trial has started)
+    known = results.config_columns
+    if args.column is not None and known and args.column not in known:
+        allowed = ", ".join(sorted(known))
+        raise UsageError(f"--column={args.column!r} is not a config column (allowed: {allowed})")
+    methods = (
+        sorted(set(results.trials["algorithm"].dropna())) if "algorithm" in results.trials else []
+    )
+    if args.baseline is not None and methods and args.baseline not in methods:
+        raise UsageError(
+            f"unknown --baseline {args.baseline!r} (methods in these results: "
+            f"{', '.join(methods) or 'none'})"
+        )
+    return TableOptions(
+        value=METRIC_CHOICES[args.metric],
+        column=args.column or "dataset",
+        baseline=args.baseline or "fedavg",
+        target=args.target,
+    )
+
+
+# ------------------------------------------------------------------------- sections
+def _unique(name: str, used: set[str]) -> str:
+    candidate, k = name, 2
+    while candidate in used:
+        candidate, k = f"{name}_{k}", k + 1
+    used.add(candidate)
+    return candidate
+
+
+def _links(paths: dict[str, Path], out: Path) -> str:
+    return " · ".join(f"[{fmt}]({p.relative_to(out).as_posix()})" for fmt, p in paths.items())
+
+
+def _figure_block(paths: list[Path], out: Path, caption: str) -> list[str]:
+    png = next(p for p in paths if p.suffix == ".png")
+    others = " · ".join(
+        f"[{p.suffix[1:]}]({p.relative_to(out).as_posix()})" for p in paths if p != png
+    )
+    line = f"![{caption}]({png.relative_to(out).as_posix()})"
+    return [line, "", f"*{caption}*" + (f" ({others})" if others else ""), ""]
+
+
+def _group_heading(group: StudyGroup) -> str:
+    study = group.study or "runs without a study label"
+    paper = f" — {group.paper}" if group.paper else ""
+    search = " (Optuna search)" if group.search == "optuna" else ""
+    condition = f" [{group.condition_text}]" if group.condition else ""
+    return f"{study}{paper}{search}{condition}"
+
+
+def _table_section(
+    group: StudyGroup, options: TableOptions, out: Path, used: set[str]
+) -> tuple[list[str], list[Table]]:
+    lines: list[str] = []
+    tables = study_tables(group, options)
+    for table in tables:
+        table.name = _unique(table.name, used)
+        paths = write_table(table, out / "tables")
+        lines += [to_markdown(table), f"Files: {_links(paths, out)}", ""]
+    return lines, tables
+
+
+def _figure_section(
+    group: StudyGroup, options: TableOptions, out: Path, used: set[str], formats: Sequence[str]
+) -> list[str]:
+    from analysis import figures
+
+    lines: list[str] = []
+    layout = layout_for(group.study, group.axes)
+    done = group.trials[group.trials["status"] == COMPLETED]
+    study = group.study or "runs"
+    where = ", ".join(dataset_name(d) for d in group.datasets)
+    if not done.empty and group.search != "optuna":
+        name = _unique(f"fig_{study}_curves{group.suffix}", used)
+        figure = figures.accuracy_curves(
+            group.rounds, group.trials, layout, title=f"{study}: test accuracy per round"
+        )
+        paths = figures.save_figure(figure, out / "figures" / name, formats)
+        seeds = done["seed"].nunique()
+        caption = (
+            f"{layout.figure + ': ' if layout.figure else ''}test accuracy vs round on {where}; "
+            f"line = mean over {seeds} seed(s), band = ±1 std over seeds"
+        )
+        lines += _figure_block(paths, out, caption)
+        x = layout.x
+        if x and x in done and done[x].astype(str).nunique() > 1:
+            name = _unique(f"fig_{study}_sensitivity{group.suffix}", used)
+            figure = figures.sensitivity_plot(
+                group.trials,
+                layout,
+                value=options.value,
+                title=f"{study}: accuracy vs {parameter_name(x)}",
+            )
+            paths = figures.save_figure(figure, out / "figures" / name, formats)
+            caption = (
+                f"{layout.x_figure + ': ' if layout.x_figure else ''}"
+                f"{METRICS[options.value]} vs {parameter_name(x)} on {where}; "
+                "point = mean over seeds, bar = ±1 std"
+            )
+            lines += _figure_block(paths, out, caption)
+    return lines
+
+
+def _optuna_section(
+    group: StudyGroup, out: Path, used: set[str], formats: Sequence[str]
+) -> list[str]:
+    from analysis import figures
+    from analysis.search import parameter_importance, search_history
+
+    params = [a for a in group.axes if a in group.trials] or ["point"]
+    shown = group.trials[group.trials["status"].isin([COMPLETED, "stopped"])]
+    if shown.empty:
+        return ["No completed or stopped trial yet.", ""]
+    history = search_history(shown, params)
+    study = group.study or "runs"
+    lines = [
+        "Trials in the order Optuna proposed them; accuracy at each trial's last round "
+        "(ASHA-stopped trials trained fewer rounds and never count as the best).",
+        "",
+        "| # | "
+        + " | ".join(parameter_name(p) for p in params)
+        + " | status | rounds | accuracy (%) | best so far (%) |",
+        "| ---: | " + " | ".join("---:" for _ in params) + " | --- | ---: | ---: | ---: |",
+    ]
+    for _, row in history.iterrows():
+        values = " | ".join(format_value(row[p]) for p in params)
+        lines.append(
+            f"| {row['number']} | {values} | {row['status']} | {row['last_round']} | "
+            f"{percent(row['value'], 2)} | {percent(row['best_so_far'], 2)} |"
+        )
+    name = _unique(f"search_history_{study}{group.suffix}", used)
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    csv = out / "tables" / f"{name}.csv"
+    history.to_csv(csv, index=False)
+    lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
+    figure = figures.search_history_plot(history, title=f"{study}: Optuna search history")
+    paths = figures.save_figure(figure, out / "figures" / f"fig_{name}", formats)
+    lines += _figure_block(paths, out, "Optuna search history: accuracy per trial, best so far")
+    if all(p in history for p in params):
+        name = _unique(f"fig_search_parameters_{study}{group.suffix}", used)
+        figure = figures.search_parameter_plot(
+            history, params, title=f"{study}: accuracy vs searched parameters"
+        )
+        paths = figures.save_figure(figure, out / "figures" / name, formats)
+        lines += _figure_block(paths, out, "accuracy of each trial vs its searched parameters")
+    importance, method = parameter_importance(history, params)
+    if importance:
+        lines.append(
+            "Parameter importance ("
+            + method
+            + "): "
+            + ", ".join(f"{parameter_name(p)} {v:.2f}" for p, v in importance.items())
+        )
+        lines.append("")
+        name = _unique(f"fig_importance_{study}{group.suffix}", used)
+        figure = figures.importance_plot(importance, method, title=f"{study}: parameter importance")
+        paths = figures.save_figure(figure, out / "figures" / name, formats)
+        lines += _figure_block(paths, out, f"parameter importance ({method})")
+    else:
+        lines += [f"Parameter importance: not computed ({method}).", ""]
+    return lines
+
+
+def _partition_section(
+    sweeps: list[Sweep], out: Path, used: set[str], formats: Sequence[str]
+) -> list[str]:
+    from analysis import figures
+
+    seen: dict[tuple, dict] = {}
+    for sweep in sweeps:
+        for entry in sweep.partitions:
+            fields = ("dataset", "n_parties", "partition", "beta", "labels_per_party")
+            key = (*(entry.get(k) for k in fields), entry.get("data_fraction"))
+            if key not in seen or entry.get("seed", 0) < seen[key].get("seed", 0):
+                seen[key] = entry
+    if not seen:
+        return []
+    lines = [
+        "## Data partitions (Fig. 5)",
+        "",
+        "Samples of each class held by each party, for each distinct partition of the runs "
+        "(the lowest seed of each; other seeds draw other partitions of the same kind).",
+        "",
+    ]
+    for entry in list(seen.values())[:MAX_PARTITION_FIGURES]:
+        stem = "fig5_partition_{}_N{}_{}{}_data{}_seed{}".format(
+            entry.get("dataset"),
+            entry.get("n_parties"),
+            entry.get("partition"),
+            format_value(entry.get("beta")) if entry.get("partition") == "dirichlet" else "",
+            format_value(entry.get("data_fraction")),
+            entry.get("seed"),
+        )
+        name = _unique(stem, used)
+        figure = figures.partition_heatmap(entry)
+        paths = figures.save_figure(figure, out / "figures" / name, formats)
+        lines += _figure_block(paths, out, figures.partition_title(entry))
+    if len(seen) > MAX_PARTITION_FIGURES:
+        lines += [f"({len(seen) - MAX_PARTITION_FIGURES} more partitions not drawn.)", ""]
+    return lines
+
+
+def _budget_words(trials: pd.DataFrame) -> str:
+    if trials.empty:
+        return "no trial started yet"
+
+    def values(column: str) -> str:
+        if column not in trials:
+            return "?"
+        return "/".join(format_value(v) for v in sorted(set(trials[column].dropna())))
+
+    return (
+        f"{values('rounds')} rounds, E={values('local_epochs')}, N={values('n_parties')}, "
+        f"{values('data_fraction')} of train / {values('test_fraction')} of test data"
+    )
+
+
+def _runs_section(results: Results) -> list[str]:
+    lines = [
+        "## Runs",
+        "",
+        "| sweep | study (paper) | search | dataset | budget | seeds | settings | trials | state |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for sweep in results.sweeps:
+        m = sweep.manifest
+        trials = results.trials[results.trials["sweep"] == sweep.name]
+        counts = status_counts(trials)
+        found = ", ".join(f"{n} {s}" for s, n in counts.items()) or "none yet"
+        planned = m.get("n_trials")
+        state = sweep.status
+        if state == "running":
+            state = "**still running** (read as far as complete)"
+        seeds = ", ".join(str(s) for s in m.get("seeds", []))
+        lines.append(
+            f"| `{sweep.name}` | {m.get('study', '?')} ({m.get('paper', '')}) | "
+            f"{sweep.search}{' + ' + str(m['scheduler']) if m.get('scheduler') else ''} | "
+            f"{dataset_name(m.get('dataset', '?'))} | {m.get('budget', '?')} | {seeds} | "
+            f"{_budget_words(trials)} | {found} (of {planned}) | {state} |"
+        )
+    lines += [
+        "",
+        "Tables and curves count **completed** trials only (every planned round run). "
+        "Errored, diverged and unfinished trials are never averaged in; they are listed "
+        "under *Trials not counted*. Trials stopped early by ASHA appear only in the Optuna "
+        "search history (with the accuracy they had when stopped). Accuracies are "
+        "percentages of the test set (the fraction evaluated by the budget).",
+        "",
+    ]
+    return lines
+
+
+def _not_counted_section(results: Results) -> list[str]:
+    left_out = excluded_trials(results.trials)
+    lines = ["## Trials not counted", ""]
+    if left_out.empty:
+        return [*lines, "None: every trial completed.", ""]
+    lines += [
+        "| sweep | trial | status | rounds run / planned | last accuracy (%) | error |",
+        "| --- | --- | --- | ---: | ---: | --- |",
+    ]
+    for _, t in left_out.iterrows():
+        error = str(t["error"]).replace("|", "\\|") if isinstance(t["error"], str) else ""
+        lines.append(
+            f"| `{t['sweep']}` | `{t['trial']}` | {t['status']} | "
+            f"{t['last_round']} / {t.get('rounds', '?')} | {percent(t['final_acc'])} | {error} |"
+        )
+    return [*lines, ""]
+
+
+def _reproduction_section(groups: list[StudyGroup]) -> list[str]:
+    present = sorted({g.study for g in groups if g.study})
+    lines = ["## What of the paper this reproduces", ""]
+    if present:
+        for study in present:
+            lines.append(f"- `{study}`: {REPRODUCES.get(study, 'a generic accuracy table')}")
+    lines.append("- partitions.json of every sweep: Fig. 5 (and Figs. 9–10 for β = 0.1 and 5)")
+    missing = sorted(set(REPRODUCES) - set(present))
+    if missing:
+        lines.append(
+            "- not in these results (run those studies to get them): "
+            + "; ".join(f"{s} ({REPRODUCES[s]})" for s in missing)
+        )
+    lines.append("- never produced by the report: " + "; ".join(NOT_REPRODUCED))
+    return [*lines, ""]
+
+
+# ---------------------------------------------------------------------------- main
+def write_report(
+    results: Results,
+    out: str | Path,
+    options: TableOptions | None = None,
+    *,
+    sources: Sequence[str] = (),
+    formats: Sequence[str] = ("png", "pdf"),
+) -> Path:
+    """Write every table and figure and ``report.md`` into ``out``; returns report.md."""
+    options = options or TableOptions()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    used: set[str] = set()
+    groups = study_groups(results)
+
+    body = [
+        "# fedsweep report",
+        "",
+        f"Generated {time.strftime('%Y-%m-%d %H:%M')} by `python -m analysis.report "
+        f"{' '.join(sources)}`. Accuracy: {METRICS[options.value]}.",
+        "",
+    ]
+    body += _runs_section(results)
+    for group in groups:
+        body += [f"## {_group_heading(group)}", ""]
+        if group.study and group.study not in STUDY_TABLES and group.search != "optuna":
+            body += ["(No paper shape known for this study: varied parameters vs accuracy.)", ""]
+        table_lines, _ = _table_section(group, options, out, used)
+        body += table_lines
+        if group.search == "optuna":
+            body += _optuna_section(group, out, used, formats)
+        else:
+            body += _figure_section(group, options, out, used, formats)
+    body += _partition_section(results.sweeps, out, used, formats)
+    body += _not_counted_section(results)
+    if results.problems:
+        body += ["## Problems while reading", "", *[f"- {p}" for p in results.problems], ""]
+    body += _reproduction_section(groups)
+    body += [
+        "Other files: [data/rounds.csv](data/rounds.csv) (one row per trial and round) and "
+        "[data/trials.csv](data/trials.csv) (one row per trial, with its status).",
+        "",
+    ]
+
+    data = out / "data"
+    data.mkdir(exist_ok=True)
+    results.rounds.to_csv(data / "rounds.csv", index=False)
+    results.trials.to_csv(data / "trials.csv", index=False)
+    report = out / "report.md"
+    report.write_text("\n".join(body))
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        results = load_results(args.results)
+        options = check_options(args, results)
+    except (NoResultsError, UsageError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    formats = ("png",) if args.no_pdf else ("png", "pdf")
+    report = write_report(results, args.out, options, sources=args.results, formats=formats)
+    if not args.quiet:
+        for sweep in results.sweeps:
+            trials = results.trials[results.trials["sweep"] == sweep.name]
+            counts = ", ".join(f"{n} {s}" for s, n in status_counts(trials).items())
+            print(f"{sweep.name}: {sweep.status}; trials: {counts or 'none yet'}")
+    print(f"report: {report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,376 @@
+"""The paper's table for each study (DESIGN.md "Studies"), from a study group.
+
+=================  ===========================================================
+study              table(s)
+=================  ===========================================================
+comparison         Table 1 (methods × datasets) and Table 2 (rounds to reach the
+                   baseline, speed-up)
+moon_mu            Table 9: μ × datasets
+fedprox_mu         §4.2: FedProx μ × datasets
+temperature        Fig. 11a as a table: τ × datasets
+out_dim            Fig. 11b as a table: output dimension × datasets
+local_epochs       Fig. 7 as a table: methods × local epochs
+heterogeneity      Table 4: methods × β
+parties            Table 3: methods × (setting, half and all of its rounds)
+loss_ablation      Table 5: second term (none, ℓ2 at its best μ, MOON); and every ℓ2 μ
+projection_head    Table 7: (with/without head, method) × datasets
+negatives          Table 12: k at its best μ; and k × μ
+server_momentum    Table 10: datasets × {FedAvg, MOON, FedAvgM, MOON+FedAvgM} at the
+                   best server momentum; and method × server
+iid                Table 8: MOON μ (FedAvg as μ=0) under an IID partition
+annealed_tau       annealing paper Table 2: τ0 × {fixed (MOON), annealed (NEW-MOON)}
+anything else      varied parameters × datasets
+=================  ===========================================================
+
+Columns are datasets unless the study varies something else along them; then a
+second dataset shows up as part of the column label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.grouping import StudyGroup
+from analysis.naming import dataset_name, format_value, method_name
+from analysis.summary import accuracy_at_round
+from analysis.tables import (
+    METRICS,
+    Table,
+    accuracy_table,
+    best_of_table,
+    communication_table,
+)
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """What the user chose on the command line.
+
+    Attributes:
+        value: ``final_acc`` (accuracy at the last round, the paper's) or ``best_acc``.
+        column: the comparison table's columns (any config column; default datasets).
+        baseline: the communication table's baseline method.
+        target: ``per-seed`` or ``mean`` (see :mod:`analysis.communication`).
+    """
+
+    value: str = "final_acc"
+    column: str = "dataset"
+    baseline: str = "fedavg"
+    target: str = "per-seed"
+
+
+def _columns(group: StudyGroup, *extra: str) -> list[str]:
+    """``extra`` as the columns, with the dataset in front when there are several."""
+    if not extra:
+        return ["dataset"]
+    return (["dataset"] if len(group.datasets) > 1 else []) + list(extra)
+
+
+def _title(group: StudyGroup, head: str, value: str) -> str:
+    where = ", ".join(dataset_name(d) for d in group.datasets)
+    title = f"{head}: {METRICS[value]}"
+    extra = [where] + ([group.condition_text] if group.condition else [])
+    return f"{title} — {'; '.join(extra)}"
+
+
+def _name(base: str, group: StudyGroup) -> str:
+    return base + group.suffix
+
+
+# -------------------------------------------------------------------------- studies
+def comparison(group: StudyGroup, options: TableOptions) -> list[Table]:
+    trials, column = group.trials, options.column
+    tables = [
+        accuracy_table(
+            trials,
+            rows=["algorithm"],
+            columns=[column],
+            value=options.value,
+            name=_name("table1_comparison", group),
+            title=_title(group, "Table 1 — methods compared", options.value),
+        )
+    ]
+    if options.baseline in set(trials["algorithm"]):
+        # SOLO never communicates: rounds to reach mean nothing for it (the paper's Table 2
+        # leaves it out too)
+        federated = trials[trials["algorithm"] != "solo"]
+        tables.append(
+            communication_table(
+                group.rounds,
+                federated,
+                row="algorithm",
+                columns=[column],
+                baseline=options.baseline,
+                target=options.target,
+                name=_name("table2_communication", group),
+                title=_title(
+                    group,
+                    f"Table 2 — rounds to reach {method_name(options.baseline)}'s final "
+                    "accuracy, and speed-up",
+                    "final_acc",
+                ).replace(": final-round top-1 test accuracy (%)", ""),
+            )
+        )
+    return tables
+
+
+def _one_parameter(head: str, parameter: str, base: str) -> Callable[..., list[Table]]:
+    def build(group: StudyGroup, options: TableOptions) -> list[Table]:
+        return [
+            accuracy_table(
+                group.trials,
+                rows=[parameter],
+                columns=_columns(group),
+                value=options.value,
+                name=_name(base, group),
+                title=_title(group, head, options.value),
+            )
+        ]
+
+    return build
+
+
+def _methods_by(head: str, parameter: str, base: str) -> Callable[..., list[Table]]:
+    def build(group: StudyGroup, options: TableOptions) -> list[Table]:
+        return [
+            accuracy_table(
+                group.trials,
+                rows=["algorithm"],
+                columns=_columns(group, parameter),
+                value=options.value,
+                name=_name(base, group),
+                title=_title(group, head, options.value),
+            )
+        ]
+
+    return build
+
+
+def _accuracy_up_to(rounds: pd.DataFrame, trials: pd.DataFrame, at: int, value: str) -> pd.Series:
+    """Per trial, accuracy at round ``at`` (``final_acc``) or the best up to it."""
+    if value == "best_acc":
+        upto = rounds[rounds["round"] <= at]
+        return upto.groupby(["sweep", "trial"])["test_acc"].max().astype(float)
+    return accuracy_at_round(rounds, at)
+
+
+def parties(group: StudyGroup, options: TableOptions) -> list[Table]:
+    """Table 3: each setting at half of its rounds and at all of them."""
+    trials = group.trials
+    rounds = group.rounds
+    std_at = (
+        rounds.set_index(["sweep", "trial", "round"])["test_acc_std"].astype(float)
+        if "test_acc_std" in rounds
+        else None
+    )
+    parts = []
+    for planned in sorted(set(trials["rounds"].astype(int))):
+        these = trials[trials["rounds"] == planned]
+        for at in dict.fromkeys([max(1, planned // 2), planned]):
+            acc = _accuracy_up_to(rounds, these, at, options.value)
+            part = these.copy()
+            keys = list(zip(part["sweep"], part["trial"]))
+            part["at_round"] = at
+            part["acc_at"] = [acc.get(k, float("nan")) for k in keys]
+            part["acc_at_std"] = [
+                std_at.get((*k, at), float("nan")) if std_at is not None else float("nan")
+                for k in keys
+            ]
+            parts.append(part)
+    derived = pd.concat(parts, ignore_index=True)
+    words = "top-1 test accuracy (%) at the round in the column header" + (
+        " (best up to it)" if options.value == "best_acc" else ""
+    )
+    table = accuracy_table(
+        derived,
+        rows=["method"] if "method" in derived else ["algorithm"],
+        columns=_columns(group, "setting" if "setting" in derived else "n_parties", "at_round"),
+        value="acc_at",
+        metric_text=words,
+        name=_name("table3_parties", group),
+        title=_title(group, "Table 3 — number of parties", options.value).replace(
+            METRICS[options.value],
+            "top-1 test accuracy (%)"
+            + (" (best up to the round)" if options.value == "best_acc" else "")
+            + " at half and all of each setting's rounds",
+        ),
+    )
+    return [table]
+
+
+def loss_ablation(group: StudyGroup, options: TableOptions) -> list[Table]:
+    trials = group.trials.copy()
+    terms = {"fedavg": "none (FedAvg)", "l2rep": "ℓ2 (best μ)", "moon": "MOON"}
+    trials["term"] = trials["algorithm"].map(lambda a: terms.get(a, method_name(a)))
+    best = best_of_table(
+        trials,
+        rows=["term"],
+        columns=_columns(group),
+        tuned="mu",
+        value=options.value,
+        name=_name("table5_loss_ablation", group),
+        title=_title(group, "Table 5 — second term of the local loss", options.value),
+    )
+    every = accuracy_table(
+        group.trials,
+        rows=["second_term"] if "second_term" in group.trials else ["algorithm", "mu"],
+        columns=_columns(group),
+        value=options.value,
+        name=_name("table5_loss_ablation_all", group),
+        title=_title(group, "Table 5, every ℓ2 μ", options.value),
+    )
+    return [best, every]
+
+
+def projection_head(group: StudyGroup, options: TableOptions) -> list[Table]:
+    return [
+        accuracy_table(
+            group.trials,
+            rows=["projection_head", "algorithm"],
+            columns=_columns(group),
+            value=options.value,
+            name=_name("table7_projection_head", group),
+            title=_title(group, "Table 7 — with and without the projection head", options.value),
+            row_labeller=lambda key: (
+                f"{'with' if key[0] else 'without'} head · {method_name(key[1])}"
+            ),
+        )
+    ]
+
+
+def negatives(group: StudyGroup, options: TableOptions) -> list[Table]:
+    best = best_of_table(
+        group.trials,
+        rows=["prev_models"],
+        columns=_columns(group),
+        tuned="mu",
+        value=options.value,
+        name=_name("table12_negatives", group),
+        title=_title(group, "Table 12 — negatives k (previous models), best μ", options.value),
+    )
+    every = accuracy_table(
+        group.trials,
+        rows=["prev_models"],
+        columns=_columns(group, "mu"),
+        value=options.value,
+        name=_name("table12_negatives_all", group),
+        title=_title(group, "Table 12, every (k, μ)", options.value),
+    )
+    return [best, every]
+
+
+def server_momentum(group: StudyGroup, options: TableOptions) -> list[Table]:
+    trials = group.trials.copy()
+
+    def combo(row: pd.Series) -> str:
+        method = method_name(row["algorithm"])
+        if row["server_optimizer"] != "fedavgm":
+            return method
+        return "FedAvgM" if row["algorithm"] == "fedavg" else f"{method}+FedAvgM"
+
+    trials["combo"] = trials.apply(combo, axis=1)
+    best = best_of_table(
+        trials,
+        rows=["dataset"],
+        columns=["combo"],
+        tuned="server_momentum",
+        value=options.value,
+        best="row",
+        name=_name("table10_server_momentum", group),
+        title=_title(group, "Table 10 — MOON with FedAvgM, best server momentum", options.value),
+    )
+    every = accuracy_table(
+        group.trials,
+        rows=["algorithm"],
+        columns=_columns(group, "server" if "server" in group.trials else "server_momentum"),
+        value=options.value,
+        name=_name("table10_server_momentum_all", group),
+        title=_title(group, "Table 10, every server setting", options.value),
+    )
+    return [best, every]
+
+
+def iid(group: StudyGroup, options: TableOptions) -> list[Table]:
+    def label(key: tuple) -> str:
+        mu = key[0]
+        return "FedAvg (μ=0)" if mu == 0 else f"MOON μ={format_value(mu)}"
+
+    return [
+        accuracy_table(
+            group.trials,
+            rows=["mu"],
+            columns=_columns(group),
+            value=options.value,
+            name=_name("table8_iid", group),
+            title=_title(group, "Table 8 — MOON and FedAvg, IID partition", options.value),
+            row_labeller=label,
+        )
+    ]
+
+
+def annealed_tau(group: StudyGroup, options: TableOptions) -> list[Table]:
+    return [
+        accuracy_table(
+            group.trials,
+            rows=["tau"],
+            columns=_columns(group, "tau_schedule"),
+            value=options.value,
+            best="row",
+            name=_name("annealed_table2_tau", group),
+            title=_title(
+                group, "Annealing paper Table 2 — fixed vs annealed τ from τ0", options.value
+            ),
+        )
+    ]
+
+
+def generic(group: StudyGroup, options: TableOptions) -> list[Table]:
+    """Varied parameters (the study's axes, else the grid point) against accuracy."""
+    rows = group.axes or ["point"]
+    study = group.study or "runs"
+    return [
+        accuracy_table(
+            group.trials,
+            rows=rows,
+            columns=_columns(group),
+            value=options.value,
+            name=_name(f"{study}_accuracy", group),
+            title=_title(group, f"{study} — varied parameters", options.value),
+        )
+    ]
+
+
+STUDY_TABLES: dict[str, Callable[[StudyGroup, TableOptions], list[Table]]] = {
+    "comparison": comparison,
+    "moon_mu": _one_parameter("Table 9 — MOON's μ (μ=0 is FedAvg)", "mu", "table9_moon_mu"),
+    "fedprox_mu": _one_parameter("§4.2 — FedProx's μ", "mu", "fedprox_mu"),
+    "temperature": _one_parameter("Fig. 11a — MOON's temperature τ", "tau", "fig11a_temperature"),
+    "out_dim": _one_parameter(
+        "Fig. 11b — projection head output dimension", "out_dim", "fig11b_out_dim"
+    ),
+    "local_epochs": _methods_by("Fig. 7 — local epochs E", "local_epochs", "fig7_local_epochs"),
+    "heterogeneity": _methods_by("Table 4 — heterogeneity β", "beta", "table4_heterogeneity"),
+    "parties": parties,
+    "loss_ablation": loss_ablation,
+    "projection_head": projection_head,
+    "negatives": negatives,
+    "server_momentum": server_momentum,
+    "iid": iid,
+    "annealed_tau": annealed_tau,
+}
+
+
+def study_tables(group: StudyGroup, options: TableOptions | None = None) -> list[Table]:
+    """The tables for one study group: its paper shape, or the generic one.
+
+    Optuna groups get none here (their trials are search samples, not grid points;
+    :mod:`analysis.search` summarises them).
+    """
+    options = options or TableOptions()
+    if group.search == "optuna" or group.trials.empty:
+        return []
+    builder = STUDY_TABLES.get(group.study, generic)
+    return builder(group, options)

@@ -1,0 +1,421 @@
+"""Tables as data: the :class:`Table` every writer renders, and the generic builders.
+
+A table is built from the per-trial frame of :mod:`analysis.loading`.  Cells show
+accuracies as percentages with one decimal, ``mean ± std`` over seeds (the paper's
+style); the best cell of each column (or row) is marked bold.  The numbers behind
+every cell (fractions in [0, 1], and percentages) go to the CSV, one row per cell.
+
+Builders:
+
+- :func:`accuracy_table`: rows × columns of any config columns, mean ± std (Table 1,
+  4, 9, ... shapes).
+- :func:`best_of_table`: the same, each cell the best value of a tuned parameter
+  (Table 5's "tune μ and report the best", Tables 10 and 12).
+- :func:`communication_table`: Table 2 (rounds to reach the baseline, speed-up).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.communication import (
+    communication_frame,
+    format_speedup,
+    summarise_communication,
+)
+from analysis.loading import COMPLETED, is_number_column, status_counts
+from analysis.naming import parameter_name, percent, value_label
+from analysis.summary import excluded_trials, summarise
+
+PARTY_MARK = "†"
+METRICS = {
+    "final_acc": "final-round top-1 test accuracy (%)",
+    "best_acc": "best top-1 test accuracy over rounds (%)",
+}
+
+
+@dataclass
+class Table:
+    """One table, ready for any format.
+
+    Attributes:
+        name: file stem (``table9_moon_mu``).
+        title: one line saying what it shows and which paper table it mirrors.
+        display: cell texts; index = row labels, columns = column labels (an Index, or
+            a two-level MultiIndex for grouped headers).
+        bold: same shape as ``display``: which cells are marked best.
+        data: the numbers behind the cells, long form (one row per cell): the CSV.
+        row_header: the header of the row-label column.
+        notes: lines printed under the table (seeds, exclusions, definitions).
+    """
+
+    name: str
+    title: str
+    display: pd.DataFrame
+    bold: pd.DataFrame
+    data: pd.DataFrame
+    row_header: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def row_labels(self) -> list[str]:
+        return [str(v) for v in self.display.index]
+
+    @property
+    def column_labels(self) -> list[Any]:
+        return list(self.display.columns)
+
+
+# ----------------------------------------------------------------------- ordering
+def ordered_values(trials: pd.DataFrame, column: str) -> list[Any]:
+    """The values of ``column`` in reading order: numbers ascending, anything else in
+    the order trials were created (the study's grid order)."""
+    values = trials.sort_values(["sweep_started", "order"], kind="stable")[column]
+    unique = list(dict.fromkeys(values.tolist()))
+    if is_number_column(values):
+        return sorted(unique)
+    return unique
+
+
+def key_order(trials: pd.DataFrame, keys: Sequence[str]) -> list[tuple]:
+    """Every combination of ``keys`` present in ``trials``, in reading order."""
+    if not keys:
+        return [()]
+    present = set(map(tuple, trials[list(keys)].itertuples(index=False, name=None)))
+    ranks = [{v: i for i, v in enumerate(ordered_values(trials, k))} for k in keys]
+    return sorted(present, key=lambda t: tuple(r.get(v, 1 << 30) for r, v in zip(ranks, t)))
+
+
+def row_label(keys: Sequence[str], values: Sequence[Any]) -> str:
+    if len(keys) == 1:
+        return value_label(keys[0], values[0])
+    return " · ".join(value_label(k, v, with_name=True) for k, v in zip(keys, values))
+
+
+def column_label(keys: Sequence[str], values: Sequence[Any]) -> str | tuple[str, str]:
+    """One label per column; two keys give a (group, sub-column) pair."""
+    named = [value_label(k, v, with_name=True) for k, v in zip(keys, values)]
+    if len(named) == 0:
+        return "accuracy"
+    if len(named) == 1:
+        return named[0]
+    return (", ".join(named[:-1]), named[-1])
+
+
+def _columns_index(labels: list[Any]) -> pd.Index:
+    if labels and isinstance(labels[0], tuple):
+        return pd.MultiIndex.from_tuples(labels)
+    return pd.Index(labels, dtype=object)
+
+
+# --------------------------------------------------------------------------- cells
+def stat_text(mean: float, std: float, n: int, spread: str, common_n: int) -> str:
+    """``"69.1 ± 0.4"``; ``†`` when ± is over parties (SOLO); ``(n=2)`` when a cell
+    has fewer or more seeds than the table's usual count."""
+    text = percent(mean)
+    if not math.isnan(std):
+        text += f" ± {percent(std)}"
+    if spread == "parties":
+        text += PARTY_MARK
+    if n != common_n:
+        text += f" (n={n})"
+    return text
+
+
+def _common_n(stats: pd.DataFrame) -> int:
+    """The table's seed count: the largest (cells with fewer, e.g. after a failure, are
+    the ones marked)."""
+    return int(stats["n"].max()) if not stats.empty else 0
+
+
+def _mark_best(means: pd.DataFrame, along: str | None) -> pd.DataFrame:
+    """Bold mask: the highest mean per column (``along="column"``) or per row; ties all
+    bold (compared at the shown precision, 0.1 %)."""
+    # compare what the reader sees, so equal-looking cells are all bold
+    shown = means.map(lambda v: float(percent(v)) if pd.notna(v) else np.nan)
+    if along is None:
+        return pd.DataFrame(False, index=means.index, columns=means.columns)
+    axis = 0 if along == "column" else 1
+    best = shown.max(axis=axis)
+    mask = shown.eq(best, axis=1 - axis) if axis == 0 else shown.eq(best, axis=0)
+    # a lone cell in its column (or row) is not "best" of anything
+    counts = shown.notna().sum(axis=axis)
+    lonely = counts[counts < 2].index
+    if axis == 0:
+        mask.loc[:, lonely] = False
+    else:
+        mask.loc[lonely, :] = False
+    return mask.fillna(False).astype(bool)
+
+
+def _exclusion_note(trials: pd.DataFrame, statuses: Sequence[str]) -> list[str]:
+    left_out = excluded_trials(trials, statuses)
+    if left_out.empty:
+        return []
+    counts = ", ".join(f"{n} {s}" for s, n in status_counts(left_out).items())
+    return [f"Not counted: {len(left_out)} trial(s) ({counts}); listed in report.md."]
+
+
+def _seed_note(
+    stats: pd.DataFrame, statuses: Sequence[str], value: str, metric_text: str | None = None
+) -> list[str]:
+    common = _common_n(stats)
+    kinds = " and ".join(statuses)
+    if stats.empty:
+        return [f"No {kinds} trial yet: nothing to average."]
+    notes = [
+        f"{metric_text or METRICS.get(value, value)}: mean ± std over {common} seed(s) "
+        f"(sample std), {kinds} trials only; (n=k) marks a cell with fewer seeds."
+    ]
+    if (stats["spread"] == "parties").any():
+        notes.append(f"{PARTY_MARK} SOLO: ± is the std over parties (as in the paper).")
+    if stats["duplicates"].sum():
+        notes.append(
+            f"{int(stats['duplicates'].sum())} duplicate run(s) of the same config and seed "
+            "(several sweeps): the latest sweep's counted."
+        )
+    return notes
+
+
+# ----------------------------------------------------------------------- builders
+def _party_std(trials: pd.DataFrame, value: str) -> str | None:
+    """The column holding SOLO's std over parties for ``value`` (``final_acc_std``), if
+    there is one: best-over-rounds accuracies have none."""
+    column = f"{value}_std"
+    return column if column in trials else None
+
+
+def _assemble(
+    stats: pd.DataFrame,
+    trials: pd.DataFrame,
+    *,
+    rows: Sequence[str],
+    columns: Sequence[str],
+    best: str | None,
+    statuses: Sequence[str],
+    suffix: Callable[[pd.Series], str] | None = None,
+    row_labeller: Callable[[tuple], str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Lay summary rows out as a grid: (display, bold, data).
+
+    A cell with no counted trial says why when it has others: ``– (2 error)``."""
+    rows, columns = list(rows), list(columns)
+    left_out: dict[tuple, dict[str, int]] = {}
+    for _, t in excluded_trials(trials, statuses).iterrows():
+        key = (tuple(t[k] for k in rows), tuple(t[k] for k in columns))
+        left_out.setdefault(key, {}).setdefault(t["status"], 0)
+        left_out[key][t["status"]] += 1
+    row_keys = key_order(trials, rows)
+    col_keys = key_order(trials, columns)
+    common = _common_n(stats)
+    lookup = {
+        (tuple(r[k] for k in rows), tuple(r[k] for k in columns)): r for _, r in stats.iterrows()
+    }
+    labeller = row_labeller or (lambda key: row_label(rows, key))
+    row_names = [labeller(k) for k in row_keys]
+    col_names = [column_label(columns, k) for k in col_keys]
+    text = pd.DataFrame("–", index=row_names, columns=_columns_index(col_names), dtype=object)
+    means = pd.DataFrame(np.nan, index=row_names, columns=_columns_index(col_names))
+    data_rows = []
+    for ri, rk in enumerate(row_keys):
+        for ci, ck in enumerate(col_keys):
+            stat = lookup.get((rk, ck))
+            if stat is None:
+                if (rk, ck) in left_out:
+                    why = ", ".join(f"{n} {s}" for s, n in sorted(left_out[(rk, ck)].items()))
+                    text.iat[ri, ci] = f"– ({why})"
+                continue
+            cell = stat_text(stat["mean"], stat["std"], stat["n"], stat["spread"], common)
+            if suffix is not None:
+                cell += suffix(stat)
+            text.iat[ri, ci] = cell
+            means.iat[ri, ci] = stat["mean"]
+            data_rows.append(
+                {
+                    **{k: v for k, v in zip(rows, rk)},
+                    **{k: v for k, v in zip(columns, ck)},
+                    "row": row_names[ri],
+                    "column": " / ".join(col_names[ci])
+                    if isinstance(col_names[ci], tuple)
+                    else col_names[ci],
+                    **{k: stat[k] for k in stat.index if k not in (*rows, *columns)},
+                    "_ri": ri,
+                    "_ci": ci,
+                }
+            )
+    bold = _mark_best(means, best)
+    data = pd.DataFrame(data_rows)
+    if not data.empty:
+        data["best"] = [bold.iat[r, c] for r, c in zip(data.pop("_ri"), data.pop("_ci"))]
+        data["seeds"] = data["seeds"].map(lambda s: ";".join(map(str, s)))
+        data["mean_pct"] = (100 * data["mean"]).round(4)
+        data["std_pct"] = (100 * data["std"]).round(4)
+    return text, bold, data
+
+
+def accuracy_table(
+    trials: pd.DataFrame,
+    *,
+    rows: Sequence[str],
+    columns: Sequence[str] = ("dataset",),
+    value: str = "final_acc",
+    name: str,
+    title: str,
+    statuses: Sequence[str] = (COMPLETED,),
+    best: str | None = "column",
+    row_labeller: Callable[[tuple], str] | None = None,
+    metric_text: str | None = None,
+) -> Table:
+    """Mean ± std over seeds of ``value`` for every (rows, columns) combination.
+
+    ``best``: mark the best cell per ``"column"``, per ``"row"``, or None.
+    ``metric_text`` names ``value`` in the notes (default: :data:`METRICS`).
+    """
+    by = [*rows, *columns]
+    party_std = _party_std(trials, value)
+    stats = summarise(trials, by, value, statuses=statuses, party_std=party_std)
+    display, bold, data = _assemble(
+        stats,
+        trials,
+        rows=rows,
+        columns=columns,
+        best=best,
+        statuses=statuses,
+        row_labeller=row_labeller,
+    )
+    notes = _seed_note(stats, statuses, value, metric_text) + _exclusion_note(trials, statuses)
+    header = " · ".join(parameter_name(k) for k in rows)
+    return Table(name, title, display, bold, data, header, notes)
+
+
+def best_of_table(
+    trials: pd.DataFrame,
+    *,
+    rows: Sequence[str],
+    columns: Sequence[str] = ("dataset",),
+    tuned: str,
+    value: str = "final_acc",
+    name: str,
+    title: str,
+    statuses: Sequence[str] = (COMPLETED,),
+    best: str | None = "column",
+    row_labeller: Callable[[tuple], str] | None = None,
+) -> Table:
+    """Like :func:`accuracy_table`, but ``tuned`` is chosen per cell: the value with the
+    highest mean (the paper: "we tune μ ... and report the best accuracy").  The cell
+    names the chosen value when there was a choice."""
+    by = [*rows, *columns]
+    party_std = _party_std(trials, value)
+    full = summarise(trials, [*by, tuned], value, statuses=statuses, party_std=party_std)
+    picked = []
+    for _, group in full.groupby(by, dropna=False, sort=False):
+        winner = group.loc[group["mean"].idxmax()].copy()
+        winner["candidates"] = len(group)
+        picked.append(winner)
+    stats = pd.DataFrame(picked, columns=[*full.columns, "candidates"]).reset_index(drop=True)
+    symbol = value_label(tuned, 0, with_name=True).split("=")[0]
+
+    def chosen(stat: pd.Series) -> str:
+        if stat["candidates"] < 2:
+            return ""
+        return f" ({symbol}={value_label(tuned, stat[tuned])})"
+
+    display, bold, data = _assemble(
+        stats,
+        trials,
+        rows=rows,
+        columns=columns,
+        best=best,
+        statuses=statuses,
+        suffix=chosen,
+        row_labeller=row_labeller,
+    )
+    if not data.empty:
+        data = data.rename(columns={tuned: f"best_{tuned}"})
+    notes = _seed_note(stats, statuses, value)
+    notes.append(
+        f"Each cell: the best {parameter_name(tuned)} by mean accuracy, chosen on the "
+        "test accuracy as in the paper (optimistic: no separate validation set)."
+    )
+    notes += _exclusion_note(trials, statuses)
+    header = " · ".join(parameter_name(k) for k in rows)
+    return Table(name, title, display, bold, data, header, notes)
+
+
+def communication_table(
+    rounds: pd.DataFrame,
+    trials: pd.DataFrame,
+    *,
+    row: str = "algorithm",
+    columns: Sequence[str] = ("dataset",),
+    baseline: str = "fedavg",
+    baseline_column: str = "algorithm",
+    target: str = "per-seed",
+    name: str,
+    title: str,
+) -> Table:
+    """Table 2: per method and column group, rounds to reach the baseline's final
+    accuracy (mean ± std over seeds) and the speed-up over the baseline."""
+    columns = list(columns)
+    per_seed = communication_frame(
+        rounds,
+        trials,
+        row=row,
+        columns=columns,
+        baseline=baseline,
+        baseline_column=baseline_column,
+        target=target,
+    )
+    summary = summarise_communication(per_seed, row=row, columns=columns)
+    row_keys = [k[0] for k in key_order(trials, [row])]
+    col_keys = [k for k in key_order(trials, columns) if not summary.empty]
+    present = set(map(tuple, summary[columns].itertuples(index=False, name=None)))
+    col_keys = [k for k in col_keys if k in present]
+    labels = []
+    for ck in col_keys:
+        group = column_label(columns, ck)
+        group = group if isinstance(group, str) else ", ".join(group)
+        labels += [(group, "#rounds"), (group, "speed-up")]
+    row_names = [value_label(row, v) for v in row_keys]
+    display = pd.DataFrame("–", index=row_names, columns=_columns_index(labels), dtype=object)
+    for _, s in summary.iterrows():
+        ri = row_keys.index(s[row])
+        ci = 2 * col_keys.index(tuple(s[c] for c in columns))
+        if s["n_reached"] == s["n"]:
+            rounds_text = f"{s['rounds_mean']:.0f}"
+            if not math.isnan(s["rounds_std"]) and s["rounds_std"] > 0:
+                rounds_text += f" ± {s['rounds_std']:.1f}"
+        elif s["n_reached"] == 0:
+            rounds_text = "not reached"
+        else:
+            rounds_text = f"not reached in {s['n'] - s['n_reached']}/{s['n']} seeds"
+        display.iat[ri, ci] = rounds_text
+        display.iat[ri, ci + 1] = format_speedup(s["speedup"])
+    # drop method rows with no completed trial anywhere
+    display = display[(display != "–").any(axis=1)]
+    bold = pd.DataFrame(False, index=display.index, columns=display.columns)
+    data = per_seed.copy()
+    data.insert(0, "row", [value_label(row, v) for v in data[row]])
+    target_words = (
+        "the same seed's baseline final accuracy"
+        if target == "per-seed"
+        else "the baseline's mean final accuracy over seeds"
+    )
+    notes = [
+        f"Baseline {value_label(baseline_column, baseline)}: target = {target_words}; "
+        "#rounds = first round with test accuracy ≥ target (mean ± std over seeds); the "
+        "baseline's own #rounds are the rounds it ran.",
+        f"Speed-up = baseline rounds / method rounds; {format_speedup(None)} = not reached "
+        "within the rounds run (in every seed), as in the paper.",
+    ]
+    fallback = not per_seed.empty and (per_seed["target_source"] == "mean over seeds").any()
+    if fallback and target == "per-seed":
+        notes.append("Seeds the baseline lacks were compared with its mean over seeds.")
+    notes += _exclusion_note(trials, (COMPLETED,))
+    return Table(name, title, display, bold, data, parameter_name(row), notes)
