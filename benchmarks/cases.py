@@ -1,0 +1,77 @@
+"""What one measurement runs: a federated setting, kept small enough to pass as JSON.
+
+Every measurement of the benchmark (fedsweep's round loop, the straightforward loop,
+the scaling table) is described by one :class:`Case`; the fixed parts of the setting
+(simple-cnn, Dir(0.5), batch 64, the paper's SGD) are the issue's and live here.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from federated.config import RunConfig
+from federated.data import ImageData, load_dataset
+
+MODEL = "simple-cnn"
+BATCH_SIZE = 64
+BETA = 0.5
+
+
+@dataclass(frozen=True)
+class Case:
+    """One federated setting to time.
+
+    ``rounds`` are the measured rounds; ``warmup_rounds`` run first and are not reported
+    (MOON's first round has no previous model, hence no contrastive term, and first
+    calls pay one-off costs).  Fractions are of the training and test sets.
+    """
+
+    algorithm: str
+    dataset: str
+    n_parties: int = 10
+    sample_fraction: float = 1.0
+    local_epochs: int = 1
+    rounds: int = 3
+    warmup_rounds: int = 1
+    data_fraction: float = 1.0
+    test_fraction: float = 1.0
+    threads: int = 1
+    device: str = "cpu"
+    seed: int = 0
+    mu: float | None = None  # None: fedsweep's default for the algorithm and dataset
+
+    def run_config(self) -> RunConfig:
+        """The fedsweep configuration of this case (mu and tau: fedsweep's defaults)."""
+        return RunConfig(
+            algorithm=self.algorithm,
+            dataset=self.dataset,
+            model=MODEL,
+            rounds=self.warmup_rounds + self.rounds,
+            n_parties=self.n_parties,
+            sample_fraction=self.sample_fraction,
+            beta=BETA,
+            local_epochs=self.local_epochs,
+            batch_size=BATCH_SIZE,
+            data_fraction=self.data_fraction,
+            test_fraction=self.test_fraction,
+            device=self.device,
+            threads=self.threads,
+            seed=self.seed,
+            mu=self.mu,
+            checkpoint_every=0,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Case:
+        return cls(**values)
+
+
+@functools.lru_cache(maxsize=4)
+def dataset(name: str) -> ImageData:
+    """The dataset, loaded once per process (generating ``synthetic`` takes about 1 s)."""
+    return load_dataset(name)
