@@ -142,6 +142,29 @@ def make_partition(
     )
 
 
+def partition_for_run(
+    labels: np.ndarray,
+    *,
+    partition: str,
+    n_parties: int,
+    n_used: int,
+    beta: float,
+    labels_per_party: int,
+    rng: np.random.Generator,
+) -> list[np.ndarray]:
+    """A run's partition: draw ``n_used`` training samples (all when ``n_used >= len``),
+    then split them; returns per-party indices into the full training set.
+
+    ``rng`` is the run's ``partition`` stream, so the result depends only on (dataset,
+    data fraction, N, scheme, beta, seed)."""
+    n_all = len(labels)
+    subset = np.arange(n_all) if n_used >= n_all else np.sort(rng.permutation(n_all)[:n_used])
+    parts = make_partition(
+        partition, labels[subset], n_parties, rng, beta=beta, labels_per_party=labels_per_party
+    )
+    return [subset[p] for p in parts]
+
+
 def class_counts(parts: list[np.ndarray], labels: np.ndarray, n_classes: int) -> np.ndarray:
     """(n_parties, n_classes) matrix of samples per class held by each party (Fig. 5)."""
     labels = np.asarray(labels)

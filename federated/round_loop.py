@@ -50,7 +50,7 @@ from federated.device import resolve_device, set_threads
 from federated.evaluation import evaluate
 from federated.local_training import PartyResult, train_party
 from federated.models import build_model
-from federated.partition import class_counts, make_partition
+from federated.partition import class_counts, partition_for_run
 from federated.seeding import RunRandomness, numpy_stream, stream_seed
 from federated.server import SERVER_OPTIMIZERS, WeightedAverage, aggregation_weights
 
@@ -100,18 +100,19 @@ class FederatedRun:
     def _setup_data(self, data: ImageData) -> None:
         """Subset, partition, and lay the training set out party by party on the device."""
         c = self.config
-        rng = numpy_stream(c.seed, "partition")
-        n_all = data.train_y.shape[0]
-        subset = (
-            np.arange(n_all) if c.n_train >= n_all else np.sort(rng.permutation(n_all)[: c.n_train])
-        )
-        labels = data.train_y.numpy()[subset]
-        parts = make_partition(
-            c.partition, labels, c.n_parties, rng, beta=c.beta, labels_per_party=c.labels_per_party
-        )
+        labels = data.train_y.numpy()
         #: per party, indices into the dataset's full training set
-        self.partition = [subset[p] for p in parts]
-        self.class_counts = class_counts(parts, labels, self.spec.n_classes)
+        self.partition = partition_for_run(
+            labels,
+            partition=c.partition,
+            n_parties=c.n_parties,
+            n_used=c.n_train,
+            beta=c.beta,
+            labels_per_party=c.labels_per_party,
+            rng=numpy_stream(c.seed, "partition"),
+        )
+        self.class_counts = class_counts(self.partition, labels, self.spec.n_classes)
+        parts = self.partition
         sizes = [len(p) for p in parts]
         self.party_sizes = sizes
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).tolist()

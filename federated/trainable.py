@@ -15,7 +15,7 @@ Device: with ``device="auto"`` a trial uses CUDA only when Ray gave it a GPU
 ``threads`` (``study.sweep`` sets it to the trial's CPUs).
 
 Fault injection (``fail_at_round=k``): after finishing round k, before reporting it, the
-trial raises :class:`InjectedFailure` — unless it started from a checkpoint, so with
+trial raises :class:`InjectedFailureError` — unless it started from a checkpoint, so with
 ``checkpoint_every <= k`` it fails exactly once.  Tests use it to exercise
 ``max_failures`` recovery.
 """
@@ -35,7 +35,7 @@ from federated.round_loop import FederatedRun
 STATE_FILE = "run_state.pt"
 
 
-class InjectedFailure(RuntimeError):
+class InjectedFailureError(RuntimeError):
     """Raised on purpose by ``fail_at_round`` to test recovery."""
 
 
@@ -81,7 +81,7 @@ def train_federated(config: dict[str, Any]) -> None:
         row = run.run_round()
         row["node_id"] = node_id
         if run_config.fail_at_round == run.round and checkpoint is None:
-            raise InjectedFailure(f"injected failure after round {run.round} (fail_at_round)")
+            raise InjectedFailureError(f"injected failure after round {run.round} (fail_at_round)")
         if every and (run.round % every == 0 or run.finished):
             with tempfile.TemporaryDirectory() as folder:
                 save_run_state(run, folder)

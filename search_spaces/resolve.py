@@ -1,0 +1,63 @@
+"""From (study, grid point, budget, dataset, seed, overrides) to one validated trial config.
+
+Precedence, lowest first: RunConfig defaults (the paper's) < the study's fixed settings
+< the grid point < the budget (rounds, E, data; never a varied field) < ``--set``
+overrides < the seed.  The result is a complete, validated
+:class:`~federated.config.RunConfig` as a dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from federated.config import ConfigError, RunConfig
+from search_spaces.budgets import Budget
+from search_spaces.study import Study
+
+
+def check_overrides(study: Study, overrides: Mapping[str, Any]) -> None:
+    """A study's varied fields cannot be overridden (that would collapse its grid)."""
+    for name in overrides:
+        if name in study.varied_fields or name == "seed":
+            raise ConfigError(
+                name,
+                overrides[name],
+                f"not settable with --set: {study.name} varies it"
+                if name != "seed"
+                else "not settable with --set: use --seeds",
+            )
+
+
+def trial_fields(
+    study: Study,
+    point: Mapping[str, Any],
+    *,
+    budget: Budget,
+    dataset: str,
+    seed: int,
+    overrides: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The complete RunConfig (as a dict) of one trial."""
+    fields: dict[str, Any] = {"dataset": dataset, **study.fixed, **study.point_fields(point)}
+    fields = budget.apply(fields, study.varied_fields)
+    fields.update(overrides or {})
+    fields["seed"] = seed
+    return RunConfig.from_dict(fields).to_dict()
+
+
+def seed_list(study: Study, budget: Budget, seeds: str | None) -> list[int]:
+    """``--seeds``: a count (``3`` -> 0, 1, 2) or a comma list (``0,5``); by default the
+    budget's count, else the study's (the paper's 3)."""
+    if seeds is None:
+        return list(range(budget.seeds if budget.seeds is not None else study.seeds))
+    try:
+        if "," in seeds:
+            values = [int(s) for s in seeds.split(",") if s.strip()]
+        else:
+            values = list(range(int(seeds)))
+    except ValueError:
+        raise ConfigError("seeds", seeds, "a count such as 3 or a list such as 0,1,2") from None
+    if not values or min(values) < 0 or len(set(values)) != len(values):
+        raise ConfigError("seeds", seeds, "a positive count or distinct seeds >= 0")
+    return values

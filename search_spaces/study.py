@@ -1,0 +1,163 @@
+"""What a study is: the paper experiment it reproduces, its fixed settings and its axes.
+
+A study varies one or more **axes**.  A plain axis varies one
+:class:`~federated.config.RunConfig` field (``mu`` over 0, 0.1, 1, 5, 10).  A joint axis
+varies several fields together under readable labels (``"N=100, 20% per round"`` sets
+``n_parties``, ``sample_fraction`` and ``rounds``); the label itself becomes a column of
+the results.  Each axis carries its paper grid (grid mode) and its Optuna range (Optuna
+mode: log-uniform where the grid is geometric, integer or categorical where it must be).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class OptunaRange:
+    """A parameter range for Optuna's TPE sampler.
+
+    ``kind``: ``loguniform`` / ``uniform`` (floats in [low, high]), ``int`` / ``logint``
+    (integers in [low, high]), or ``categorical`` over ``choices``.
+    """
+
+    kind: str
+    low: float = 0.0
+    high: float = 0.0
+    choices: tuple[Any, ...] = ()
+
+    def suggest(self, trial: Any, name: str) -> Any:
+        """Draw a value through an ``optuna.Trial`` (define-by-run)."""
+        if self.kind == "loguniform":
+            return trial.suggest_float(name, self.low, self.high, log=True)
+        if self.kind == "uniform":
+            return trial.suggest_float(name, self.low, self.high)
+        if self.kind == "int":
+            return trial.suggest_int(name, int(self.low), int(self.high))
+        if self.kind == "logint":
+            return trial.suggest_int(name, int(self.low), int(self.high), log=True)
+        if self.kind == "categorical":
+            return trial.suggest_categorical(name, list(self.choices))
+        raise ValueError(f"unknown Optuna range kind {self.kind!r}")
+
+    def describe(self) -> str:
+        if self.kind == "categorical":
+            return "{" + ", ".join(map(str, self.choices)) + "}"
+        return f"{self.kind}[{self.low:g}, {self.high:g}]"
+
+
+def loguniform(low: float, high: float) -> OptunaRange:
+    return OptunaRange("loguniform", low, high)
+
+
+def logint(low: int, high: int) -> OptunaRange:
+    return OptunaRange("logint", low, high)
+
+
+def categorical(*choices: Any) -> OptunaRange:
+    return OptunaRange("categorical", choices=tuple(choices))
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One varied dimension of a study."""
+
+    name: str
+    values: tuple[Any, ...]
+    # label -> RunConfig fields, for a joint axis; empty for a plain axis
+    settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    optuna: OptunaRange | None = None
+
+    @property
+    def joint(self) -> bool:
+        return bool(self.settings)
+
+    def fields_for(self, value: Any) -> dict[str, Any]:
+        """RunConfig fields this axis sets for ``value``."""
+        return dict(self.settings[value]) if self.joint else {self.name: value}
+
+    @property
+    def fields(self) -> set[str]:
+        if self.joint:
+            return {k for s in self.settings.values() for k in s}
+        return {self.name}
+
+    @property
+    def search_range(self) -> OptunaRange:
+        """The Optuna range; by default a categorical over the paper grid."""
+        return self.optuna or categorical(*self.values)
+
+
+def joint(
+    name: str, settings: Mapping[str, Mapping[str, Any]], optuna: OptunaRange | None = None
+) -> Axis:
+    return Axis(name, tuple(settings), settings, optuna)
+
+
+@dataclass(frozen=True)
+class Study:
+    """One paper experiment.
+
+    Attributes:
+        name: what ``python -m study.sweep NAME`` takes.
+        paper: the table or figure it reproduces.
+        description: one line for ``--list``.
+        axes: the varied dimensions; the grid is their Cartesian product.
+        fixed: RunConfig fields every trial shares (e.g. ``algorithm="moon"``).
+        paper_datasets: the datasets the paper reports it on.
+        dataset: the default dataset here (Fashion-MNIST: works offline on any machine).
+        seeds: repeats of each grid point in the paper (seeds 0, 1, ...).
+    """
+
+    name: str
+    paper: str
+    description: str
+    axes: tuple[Axis, ...]
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    paper_datasets: tuple[str, ...] = ("cifar10", "cifar100", "tinyimagenet")
+    dataset: str = "fmnist"
+    seeds: int = 3
+
+    def grid(self) -> list[dict[str, Any]]:
+        """Every grid point as ``{axis name: value}``, in axis order."""
+        names = [a.name for a in self.axes]
+        return [
+            dict(zip(names, combo)) for combo in itertools.product(*(a.values for a in self.axes))
+        ]
+
+    @property
+    def grid_size(self) -> int:
+        size = 1
+        for axis in self.axes:
+            size *= len(axis.values)
+        return size
+
+    def axis(self, name: str) -> Axis:
+        for axis in self.axes:
+            if axis.name == name:
+                return axis
+        raise KeyError(name)
+
+    def point_fields(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        """RunConfig fields a grid point sets."""
+        out: dict[str, Any] = {}
+        for axis in self.axes:
+            out.update(axis.fields_for(point[axis.name]))
+        return out
+
+    @property
+    def varied_fields(self) -> set[str]:
+        return set().union(*(a.fields for a in self.axes))
+
+    @property
+    def label_columns(self) -> list[str]:
+        """Axis names that are labels rather than RunConfig fields (joint axes)."""
+        return [a.name for a in self.axes if a.joint]
+
+
+def point_label(point: Mapping[str, Any]) -> str:
+    """``"mu=5"``, ``"algorithm=moon, setting=N=50"``: a grid point in words."""
+    return ", ".join(f"{k}={v}" for k, v in point.items())

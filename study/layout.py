@@ -1,0 +1,67 @@
+"""Where a sweep's results live and what they hold: the contract ``analysis`` reads.
+
+::
+
+    <storage path>/                       default ./results (--storage-path)
+      <sweep name>/                       default <study>-<dataset>-<budget>[-optuna]-<time>
+        fedsweep_sweep.json               manifest (this module), rewritten atomically
+        partitions.json                   class counts per distinct partition (Fig. 5)
+        <trial dir>/                      one per trial, named <trial id>_<point>_seed<k>
+          params.json                     the trial's config: every RunConfig field,
+                                          resolved, plus the study's labels (point, ...)
+          result.json                     one JSON line per reported round (metrics,
+                                          training_iteration, config); may repeat a
+                                          round after a restore: keep the last
+          progress.csv                    the same as CSV
+          events.out.tfevents.*           TensorBoard scalars
+          checkpoint_NNNNNN/run_state.pt  the last checkpoints (whole run state)
+          error.txt                       only when the trial failed
+        experiment_state-*.json, tuner.pkl, ...   Tune's own, used by --resume
+
+The manifest records what was asked (study, budget, dataset, search, seeds, axes,
+overrides, command), the state of the sweep (``running``, ``finished``,
+``interrupted``) and, once Tune returns, each trial's final status (``TERMINATED`` or
+``ERROR`` with the error's first line).  Files are written to a temporary name and
+renamed, so a reader never sees a half-written manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "fedsweep_sweep.json"
+PARTITIONS = "partitions.json"
+MANIFEST_FORMAT = 1
+
+
+def write_json_atomic(path: str | os.PathLike, payload: Any) -> None:
+    """Write ``payload`` as JSON to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(payload, fh, indent=2, default=str)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def read_manifest(sweep_dir: str | os.PathLike) -> dict[str, Any]:
+    return json.loads((Path(sweep_dir) / MANIFEST).read_text())
+
+
+def update_manifest(sweep_dir: str | os.PathLike, **changes: Any) -> dict[str, Any]:
+    manifest = read_manifest(sweep_dir)
+    manifest.update(changes)
+    write_json_atomic(Path(sweep_dir) / MANIFEST, manifest)
+    return manifest
+
+
+def is_sweep_dir(path: str | os.PathLike) -> bool:
+    return (Path(path) / MANIFEST).is_file()

@@ -1,0 +1,177 @@
+"""A sweep before it runs: which trials (grid) or which space (Optuna), fully resolved.
+
+Everything is validated here, before Ray starts: a bad ``--set`` value, an unknown
+study or an impossible party count fails with one line and nothing runs.
+
+Grid mode hands Tune a ``point`` axis (``tune.grid_search`` over readable point labels
+such as ``mu=5.0``) and a ``seed`` axis; every field that differs between points is a
+``tune.sample_from`` lookup of the point, so each trial's ``params.json`` holds its
+complete, resolved RunConfig.  Optuna mode samples the study's ranges through a
+define-by-run function that returns the same complete config.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from federated.config import RunConfig
+from search_spaces import Budget, Study, check_overrides, point_label, seed_list, trial_fields
+
+OPTUNA_SEED = 0
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One grid trial: its point, seed and complete config (RunConfig fields + labels)."""
+
+    point: dict[str, Any]
+    seed: int
+    config: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return point_label(self.point)
+
+
+class PointLookup:
+    """``tune.sample_from`` callable: a field's value for the trial's grid point."""
+
+    def __init__(self, table: Mapping[str, Mapping[str, Any]], key: str) -> None:
+        self.table = dict(table)
+        self.key = key
+
+    def __call__(self, config: Mapping[str, Any]) -> Any:
+        return self.table[config["point"]][self.key]
+
+
+class DefineByRun:
+    """Optuna define-by-run space: suggests the study's axes, returns the full config."""
+
+    def __init__(self, plan: SweepPlan) -> None:
+        self.plan = plan
+
+    def __call__(self, trial: Any) -> dict[str, Any]:
+        study = self.plan.study
+        point = {axis.name: axis.search_range.suggest(trial, axis.name) for axis in study.axes}
+        config = self.plan.resolve(point, self.plan.seeds[0])
+        # Optuna adds the suggested values itself; return the rest as constants
+        return {k: v for k, v in config.items() if k not in point}
+
+
+@dataclass
+class SweepPlan:
+    study: Study
+    budget: Budget
+    dataset: str
+    search: str  # "grid" or "optuna"
+    seeds: list[int]
+    overrides: dict[str, Any] = field(default_factory=dict)
+    num_samples: int = 0  # Optuna trials
+
+    @classmethod
+    def build(
+        cls,
+        study: Study,
+        budget: Budget,
+        *,
+        dataset: str | None = None,
+        search: str = "grid",
+        seeds: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        num_samples: int | None = None,
+    ) -> SweepPlan:
+        overrides = dict(overrides or {})
+        check_overrides(study, overrides)
+        seed_values = seed_list(study, budget, seeds)
+        if search == "optuna":
+            seed_values = seed_values[:1]  # the search runs on one seed; --rerun-best repeats
+        plan = cls(
+            study=study,
+            budget=budget,
+            dataset=dataset or study.dataset,
+            search=search,
+            seeds=seed_values,
+            overrides=overrides,
+            num_samples=num_samples or max(8, study.grid_size),
+        )
+        plan.trials()  # validates every trial config now, before anything starts
+        return plan
+
+    # ------------------------------------------------------------------ resolution
+    def resolve(self, point: Mapping[str, Any], seed: int) -> dict[str, Any]:
+        """A trial's config: RunConfig fields, then the study's labels."""
+        fields = trial_fields(
+            self.study,
+            point,
+            budget=self.budget,
+            dataset=self.dataset,
+            seed=seed,
+            overrides=self.overrides,
+        )
+        labels = {name: point[name] for name in self.study.label_columns}
+        return {
+            **fields,
+            **labels,
+            "point": point_label(point),
+            "study": self.study.name,
+            "budget": self.budget.name,
+        }
+
+    def trials(self) -> list[TrialSpec]:
+        """Grid mode: every (point, seed); Optuna mode: the paper grid's first point, as
+        an example of the configs the search resolves."""
+        points = self.study.grid() if self.search == "grid" else self.study.grid()[:1]
+        return [TrialSpec(p, s, self.resolve(p, s)) for p in points for s in self.seeds]
+
+    @property
+    def n_trials(self) -> int:
+        return self.study.grid_size * len(self.seeds) if self.search == "grid" else self.num_samples
+
+    @property
+    def max_rounds(self) -> int:
+        return max(t.config["rounds"] for t in self.trials())
+
+    # -------------------------------------------------------------------- for Tune
+    def param_space(self) -> dict[str, Any]:
+        """Grid mode's Tune param_space (see the module docstring)."""
+        from ray import tune
+
+        table = {t.label: t.config for t in self.trials() if t.seed == self.seeds[0]}
+        first = next(iter(table.values()))
+        varying = {k for cfg in table.values() for k in cfg if cfg[k] != first[k]} - {"seed"}
+        space: dict[str, Any] = {k: v for k, v in first.items() if k not in varying}
+        space["point"] = tune.grid_search(list(table))
+        space["seed"] = tune.grid_search(self.seeds)
+        for key in sorted(varying - {"point"}):
+            space[key] = tune.sample_from(PointLookup(table, key))
+        return space
+
+    def optuna_space(self) -> DefineByRun:
+        return DefineByRun(self)
+
+    @property
+    def parameter_columns(self) -> list[str]:
+        """What the live progress table shows of each trial's config."""
+        return [a.name for a in self.study.axes] + (["seed"] if len(self.seeds) > 1 else [])
+
+    def default_name(self, stamp: str) -> str:
+        parts = [self.study.name, self.dataset, self.budget.name]
+        if self.search == "optuna":
+            parts.append("optuna")
+        return "-".join(parts) + f"-{stamp}"
+
+
+def trial_dirname(trial: Any) -> str:
+    """Readable trial folder names: ``<id>_<point>_seed<k>`` (file-system safe)."""
+    config = trial.config
+    point = re.sub(r"[^A-Za-z0-9.=_-]+", "_", str(config.get("point", "")))[:60]
+    return f"{trial.trial_id}_{point}_seed{config.get('seed', 0)}"
+
+
+def run_config_fields(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The RunConfig part of a trial config (labels dropped)."""
+    known = RunConfig.__dataclass_fields__
+    return {k: v for k, v in config.items() if k in known}

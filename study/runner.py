@@ -1,0 +1,309 @@
+"""Running a :class:`~study.plan.SweepPlan` on Ray Tune: start or join Ray, build or
+restore the Tuner, keep the manifest current, summarise.
+
+Resume after a hard kill works because Tune snapshots its experiment state and syncs
+result files to the storage path every second here (Tune's defaults are minutes, after
+which a killed driver's restore would restart every trial from round 0).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Before Ray is imported: the legacy reporter prints the live table we configure, the
+# experiment state is snapshotted every second (resume after a hard kill), and the
+# snapshot-duration warning that this frequency triggers is silenced.
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
+os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+
+import ray
+from ray import tune
+
+from federated.config import RunConfig
+from federated.data import load_dataset
+from federated.partition import class_counts, partition_for_run
+from federated.seeding import numpy_stream
+from federated.trainable import train_federated
+from study.layout import (
+    MANIFEST,
+    MANIFEST_FORMAT,
+    PARTITIONS,
+    read_manifest,
+    update_manifest,
+    write_json_atomic,
+)
+from study.plan import OPTUNA_SEED, SweepPlan, run_config_fields, trial_dirname
+from study.resources import TrialResources, choose_resources
+
+SYNC_PERIOD_S = 1
+DASHBOARD_PORT = 8265
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How to run (never what): resources, concurrency, scheduler, failures."""
+
+    resources: TrialResources
+    max_concurrent: int | None = None
+    scheduler: str | None = None  # "asha"
+    max_failures: int = 1
+    verbose: int = 1
+
+
+def start_ray(address: str | None, dashboard: bool) -> str | None:
+    """Join ``address`` (or $RAY_ADDRESS), else start a local Ray; returns the dashboard URL."""
+    options: dict[str, Any] = {"logging_level": "WARNING", "log_to_driver": False}
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        context = ray.init(address=address, **options)
+    else:
+        context = ray.init(
+            address="local",
+            include_dashboard=dashboard,
+            dashboard_host="127.0.0.1",
+            dashboard_port=DASHBOARD_PORT,
+            **options,
+        )
+    url = getattr(context, "dashboard_url", None)
+    return f"http://{url}" if url and not str(url).startswith("http") else url
+
+
+def cluster_gpus() -> float:
+    return float(ray.cluster_resources().get("GPU", 0.0))
+
+
+def write_partitions(plan: SweepPlan, sweep_dir: Path) -> None:
+    """Class counts of every distinct partition in the sweep (Fig. 5), from the driver.
+
+    Loading the data here also checks that the dataset is reachable before any trial
+    starts.  Optuna sweeps that vary the partition write the first point's only."""
+    data = load_dataset(plan.dataset, plan.overrides.get("data_root"))
+    labels = data.train_y.numpy()
+    keys = (
+        "dataset",
+        "n_parties",
+        "partition",
+        "beta",
+        "labels_per_party",
+        "data_fraction",
+        "seed",
+    )
+    seen: dict[tuple, dict[str, Any]] = {}
+    for trial in plan.trials():
+        config = RunConfig.from_dict(run_config_fields(trial.config))
+        key = tuple(getattr(config, k) for k in keys)
+        if key in seen:
+            continue
+        parts = partition_for_run(
+            labels,
+            partition=config.partition,
+            n_parties=config.n_parties,
+            n_used=config.n_train,
+            beta=config.beta,
+            labels_per_party=config.labels_per_party,
+            rng=numpy_stream(config.seed, "partition"),
+        )
+        seen[key] = {
+            **dict(zip(keys, key)),
+            "class_counts": class_counts(parts, labels, data.spec.n_classes).tolist(),
+        }
+    write_json_atomic(sweep_dir / PARTITIONS, list(seen.values()))
+
+
+def trainable_with(resources: TrialResources):
+    return tune.with_resources(train_federated, resources.as_ray())
+
+
+def _scheduler(name: str | None, max_rounds: int):
+    if name != "asha":
+        return None
+    from ray.tune.schedulers import ASHAScheduler
+
+    return ASHAScheduler(
+        time_attr="training_iteration",
+        max_t=max_rounds,
+        grace_period=max(1, max_rounds // 4),
+        reduction_factor=2,
+    )
+
+
+def _reporter(plan: SweepPlan) -> tune.CLIReporter:
+    return tune.CLIReporter(
+        parameter_columns=plan.parameter_columns,
+        metric_columns={"round": "round", "test_acc": "test_acc", "train_loss": "train_loss"},
+        max_report_frequency=15,
+        max_progress_rows=40,
+    )
+
+
+def tune_run_config(
+    plan: SweepPlan, name: str, storage: Path, execution: Execution
+) -> tune.RunConfig:
+    return tune.RunConfig(
+        name=name,
+        storage_path=str(storage),
+        failure_config=tune.FailureConfig(max_failures=execution.max_failures),
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+        sync_config=tune.SyncConfig(sync_period=SYNC_PERIOD_S),
+        progress_reporter=_reporter(plan),
+        verbose=execution.verbose,
+    )
+
+
+def new_tuner(plan: SweepPlan, name: str, storage: Path, execution: Execution) -> tune.Tuner:
+    if plan.search == "optuna":
+        import optuna
+        from ray.tune.search.optuna import OptunaSearch
+
+        search_alg = OptunaSearch(
+            space=plan.optuna_space(), sampler=optuna.samplers.TPESampler(seed=OPTUNA_SEED)
+        )
+        param_space: dict[str, Any] = {}
+        num_samples = plan.num_samples
+    else:
+        search_alg = None
+        param_space = plan.param_space()
+        num_samples = 1
+    return tune.Tuner(
+        trainable_with(execution.resources),
+        param_space=param_space,
+        tune_config=tune.TuneConfig(
+            metric="test_acc",
+            mode="max",
+            search_alg=search_alg,
+            scheduler=_scheduler(execution.scheduler, plan.max_rounds),
+            num_samples=num_samples,
+            max_concurrent_trials=execution.max_concurrent,
+            trial_dirname_creator=trial_dirname,
+        ),
+        run_config=tune_run_config(plan, name, storage, execution),
+    )
+
+
+def restore_tuner(sweep_dir: Path, resources: TrialResources) -> tune.Tuner:
+    """Continue an interrupted sweep: finished trials stay, unfinished ones continue from
+    their last checkpoint, errored ones are retried from theirs."""
+    return tune.Tuner.restore(
+        str(sweep_dir),
+        trainable=trainable_with(resources),
+        resume_unfinished=True,
+        resume_errored=True,
+    )
+
+
+def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any) -> dict[str, Any]:
+    return {
+        "format": MANIFEST_FORMAT,
+        "name": name,
+        "study": plan.study.name,
+        "paper": plan.study.paper,
+        "budget": plan.budget.name,
+        "dataset": plan.dataset,
+        "search": plan.search,
+        "seeds": plan.seeds,
+        "axes": [a.name for a in plan.study.axes],
+        "label_columns": plan.study.label_columns,
+        "overrides": plan.overrides,
+        "n_trials": plan.n_trials,
+        "num_samples": plan.num_samples if plan.search == "optuna" else None,
+        "scheduler": execution.scheduler,
+        "resources": {"cpu": execution.resources.cpus, "gpu": execution.resources.gpus},
+        "max_concurrent": execution.max_concurrent,
+        "command": " ".join([os.path.basename(sys.executable), "-m", "study.sweep", *sys.argv[1:]]),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "finished": None,
+        "status": "running",
+        "trials": {},
+        **extra,
+    }
+
+
+def fit(tuner: tune.Tuner, sweep_dir: Path) -> tune.ResultGrid:
+    """Run to the end (or Ctrl-C) and record each trial's final status in the manifest."""
+    results = tuner.fit()
+    trials: dict[str, Any] = {}
+    for result in results:
+        error = None
+        if result.error is not None:
+            error = (str(result.error).strip().splitlines() or [type(result.error).__name__])[-1][
+                :300
+            ]
+        trials[Path(result.path).name] = {
+            "status": "ERROR" if error else "TERMINATED",
+            "error": error,
+            "last_round": (result.metrics or {}).get("round"),
+        }
+    done = results.num_terminated + results.num_errors
+    complete = done >= len(results) and len(results) >= read_manifest(sweep_dir)["n_trials"]
+    update_manifest(
+        sweep_dir,
+        trials=trials,
+        status="finished" if complete else "interrupted",
+        finished=time.strftime("%Y-%m-%dT%H:%M:%S") if complete else None,
+    )
+    return results
+
+
+def summary_rows(results: tune.ResultGrid) -> list[dict[str, Any]]:
+    rows = []
+    for result in results:
+        config = result.config or {}
+        metrics = result.metrics or {}
+        rows.append(
+            {
+                "trial": metrics.get("trial_id") or Path(result.path).name[:11],
+                "point": config.get("point", ""),
+                "seed": config.get("seed"),
+                "status": "ERROR"
+                if result.error
+                else ("diverged" if metrics.get("diverged") else "ok"),
+                "rounds": metrics.get("round"),
+                "test_acc": metrics.get("test_acc"),
+            }
+        )
+    return sorted(rows, key=lambda r: str(r["trial"]))  # trial ids follow the grid order
+
+
+def format_summary(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'trial':<14} {'point':<34} {'seed':>4} {'status':<8} {'rounds':>6} {'test_acc':>8}"]
+    for r in rows:
+        acc = "-" if r["test_acc"] is None else f"{r['test_acc']:.4f}"
+        rounds = "-" if r["rounds"] is None else str(r["rounds"])
+        seed = "-" if r["seed"] is None else str(r["seed"])
+        lines.append(
+            f"{r['trial']:<14} {str(r['point'])[:34]:<34} {seed:>4} "
+            f"{r['status']:<8} {rounds:>6} {acc:>8}"
+        )
+    return "\n".join(lines)
+
+
+def best_config(results: tune.ResultGrid) -> dict[str, Any]:
+    """The best trial's config (highest final test accuracy, NaN/diverged ignored)."""
+    best = results.get_best_result(
+        metric="test_acc", mode="max", scope="last", filter_nan_and_inf=True
+    )
+    return dict(best.config)
+
+
+__all__ = [
+    "MANIFEST",
+    "Execution",
+    "choose_resources",
+    "cluster_gpus",
+    "fit",
+    "new_tuner",
+    "read_manifest",
+    "restore_tuner",
+    "start_ray",
+    "trainable_with",
+    "tune_run_config",
+    "update_manifest",
+    "write_json_atomic",
+    "write_partitions",
+]

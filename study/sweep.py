@@ -1,0 +1,335 @@
+"""``python -m study.sweep NAME``: run one of the paper's studies as a Ray Tune sweep.
+
+    python -m study.sweep --list                      # the studies and their paper tables
+    python -m study.sweep moon_mu                     # Table 9, laptop budget, Fashion-MNIST
+    python -m study.sweep moon_mu --dry-run           # the trials and resources, nothing runs
+    python -m study.sweep moon_mu --budget paper --dataset cifar10 --gpus-per-trial 0.25
+    python -m study.sweep moon_mu --search optuna --num-samples 20 --scheduler asha --rerun-best 3
+    python -m study.sweep moon_mu --resume            # continue the latest moon_mu sweep
+
+Results go to ``<storage path>/<name>/`` (layout: :mod:`study.layout`); read them with
+``python -m analysis.report <storage path>/<name>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from federated.config import ConfigError, coerce
+from federated.data import DatasetUnavailable
+from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES
+from study.plan import SweepPlan
+from study.resources import TrialResources
+
+
+class UsageError(ValueError):
+    """A command-line value is not allowed (one line, printed as ``error: ...``)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m study.sweep",
+        description="Run a study of the MOON paper as a Ray Tune sweep.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="studies: " + ", ".join(STUDIES),
+    )
+    p.add_argument("study", nargs="?", help="study name (see --list)")
+    p.add_argument("--list", action="store_true", help="list the studies and exit")
+    p.add_argument("--dataset", help="dataset (default: the study's, fmnist)")
+    p.add_argument(
+        "--budget",
+        default=DEFAULT_BUDGET,
+        help=f"one of {', '.join(BUDGETS)} (default {DEFAULT_BUDGET})",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a config field, e.g. --set rounds=20 (repeatable)",
+    )
+    p.add_argument("--search", default="grid", help="grid (the paper's) or optuna (TPE)")
+    p.add_argument("--num-samples", type=int, help="Optuna trials (default: max(8, grid size))")
+    p.add_argument("--scheduler", default="fifo", help="fifo or asha (early stopping on test_acc)")
+    p.add_argument("--seeds", help="seed count (3 -> 0,1,2) or list (0,4); default: the budget's")
+    p.add_argument(
+        "--cpus-per-trial", type=float, default=1.0, help="CPUs (and torch threads) per trial"
+    )
+    p.add_argument(
+        "--gpus-per-trial",
+        type=float,
+        default=0.0,
+        help="GPUs per trial, fractional (0.25: four per GPU)",
+    )
+    p.add_argument("--max-concurrent", type=int, help="at most this many trials at once")
+    p.add_argument(
+        "--max-failures",
+        type=int,
+        default=1,
+        help="restarts of a failing trial from its checkpoint",
+    )
+    p.add_argument(
+        "--storage-path",
+        default=os.environ.get("FEDSWEEP_RESULTS", "results"),
+        help="results folder, shared by all nodes (default ./results or $FEDSWEEP_RESULTS)",
+    )
+    p.add_argument("--name", help="sweep name (default <study>-<dataset>-<budget>[-optuna]-<time>)")
+    p.add_argument(
+        "--resume", action="store_true", help="continue an interrupted sweep (--name or the latest)"
+    )
+    p.add_argument(
+        "--address", help="join an existing Ray cluster (default $RAY_ADDRESS, else a local Ray)"
+    )
+    p.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="start the Ray dashboard on 127.0.0.1 and print its URL",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the trials and their resources; start nothing"
+    )
+    p.add_argument(
+        "--rerun-best",
+        type=int,
+        default=0,
+        metavar="K",
+        help="after an Optuna search, rerun the best config over K seeds",
+    )
+    p.add_argument("--quiet", action="store_true", help="no live progress table")
+    return p
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise UsageError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set rounds=20")
+        key, value = item.split("=", 1)
+        out[key.strip()] = coerce(key.strip(), value)
+    return out
+
+
+def check_args(args: argparse.Namespace) -> None:
+    def one_of(flag: str, value: Any, allowed) -> None:
+        if value not in allowed:
+            raise UsageError(f"{flag}={value!r} (allowed: {', '.join(allowed)})")
+
+    if args.study is None:
+        raise UsageError("a study name is needed (allowed: " + ", ".join(STUDIES) + "); see --list")
+    one_of("study", args.study, STUDIES)
+    one_of("--budget", args.budget, BUDGETS)
+    one_of("--search", args.search, ("grid", "optuna"))
+    one_of("--scheduler", args.scheduler, ("fifo", "asha"))
+    for flag, value, low in (
+        ("--cpus-per-trial", args.cpus_per_trial, 0.0),
+        ("--gpus-per-trial", args.gpus_per_trial, -1e-12),
+    ):
+        if not value > low:
+            raise UsageError(f"{flag}={value!r} (allowed: a number > {max(low, 0):g})")
+    if args.num_samples is not None and args.num_samples < 1:
+        raise UsageError(f"--num-samples={args.num_samples!r} (allowed: an integer >= 1)")
+    if args.max_concurrent is not None and args.max_concurrent < 1:
+        raise UsageError(f"--max-concurrent={args.max_concurrent!r} (allowed: an integer >= 1)")
+    if args.rerun_best and args.search != "optuna":
+        raise UsageError("--rerun-best needs --search optuna (a grid already runs every seed)")
+    if args.rerun_best < 0:
+        raise UsageError(f"--rerun-best={args.rerun_best!r} (allowed: an integer >= 1)")
+
+
+def list_studies() -> str:
+    lines = [f"{'study':<16} {'reproduces':<26} {'grid':>4} {'seeds':>5}  varies"]
+    for s in STUDIES.values():
+        varies = " x ".join(f"{a.name} ({len(a.values)})" for a in s.axes)
+        lines.append(f"{s.name:<16} {s.paper:<26} {s.grid_size:>4} {s.seeds:>5}  {varies}")
+        lines.append(f"{'':<16} {s.description}; paper datasets: {', '.join(s.paper_datasets)}")
+    lines.append("")
+    lines.append("budgets: " + "; ".join(f"{b.name}: {b.description}" for b in BUDGETS.values()))
+    return "\n".join(lines)
+
+
+def describe_plan(plan: SweepPlan, resources: TrialResources) -> str:
+    head = (
+        f"study {plan.study.name} ({plan.study.paper}) on {plan.dataset}, "
+        f"budget {plan.budget.name}, {plan.search} search: {plan.n_trials} trials"
+    )
+    if plan.search == "grid":
+        head += f" ({plan.study.grid_size} grid points x {len(plan.seeds)} seeds)"
+    lines = [head, f"each trial: {resources.describe()}"]
+    if resources.gpus:
+        lines.append("(GPUs fall back to CPU with a warning when the cluster has none)")
+    if plan.search == "optuna":
+        lines.append(f"seed {plan.seeds[0]}; Optuna TPE (seed 0) over:")
+        for axis in plan.study.axes:
+            lines.append(f"  {axis.name}: {axis.search_range.describe()}")
+        lines.append("every trial resolves like this example:")
+    for i, trial in enumerate(plan.trials(), 1):
+        c = trial.config
+        lines.append(
+            f"  {i:>3}. {trial.label:<40} seed={trial.seed}  {c['algorithm']} {c['model']} "
+            f"N={c['n_parties']} frac={c['sample_fraction']:g} rounds={c['rounds']} "
+            f"E={c['local_epochs']} "
+            f"data={c['data_fraction']:g} mu={c['mu']:g} tau={c['tau']:g}"
+        )
+    return "\n".join(lines)
+
+
+def find_sweep(storage: Path, plan: SweepPlan, name: str | None) -> Path:
+    if name:
+        path = storage / name
+        if not path.is_dir():
+            raise UsageError(f"--resume: no sweep {name!r} under {storage}")
+        return path
+    prefix = plan.default_name("")
+    candidates = sorted(
+        (p for p in storage.glob(prefix + "*") if p.is_dir()), key=lambda p: p.stat().st_mtime
+    )
+    if not candidates:
+        raise UsageError(f"--resume: no sweep named {prefix}* under {storage}; pass --name")
+    return candidates[-1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.list:
+        print(list_studies())
+        return 0
+    try:
+        check_args(args)
+        study = STUDIES[args.study]
+        plan = SweepPlan.build(
+            study,
+            BUDGETS[args.budget],
+            dataset=args.dataset,
+            search=args.search,
+            seeds=args.seeds,
+            overrides=parse_overrides(args.overrides),
+            num_samples=args.num_samples,
+        )
+    except (UsageError, ConfigError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    requested = TrialResources(args.cpus_per_trial, args.gpus_per_trial)
+    # torch threads follow the CPUs a trial gets, unless --set threads=... says otherwise
+    plan.overrides.setdefault("threads", requested.threads)
+    if args.dry_run:
+        print(describe_plan(plan, requested))
+        return 0
+
+    storage = Path(args.storage_path).expanduser().resolve()
+    try:
+        if args.resume:
+            sweep_dir = find_sweep(storage, plan, args.name)
+        else:
+            sweep_dir = storage / (args.name or plan.default_name(time.strftime("%Y%m%d-%H%M%S")))
+            if sweep_dir.exists():
+                raise UsageError(
+                    f"{sweep_dir} exists: pass --resume to continue it, or another --name"
+                )
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+    from study import runner  # imports Ray: only now that there is something to run
+
+    if not args.resume:
+        try:
+            runner.write_partitions(plan, sweep_dir)  # also checks the data is there
+        except DatasetUnavailable as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+
+    url = runner.start_ray(args.address, args.dashboard)
+    if args.dashboard:
+        print(
+            f"Ray dashboard: {url or 'not available'} (Tune results also in TensorBoard: "
+            f"tensorboard --logdir {sweep_dir})",
+            flush=True,
+        )
+    resources, warning = runner.choose_resources(
+        args.cpus_per_trial, args.gpus_per_trial, runner.cluster_gpus()
+    )
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    execution = runner.Execution(
+        resources=resources,
+        max_concurrent=args.max_concurrent,
+        scheduler=None if args.scheduler == "fifo" else args.scheduler,
+        max_failures=args.max_failures,
+        verbose=0 if args.quiet else 1,
+    )
+
+    started = time.perf_counter()
+    if args.resume:
+        print(f"resuming {sweep_dir}", flush=True)
+        runner.update_manifest(sweep_dir, status="running")
+        tuner = runner.restore_tuner(sweep_dir, resources)
+    else:
+        print(describe_plan(plan, resources).splitlines()[0], flush=True)
+        runner.write_json_atomic(
+            sweep_dir / runner.MANIFEST, runner.manifest_for(plan, sweep_dir.name, execution)
+        )
+        tuner = runner.new_tuner(plan, sweep_dir.name, storage, execution)
+    results = runner.fit(tuner, sweep_dir)
+    elapsed = time.perf_counter() - started
+    print(runner.format_summary(runner.summary_rows(results)))
+    status = runner.read_manifest(sweep_dir)["status"]
+    print(f"sweep {status} in {elapsed:.0f} s; results in {sweep_dir}")
+    if status != "finished":
+        print(
+            f"continue it with: python -m study.sweep {study.name} --resume "
+            f"--name {sweep_dir.name} --storage-path {storage}"
+        )
+        return 130
+    print(f"report: python -m analysis.report {sweep_dir}")
+
+    if args.rerun_best:
+        best_dir = rerun_best(plan, results, sweep_dir, storage, execution, args.rerun_best)
+        print(f"report: python -m analysis.report {sweep_dir} {best_dir}")
+    return 0
+
+
+def rerun_best(plan: SweepPlan, results, sweep_dir: Path, storage: Path, execution, k: int) -> Path:
+    """Run the best Optuna configuration again over seeds 0..k-1 (a sweep of its own)."""
+    from ray import tune
+
+    from study import runner
+
+    best = runner.best_config(results)
+    best.pop("seed", None)
+    name = f"{sweep_dir.name}-best"
+    space = {**best, "seed": tune.grid_search(list(range(k)))}
+    rerun_plan = SweepPlan(
+        plan.study, plan.budget, plan.dataset, "grid", list(range(k)), plan.overrides
+    )
+    manifest = runner.manifest_for(
+        rerun_plan, name, execution, rerun_of=sweep_dir.name, best_point=best.get("point")
+    )
+    manifest.update(search="rerun-best", n_trials=k)
+    runner.write_json_atomic(storage / name / runner.MANIFEST, manifest)
+    print(
+        f"re-running the best configuration ({best.get('point')}) over seeds 0..{k - 1}", flush=True
+    )
+    tuner = tune.Tuner(
+        runner.trainable_with(execution.resources),
+        param_space=space,
+        tune_config=tune.TuneConfig(
+            metric="test_acc",
+            mode="max",
+            max_concurrent_trials=execution.max_concurrent,
+            trial_dirname_creator=runner.trial_dirname,
+        ),
+        run_config=runner.tune_run_config(rerun_plan, name, storage, execution),
+    )
+    rerun = runner.fit(tuner, storage / name)
+    print(runner.format_summary(runner.summary_rows(rerun)))
+    return storage / name
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""The study platform end to end on a real local Ray (no mocks): each test runs
+``python -m study.sweep`` as a user would and reads what it wrote.
+
+Accuracies are compared with the same configs run in-process by ``run_rounds``: on CPU
+with one thread a sweep's trials must reproduce them exactly, also after a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from federated.config import RunConfig
+from federated.round_loop import run_rounds
+from study.plan import run_config_fields
+
+pytestmark = pytest.mark.slow
+
+
+def sweep(storage: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "study.sweep", *args, "--storage-path", str(storage), "--quiet"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode in (0, 130), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def sweep_dirs(storage: Path) -> list[Path]:
+    return sorted(p for p in storage.iterdir() if (p / "fedsweep_sweep.json").is_file())
+
+
+def trial_dirs(sweep_dir: Path) -> list[Path]:
+    return sorted(p for p in sweep_dir.iterdir() if (p / "params.json").is_file())
+
+
+def raw_rows(trial_dir: Path) -> list[dict]:
+    path = trial_dir / "result.json"
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # a line still being written
+            break
+    return rows
+
+
+def rounds(trial_dir: Path) -> dict[int, dict]:
+    """One row per round, the last occurrence winning (a restore may repeat rounds)."""
+    return {row["round"]: row for row in raw_rows(trial_dir)}
+
+
+def params(trial_dir: Path) -> dict:
+    return json.loads((trial_dir / "params.json").read_text())
+
+
+def reference_accuracies(trial_dir: Path, **changes) -> list[float]:
+    fields = run_config_fields(params(trial_dir))
+    fields.update(changes)
+    return [row["test_acc"] for row in run_rounds(RunConfig.from_dict(fields))]
+
+
+def manifest(sweep_dir: Path) -> dict:
+    return json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
+
+
+def test_smoke_sweep_reports_every_round_and_leaves_what_analysis_needs(tmp_path):
+    proc = sweep(tmp_path, "moon_mu", "--budget", "smoke", "--dashboard")
+    assert "Ray dashboard: http://127.0.0.1:8265" in proc.stdout
+    (sweep_dir,) = sweep_dirs(tmp_path)
+    assert manifest(sweep_dir)["status"] == "finished"
+    assert manifest(sweep_dir)["study"] == "moon_mu"
+    trials = trial_dirs(sweep_dir)
+    assert len(trials) == 5
+    assert sorted(params(t)["mu"] for t in trials) == [0.0, 0.1, 1.0, 5.0, 10.0]
+    for trial in trials:
+        assert sorted(rounds(trial)) == [1, 2]
+        assert list(trial.glob("events.out.tfevents.*")), "TensorBoard events for every trial"
+        config = params(trial)
+        assert config["algorithm"] == "moon" and config["rounds"] == 2 and config["threads"] == 1
+        assert config["point"] == f"mu={config['mu']}"
+    partitions = json.loads((sweep_dir / "partitions.json").read_text())
+    assert len(partitions) == 1 and len(partitions[0]["class_counts"]) == 10
+    assert sum(map(sum, partitions[0]["class_counts"])) == 3000  # 5% of 60,000
+    assert "report: python -m analysis.report" in proc.stdout
+
+
+def test_injected_failure_resumes_from_checkpoint_with_identical_accuracies(tmp_path):
+    sweep(
+        tmp_path,
+        "temperature",
+        "--budget",
+        "smoke",
+        "--set",
+        "rounds=4",
+        "--set",
+        "checkpoint_every=1",
+        "--set",
+        "fail_at_round=3",
+        "--max-failures",
+        "1",
+    )
+    (sweep_dir,) = sweep_dirs(tmp_path)
+    for trial in trial_dirs(sweep_dir):
+        rows = raw_rows(trial)
+        assert [r["round"] for r in rows] == [1, 2, 3, 4]
+        # round 3 was reported by the restarted attempt, restored at round 2
+        assert rows[2]["iterations_since_restore"] == 1 and rows[2]["training_iteration"] == 3
+        got = [r["test_acc"] for r in rows]
+        assert got == reference_accuracies(trial, fail_at_round=None)
+    assert all(t["status"] == "TERMINATED" for t in manifest(sweep_dir)["trials"].values())
+
+
+def test_without_retries_a_failed_trial_errors_and_the_others_finish(tmp_path):
+    sweep(
+        tmp_path,
+        "temperature",
+        "--budget",
+        "smoke",
+        "--set",
+        "rounds=3",
+        "--set",
+        "fail_at_round=2",
+        "--max-failures",
+        "0",
+    )
+    (sweep_dir,) = sweep_dirs(tmp_path)
+    statuses = [t["status"] for t in manifest(sweep_dir)["trials"].values()]
+    assert statuses == ["ERROR"] * 3
+    assert all((t / "error.txt").is_file() for t in trial_dirs(sweep_dir))
+    assert all(
+        "injected failure after round 2" in t["error"]
+        for t in manifest(sweep_dir)["trials"].values()
+    )
+
+
+def _wait_for(predicate, timeout: float) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError("timed out")
+
+
+def test_hard_killed_sweep_resumes_completely_without_duplicates(tmp_path):
+    args = [
+        "moon_mu",
+        "--budget",
+        "smoke",
+        "--set",
+        "rounds=6",
+        "--set",
+        "checkpoint_every=1",
+        "--max-concurrent",
+        "1",
+        "--name",
+        "killed",
+    ]
+    cmd = [sys.executable, "-m", "study.sweep", *args, "--storage-path", str(tmp_path), "--quiet"]
+    driver = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    sweep_dir = tmp_path / "killed"
+
+    def first_done_second_started() -> bool:
+        trials = trial_dirs(sweep_dir) if sweep_dir.is_dir() else []
+        done = [t for t in trials if len(rounds(t)) == 6]
+        started = [t for t in trials if 2 <= len(rounds(t)) < 6]
+        return bool(done) and bool(started)
+
+    try:
+        _wait_for(first_done_second_started, timeout=300)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver and everything it started
+        driver.wait()
+    time.sleep(2)
+    finished_before = {
+        t.name: len(raw_rows(t)) for t in trial_dirs(sweep_dir) if len(rounds(t)) == 6
+    }
+    assert finished_before
+
+    proc = sweep(tmp_path, "moon_mu", "--budget", "smoke", "--resume", "--name", "killed")
+    assert "resuming" in proc.stdout
+    assert manifest(sweep_dir)["status"] == "finished"
+    trials = trial_dirs(sweep_dir)
+    assert len(trials) == 5, "no trial was duplicated"
+    assert sorted(params(t)["mu"] for t in trials) == [0.0, 0.1, 1.0, 5.0, 10.0]
+    for trial in trials:
+        assert sorted(rounds(trial)) == [1, 2, 3, 4, 5, 6]
+        accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, 7)]
+        assert accuracies == reference_accuracies(trial)
+    for name, count in finished_before.items():
+        assert len(raw_rows(sweep_dir / name)) == count, f"{name} finished before: not re-run"
+
+
+def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(tmp_path):
+    proc = sweep(
+        tmp_path,
+        "moon_mu",
+        "--search",
+        "optuna",
+        "--num-samples",
+        "6",
+        "--scheduler",
+        "asha",
+        "--budget",
+        "smoke",
+        "--set",
+        "rounds=4",
+        "--set",
+        "data_fraction=0.2",
+        "--set",
+        "lr=0.05",
+        "--rerun-best",
+        "2",
+    )
+    search_dir, best_dir = sweep_dirs(tmp_path)
+    assert best_dir.name == search_dir.name + "-best"
+    trials = trial_dirs(search_dir)
+    assert len(trials) == 6
+    mus = [params(t)["mu"] for t in trials]
+    assert len(set(mus)) == 6 and all(0.01 <= m <= 10 for m in mus)
+    lengths = [len(rounds(t)) for t in trials]
+    assert max(lengths) == 4 and min(lengths) < 4, lengths
+    reruns = trial_dirs(best_dir)
+    assert sorted(params(t)["seed"] for t in reruns) == [0, 1]
+    assert len({params(t)["mu"] for t in reruns}) == 1
+    assert manifest(best_dir)["rerun_of"] == search_dir.name
+    assert "re-running the best configuration" in proc.stdout
+
+
+def test_gpu_request_on_a_cpu_only_machine_runs_on_cpu(tmp_path):
+    proc = sweep(
+        tmp_path,
+        "out_dim",
+        "--budget",
+        "smoke",
+        "--set",
+        "rounds=1",
+        "--gpus-per-trial",
+        "0.5",
+        timeout=300,
+    )
+    assert "the Ray cluster has no GPU: running every trial on CPU" in proc.stderr
+    (sweep_dir,) = sweep_dirs(tmp_path)
+    assert manifest(sweep_dir)["resources"] == {"cpu": 1.0, "gpu": 0.0}
+    assert all(sorted(rounds(t)) == [1] for t in trial_dirs(sweep_dir))
+
+
+def test_two_node_cluster_runs_trials_on_both_nodes(tmp_path):
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        sweep(tmp_path, "moon_mu", "--budget", "smoke", "--address", cluster.address)
+    finally:
+        cluster.shutdown()
+    (sweep_dir,) = sweep_dirs(tmp_path)
+    nodes = {row["node_id"] for t in trial_dirs(sweep_dir) for row in raw_rows(t)}
+    assert len(nodes) == 2
+    assert all(not math.isnan(rounds(t)[2]["test_acc"]) for t in trial_dirs(sweep_dir))
