@@ -161,8 +161,13 @@ def new_tuner(plan: SweepPlan, name: str, storage: Path, execution: Execution) -
         import optuna
         from ray.tune.search.optuna import OptunaSearch
 
+        # A define-by-run space makes OptunaSearch ignore TuneConfig's metric and mode:
+        # it must be told them itself.
         search_alg = OptunaSearch(
-            space=plan.optuna_space(), sampler=optuna.samplers.TPESampler(seed=OPTUNA_SEED)
+            space=plan.optuna_space(),
+            metric="test_acc",
+            mode="max",
+            sampler=optuna.samplers.TPESampler(seed=OPTUNA_SEED),
         )
         param_space: dict[str, Any] = {}
         num_samples = plan.num_samples
@@ -226,7 +231,11 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
 
 def fit(tuner: tune.Tuner, sweep_dir: Path) -> tune.ResultGrid:
     """Run to the end (or Ctrl-C) and record each trial's final status in the manifest."""
-    results = tuner.fit()
+    try:
+        results = tuner.fit()
+    except BaseException as err:  # the driver itself failed: say so, keep what was written
+        update_manifest(sweep_dir, status="failed", error=f"{type(err).__name__}: {err}"[:300])
+        raise
     trials: dict[str, Any] = {}
     for result in results:
         error = None

@@ -114,7 +114,7 @@ def test_grid_param_space_resolves_every_field_per_point():
 
 
 def test_overriding_a_varied_field_or_a_bad_value_is_rejected():
-    with pytest.raises(ConfigError, match="mu=1.0 .*moon_mu varies it"):
+    with pytest.raises(ConfigError, match=r"mu=1.0 .*moon_mu varies it"):
         SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"], overrides={"mu": 1.0})
     with pytest.raises(ConfigError, match="n_parties=100000"):
         SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"], overrides={"n_parties": 100_000})
