@@ -10,7 +10,11 @@ all, repeated.  Per algorithm, the step also does what its loss needs and nothin
 * MOON: two frozen forwards up to the projection head (global and previous model), the
   contrastive loss of :mod:`federated.algorithms.moon`, cross-entropy.
 
-The rate is the median over a few timed blocks of steps, after a warm-up.
+The rate is the median over a few timed blocks of steps, after a warm-up.  The C
+allocator is told to keep freed memory (:func:`benchmarks.memory.keep_freed_memory`):
+otherwise a fresh process pays hundreds of page faults per step that a process which
+has loaded a dataset may not, and the ceiling would depend on the process's history.
+Page faults per step are reported (0 when the allocator keeps its memory).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.cases import BATCH_SIZE, MODEL
+from benchmarks.memory import keep_freed_memory, minor_faults
 from federated.algorithms.moon import moon_contrastive_loss
 from federated.config import RunConfig
 from federated.device import resolve_device
@@ -72,6 +77,7 @@ def measure_bare_step(
 ) -> dict[str, Any]:
     """Training samples per second of the bare step, about ``seconds`` of timing."""
     torch.set_num_threads(threads)
+    kept = keep_freed_memory()
     config = RunConfig(algorithm=algorithm, dataset=dataset, model=MODEL, device=device)
     dev = resolve_device(device)
     step = step_function(config, dev)
@@ -90,10 +96,16 @@ def measure_bare_step(
     per_step = (time.perf_counter() - start) / WARMUP_STEPS
     steps = max(1, round(seconds / BLOCKS / per_step))
     rates = []
+    faults = minor_faults()
     for _ in range(BLOCKS):
         start = time.perf_counter()
         for _ in range(steps):
             step()
         sync()
         rates.append(steps * BATCH_SIZE / (time.perf_counter() - start))
-    return {"samples_per_s": float(statistics.median(rates)), "steps_per_block": steps}
+    return {
+        "samples_per_s": float(statistics.median(rates)),
+        "steps_per_block": steps,
+        "faults_per_step": (minor_faults() - faults) / (BLOCKS * steps),
+        "allocator_pinned": kept,
+    }

@@ -20,6 +20,7 @@ import torch
 from benchmarks.cases import Case, dataset
 from benchmarks.memory import (
     device_peak_bytes,
+    minor_faults,
     peak_rss_bytes,
     reset_device_peak,
     reset_peak_rss,
@@ -43,15 +44,17 @@ def measure_fedsweep(case: Case) -> dict[str, Any]:
     start = time.perf_counter()
     run = FederatedRun(config, data)
     setup_seconds = time.perf_counter() - start
-    rows, walls = [], []
+    rows, walls, faults = [], [], []
     for _ in range(config.rounds):
-        began = time.perf_counter()
+        began, faulted = time.perf_counter(), minor_faults()
         rows.append(run.run_round())
         walls.append(time.perf_counter() - began)
+        faults.append(minor_faults() - faulted)
     if any(row["diverged"] for row in rows):
         raise RuntimeError(f"{case}: the run diverged; timings would be meaningless")
     measured = rows[case.warmup_rounds :]
     measured_walls = walls[case.warmup_rounds :]
+    steps = sum(row["samples_this_round"] for row in measured) / config.batch_size
 
     def median(key: str) -> float:
         return float(statistics.median(row[key] for row in measured))
@@ -66,6 +69,9 @@ def measure_fedsweep(case: Case) -> dict[str, Any]:
         # the call's own wall time: shows work the engine's timers would leave out
         "wall_round_s": float(statistics.median(measured_walls)),
         "samples_round": round(median("samples_this_round")),
+        # minor page faults per local SGD step (evaluation's included): memory the
+        # allocator returned to the kernel and had to fault in again
+        "faults_per_step": sum(faults[case.warmup_rounds :]) / max(steps, 1.0),
         "samples_per_s": median("samples_per_second"),
         "setup_s": setup_seconds,
         "rounds_measured": len(measured),

@@ -6,7 +6,8 @@ before torch starts (``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` as well as
 loading the dataset) that is not part of any timing.  ``inline`` runs in this process:
 seconds instead of minutes for the reduced CI mode; peak RSS is then reset before each
 measurement (:func:`benchmarks.memory.reset_peak_rss`) but also holds what earlier
-measurements left allocated.
+measurements left allocated, and the allocator setting of the bare step
+(:func:`benchmarks.memory.keep_freed_memory`) holds for every measurement after it.
 """
 
 from __future__ import annotations

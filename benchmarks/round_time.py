@@ -349,6 +349,7 @@ def fedsweep_columns(result: dict[str, Any]) -> dict[str, Any]:
         "eval_s": result["eval_s"],
         "eval_fraction": result["eval_s"] / result["round_s"],
         "samples_per_s": result["samples_per_s"],
+        "faults_per_step": result["faults_per_step"],
         "peak_mem_mib": result["peak_rss_bytes"] / MIB,
         "run_mem_mib": (result["peak_rss_bytes"] - result["rss_data_bytes"]) / MIB,
         "device_peak_mib": result["device_peak_bytes"] / MIB,
@@ -422,6 +423,7 @@ def main_rows(options: Options, progress: Progress) -> tuple[list[dict[str, Any]
             gflops = train_flops * fed["samples_per_s"] / 1e9
             row.update(
                 bare_samples_per_s=bare["samples_per_s"],
+                bare_faults_per_step=bare["faults_per_step"],
                 bare_fraction=fed["samples_per_s"] / bare["samples_per_s"],
                 fwd_mflop=flops["forward"] / 1e6,
                 train_mflop=train_flops / 1e6,
@@ -444,6 +446,7 @@ MAIN_COLUMNS = (
     Column("eval_s", "eval s", "{:.2f}"),
     Column("eval_fraction", "eval %", "{:.0%}"),
     Column("samples_per_s", "samples/s", "{:,.0f}"),
+    Column("faults_per_step", "faults/step", "{:,.0f}"),
     Column("peak_mem_mib", "peak MiB", "{:,.0f}"),
     Column("run_mem_mib", "run MiB", "{:,.0f}"),
     Column("sf_round_s", "plain s/round", "{:.2f}"),
@@ -614,7 +617,8 @@ def run(options: Options) -> dict[str, Any]:
         f"plain = the straightforward loop (DataLoader, per-sample torchvision transforms, "
         f"full train+test evaluation every round); bare = forward+backward+SGD step on a "
         f"batch in memory; % peak = achieved GFLOP/s of the {peak:.1f} GFLOP/s matmul peak; "
-        f"peak MiB = the process's peak RSS, run MiB = that above the loaded dataset"
+        f"peak MiB = the process's peak RSS, run MiB = that above the loaded dataset; "
+        f"faults/step = minor page faults per SGD step (the bare step keeps freed memory: 0)"
     )
     if scaling:
         print()

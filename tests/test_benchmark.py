@@ -79,6 +79,7 @@ def test_quick_mode_prints_and_writes_every_table(tmp_path):
             "peak_gflops",
             "vs_fedavg",
         )
+        assert float(row["faults_per_step"]) >= 0 and float(row["bare_faults_per_step"]) >= 0
     moon = next(r for r in main if r["dataset"] == "synthetic" and r["algorithm"] == "moon")
     fedavg = next(r for r in main if r["dataset"] == "synthetic" and r["algorithm"] == "fedavg")
     # MOON's arithmetic: 3 forwards' worth plus two frozen projections (5/3 of FedAvg's)
