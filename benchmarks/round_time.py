@@ -551,7 +551,7 @@ TARGET_COLUMNS = (
     Column("target", "target"),
     Column("scope", "scope"),
     Column("required", "required"),
-    Column("measured", "measured", "{:.2f}"),
+    Column("measured", "measured", "{:.3f}"),
     Column("status", "status"),
 )
 
