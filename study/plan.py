@@ -79,13 +79,14 @@ class SweepPlan:
         *,
         dataset: str | None = None,
         search: str = "grid",
-        seeds: str | None = None,
+        seeds: str | list[int] | None = None,
         overrides: Mapping[str, Any] | None = None,
         num_samples: int | None = None,
     ) -> SweepPlan:
+        """``seeds``: the ``--seeds`` text, or the list a manifest recorded."""
         overrides = dict(overrides or {})
         check_overrides(study, overrides)
-        seed_values = seed_list(study, budget, seeds)
+        seed_values = list(seeds) if isinstance(seeds, list) else seed_list(study, budget, seeds)
         if search == "optuna":
             seed_values = seed_values[:1]  # the search runs on one seed; --rerun-best repeats
         plan = cls(
@@ -156,6 +157,21 @@ class SweepPlan:
     def parameter_columns(self) -> list[str]:
         """What the live progress table shows of each trial's config."""
         return [a.name for a in self.study.axes] + (["seed"] if len(self.seeds) > 1 else [])
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> SweepPlan:
+        """The plan a sweep was started with (``--resume`` rebuilds it exactly)."""
+        from search_spaces import BUDGETS, STUDIES
+
+        return cls.build(
+            STUDIES[manifest["study"]],
+            BUDGETS[manifest["budget"]],
+            dataset=manifest["dataset"],
+            search=manifest["search"],
+            seeds=list(manifest["seeds"]),
+            overrides=manifest["overrides"],
+            num_samples=manifest.get("num_samples"),
+        )
 
     def default_name(self, stamp: str) -> str:
         parts = [self.study.name, self.dataset, self.budget.name]

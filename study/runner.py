@@ -191,14 +191,21 @@ def new_tuner(plan: SweepPlan, name: str, storage: Path, execution: Execution) -
     )
 
 
-def restore_tuner(sweep_dir: Path, resources: TrialResources) -> tune.Tuner:
+def restore_tuner(
+    sweep_dir: Path, resources: TrialResources, param_space: dict[str, Any] | None
+) -> tune.Tuner:
     """Continue an interrupted sweep: finished trials stay, unfinished ones continue from
-    their last checkpoint, errored ones are retried from theirs."""
+    their last checkpoint, errored ones are retried from theirs.
+
+    A grid's ``sample_from`` lookups are functions, which Tune saves as placeholders:
+    without the same ``param_space`` handed back, trials that had not started yet would
+    be created with the placeholders as values."""
     return tune.Tuner.restore(
         str(sweep_dir),
         trainable=trainable_with(resources),
         resume_unfinished=True,
         resume_errored=True,
+        param_space=param_space,
     )
 
 

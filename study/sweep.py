@@ -267,8 +267,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     if args.resume:
         print(f"resuming {sweep_dir}", flush=True)
-        runner.update_manifest(sweep_dir, status="running")
-        tuner = runner.restore_tuner(sweep_dir, resources)
+        manifest = runner.update_manifest(sweep_dir, status="running")
+        space = None
+        if manifest["search"] == "grid":
+            space = SweepPlan.from_manifest(manifest).param_space()
+        tuner = runner.restore_tuner(sweep_dir, resources, space)
     else:
         print(describe_plan(plan, resources).splitlines()[0], flush=True)
         runner.write_json_atomic(
