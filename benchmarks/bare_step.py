@@ -11,7 +11,7 @@ all, repeated.  Per algorithm, the step also does what its loss needs and nothin
   contrastive loss of :mod:`federated.algorithms.moon`, cross-entropy.
 
 The rate is the median over a few timed blocks of steps, after a warm-up.  The C
-allocator is told to keep freed memory (:func:`benchmarks.memory.keep_freed_memory`):
+allocator is told to keep freed memory (:func:`federated.allocator.keep_freed_memory`):
 otherwise a fresh process pays hundreds of page faults per step that a process which
 has loaded a dataset may not, and the ceiling would depend on the process's history.
 Page faults per step are reported (0 when the allocator keeps its memory).
@@ -28,8 +28,9 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.cases import BATCH_SIZE, MODEL
-from benchmarks.memory import keep_freed_memory, minor_faults
+from benchmarks.memory import minor_faults
 from federated.algorithms.moon import moon_contrastive_loss
+from federated.allocator import keep_freed_memory
 from federated.config import RunConfig
 from federated.device import resolve_device
 from federated.models import build_model
@@ -47,7 +48,11 @@ def step_function(config: RunConfig, device: torch.device):
     anchor = [p.detach().clone() for p in model.parameters()]
     params = list(model.parameters())
     optimizer = torch.optim.SGD(
-        params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
+        params,
+        lr=config.lr,
+        momentum=config.momentum,
+        weight_decay=config.weight_decay,
+        fused=True,  # the engine's optimizer
     )
     x = torch.randn(BATCH_SIZE, *spec.shape, device=device)
     y = torch.randint(0, spec.n_classes, (BATCH_SIZE,), device=device)

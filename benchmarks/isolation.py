@@ -7,7 +7,7 @@ loading the dataset) that is not part of any timing.  ``inline`` runs in this pr
 seconds instead of minutes for the reduced CI mode; peak RSS is then reset before each
 measurement (:func:`benchmarks.memory.reset_peak_rss`) but also holds what earlier
 measurements left allocated, and the allocator setting of the bare step
-(:func:`benchmarks.memory.keep_freed_memory`) holds for every measurement after it.
+(:func:`federated.allocator.keep_freed_memory`) holds for every measurement after it.
 """
 
 from __future__ import annotations

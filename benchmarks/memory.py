@@ -11,13 +11,12 @@ process again: glibc returns freed blocks above its thresholds to the kernel, so
 training step whose activations are freed and reallocated every step can pay hundreds
 of faults per step (about a tenth of a simple-cnn step on one CPU thread).  glibc
 raises those thresholds on its own after large frees, so whether a process pays
-depends on what it did before; :func:`keep_freed_memory` pins them.
+depends on what it did before; :func:`federated.allocator.keep_freed_memory` pins them
+(the engine calls it for every run).
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import resource
 import sys
 from collections.abc import Iterable, Mapping
@@ -29,11 +28,6 @@ import torch
 STATUS = Path("/proc/self/status")
 CLEAR_REFS = Path("/proc/self/clear_refs")
 MIB = 1024 * 1024
-# glibc mallopt parameters, and the largest mmap threshold it allows on 64-bit systems
-M_TRIM_THRESHOLD = -1
-M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD_MAX = 32 * MIB
-TRIM_THRESHOLD = 1024 * MIB
 
 
 def _status_kib(key: str) -> int | None:
@@ -73,20 +67,6 @@ def reset_peak_rss() -> bool:
 def minor_faults() -> int:
     """Minor page faults of this process so far."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-
-
-def keep_freed_memory() -> bool:
-    """Have glibc keep freed memory in the process instead of returning it to the kernel
-    (blocks below 32 MiB come from the heap; the heap is trimmed only above 1 GiB free).
-    Returns False where the C library is not glibc."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    return mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX) == 1 and (
-        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
-    )
 
 
 def reset_device_peak(device: torch.device) -> None:

@@ -31,8 +31,14 @@ class Target:
 
 
 ROW_TARGETS = (
-    Target("samples/s >= 5x the straightforward loop (MOON)", "speedup", ">=", 5.0, ("moon",)),
-    Target("samples/s >= 3x the straightforward loop (FedAvg)", "speedup", ">=", 3.0, ("fedavg",)),
+    # per-round throughput (samples trained / wall seconds of the round); the
+    # training-only ratio is the table's "x plain (train)" column
+    Target(
+        "round samples/s >= 5x the straightforward loop (MOON)", "speedup", ">=", 5.0, ("moon",)
+    ),
+    Target(
+        "round samples/s >= 3x the straightforward loop (FedAvg)", "speedup", ">=", 3.0, ("fedavg",)
+    ),
     Target("samples/s >= 85% of the bare model step", "bare_fraction", ">=", 0.85),
     Target("MOON round <= 1.8x FedAvg's", "vs_fedavg", "<=", 1.8, ("moon",)),
     Target("evaluation <= 10% of a round at E = 1", "eval_fraction", "<=", 0.10),

@@ -117,7 +117,9 @@ class RunConfig:
     # --- execution (never changes results on a given device)
     device: str = field(default="auto", metadata=_help("auto, cpu, cuda or cuda:N"))
     threads: int | None = field(default=None, metadata=_help("torch CPU threads"))
-    eval_batch_size: int = field(default=1000, metadata=_help("batch size of evaluation"))
+    eval_batch_size: int = field(
+        default=256, metadata=_help("batch size of evaluation (256: cache-friendly on CPU)")
+    )
     execution: str = field(
         default="fast", metadata=_help("fast (batched) or reference (plain per-sample) path")
     )

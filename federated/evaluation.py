@@ -15,7 +15,7 @@ def evaluate(
     images: torch.Tensor,
     labels: torch.Tensor,
     augmenter: Augmenter,
-    batch_size: int = 1000,
+    batch_size: int = 256,
 ) -> tuple[float, float]:
     """(accuracy in [0, 1], mean cross-entropy) over all of ``images``; normalise only."""
     was_training = model.training

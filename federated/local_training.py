@@ -58,6 +58,8 @@ def train_party(
         lr=config.lr,
         momentum=config.momentum,
         weight_decay=config.weight_decay,
+        # one fused kernel instead of a loop over parameters; same numbers as the default
+        fused=True,
     )
     n = labels.shape[0]
     batch = min(config.batch_size, n)
@@ -71,12 +73,12 @@ def train_party(
         for b in range(n_batches):
             idx = order[b * batch : (b + 1) * batch]
             batch_params = None if params is None else params.slice(b * batch, (b + 1) * batch)
-            raw = images[idx]
+            raw = images.index_select(0, idx)  # a plain gather: several times cheaper than []
             if reference:
                 x = augment_reference(augmenter, raw, batch_params)
             else:
                 x = augmenter.train_batch(raw, batch_params)
-            y = labels[idx]
+            y = labels.index_select(0, idx)
             terms = algorithm.loss(job, model(x), x, y)
             optimizer.zero_grad(set_to_none=True)
             terms.total.backward()

@@ -44,6 +44,7 @@ import numpy as np
 import torch
 
 from federated.algorithms import ALGORITHMS, LocalJob
+from federated.allocator import keep_freed_memory
 from federated.config import RunConfig
 from federated.data import Augmenter, ImageData, load_dataset
 from federated.device import resolve_device, set_threads
@@ -69,6 +70,7 @@ class FederatedRun:
     def __init__(self, config: RunConfig, data: ImageData | None = None) -> None:
         self.config = config
         set_threads(config.threads)
+        keep_freed_memory()
         self.device = resolve_device(config.device)
         data = data if data is not None else load_dataset(config.dataset, config.data_root)
         self.spec = data.spec

@@ -243,10 +243,12 @@ def test_targets_read_the_table():
     rows = check_targets(main, side)
     by_text = {(r["target"], r["scope"]): r["status"] for r in rows}
     assert (
-        by_text[("samples/s >= 5x the straightforward loop (MOON)", "synthetic moon")] == "missed"
+        by_text[("round samples/s >= 5x the straightforward loop (MOON)", "synthetic moon")]
+        == "missed"
     )
     assert (
-        by_text[("samples/s >= 3x the straightforward loop (FedAvg)", "synthetic fedavg")] == "met"
+        by_text[("round samples/s >= 3x the straightforward loop (FedAvg)", "synthetic fedavg")]
+        == "met"
     )
     assert by_text[("samples/s >= 85% of the bare model step", "synthetic moon")] == "missed"
     assert by_text[("MOON round <= 1.8x FedAvg's", "synthetic moon")] == "met"

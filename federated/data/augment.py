@@ -61,7 +61,7 @@ class Augmenter:
         self.device = device
         std = torch.tensor(spec.std, dtype=torch.float32)
         mean = torch.tensor(spec.mean, dtype=torch.float32)
-        # (x / 255 - mean) / std == x * scale + shift, one fused multiply-add per pixel
+        # (x / 255 - mean) / std == x * scale + shift
         self.scale = (1.0 / (255.0 * std)).view(1, -1, 1, 1).to(device)
         self.shift = (-mean / std).view(1, -1, 1, 1).to(device)
         h, w = spec.height, spec.width
@@ -91,7 +91,8 @@ class Augmenter:
 
     def normalize(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 (B, C, H, W) -> normalised float32."""
-        return torch.addcmul(self.shift, images.float(), self.scale)
+        # in place on the fresh float copy: half the time of addcmul on a CPU core
+        return images.float().mul_(self.scale).add_(self.shift)
 
     def train_batch(self, images: torch.Tensor, params: AugmentParams | None) -> torch.Tensor:
         """Augment and normalise a uint8 batch with its slice of the epoch's parameters."""
@@ -108,8 +109,8 @@ class Augmenter:
         return self.normalize(out)
 
     def normalize_float(self, images: torch.Tensor) -> torch.Tensor:
-        """Float images on the 0..255 scale -> normalised."""
-        return torch.addcmul(self.shift, images, self.scale)
+        """Float images on the 0..255 scale -> normalised (same arithmetic as normalize)."""
+        return images.mul(self.scale).add_(self.shift)
 
 
 def _reflect(index: torch.Tensor, size: int) -> torch.Tensor:

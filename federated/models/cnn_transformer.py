@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from federated.models.pooling import MaxPool2x2
+
 WIDTH = 256
 HEADS = 8
 LAYERS = 6
@@ -32,7 +34,7 @@ def _block(cin: int, cmid: int, cout: int, dropout: float = 0.0) -> nn.Sequentia
         nn.Conv2d(cmid, cout, 3, padding=1),
         nn.BatchNorm2d(cout),
         nn.ReLU(inplace=True),
-        nn.MaxPool2d(2),
+        MaxPool2x2(),
     ]
     if dropout:
         layers.append(nn.Dropout(dropout))

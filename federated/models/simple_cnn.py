@@ -6,10 +6,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from federated.models.pooling import max_pool2x2
+
 
 class SimpleCNN(nn.Module):
     """conv5x5(C->6), ReLU, maxpool2, conv5x5(6->16), ReLU, maxpool2, fc ->120, ReLU,
-    fc 120->84, ReLU.  The flatten size follows the input (400 for 32x32, 256 for 28x28)."""
+    fc 120->84, ReLU.  The flatten size follows the input (400 for 32x32, 256 for 28x28).
+    Pooling is :func:`~federated.models.pooling.max_pool2x2`: ``max_pool2d``'s exact
+    values and gradients at a fraction of its CPU cost."""
 
     feature_dim = 84
 
@@ -23,7 +27,7 @@ class SimpleCNN(nn.Module):
         self.fc2 = nn.Linear(120, 84)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = max_pool2x2(F.relu(self.conv1(x)))
+        x = max_pool2x2(F.relu(self.conv2(x)))
         x = torch.flatten(x, 1)
         return F.relu(self.fc2(F.relu(self.fc1(x))))
