@@ -6,8 +6,10 @@ before torch starts (``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` as well as
 loading the dataset) that is not part of any timing.  ``inline`` runs in this process:
 seconds instead of minutes for the reduced CI mode; peak RSS is then reset before each
 measurement (:func:`benchmarks.memory.reset_peak_rss`) but also holds what earlier
-measurements left allocated, and the allocator setting of the bare step
-(:func:`federated.allocator.keep_freed_memory`) holds for every measurement after it.
+measurements left allocated, and the allocator setting that every fedsweep run and the
+bare step apply (:func:`federated.allocator.keep_freed_memory`) then also holds for the
+straightforward loop measured after them; in its own process the plain loop runs with
+glibc's defaults, as plain code would.
 """
 
 from __future__ import annotations

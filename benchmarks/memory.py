@@ -1,5 +1,5 @@
-"""Memory of the running process: resident set size, its peak, page faults, the C
-allocator's settings, and tensor payloads.
+"""Memory of the running process: resident set size, its peak, page faults and tensor
+payloads.
 
 Peak RSS is Linux's ``VmHWM`` (``/proc/self/status``), falling back to
 ``getrusage(RUSAGE_SELF).ru_maxrss`` elsewhere.  Writing ``5`` to

@@ -16,8 +16,12 @@ What a first implementation (and the MOON paper's public code) does:
 * after aggregation, the global model evaluated on the full training set and the full
   test set (normalise only) every round.
 
-The math is fedsweep's: the same model (:func:`federated.models.build_model`), the same
-partition, SGD settings, losses (MOON's contrastive loss from
+* stock torch layers and optimizer: ``nn.MaxPool2d`` in place of fedsweep's 2x2
+  pooling kernel and ``torch.optim.SGD`` with its default (foreach) step in place of the
+  fused one — both give the same numbers (tests/test_fast_kernels.py).
+
+The math is fedsweep's: the same model (:func:`federated.models.build_model`, its pooling
+swapped as above), the same partition, SGD settings, losses (MOON's contrastive loss from
 :mod:`federated.algorithms.moon`) and weighted average.  Every party starts holding a
 previous model (the initial weights), as in any round after the first, so no warm-up
 round is needed for MOON's steady-state cost.  Training samples per second = samples
@@ -36,6 +40,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
+from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
 
@@ -52,6 +57,7 @@ from federated.config import RunConfig
 from federated.data import DatasetSpec
 from federated.device import resolve_device
 from federated.models import FedConModel, build_model
+from federated.models.pooling import MaxPool2x2
 from federated.partition import partition_for_run
 from federated.seeding import numpy_stream, stream_seed
 
@@ -91,6 +97,15 @@ def train_transform(spec: DatasetSpec) -> transforms.Compose:
 
 def test_transform(spec: DatasetSpec) -> transforms.Compose:
     return transforms.Compose([transforms.ToTensor(), transforms.Normalize(spec.mean, spec.std)])
+
+
+def with_stock_pooling(net: nn.Module) -> nn.Module:
+    """``net`` with every fedsweep :class:`MaxPool2x2` replaced by ``nn.MaxPool2d(2)``."""
+    for module in list(net.modules()):
+        for name, child in module.named_children():
+            if isinstance(child, MaxPool2x2):
+                setattr(module, name, nn.MaxPool2d(2))
+    return net
 
 
 def local_train(
@@ -189,7 +204,9 @@ class StraightforwardRun:
 
         # fedsweep's initial weights: the same stream of the same seed
         torch.manual_seed(stream_seed(config.seed, "init"))
-        self.global_net = build_model(MODEL, spec, config.out_dim, config.projection_head)
+        self.global_net = with_stock_pooling(
+            build_model(MODEL, spec, config.out_dim, config.projection_head)
+        )
         self.global_net.to(self.device)
         self.nets = [copy.deepcopy(self.global_net) for _ in parts]
         # previous models are kept on the CPU, as the reference code keeps them

