@@ -18,7 +18,9 @@ What a first implementation (and the MOON paper's public code) does:
 
 * stock torch layers and optimizer: ``nn.MaxPool2d`` in place of fedsweep's 2x2
   pooling kernel and ``torch.optim.SGD`` with its default (foreach) step in place of the
-  fused one — both give the same numbers (tests/test_fast_kernels.py).
+  fused one.  The pooling gives the same numbers bit for bit; the two SGD steps apply
+  the same update but round differently in the last float bit
+  (tests/test_fast_kernels.py).
 
 The math is fedsweep's: the same model (:func:`federated.models.build_model`, its pooling
 swapped as above), the same partition, SGD settings, losses (MOON's contrastive loss from

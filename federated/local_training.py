@@ -64,7 +64,10 @@ def train_party(
         lr=config.lr,
         momentum=config.momentum,
         weight_decay=config.weight_decay,
-        # one fused kernel instead of a loop over parameters; same numbers as the default
+        # one fused kernel instead of a loop over parameters (~3% of a simple-cnn step).
+        # The same update as the default (foreach) SGD, but it rounds differently: after
+        # a few steps parameters differ in the last float bit.  Both execution paths use
+        # it, so they stay identical to each other.
         fused=True,
     )
     n = labels.shape[0]

@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 
 import federated.local_training as local_training
+from federated.data import dataset_spec
+from federated.models import build_model
 from federated.models.pooling import max_pool2x2
 from federated.round_loop import run_rounds
 from tests.conftest import tiny
@@ -32,24 +34,26 @@ def test_max_pool2x2_equals_max_pool2d_values_and_gradients_with_ties(shape):
     assert torch.equal(fast_in.grad, plain_in.grad)
 
 
-def test_fused_sgd_equals_the_default_sgd_bit_for_bit():
+def test_fused_sgd_applies_the_default_sgds_update_up_to_rounding():
+    """Fused SGD (the engine's) rounds differently from the default foreach step (seen:
+    simple-cnn's parameters part in the last float bit after 8 steps of batch 64), but
+    it is the same update: over 30 steps the two stay within 1e-6 of each other."""
     torch.manual_seed(0)
-    fused_model = torch.nn.Sequential(
-        torch.nn.Linear(20, 30), torch.nn.ReLU(), torch.nn.Linear(30, 5)
-    )
+    fused_model = build_model("simple-cnn", dataset_spec("fmnist"), 32, True)
     plain_model = copy.deepcopy(fused_model)
     options = dict(lr=0.01, momentum=0.9, weight_decay=1e-5)
     fused = torch.optim.SGD(fused_model.parameters(), fused=True, **options)
     plain = torch.optim.SGD(plain_model.parameters(), **options)
     gen = torch.Generator().manual_seed(1)
-    for _ in range(5):
-        x, y = torch.randn(16, 20, generator=gen), torch.randint(0, 5, (16,), generator=gen)
+    for _ in range(30):
+        x, y = torch.randn(64, 1, 28, 28, generator=gen), torch.randint(0, 10, (64,), generator=gen)
         for model, opt in ((fused_model, fused), (plain_model, plain)):
             opt.zero_grad()
-            F.cross_entropy(model(x), y).backward()
+            F.cross_entropy(model(x).logits, y).backward()
             opt.step()
-    for a, b in zip(fused_model.parameters(), plain_model.parameters()):
-        assert torch.equal(a, b)
+    pairs = list(zip(fused_model.parameters(), plain_model.parameters()))
+    largest = max((a - b).abs().max().item() for a, b in pairs)
+    assert largest < 1e-6
 
 
 def test_chunked_augmentation_matches_batch_by_batch_across_chunk_edges(synthetic, monkeypatch):
