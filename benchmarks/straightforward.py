@@ -187,15 +187,7 @@ class StraightforwardRun:
         data = dataset(case.dataset)
         spec = data.spec
         labels = data.train_y.numpy()
-        parts = partition_for_run(
-            labels,
-            partition=config.partition,
-            n_parties=config.n_parties,
-            n_used=config.n_train,
-            beta=config.beta,
-            labels_per_party=config.labels_per_party,
-            rng=numpy_stream(config.seed, "partition"),
-        )
+        parts = partition_for_run(labels, config)
         train, test = train_transform(spec), test_transform(spec)
         self.party_sets = [ImageDataset(data.train_x[p], data.train_y[p], train) for p in parts]
         used = np.concatenate(parts)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from federated.config import MIN_PARTY_SAMPLES
+from federated.config import MIN_PARTY_SAMPLES, RunConfig
+from federated.seeding import numpy_stream
 
 MAX_REDRAWS = 1000
 
@@ -142,25 +143,23 @@ def make_partition(
     )
 
 
-def partition_for_run(
-    labels: np.ndarray,
-    *,
-    partition: str,
-    n_parties: int,
-    n_used: int,
-    beta: float,
-    labels_per_party: int,
-    rng: np.random.Generator,
-) -> list[np.ndarray]:
-    """A run's partition: draw ``n_used`` training samples (all when ``n_used >= len``),
-    then split them; returns per-party indices into the full training set.
+def partition_for_run(labels: np.ndarray, config: RunConfig) -> list[np.ndarray]:
+    """A run's partition: draw ``config.n_train`` training samples (all when that covers
+    the set), then split them by ``config.partition``; returns per-party indices into the
+    full training set.
 
-    ``rng`` is the run's ``partition`` stream, so the result depends only on (dataset,
-    data fraction, N, scheme, beta, seed)."""
-    n_all = len(labels)
+    Randomness comes from the run's ``partition`` stream, so the result depends only on
+    (dataset, data fraction, N, scheme, beta or labels per party, seed)."""
+    rng = numpy_stream(config.seed, "partition")
+    n_all, n_used = len(labels), config.n_train
     subset = np.arange(n_all) if n_used >= n_all else np.sort(rng.permutation(n_all)[:n_used])
     parts = make_partition(
-        partition, labels[subset], n_parties, rng, beta=beta, labels_per_party=labels_per_party
+        config.partition,
+        labels[subset],
+        config.n_parties,
+        rng,
+        beta=config.beta,
+        labels_per_party=config.labels_per_party,
     )
     return [subset[p] for p in parts]
 

@@ -52,7 +52,7 @@ from federated.evaluation import evaluate
 from federated.local_training import PartyResult, train_party
 from federated.models import build_model
 from federated.partition import class_counts, partition_for_run
-from federated.seeding import RunRandomness, numpy_stream, stream_seed
+from federated.seeding import RunRandomness, stream_seed
 from federated.server import SERVER_OPTIMIZERS, WeightedAverage, aggregation_weights
 
 STATE_FORMAT = 1
@@ -105,15 +105,7 @@ class FederatedRun:
         c = self.config
         labels = data.train_y.numpy()
         #: per party, indices into the dataset's full training set
-        self.partition = partition_for_run(
-            labels,
-            partition=c.partition,
-            n_parties=c.n_parties,
-            n_used=c.n_train,
-            beta=c.beta,
-            labels_per_party=c.labels_per_party,
-            rng=numpy_stream(c.seed, "partition"),
-        )
+        self.partition = partition_for_run(labels, c)
         self.class_counts = class_counts(self.partition, labels, self.spec.n_classes)
         parts = self.partition
         sizes = [len(p) for p in parts]

@@ -28,7 +28,6 @@ from ray import tune
 from federated.config import RunConfig
 from federated.data import load_dataset
 from federated.partition import class_counts, partition_for_run
-from federated.seeding import numpy_stream
 from federated.trainable import train_federated
 from study.layout import (
     MANIFEST,
@@ -100,15 +99,7 @@ def write_partitions(plan: SweepPlan, sweep_dir: Path) -> None:
         key = tuple(getattr(config, k) for k in keys)
         if key in seen:
             continue
-        parts = partition_for_run(
-            labels,
-            partition=config.partition,
-            n_parties=config.n_parties,
-            n_used=config.n_train,
-            beta=config.beta,
-            labels_per_party=config.labels_per_party,
-            rng=numpy_stream(config.seed, "partition"),
-        )
+        parts = partition_for_run(labels, config)
         seen[key] = {
             **dict(zip(keys, key)),
             "class_counts": class_counts(parts, labels, data.spec.n_classes).tolist(),

@@ -123,6 +123,8 @@ def test_process_isolation_gives_each_measurement_its_own_process(tmp_path):
     (row,) = read_csv(tmp_path / "round_time.csv")
     positive(row, "round_s", "samples_per_s", "sf_samples_per_s", "bare_samples_per_s")
     positive(row, "peak_mem_mib", "run_mem_mib")
+    # its own process: the peak holds the dataset it loaded on top of the run itself
+    assert float(row["peak_mem_mib"]) > float(row["run_mem_mib"])
 
 
 def test_plain_loop_trains_the_same_parties_as_fedsweep(fmnist):
