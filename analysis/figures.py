@@ -202,6 +202,9 @@ def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
     width = min(12.0, max(4.5, 0.45 * n_parties + 1.5))
     height = min(10.0, max(3.2, 0.3 * n_classes + 1.2))
     annotate = n_parties <= 20 and n_classes <= 20
+    # image folders record their class (and natural partitions their party) names
+    parties = entry.get("party_names") or (n_parties <= 50)
+    classes = entry.get("class_names") or (n_classes <= 50)
     fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
     sns.heatmap(
         counts.T,
@@ -211,8 +214,8 @@ def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
         fmt="d",
         annot_kws={"fontsize": 6},
         cbar_kws={"label": "samples"},
-        xticklabels=n_parties <= 50,
-        yticklabels=n_classes <= 50,
+        xticklabels=parties,
+        yticklabels=classes,
     )
     ax.set_xlabel("party")
     ax.set_ylabel("class")
@@ -223,6 +226,8 @@ def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
 def partition_title(entry: dict[str, Any]) -> str:
     scheme = str(entry.get("partition", ""))
     detail = f"β={entry.get('beta')}" if scheme in ("dirichlet", "quantity") else scheme
+    if scheme == "natural":
+        detail = "natural partition (one folder per party)"
     return (
         f"{dataset_name(entry.get('dataset'))}: {entry.get('n_parties')} parties, {detail}, "
         f"{100 * float(entry.get('data_fraction', 1)):g}% of the data, seed {entry.get('seed')}"

@@ -65,6 +65,7 @@ VALUES: dict[str, dict[str, str]] = {
         "iid": "IID",
         "labels": "#C labels",
         "quantity": "quantity skew",
+        "natural": "natural (one folder per party)",
     },
 }
 
@@ -101,8 +102,12 @@ def method_name(algorithm: Any) -> str:
 
 
 def dataset_name(dataset: Any) -> str:
-    """``"cifar10"`` -> ``"CIFAR-10"``."""
-    return DATASETS.get(str(dataset), str(dataset))
+    """``"cifar10"`` -> ``"CIFAR-10"``; an image folder ``"folder:/data/street"`` ->
+    ``"street (image folder)"`` (the manifest keeps the full path)."""
+    text = str(dataset)
+    if text.startswith("folder:"):
+        return f"{text.rstrip('/').rsplit('/', 1)[-1]} (image folder)"
+    return DATASETS.get(text, text)
 
 
 def parameter_name(column: str) -> str:

@@ -23,6 +23,7 @@ Exit status 2, with one line on stderr, for a path without a sweep or a bad opti
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -42,7 +43,7 @@ from analysis.loading import (
     load_results,
     status_counts,
 )
-from analysis.naming import dataset_name, format_value, parameter_name, percent
+from analysis.naming import dataset_name, format_value, parameter_name, percent, value_label
 from analysis.study_tables import STUDY_TABLES, TableOptions, study_tables
 from analysis.summary import excluded_trials
 from analysis.tables import METRICS, Table
@@ -314,7 +315,8 @@ def _partition_section(
     ]
     for entry in list(seen.values())[:MAX_PARTITION_FIGURES]:
         stem = "fig5_partition_{}_N{}_{}{}_data{}_seed{}".format(
-            entry.get("dataset"),
+            # an image folder's "folder:/a/b" must not put slashes in a file name
+            re.sub(r"[^A-Za-z0-9._=-]+", "_", str(entry.get("dataset"))).strip("_"),
             entry.get("n_parties"),
             entry.get("partition"),
             format_value(entry.get("beta")) if entry.get("partition") == "dirichlet" else "",
@@ -339,9 +341,12 @@ def _budget_words(trials: pd.DataFrame) -> str:
             return "?"
         return "/".join(format_value(v) for v in sorted(set(trials[column].dropna())))
 
+    partitions = sorted(set(trials["partition"].dropna())) if "partition" in trials else []
+    scheme = ", ".join(value_label("partition", p) for p in partitions)
     return (
         f"{values('rounds')} rounds, E={values('local_epochs')}, N={values('n_parties')}, "
         f"{values('data_fraction')} of train / {values('test_fraction')} of test data"
+        + (f", {scheme} partition" if scheme else "")
     )
 
 

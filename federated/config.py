@@ -18,8 +18,13 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, get_type_hints
 
 from federated.data.catalog import DATASETS, dataset_spec
+from federated.data.folder_layout import (
+    FolderDataError,
+    absolute_folder_name,
+    is_folder_dataset,
+)
 
-PARTITIONS = ("dirichlet", "iid", "labels", "quantity")
+PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
 TAU_SCHEDULES = ("fixed", "annealed")
 TAU_SCOPES = ("round", "run")
 EXECUTIONS = ("fast", "reference")
@@ -61,12 +66,21 @@ class RunConfig:
 
     # --- what is studied
     algorithm: str = field(default="fedavg", metadata=_help("party-side method"))
-    dataset: str = field(default="fmnist", metadata=_help("dataset name"))
+    dataset: str = field(
+        default="fmnist", metadata=_help("dataset name, or folder:PATH (an image folder)")
+    )
     model: str | None = field(
-        default=None, metadata=_help("encoder; default: the paper's for the dataset")
+        default=None,
+        metadata=_help(
+            "encoder: a built-in name, torchvision:NAME or package.module:factory; "
+            "default: the paper's for the dataset"
+        ),
     )
     rounds: int = field(default=100, metadata=_help("communication rounds"))
-    n_parties: int = field(default=10, metadata=_help("number of parties N"))
+    n_parties: int | None = field(
+        default=None,
+        metadata=_help("number of parties N; default 10, or the folder's under partition=natural"),
+    )
     sample_fraction: float = field(
         default=1.0, metadata=_help("fraction of parties drawn each round")
     )
@@ -114,6 +128,14 @@ class RunConfig:
     data_root: str | None = field(
         default=None, metadata=_help("dataset folder; default $FEDSWEEP_DATA or ~/.cache/fedsweep")
     )
+    image_size: str | None = field(
+        default=None,
+        metadata=_help("folder datasets: resize to N or HxW pixels; default the most common size"),
+    )
+    holdout_fraction: float | None = field(
+        default=None,
+        metadata=_help("folder datasets without test/: fraction of each class held out to test"),
+    )
     # --- execution (never changes results on a given device)
     device: str = field(default="auto", metadata=_help("auto, cpu, cuda or cuda:N"))
     threads: int | None = field(default=None, metadata=_help("torch CPU threads"))
@@ -157,6 +179,12 @@ class RunConfig:
 
     @property
     def spec(self):
+        """The dataset's :class:`~federated.data.catalog.DatasetSpec` (an image folder's
+        from its cached load)."""
+        if is_folder_dataset(self.dataset):
+            from federated.data.folder_dataset import folder_spec
+
+            return folder_spec(self.dataset, self.image_size, self.holdout_fraction, self.data_root)
         return dataset_spec(self.dataset)
 
     @property
@@ -243,15 +271,15 @@ def _base_type(hint: Any) -> type:
 def _validate(c: RunConfig) -> None:
     # Late imports: the registries import torch-side modules that import this one.
     from federated.algorithms import ALGORITHMS
-    from federated.models import MODELS
     from federated.server import SERVER_OPTIMIZERS
 
     _types(c)
     _one_of("algorithm", c.algorithm, tuple(ALGORITHMS))
-    _one_of("dataset", c.dataset, tuple(DATASETS))
-    if c.model is not None:
-        _one_of("model", c.model, tuple(MODELS))
     _one_of("partition", c.partition, PARTITIONS)
+    spec = _dataset_spec(c)
+    _resolve_parties(c, spec)
+    if c.model is not None:
+        _check_model(c, spec)
     _one_of("tau_schedule", c.tau_schedule, TAU_SCHEDULES)
     _one_of("tau_scope", c.tau_scope, TAU_SCOPES)
     _one_of("server_optimizer", c.server_optimizer, tuple(SERVER_OPTIMIZERS))
@@ -289,14 +317,13 @@ def _validate(c: RunConfig) -> None:
         if c.tau_schedule == "annealed" and c.tau < c.tau_min:
             raise ConfigError("tau", c.tau, f"a start temperature >= tau_min={c.tau_min}")
 
-    spec = dataset_spec(c.dataset)
     if not 1 <= c.labels_per_party <= spec.n_classes:
         raise ConfigError(
             "labels_per_party", c.labels_per_party, f"an integer in [1, {spec.n_classes}]"
         )
     min_size = MIN_PARTY_SAMPLES if c.partition in ("dirichlet", "quantity") else 1
     most = c.n_train // min_size
-    if c.n_parties > most:
+    if c.partition != "natural" and c.n_parties > most:
         raise ConfigError(
             "n_parties",
             c.n_parties,
@@ -305,6 +332,69 @@ def _validate(c: RunConfig) -> None:
         )
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
         raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
+
+
+def _dataset_spec(c: RunConfig):
+    """Check the dataset fields; an image folder is loaded (disk cache) for its spec."""
+    if not is_folder_dataset(c.dataset):
+        _one_of("dataset", c.dataset, (*DATASETS, "folder:PATH"))
+        for name in ("image_size", "holdout_fraction"):
+            if getattr(c, name) is not None:
+                raise ConfigError(name, getattr(c, name), "only with dataset=folder:PATH")
+        return dataset_spec(c.dataset)
+    from federated.data.folder_dataset import parse_image_size
+
+    # absolute in the driver: every trial on every node then reads the same files
+    object.__setattr__(c, "dataset", absolute_folder_name(c.dataset))
+    if c.image_size is not None:
+        try:
+            parse_image_size(c.image_size)
+        except ValueError:
+            raise ConfigError(
+                "image_size", c.image_size, "N or HxW pixels, e.g. 32 or 64x48"
+            ) from None
+    if c.holdout_fraction is not None and not 0 < c.holdout_fraction < 1:
+        raise ConfigError("holdout_fraction", c.holdout_fraction, "a number in (0, 1)")
+    try:
+        return c.spec
+    except FolderDataError as err:
+        raise ConfigError("dataset", c.dataset, f"a usable image folder; {err}") from None
+
+
+def _resolve_parties(c: RunConfig, spec) -> None:
+    """n_parties: the folder's party count under a natural partition, else 10."""
+    if c.partition != "natural":
+        object.__setattr__(c, "n_parties", 10 if c.n_parties is None else c.n_parties)
+        return
+    if not spec.party_names:
+        raise ConfigError(
+            "partition",
+            c.partition,
+            "natural only with dataset=folder:PATH laid out as PATH/train/<party>/<class>/<image>",
+        )
+    found = len(spec.party_names)
+    if c.n_parties is not None and c.n_parties != found:
+        raise ConfigError(
+            "n_parties", c.n_parties, f"{found} (the folder's parties) or unset, under natural"
+        )
+    object.__setattr__(c, "n_parties", found)
+
+
+def _check_model(c: RunConfig, spec) -> None:
+    from federated.models import MODELS, ModelError, check_model, is_import_path
+
+    if c.model in MODELS:
+        return
+    if not is_import_path(c.model):
+        raise ConfigError(
+            "model",
+            c.model,
+            "one of " + ", ".join(MODELS) + ", torchvision:NAME or package.module:factory",
+        )
+    try:
+        check_model(c.model, spec)
+    except ModelError as err:
+        raise ConfigError("model", c.model, f"a working model; {err.problem}") from None
 
 
 def _types(c: RunConfig) -> None:
@@ -367,7 +457,7 @@ def paper_mu(algorithm: str, dataset: str) -> float:
 def _resolve(c: RunConfig) -> None:
     # frozen dataclass: resolution writes through object.__setattr__ once, at construction
     if c.model is None:
-        object.__setattr__(c, "model", dataset_spec(c.dataset).default_model)
+        object.__setattr__(c, "model", c.spec.default_model)
     if c.mu is None:
         object.__setattr__(c, "mu", paper_mu(c.algorithm, c.dataset))
     if c.tau is None:

@@ -1,4 +1,5 @@
-"""Splitting a training set among parties: IID, Dirichlet label skew, k labels, quantity skew.
+"""Splitting a training set among parties: IID, Dirichlet label skew, k labels, quantity
+skew, and natural (each party is its own folder of an image-folder dataset).
 
 Each function takes the labels (or the sample count) and a numpy ``Generator``, and
 returns one sorted int64 index array per party.  Given the same generator state they
@@ -129,7 +130,8 @@ def make_partition(
     beta: float = 0.5,
     labels_per_party: int = 2,
 ) -> list[np.ndarray]:
-    """Dispatch on ``scheme`` (``dirichlet``, ``iid``, ``labels``, ``quantity``)."""
+    """Dispatch on ``scheme`` (``dirichlet``, ``iid``, ``labels``, ``quantity``; the
+    natural partition is :func:`natural_partition`, which needs each sample's party)."""
     if scheme == "dirichlet":
         return dirichlet_partition(labels, n_parties, beta, rng)
     if scheme == "iid":
@@ -143,14 +145,41 @@ def make_partition(
     )
 
 
-def partition_for_run(labels: np.ndarray, config: RunConfig) -> list[np.ndarray]:
+def natural_partition(
+    parties: np.ndarray, n_parties: int, data_fraction: float, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Each party is the samples whose party id is its index; with ``data_fraction`` < 1
+    each keeps round(fraction x its size) of them (at least one), drawn from ``rng``."""
+    parties = np.asarray(parties)
+    out = []
+    for party in range(n_parties):
+        idx = np.flatnonzero(parties == party)
+        if data_fraction < 1:
+            keep = max(1, round(data_fraction * len(idx)))
+            idx = np.sort(rng.permutation(idx)[:keep])
+        out.append(idx.astype(np.int64))
+    return out
+
+
+def partition_for_run(
+    labels: np.ndarray, config: RunConfig, parties: np.ndarray | None = None
+) -> list[np.ndarray]:
     """A run's partition: draw ``config.n_train`` training samples (all when that covers
     the set), then split them by ``config.partition``; returns per-party indices into the
-    full training set.
+    full training set.  ``partition="natural"`` instead groups the samples by
+    ``parties`` (each sample's party id, from an image folder) and applies the data
+    fraction within each party.
 
     Randomness comes from the run's ``partition`` stream, so the result depends only on
     (dataset, data fraction, N, scheme, beta or labels per party, seed)."""
     rng = numpy_stream(config.seed, "partition")
+    if config.partition == "natural":
+        if parties is None:
+            raise PartitionError(
+                f"partition=natural needs a dataset with one folder per party; "
+                f"{config.dataset} has none"
+            )
+        return natural_partition(parties, config.n_parties, config.data_fraction, rng)
     n_all, n_used = len(labels), config.n_train
     subset = np.arange(n_all) if n_used >= n_all else np.sort(rng.permutation(n_all)[:n_used])
     parts = make_partition(

@@ -73,7 +73,13 @@ class FederatedRun:
         set_threads(config.threads)
         keep_freed_memory()
         self.device = resolve_device(config.device)
-        data = data if data is not None else load_dataset(config.dataset, config.data_root)
+        if data is None:
+            data = load_dataset(
+                config.dataset,
+                config.data_root,
+                image_size=config.image_size,
+                holdout_fraction=config.holdout_fraction,
+            )
         self.spec = data.spec
         self._setup_data(data)
 
@@ -105,7 +111,8 @@ class FederatedRun:
         c = self.config
         labels = data.train_y.numpy()
         #: per party, indices into the dataset's full training set
-        self.partition = partition_for_run(labels, c)
+        parties = None if data.train_parties is None else data.train_parties.numpy()
+        self.partition = partition_for_run(labels, c, parties)
         self.class_counts = class_counts(self.partition, labels, self.spec.n_classes)
         parts = self.partition
         sizes = [len(p) for p in parts]

@@ -102,6 +102,17 @@ def format_row(row: dict[str, Any], rounds: int) -> str:
     )
 
 
+def partition_words(config: RunConfig) -> str:
+    """``dirichlet partition (beta=0.5)``; natural partitions name their parties' source."""
+    if config.partition == "natural":
+        return "natural partition (one folder per party)"
+    if config.partition == "labels":
+        return f"labels partition ({config.labels_per_party} per party)"
+    if config.partition == "iid":
+        return "iid partition"
+    return f"{config.partition} partition (beta={config.beta})"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -120,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         stats = size_statistics(run.class_counts)
         print(
             f"{config.algorithm} on {config.dataset} ({config.model}), {config.n_parties} parties, "
-            f"{config.partition} partition (beta={config.beta}), party size mean "
+            f"{partition_words(config)}, party size mean "
             f"{stats['mean']:.0f} std {stats['std']:.0f}, device {run.device}"
         )
     settings = config.to_dict()

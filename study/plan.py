@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from federated.config import RunConfig
+from federated.data.folder_layout import absolute_folder_name, folder_path, is_folder_dataset
 from search_spaces import Budget, Study, check_overrides, point_label, seed_list, trial_fields
 
 OPTUNA_SEED = 0
@@ -86,13 +87,16 @@ class SweepPlan:
         """``seeds``: the ``--seeds`` text, or the list a manifest recorded."""
         overrides = dict(overrides or {})
         check_overrides(study, overrides)
+        # --set dataset=folder:PATH (a study file's too) is the sweep's dataset; a folder's
+        # path is made absolute here, in the driver, for every trial on every node
+        dataset = absolute_folder_name(overrides.pop("dataset", None) or dataset or study.dataset)
         seed_values = list(seeds) if isinstance(seeds, list) else seed_list(study, budget, seeds)
         if search == "optuna":
             seed_values = seed_values[:1]  # the search runs on one seed; --rerun-best repeats
         plan = cls(
             study=study,
             budget=budget,
-            dataset=dataset or study.dataset,
+            dataset=dataset,
             search=search,
             seeds=seed_values,
             overrides=overrides,
@@ -174,7 +178,10 @@ class SweepPlan:
         )
 
     def default_name(self, stamp: str) -> str:
-        parts = [self.study.name, self.dataset, self.budget.name]
+        dataset = self.dataset
+        if is_folder_dataset(dataset):  # folder:/a/b/street -> folder-street
+            dataset = "folder-" + re.sub(r"[^A-Za-z0-9._-]+", "_", folder_path(dataset).name)
+        parts = [self.study.name, dataset, self.budget.name]
         if self.search == "optuna":
             parts.append("optuna")
         return "-".join(parts) + f"-{stamp}"

@@ -27,6 +27,8 @@ from ray import tune
 
 from federated.config import RunConfig
 from federated.data import load_dataset
+from federated.data.folder_dataset import folder_identity
+from federated.data.folder_layout import is_folder_dataset
 from federated.partition import class_counts, partition_for_run
 from federated.trainable import train_federated
 from study.layout import (
@@ -82,8 +84,15 @@ def write_partitions(plan: SweepPlan, sweep_dir: Path) -> None:
 
     Loading the data here also checks that the dataset is reachable before any trial
     starts.  Optuna sweeps that vary the partition write the first point's only."""
-    data = load_dataset(plan.dataset, plan.overrides.get("data_root"))
+    first = RunConfig.from_dict(run_config_fields(plan.trials()[0].config))
+    data = load_dataset(
+        first.dataset,
+        first.data_root,
+        image_size=first.image_size,
+        holdout_fraction=first.holdout_fraction,
+    )
     labels = data.train_y.numpy()
+    parties = None if data.train_parties is None else data.train_parties.numpy()
     keys = (
         "dataset",
         "n_parties",
@@ -99,11 +108,15 @@ def write_partitions(plan: SweepPlan, sweep_dir: Path) -> None:
         key = tuple(getattr(config, k) for k in keys)
         if key in seen:
             continue
-        parts = partition_for_run(labels, config)
+        parts = partition_for_run(labels, config, parties)
         seen[key] = {
             **dict(zip(keys, key)),
             "class_counts": class_counts(parts, labels, data.spec.n_classes).tolist(),
         }
+        if data.spec.class_names:  # image folders: the names the heat-map shows
+            seen[key]["class_names"] = list(data.spec.class_names)
+        if config.partition == "natural":
+            seen[key]["party_names"] = list(data.spec.party_names)
     write_json_atomic(sweep_dir / PARTITIONS, list(seen.values()))
 
 
@@ -208,6 +221,7 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "paper": plan.study.paper,
         "budget": plan.budget.name,
         "dataset": plan.dataset,
+        **dataset_identity(plan.dataset),
         "search": plan.search,
         "seeds": plan.seeds,
         "axes": [a.name for a in plan.study.axes],
@@ -225,6 +239,14 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "trials": {},
         **extra,
     }
+
+
+def dataset_identity(dataset: str) -> dict[str, Any]:
+    """Image folders: ``{"dataset_identity": {path, fingerprint, ...}}`` for the manifest
+    (which files the sweep read); nothing for the built-in datasets."""
+    if not is_folder_dataset(dataset):
+        return {}
+    return {"dataset_identity": folder_identity(dataset)}
 
 
 def fit(tuner: tune.Tuner, sweep_dir: Path) -> tune.ResultGrid:

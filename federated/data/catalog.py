@@ -22,6 +22,9 @@ class DatasetSpec:
         mean, std: per-channel normalisation, on the 0..1 scale.
         crop_flip: train-time reflect-pad-4 random crop and horizontal flip.
         rotate_degrees: train-time random rotation range (+/- degrees); 0 for none.
+        class_names: label i's name (image folders: the class folder's name).
+        party_names: party i's name for a natural partition (image folders with one
+            folder per party); empty otherwise.
     """
 
     name: str
@@ -36,6 +39,8 @@ class DatasetSpec:
     std: tuple[float, ...]
     crop_flip: bool = False
     rotate_degrees: float = 0.0
+    class_names: tuple[str, ...] = ()
+    party_names: tuple[str, ...] = ()
 
     @property
     def shape(self) -> tuple[int, int, int]:

@@ -37,13 +37,18 @@ class DatasetUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class ImageData:
-    """A dataset in memory: uint8 images (N, C, H, W) and int64 labels (N,)."""
+    """A dataset in memory: uint8 images (N, C, H, W) and int64 labels (N,).
+
+    ``train_parties`` (int64 (N,), image folders with one folder per party only) is each
+    training sample's party, an index into ``spec.party_names``.
+    """
 
     spec: DatasetSpec
     train_x: torch.Tensor
     train_y: torch.Tensor
     test_x: torch.Tensor
     test_y: torch.Tensor
+    train_parties: torch.Tensor | None = None
 
 
 def default_data_root() -> Path:
@@ -60,8 +65,21 @@ def downloads_allowed() -> bool:
     return os.environ.get("FEDSWEEP_OFFLINE", "").lower() not in ("1", "true", "yes")
 
 
-def load_dataset(name: str, data_root: str | os.PathLike | None = None) -> ImageData:
-    """Load dataset ``name`` (see :mod:`federated.data.catalog`) from disk or download it."""
+def load_dataset(
+    name: str,
+    data_root: str | os.PathLike | None = None,
+    *,
+    image_size: str | None = None,
+    holdout_fraction: float | None = None,
+) -> ImageData:
+    """Load dataset ``name`` (see :mod:`federated.data.catalog`) from disk or download it.
+
+    ``folder:PATH`` names an image folder (:mod:`federated.data.folder_dataset`), which
+    alone uses ``image_size`` and ``holdout_fraction``."""
+    if name.startswith("folder:"):
+        from federated.data.folder_dataset import load_folder  # imports this module
+
+        return load_folder(name, image_size, holdout_fraction, data_root).data
     spec = dataset_spec(name)
     root = resolve_data_root(data_root)
     loader = {
@@ -206,7 +224,7 @@ def _load_tinyimagenet(spec: DatasetSpec, root: Path):
                 "FEDSWEEP_DATA"
             )
     arrays = _decode_tinyimagenet(folder)
-    _atomic_torch_save(arrays, cache)
+    atomic_torch_save(arrays, cache)
     return arrays["train_x"], arrays["train_y"], arrays["test_x"], arrays["test_y"]
 
 
@@ -239,7 +257,7 @@ def _decode_tinyimagenet(folder: Path) -> dict[str, torch.Tensor]:
     return {"train_x": train_x, "train_y": train_y, "test_x": test_x, "test_y": test_y}
 
 
-def _atomic_torch_save(obj, path: Path) -> None:
+def atomic_torch_save(obj, path: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     os.close(fd)
     try:

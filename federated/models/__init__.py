@@ -1,14 +1,20 @@
-"""Model registry: ``build_model(name, spec, ...)`` -> :class:`FedConModel`."""
+"""Model registry: ``build_model(name, spec, ...)`` -> :class:`FedConModel`.
+
+``name`` is a built-in model (:data:`MODELS`) or an import path
+(``package.module:factory``, ``torchvision:NAME``; :mod:`federated.models.import_path`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from torch import nn
 
 from federated.data.catalog import DatasetSpec
 from federated.models.cnn_transformer import CNNTransformer
 from federated.models.fedcon import FedConModel, ModelOutput
+from federated.models.import_path import ModelError, ModelSpec, build_encoder, is_import_path
 from federated.models.resnet import RESNET50_FEATURES, cifar_resnet50
 from federated.models.simple_cnn import SimpleCNN
 
@@ -37,8 +43,40 @@ def build_model(
     name: str, spec: DatasetSpec, out_dim: int = 256, projection_head: bool = True
 ) -> FedConModel:
     """A freshly initialised model ``name`` for images of ``spec`` (uses torch's RNG)."""
-    encoder, feature_dim = MODELS[name](spec)
+    if name in MODELS:
+        encoder, feature_dim = MODELS[name](spec)
+    else:
+        encoder, feature_dim = build_encoder(name, model_spec(spec))
     return FedConModel(encoder, feature_dim, spec.n_classes, out_dim, projection_head)
 
 
-__all__ = ["MODELS", "FedConModel", "ModelOutput", "build_model"]
+def model_spec(spec: DatasetSpec) -> ModelSpec:
+    """What a model factory is told about a dataset."""
+    return ModelSpec(spec.channels, spec.height, spec.width, spec.n_classes)
+
+
+_checked: set[tuple[str, ModelSpec]] = set()
+
+
+def check_model(name: str, spec: DatasetSpec) -> None:
+    """Raise :class:`ModelError` unless import-path model ``name`` builds for ``spec`` and
+    maps a dummy batch to (batch, features); each (name, shape) is built once per process.
+    The torch RNG is forked, so checking changes no run's random numbers."""
+    key = (name, model_spec(spec))
+    if name in MODELS or key in _checked:
+        return
+    with torch.random.fork_rng(devices=[]):
+        build_encoder(name, key[1])
+    _checked.add(key)
+
+
+__all__ = [
+    "MODELS",
+    "FedConModel",
+    "ModelError",
+    "ModelOutput",
+    "ModelSpec",
+    "build_model",
+    "check_model",
+    "is_import_path",
+]

@@ -1,0 +1,85 @@
+"""Decoding a folder dataset's images into uint8 tensors of one size, and their statistics.
+
+Images are decoded by torchvision (``torchvision.io.decode_image``: PNG, JPEG, GIF, WebP,
+...) with their own channel count; an alpha channel is dropped (1 or 3 channels remain).
+Every image must then have the same channel count (grey-scale or RGB, not both).  Images
+whose size differs from the target are resized with antialiasing (bilinear, torchvision's
+``resize`` on uint8 tensors); the default target is the most common size.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import torch
+import torchvision.transforms.v2.functional as TF
+from torchvision.io import ImageReadMode, decode_image, read_file
+
+from federated.data.folder_layout import FolderDataError, ImageFile
+
+
+def decode_files(files: Sequence[ImageFile]) -> list[torch.Tensor]:
+    """Each file as a uint8 (C, H, W) tensor with C in {1, 3}; names a file that fails."""
+    images = []
+    for item in files:
+        try:
+            image = decode_image(read_file(item.path), mode=ImageReadMode.UNCHANGED)
+        except (RuntimeError, ValueError, OSError) as err:
+            reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+            raise FolderDataError(f"{item.path}: not a readable image ({reason})") from None
+        if image.ndim == 4:  # an animated GIF: its first frame
+            image = image[0]
+        if image.shape[0] in (2, 4):  # grey + alpha, RGB + alpha
+            image = image[:-1]
+        images.append(image)
+    return images
+
+
+def check_channels(images: Sequence[torch.Tensor], files: Sequence[ImageFile]) -> int:
+    """The one channel count of all images; names the first image that differs."""
+    counts = Counter(int(im.shape[0]) for im in images)
+    channels = counts.most_common(1)[0][0]
+    if len(counts) > 1:
+        odd = next(f for f, im in zip(files, images) if im.shape[0] != channels)
+        other = next(c for c in counts if c != channels)
+        raise FolderDataError(
+            f"{odd.path}: {other} channel(s) where {counts[channels]} other images have "
+            f"{channels} (allowed: all grey-scale or all RGB)"
+        )
+    return channels
+
+
+def most_common_size(images: Sequence[torch.Tensor]) -> tuple[int, int]:
+    """(height, width) shared by most images; ties go to the larger area, then height."""
+    counts = Counter((int(im.shape[1]), int(im.shape[2])) for im in images)
+    return max(counts, key=lambda hw: (counts[hw], hw[0] * hw[1], hw[0]))
+
+
+def stack_resized(images: Sequence[torch.Tensor], size: tuple[int, int]) -> torch.Tensor:
+    """(N, C, H, W) uint8 of every image at ``size`` (resized only where it differs)."""
+    if not images:
+        return torch.empty(0, 1, *size, dtype=torch.uint8)
+    out = torch.empty(len(images), images[0].shape[0], *size, dtype=torch.uint8)
+    for i, image in enumerate(images):
+        if tuple(image.shape[1:]) != size:
+            image = TF.resize(image, list(size), antialias=True)
+        out[i] = image
+    return out
+
+
+def channel_stats(images: torch.Tensor, chunk: int = 4096) -> tuple[tuple[float, ...], ...]:
+    """Per-channel mean and std of uint8 (N, C, H, W) images on the 0..1 scale (float64)."""
+    c = images.shape[1]
+    total = torch.zeros(c, dtype=torch.float64)
+    squares = torch.zeros(c, dtype=torch.float64)
+    for start in range(0, images.shape[0], chunk):
+        x = images[start : start + chunk].to(torch.float64).div_(255.0)
+        total += x.sum(dim=(0, 2, 3))
+        squares += x.square().sum(dim=(0, 2, 3))
+    n = images.shape[0] * images.shape[2] * images.shape[3]
+    mean = total / n
+    std = (squares / n - mean.square()).clamp_min(0).sqrt()
+    # a constant channel would divide by zero when normalising
+    std = torch.where(std > 0, std, torch.ones_like(std))
+    return tuple(float(v) for v in mean), tuple(float(v) for v in std)

@@ -1,0 +1,180 @@
+"""Finding the images of a ``folder:PATH`` dataset: its layout, classes, parties and files.
+
+Two layouts are read (class and party names are folder names, sorted)::
+
+    PATH/train/<class>/<image>            one pool of training images
+    PATH/train/<party>/<class>/<image>    one folder per party (``--partition natural``)
+    PATH/test/<class>/<image>             the test set (optional: else holdout_fraction)
+
+Hidden files and folders (names starting with ``.``) are ignored; every other file under
+a class folder must be an image torchvision can decode (PNG, JPEG, GIF, WebP, ...).  The
+scan only lists and stats files, so it is cheap; its fingerprint (relative paths, sizes,
+mtimes) is the key of the decoded-tensor cache.  Problems are one-line
+:class:`FolderDataError` messages naming the path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from federated.data.loading import DatasetUnavailable
+
+FOLDER_PREFIX = "folder:"
+# The smallest party a natural partition accepts: the rule of the synthetic partitions
+# (config.MIN_PARTY_SAMPLES, not imported here: config imports this package).
+MIN_PARTY_IMAGES = 10
+
+
+class FolderDataError(DatasetUnavailable):
+    """An image folder cannot be used; the message is one line naming the path."""
+
+
+@dataclass(frozen=True)
+class ImageFile:
+    """One image file: where it is, its class and party, and what the fingerprint hashes."""
+
+    path: str  # absolute
+    label: int
+    party: int  # -1 outside the party layout
+    size: int  # bytes
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class FolderLayout:
+    """The scanned folder: training and test files in a fixed order, names of both axes.
+
+    Training files are ordered by (party, class, file name); test files by (class, name).
+    """
+
+    root: Path
+    class_names: tuple[str, ...]
+    party_names: tuple[str, ...]  # empty for PATH/train/<class>/
+    train: tuple[ImageFile, ...]
+    test: tuple[ImageFile, ...]  # empty when PATH has no test/ folder
+
+    @property
+    def has_test(self) -> bool:
+        return bool(self.test)
+
+    def fingerprint(self) -> str:
+        """sha256 over every file's relative path, size and mtime (hex)."""
+        digest = hashlib.sha256()
+        for item in (*self.train, *self.test):
+            rel = os.path.relpath(item.path, self.root)
+            digest.update(f"{rel}\0{item.size}\0{item.mtime_ns}\n".encode())
+        return digest.hexdigest()
+
+
+def is_folder_dataset(name: str) -> bool:
+    return isinstance(name, str) and name.startswith(FOLDER_PREFIX)
+
+
+def folder_path(name: str) -> Path:
+    """``folder:PATH`` -> PATH as an absolute path (``~`` expanded, relative to the cwd)."""
+    return Path(name[len(FOLDER_PREFIX) :]).expanduser().resolve()
+
+
+def absolute_folder_name(name: str) -> str:
+    """``folder:rel/path`` -> ``folder:/abs/rel/path``; other names unchanged.
+
+    Done where a config is first built (the driver of a sweep), so every trial on every
+    node reads the same files whatever its working directory."""
+    return FOLDER_PREFIX + str(folder_path(name)) if is_folder_dataset(name) else name
+
+
+def _visible(folder: Path) -> list[os.DirEntry]:
+    with os.scandir(folder) as entries:
+        return sorted((e for e in entries if not e.name.startswith(".")), key=lambda e: e.name)
+
+
+def _images_of(class_dir: Path, label: int, party: int) -> list[ImageFile]:
+    files = []
+    for entry in _visible(class_dir):
+        if entry.is_dir():
+            raise FolderDataError(
+                f"{entry.path}: a folder inside a class folder (allowed: image files only)"
+            )
+        stat = entry.stat()
+        files.append(ImageFile(entry.path, label, party, stat.st_size, stat.st_mtime_ns))
+    if not files:
+        raise FolderDataError(f"{class_dir}: class folder with no images")
+    return files
+
+
+def _subfolders(folder: Path, what: str) -> list[os.DirEntry]:
+    entries = _visible(folder)
+    loose = [e for e in entries if not e.is_dir()]
+    if loose:
+        raise FolderDataError(
+            f"{loose[0].path}: a file where {what} folders are expected "
+            f"(layout: train/<class>/<image> or train/<party>/<class>/<image>)"
+        )
+    return entries
+
+
+def scan_folder(root: str | os.PathLike) -> FolderLayout:
+    """List a folder dataset's images (see the module docstring); nothing is decoded."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FolderDataError(f"{root}: no such folder (dataset folder:PATH needs PATH/train/)")
+    train_dir = root / "train"
+    if not train_dir.is_dir():
+        raise FolderDataError(
+            f"{train_dir}: no such folder (layout: train/<class>/<image> or "
+            "train/<party>/<class>/<image>)"
+        )
+    top = _subfolders(train_dir, "class or party")
+    if not top:
+        raise FolderDataError(f"{train_dir}: no class folders")
+    party_layout = any(e.is_dir() for t in top for e in _visible(Path(t.path)))
+    if party_layout:
+        party_names = tuple(t.name for t in top)
+        per_party = {t.name: _subfolders(Path(t.path), "class") for t in top}
+        for name, classes in per_party.items():
+            if not classes:
+                raise FolderDataError(f"{train_dir / name}: party folder with no images")
+        class_names = tuple(sorted({c.name for classes in per_party.values() for c in classes}))
+        label_of = {name: i for i, name in enumerate(class_names)}
+        train: list[ImageFile] = []
+        for party, name in enumerate(party_names):
+            files = [
+                f
+                for c in per_party[name]
+                for f in _images_of(Path(c.path), label_of[c.name], party)
+            ]
+            if len(files) < MIN_PARTY_IMAGES:
+                raise FolderDataError(
+                    f"{train_dir / name}: party with {len(files)} images "
+                    f"(allowed: at least {MIN_PARTY_IMAGES})"
+                )
+            train += files
+    else:
+        party_names = ()
+        class_names = tuple(t.name for t in top)
+        train = [f for i, t in enumerate(top) for f in _images_of(Path(t.path), i, -1)]
+    test = _scan_test(root / "test", class_names)
+    return FolderLayout(root, class_names, party_names, tuple(train), tuple(test))
+
+
+def _scan_test(test_dir: Path, class_names: tuple[str, ...]) -> list[ImageFile]:
+    if not test_dir.exists():
+        return []
+    if not test_dir.is_dir():
+        raise FolderDataError(f"{test_dir}: not a folder (layout: test/<class>/<image>)")
+    label_of = {name: i for i, name in enumerate(class_names)}
+    test: list[ImageFile] = []
+    classes = _subfolders(test_dir, "class")
+    if not classes:
+        raise FolderDataError(f"{test_dir}: no class folders")
+    for entry in classes:
+        if entry.name not in label_of:
+            raise FolderDataError(
+                f"{entry.path}: test class {entry.name!r} is not a training class "
+                f"(training classes: {', '.join(class_names)})"
+            )
+        test += _images_of(Path(entry.path), label_of[entry.name], -1)
+    return test
