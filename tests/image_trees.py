@@ -14,8 +14,16 @@ from federated.partition import partition_for_run
 
 # Folder names sort in label order, so a folder dataset's label i is Fashion-MNIST's i.
 FMNIST_CLASSES = (
-    "0-tshirt", "1-trouser", "2-pullover", "3-dress", "4-coat",
-    "5-sandal", "6-shirt", "7-sneaker", "8-bag", "9-boot",
+    "0-tshirt",
+    "1-trouser",
+    "2-pullover",
+    "3-dress",
+    "4-coat",
+    "5-sandal",
+    "6-shirt",
+    "7-sneaker",
+    "8-bag",
+    "9-boot",
 )
 
 
@@ -38,8 +46,12 @@ def export_fmnist_parties(
     ``root/test/<class>/<index>.png``; returns the draw (per party, indices into the
     Fashion-MNIST training set)."""
     config = RunConfig(
-        dataset="fmnist", partition="dirichlet", beta=0.5, n_parties=n_parties,
-        data_fraction=data_fraction, seed=seed,
+        dataset="fmnist",
+        partition="dirichlet",
+        beta=0.5,
+        n_parties=n_parties,
+        data_fraction=data_fraction,
+        seed=seed,
     )
     parts = partition_for_run(fmnist.train_y.numpy(), config)
     for party, indices in enumerate(parts):

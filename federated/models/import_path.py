@@ -136,8 +136,9 @@ def feature_width(name: str, encoder: nn.Module, spec: ModelSpec) -> int:
             f"(allowed: a ({DUMMY_BATCH}, features) tensor; pool or flatten in the encoder)",
         )
     if not out.is_floating_point() or out.shape[1] < 1:
-        raise ModelError(name, f"the encoder's output {tuple(out.shape)} {out.dtype} has no "
-                         "float features")
+        raise ModelError(
+            name, f"the encoder's output {tuple(out.shape)} {out.dtype} has no float features"
+        )
     return int(out.shape[1])
 
 
