@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from federated import run as run_cli
+from federated.data.export_tree import FMNIST_CLASSES, write_image
 from study import sweep as sweep_cli
-from tests.image_trees import FMNIST_CLASSES, write_image
 
 
 def grey_tree(fmnist, root: Path, *, parties: int = 0, per_class: int = 12, classes: int = 2):

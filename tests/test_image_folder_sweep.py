@@ -11,10 +11,11 @@ import sys
 import pytest
 
 from federated.config import RunConfig
+from federated.data.export_tree import FMNIST_CLASSES
+from federated.data.export_tree import export_parties as export_fmnist_parties
 from federated.data.folder_dataset import folder_identity
 from federated.round_loop import run_rounds
 from study.plan import run_config_fields
-from tests.image_trees import FMNIST_CLASSES, export_fmnist_parties
 
 pytestmark = pytest.mark.slow
 

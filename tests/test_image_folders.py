@@ -12,11 +12,12 @@ import torch
 
 from federated.config import RunConfig
 from federated.data import ImageData
+from federated.data.export_tree import FMNIST_CLASSES, write_image
+from federated.data.export_tree import export_parties as export_fmnist_parties
 from federated.data.folder_dataset import load_folder
 from federated.models import FedConModel
 from federated.partition import partition_for_run
 from federated.round_loop import FederatedRun, run_rounds
-from tests.image_trees import FMNIST_CLASSES, export_fmnist_parties, write_image
 from tests.model_factories import FEATURES
 
 
