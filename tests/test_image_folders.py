@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from federated.config import RunConfig
+from federated.config import ConfigError, RunConfig
 from federated.data import ImageData
 from federated.data.export_tree import FMNIST_CLASSES, write_image
 from federated.data.export_tree import export_parties as export_fmnist_parties
@@ -200,3 +201,23 @@ def test_factory_model_trains_with_moon(party_tree, cache, head):
     after = model.state_dict()
     assert not torch.equal(before["encoder.0.weight"], after["encoder.0.weight"])
     assert not torch.equal(before["classifier.weight"], after["classifier.weight"])
+
+
+def test_the_documented_factory_example_runs(party_tree, cache, tmp_path, monkeypatch):
+    doc = (Path(__file__).parent.parent / "docs" / "own-data-and-models.md").read_text()
+    (example,) = re.findall(r"```python\n(.*?)```", doc, flags=re.S)
+    (tmp_path / "my_models.py").write_text(example)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    root, _ = party_tree
+    config = folder_config(
+        root, cache, algorithm="moon", model="my_models:tiny_cnn", rounds=1, data_fraction=0.2
+    )
+    run = FederatedRun(config)
+    assert run.global_model.head[0].in_features == 32
+    assert np.isfinite(run.run_round()["test_loss"])
+
+
+def test_torchvision_model_for_another_input_size_is_refused(party_tree, cache):
+    root, _ = party_tree
+    with pytest.raises(ConfigError, match=r"model='torchvision:vit_b_16'.*dummy batch"):
+        folder_config(root, cache, model="torchvision:vit_b_16")
