@@ -227,7 +227,7 @@ def partition_title(entry: dict[str, Any]) -> str:
     scheme = str(entry.get("partition", ""))
     detail = f"β={entry.get('beta')}" if scheme in ("dirichlet", "quantity") else scheme
     if scheme == "natural":
-        detail = "natural partition (one folder per party)"
+        detail = "natural partition"
     return (
         f"{dataset_name(entry.get('dataset'))}: {entry.get('n_parties')} parties, {detail}, "
         f"{100 * float(entry.get('data_fraction', 1)):g}% of the data, seed {entry.get('seed')}"

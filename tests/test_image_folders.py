@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torchvision.transforms.v2.functional as TF
+from torchvision.io import decode_image, encode_jpeg
 
 from federated.config import ConfigError, RunConfig
 from federated.data import ImageData
@@ -221,3 +223,26 @@ def test_torchvision_model_for_another_input_size_is_refused(party_tree, cache):
     root, _ = party_tree
     with pytest.raises(ConfigError, match=r"model='torchvision:vit_b_16'.*dummy batch"):
         folder_config(root, cache, model="torchvision:vit_b_16")
+
+
+def test_sizes_are_unified_and_jpeg_decodes(fmnist, tmp_path, cache):
+    """Most images 28x28 PNG; two JPEGs of 20x24 are resized to the most common size,
+    or everything to --image-size."""
+    root = tmp_path / "mixed"
+    for c in range(2):
+        for i in torch.nonzero(fmnist.train_y == c).flatten()[:12].tolist():
+            write_image(root / "train" / FMNIST_CLASSES[c] / f"{i:05d}.png", fmnist.train_x[i])
+    small = TF.resize(fmnist.train_x[:2], [20, 24], antialias=True)
+    for k in range(2):
+        path = root / "train" / FMNIST_CLASSES[k] / f"small{k}.jpg"
+        path.write_bytes(encode_jpeg(small[k], quality=95).numpy().tobytes())
+    load = load_folder(f"folder:{root}", holdout_fraction=0.25, data_root=cache)
+    data = load.data
+    assert data.spec.shape == (1, 28, 28) and data.train_x.shape[0] + data.test_x.shape[0] == 26
+    jpeg = decode_image(str(root / "train" / FMNIST_CLASSES[0] / "small0.jpg"))
+    resized = TF.resize(jpeg, [28, 28], antialias=True)
+    everything = torch.cat([data.train_x, data.test_x])
+    assert any(torch.equal(resized, x) for x in everything)  # the JPEG, resized, is in the set
+    sixteen = load_folder(f"folder:{root}", "16", holdout_fraction=0.25, data_root=cache).data
+    assert sixteen.spec.shape == (1, 16, 16) and sixteen.spec.default_model == "simple-cnn"
+    assert sixteen.spec.mean != data.spec.mean  # statistics of the resized images
