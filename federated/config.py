@@ -17,13 +17,6 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, get_type_hints
 
-from federated.data.catalog import DATASETS, dataset_spec
-from federated.data.folder_layout import (
-    FolderDataError,
-    absolute_folder_name,
-    is_folder_dataset,
-)
-
 PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
 TAU_SCHEDULES = ("fixed", "annealed")
 TAU_SCOPES = ("round", "run")
@@ -181,11 +174,9 @@ class RunConfig:
     def spec(self):
         """The dataset's :class:`~federated.data.catalog.DatasetSpec` (an image folder's
         from its cached load)."""
-        if is_folder_dataset(self.dataset):
-            from federated.data.folder_dataset import folder_spec
+        from federated.config_data import run_spec
 
-            return folder_spec(self.dataset, self.image_size, self.holdout_fraction, self.data_root)
-        return dataset_spec(self.dataset)
+        return run_spec(self)
 
     @property
     def n_train(self) -> int:
@@ -271,15 +262,15 @@ def _base_type(hint: Any) -> type:
 def _validate(c: RunConfig) -> None:
     # Late imports: the registries import torch-side modules that import this one.
     from federated.algorithms import ALGORITHMS
+    from federated.config_data import check_dataset, check_model_field, resolve_parties
     from federated.server import SERVER_OPTIMIZERS
 
     _types(c)
     _one_of("algorithm", c.algorithm, tuple(ALGORITHMS))
     _one_of("partition", c.partition, PARTITIONS)
-    spec = _dataset_spec(c)
-    _resolve_parties(c, spec)
-    if c.model is not None:
-        _check_model(c, spec)
+    spec = check_dataset(c)  # image folders, n_parties and models: federated/config_data.py
+    resolve_parties(c, spec)
+    check_model_field(c, spec)
     _one_of("tau_schedule", c.tau_schedule, TAU_SCHEDULES)
     _one_of("tau_scope", c.tau_scope, TAU_SCOPES)
     _one_of("server_optimizer", c.server_optimizer, tuple(SERVER_OPTIMIZERS))
@@ -332,69 +323,6 @@ def _validate(c: RunConfig) -> None:
         )
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
         raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
-
-
-def _dataset_spec(c: RunConfig):
-    """Check the dataset fields; an image folder is loaded (disk cache) for its spec."""
-    if not is_folder_dataset(c.dataset):
-        _one_of("dataset", c.dataset, (*DATASETS, "folder:PATH"))
-        for name in ("image_size", "holdout_fraction"):
-            if getattr(c, name) is not None:
-                raise ConfigError(name, getattr(c, name), "only with dataset=folder:PATH")
-        return dataset_spec(c.dataset)
-    from federated.data.folder_dataset import parse_image_size
-
-    # absolute in the driver: every trial on every node then reads the same files
-    object.__setattr__(c, "dataset", absolute_folder_name(c.dataset))
-    if c.image_size is not None:
-        try:
-            parse_image_size(c.image_size)
-        except ValueError:
-            raise ConfigError(
-                "image_size", c.image_size, "N or HxW pixels, e.g. 32 or 64x48"
-            ) from None
-    if c.holdout_fraction is not None and not 0 < c.holdout_fraction < 1:
-        raise ConfigError("holdout_fraction", c.holdout_fraction, "a number in (0, 1)")
-    try:
-        return c.spec
-    except FolderDataError as err:
-        raise ConfigError("dataset", c.dataset, f"a usable image folder; {err}") from None
-
-
-def _resolve_parties(c: RunConfig, spec) -> None:
-    """n_parties: the folder's party count under a natural partition, else 10."""
-    if c.partition != "natural":
-        object.__setattr__(c, "n_parties", 10 if c.n_parties is None else c.n_parties)
-        return
-    if not spec.party_names:
-        raise ConfigError(
-            "partition",
-            c.partition,
-            "natural only with dataset=folder:PATH laid out as PATH/train/<party>/<class>/<image>",
-        )
-    found = len(spec.party_names)
-    if c.n_parties is not None and c.n_parties != found:
-        raise ConfigError(
-            "n_parties", c.n_parties, f"{found} (the folder's parties) or unset, under natural"
-        )
-    object.__setattr__(c, "n_parties", found)
-
-
-def _check_model(c: RunConfig, spec) -> None:
-    from federated.models import MODELS, ModelError, check_model, is_import_path
-
-    if c.model in MODELS:
-        return
-    if not is_import_path(c.model):
-        raise ConfigError(
-            "model",
-            c.model,
-            "one of " + ", ".join(MODELS) + ", torchvision:NAME or package.module:factory",
-        )
-    try:
-        check_model(c.model, spec)
-    except ModelError as err:
-        raise ConfigError("model", c.model, f"a working model; {err.problem}") from None
 
 
 def _types(c: RunConfig) -> None:
