@@ -157,6 +157,8 @@ def natural_partition(
         if data_fraction < 1:
             keep = max(1, round(data_fraction * len(idx)))
             idx = np.sort(rng.permutation(idx)[:keep])
+        if len(idx) == 0:  # every image of its folder was held out as test data
+            raise PartitionError(f"natural partition: party {party} has no training images")
         out.append(idx.astype(np.int64))
     return out
 

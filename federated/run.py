@@ -26,6 +26,7 @@ from typing import Any
 
 from federated.config import ConfigError, RunConfig, field_help, field_types
 from federated.data import DatasetUnavailable
+from federated.data.folder_layout import dataset_slug
 from federated.device import DeviceUnavailableError
 from federated.partition import PartitionError, size_statistics
 from federated.round_loop import FederatedRun
@@ -120,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    name = f"{config.algorithm}-{config.dataset}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    name = f"{config.algorithm}-{dataset_slug(config.dataset)}-seed{config.seed}-{stamp}"
     out = Path(args.out) if args.out else Path("results") / "runs" / f"{name}.csv"
     try:
         run = FederatedRun(config)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from federated.config import RunConfig
-from federated.data.folder_layout import absolute_folder_name, folder_path, is_folder_dataset
+from federated.data.folder_layout import absolute_folder_name, dataset_slug
 from search_spaces import Budget, Study, check_overrides, point_label, seed_list, trial_fields
 
 OPTUNA_SEED = 0
@@ -178,10 +178,7 @@ class SweepPlan:
         )
 
     def default_name(self, stamp: str) -> str:
-        dataset = self.dataset
-        if is_folder_dataset(dataset):  # folder:/a/b/street -> folder-street
-            dataset = "folder-" + re.sub(r"[^A-Za-z0-9._-]+", "_", folder_path(dataset).name)
-        parts = [self.study.name, dataset, self.budget.name]
+        parts = [self.study.name, dataset_slug(self.dataset), self.budget.name]
         if self.search == "optuna":
             parts.append("optuna")
         return "-".join(parts) + f"-{stamp}"

@@ -221,7 +221,8 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "paper": plan.study.paper,
         "budget": plan.budget.name,
         "dataset": plan.dataset,
-        **dataset_identity(plan.dataset),
+        # the trials' dataset (a study may fix its own), as every trial resolves it
+        **dataset_identity(plan.trials()[0].config["dataset"]),
         "search": plan.search,
         "seeds": plan.seeds,
         "axes": [a.name for a in plan.study.axes],

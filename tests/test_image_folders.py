@@ -246,3 +246,42 @@ def test_sizes_are_unified_and_jpeg_decodes(fmnist, tmp_path, cache):
     sixteen = load_folder(f"folder:{root}", "16", holdout_fraction=0.25, data_root=cache).data
     assert sixteen.spec.shape == (1, 16, 16) and sixteen.spec.default_model == "simple-cnn"
     assert sixteen.spec.mean != data.spec.mean  # statistics of the resized images
+
+
+def test_cli_rows_file_and_sweep_plan_name_a_folder_safely(
+    party_tree, cache, tmp_path, monkeypatch
+):
+    from federated import run as run_cli
+    from search_spaces import BUDGETS, STUDIES
+    from study.plan import SweepPlan
+
+    root, _ = party_tree
+    monkeypatch.chdir(root.parent)
+    relative = f"folder:{root.name}"
+    argv = [
+        "--dataset",
+        relative,
+        "--partition",
+        "natural",
+        "--rounds",
+        "1",
+        "--local-epochs",
+        "1",
+        "--data-fraction",
+        "0.1",
+        "--data-root",
+        cache,
+        "--quiet",
+    ]
+    assert run_cli.main(argv) == 0
+    (rows,) = (root.parent / "results" / "runs").glob("*.csv")
+    assert rows.name.startswith(f"fedavg-folder-{root.name}-seed0-")
+
+    plan = SweepPlan.build(
+        STUDIES["temperature"],
+        BUDGETS["smoke"],
+        overrides={"dataset": relative, "data_root": cache},
+    )
+    assert plan.dataset == f"folder:{root}" and "dataset" not in plan.overrides
+    assert all(t.config["dataset"] == f"folder:{root}" for t in plan.trials())
+    assert plan.default_name("T") == f"temperature-folder-{root.name}-smoke-T"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,14 @@ def absolute_folder_name(name: str) -> str:
     Done where a config is first built (the driver of a sweep), so every trial on every
     node reads the same files whatever its working directory."""
     return FOLDER_PREFIX + str(folder_path(name)) if is_folder_dataset(name) else name
+
+
+def dataset_slug(name: str) -> str:
+    """A dataset name fit for file and folder names: ``folder:/data/street`` ->
+    ``folder-street``; built-in names unchanged."""
+    if not is_folder_dataset(name):
+        return name
+    return "folder-" + re.sub(r"[^A-Za-z0-9._-]+", "_", folder_path(name).name)
 
 
 def _visible(folder: Path) -> list[os.DirEntry]:
