@@ -30,8 +30,10 @@ def _single_thread():
 
 
 def tiny(**overrides) -> RunConfig:
-    """A few-second run on generated CIFAR-shaped data."""
+    """A few-second run on generated CIFAR-shaped data, on the CPU unless ``device`` is given
+    (exact comparisons hold per device; a GPU machine must not move them to CUDA)."""
     values = dict(
+        device="cpu",
         dataset="synthetic",
         rounds=2,
         local_epochs=1,

@@ -25,9 +25,12 @@ from study.plan import run_config_fields
 pytestmark = pytest.mark.slow
 
 
-def sweep(storage: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+def sweep(
+    storage: Path, *args: str, timeout: int = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "study.sweep", *args, "--storage-path", str(storage), "--quiet"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    full_env = None if env is None else {**os.environ, **env}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
     assert proc.returncode in (0, 130), proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
@@ -64,6 +67,7 @@ def params(trial_dir: Path) -> dict:
 
 def reference_accuracies(trial_dir: Path, **changes) -> list[float]:
     fields = run_config_fields(params(trial_dir))
+    fields["device"] = "cpu"  # the trials ran on CPU (no GPU requested), also on a GPU machine
     fields.update(changes)
     return [row["test_acc"] for row in run_rounds(RunConfig.from_dict(fields))]
 
@@ -249,6 +253,7 @@ def test_gpu_request_on_a_cpu_only_machine_runs_on_cpu(tmp_path):
         "--gpus-per-trial",
         "0.5",
         timeout=300,
+        env={"CUDA_VISIBLE_DEVICES": ""},  # a CPU-only cluster, also on a GPU machine
     )
     assert "the Ray cluster has no GPU: running every trial on CPU" in proc.stderr
     (sweep_dir,) = sweep_dirs(tmp_path)
