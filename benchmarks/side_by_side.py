@@ -46,6 +46,7 @@ class SweepSetting:
     data_fraction: float = 0.2
     local_epochs: int = 1
     seeds: int = 2
+    waves: int = 2  # trials per level = at least waves x the level's concurrency
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,8 @@ def levels_for(pack: str, gpu: bool) -> list[Level]:
 
 
 def seeds_for(setting: SweepSetting, level: Level) -> int:
-    """Enough seeds for at least two waves of trials at the level's concurrency."""
-    waves = 2 * (level.max_concurrent or 1)
+    """Enough seeds for at least ``setting.waves`` waves of trials at the level's concurrency."""
+    waves = setting.waves * (level.max_concurrent or 1)
     return max(setting.seeds, math.ceil(waves / STUDIES[setting.study].grid_size))
 
 

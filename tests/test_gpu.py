@@ -126,7 +126,7 @@ def _synchronisations_in_one_local_training(run: FederatedRun, party: int) -> tu
     return syncs, job.steps
 
 
-@pytest.mark.parametrize("name", sorted(METHODS))
+@pytest.mark.parametrize("name", sorted(set(METHODS) - {"annealed_tau"}))
 def test_no_host_device_synchronisation_per_batch(synthetic, name):
     """A party's local training waits for the GPU a fixed number of times (reading its loss
     sums once at the end), not once per batch: the count is the same for 1 and 4 epochs."""
@@ -140,5 +140,17 @@ def test_no_host_device_synchronisation_per_batch(synthetic, name):
         counts.append((syncs, steps))
     (syncs_1, steps_1), (syncs_4, steps_4) = counts
     assert steps_4 >= 4 * steps_1 > 0
-    assert syncs_4 == syncs_1, f"{name}: {syncs_1} syncs in {steps_1} steps, {syncs_4} in {steps_4}"
+    # A per-batch wait would show as >= steps syncs; reading the loss sums once per party is
+    # one, and the caching allocator may add one when it grows.
+    assert syncs_4 <= 3, f"{name}: {syncs_1} syncs in {steps_1} steps, {syncs_4} in {steps_4}"
     assert syncs_1 <= 3
+
+
+def test_annealed_tau_reads_the_host_three_times_per_step(synthetic):
+    """Annealed tau decides each step's Metropolis acceptance on the host (gradient norm and
+    the two candidate losses, with a coin drawn only when the candidate is not better), so
+    its syncs grow with the steps — by design, at most three per step (README, Speed)."""
+    run = FederatedRun(cuda(data_fraction=0.08, **METHODS["annealed_tau"]), synthetic)
+    run.run_round()
+    syncs, steps = _synchronisations_in_one_local_training(run, party=0)
+    assert steps <= syncs <= 3 * steps + 3
