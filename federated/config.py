@@ -12,10 +12,25 @@ SGD lr 0.01 / momentum 0.9 / weight decay 1e-5, batch 64, out_dim 256, tau 0.5.
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, get_type_hints
+
+from federated.params import (
+    ConfigError,
+    MethodParams,
+    at_least,
+    check_type,
+    coerce_value,
+    describe,
+    fraction,
+    non_negative,
+    one_of,
+    positive,
+    unit_interval,
+)
+from federated.registry import ALGORITHM_PATHS, SERVER_OPTIMIZER_PATHS, load_method
 
 PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
 TAU_SCHEDULES = ("fixed", "annealed")
@@ -35,18 +50,12 @@ _PAPER_MU: dict[str, dict[str, float]] = {
 _DEFAULT_MU = {"moon": 1.0, "fedprox": 0.01, "l2rep": 0.1}
 
 
-class ConfigError(ValueError):
-    """A configuration value is not allowed; the message is one line naming the field."""
-
-    def __init__(self, name: str, value: Any, allowed: str) -> None:
-        self.field = name
-        self.value = value
-        self.allowed = allowed
-        super().__init__(f"invalid config: {name}={value!r} (allowed: {allowed})")
-
-
 def _help(text: str) -> Any:
-    return {"help": text}
+    return describe(text)
+
+
+def _execution(text: str) -> Any:
+    return describe(text, execution_only=True)
 
 
 @dataclass(frozen=True)
@@ -130,45 +139,71 @@ class RunConfig:
         metadata=_help("folder datasets without test/: fraction of each class held out to test"),
     )
     # --- execution (never changes results on a given device)
-    device: str = field(default="auto", metadata=_help("auto, cpu, cuda or cuda:N"))
-    threads: int | None = field(default=None, metadata=_help("torch CPU threads"))
+    device: str = field(default="auto", metadata=_execution("auto, cpu, cuda or cuda:N"))
+    threads: int | None = field(default=None, metadata=_execution("torch CPU threads"))
     eval_batch_size: int = field(
-        default=256, metadata=_help("batch size of evaluation (256: cache-friendly on CPU)")
+        default=256,
+        # moves only the last bits of test_loss (a float32 sum over evaluation batches);
+        # test_acc is exact
+        metadata=_execution("batch size of evaluation (256: cache-friendly on CPU)"),
     )
     execution: str = field(
         default="fast", metadata=_help("fast (batched) or reference (plain per-sample) path")
     )
     checkpoint_every: int = field(
-        default=5, metadata=_help("Tune checkpoint period in rounds (0: never)")
+        default=5, metadata=_execution("Tune checkpoint period in rounds (0: never)")
     )
     fail_at_round: int | None = field(
         default=None,
-        metadata=_help("fault injection: the trial raises once after this round"),
+        metadata=_execution("fault injection: the trial raises once after this round"),
+    )
+    # --- parameters of the chosen methods that are not fields above (FedDyn's alpha,
+    # FedAdam's betas, a plug-in's own): name -> value, resolved to every parameter of
+    # the chosen algorithm and server optimizer.  Flat in to_dict(), the CLI and sweeps.
+    method_options: Mapping[str, Any] = field(
+        default_factory=dict, metadata=_help("method parameters beyond the fields above")
     )
 
     def __post_init__(self) -> None:
         _validate(self)
         _resolve(self)
+        _resolve_method_params(self)
 
     # ------------------------------------------------------------------ conversions
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every field (resolved values)."""
-        return asdict(self)
+        """Plain flat dict of every field and method option (resolved values)."""
+        values = {f: getattr(self, f) for f in field_types()}
+        values.update(self.method_options)
+        return values
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> RunConfig:
-        """Build from a mapping; unknown keys and strings of the wrong type are errors."""
+    def from_dict(cls, values: Mapping[str, Any]) -> RunConfig:
+        """Build from a flat mapping (fields and method options); unknown keys and
+        strings of the wrong type are errors."""
         known = field_types()
-        unknown = sorted(set(values) - set(known))
-        if unknown:
-            raise ConfigError(unknown[0], values[unknown[0]], f"a known field: {', '.join(known)}")
-        return cls(**{k: coerce(k, v) for k, v in values.items()})
+        plain = {k: coerce(k, v) for k, v in values.items() if k in known}
+        options = {k: v for k, v in values.items() if k not in known}
+        return cls(**plain, method_options=options)
 
     def replace(self, **changes: Any) -> RunConfig:
-        """A copy with ``changes`` applied, validated again."""
+        """A copy with ``changes`` applied, validated again.  Method options of a method
+        that ``changes`` swaps out are dropped with it."""
         values = self.to_dict()
+        if {"algorithm", "server_optimizer"} & set(changes):
+            for key in self.method_options:
+                values.pop(key)
         values.update(changes)
         return RunConfig.from_dict(values)
+
+    @property
+    def algorithm_params(self) -> MethodParams:
+        """The chosen algorithm's typed parameters (its ``Params`` dataclass)."""
+        return self.__dict__["_algorithm_params"]
+
+    @property
+    def server_params(self) -> MethodParams:
+        """The chosen server optimizer's typed parameters."""
+        return self.__dict__["_server_params"]
 
     @property
     def spec(self):
@@ -196,115 +231,103 @@ class RunConfig:
 
 # ---------------------------------------------------------------------- field helpers
 def field_types() -> dict[str, Any]:
-    """Field name -> annotated type (resolved), in declaration order."""
+    """Scalar field name -> annotated type (resolved), in declaration order (every field
+    but ``method_options``)."""
     hints = get_type_hints(RunConfig)
-    return {f.name: hints[f.name] for f in fields(RunConfig)}
+    return {f.name: hints[f.name] for f in fields(RunConfig) if f.name != "method_options"}
 
 
 def field_help() -> dict[str, str]:
     return {f.name: f.metadata.get("help", "") for f in fields(RunConfig)}
 
 
-_NONE_WORDS = {"none", "null", ""}
-_TRUE_WORDS = {"true", "1", "yes", "on"}
-_FALSE_WORDS = {"false", "0", "no", "off"}
+def execution_fields() -> frozenset[str]:
+    """Fields that never change a run's results on a given device (a checkpoint may be
+    restored under other values of them): those declared ``execution_only``."""
+    return frozenset(f.name for f in fields(RunConfig) if f.metadata.get("execution_only"))
+
+
+def registered_params() -> dict[str, type[MethodParams]]:
+    """``"algorithm moon"`` / ``"server_optimizer fedadam"`` -> that method's parameters
+    class, for every registered method (imports them)."""
+    out = {}
+    kinds = (("algorithm", ALGORITHM_PATHS), ("server_optimizer", SERVER_OPTIMIZER_PATHS))
+    for kind, paths in kinds:
+        for name in paths:
+            out[f"{kind} {name}"] = load_method(kind, name).Params
+    return out
+
+
+def config_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a trial's values a :class:`RunConfig` takes: its fields and the
+    parameters of the algorithm and server optimizer they name (other keys, e.g. a
+    sweep's labels, are dropped)."""
+    known = set(field_types())
+    for kind, default in (("algorithm", "fedavg"), ("server_optimizer", "avg")):
+        known |= set(load_method(kind, str(values.get(kind, default))).Params.field_types())
+    return {k: v for k, v in values.items() if k in known}
 
 
 def coerce(name: str, value: Any) -> Any:
-    """Convert ``value`` (often a string from a command line) to field ``name``'s type."""
+    """Convert ``value`` (often a string from a command line) to field ``name``'s type.
+    A name that is no field is a method option: typed by the registered method that
+    declares it, or kept as it is for its plug-in to type (and :class:`RunConfig` to
+    reject when no chosen method declares it)."""
     types = field_types()
-    if name not in types:
-        raise ConfigError(name, value, f"a known field: {', '.join(types)}")
-    hint = types[name]
-    optional = "None" in str(hint)
-    base = _base_type(hint)
-    if value is None:
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        if optional and text.lower() in _NONE_WORDS:
-            return None
-        if base is bool:
-            if text.lower() in _TRUE_WORDS:
-                return True
-            if text.lower() in _FALSE_WORDS:
-                return False
-            raise ConfigError(name, value, "true or false")
-        if base is int:
-            try:
-                return int(text)
-            except ValueError:
-                raise ConfigError(name, value, "an integer") from None
-        if base is float:
-            try:
-                return float(text)
-            except ValueError:
-                raise ConfigError(name, value, "a number") from None
-        return text
-    # numpy scalars from Tune/Optuna search spaces
-    if hasattr(value, "item") and not isinstance(value, (list, tuple, dict)):
-        value = value.item()
-    if base is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if base is int and isinstance(value, float) and value.is_integer():
-        return int(value)
+    if name in types:
+        return coerce_value(name, types[name], value)
+    for params in registered_params().values():
+        hint = params.field_types().get(name)
+        if hint is not None:
+            return coerce_value(name, hint, value)
     return value
-
-
-def _base_type(hint: Any) -> type:
-    for candidate in (bool, int, float, str):
-        if hint is candidate or candidate in getattr(hint, "__args__", ()):
-            return candidate
-    return str
 
 
 # ----------------------------------------------------------------------- validation
 def _validate(c: RunConfig) -> None:
-    # Late imports: the registries import torch-side modules that import this one.
-    from federated.algorithms import ALGORITHMS
+    # Late import: dataset and model checks load folder datasets and model factories.
     from federated.config_data import check_dataset, check_model_field, resolve_parties
-    from federated.server import SERVER_OPTIMIZERS
 
     _types(c)
-    _one_of("algorithm", c.algorithm, tuple(ALGORITHMS))
-    _one_of("partition", c.partition, PARTITIONS)
+    load_method("algorithm", c.algorithm)
+    one_of("partition", c.partition, PARTITIONS)
     spec = check_dataset(c)  # image folders, n_parties and models: federated/config_data.py
     resolve_parties(c, spec)
     check_model_field(c, spec)
-    _one_of("tau_schedule", c.tau_schedule, TAU_SCHEDULES)
-    _one_of("tau_scope", c.tau_scope, TAU_SCOPES)
-    _one_of("server_optimizer", c.server_optimizer, tuple(SERVER_OPTIMIZERS))
-    _one_of("execution", c.execution, EXECUTIONS)
+    one_of("tau_schedule", c.tau_schedule, TAU_SCHEDULES)
+    one_of("tau_scope", c.tau_scope, TAU_SCOPES)
+    load_method("server_optimizer", c.server_optimizer)
+    one_of("execution", c.execution, EXECUTIONS)
 
-    _at_least("rounds", c.rounds, 1)
-    _at_least("n_parties", c.n_parties, 1)
-    _at_least("local_epochs", c.local_epochs, 1)
-    _at_least("batch_size", c.batch_size, 1)
-    _at_least("out_dim", c.out_dim, 1)
-    _at_least("prev_models", c.prev_models, 1)
-    _at_least("seed", c.seed, 0)
-    _at_least("eval_batch_size", c.eval_batch_size, 1)
-    _at_least("checkpoint_every", c.checkpoint_every, 0)
+    at_least("rounds", c.rounds, 1)
+    at_least("n_parties", c.n_parties, 1)
+    at_least("local_epochs", c.local_epochs, 1)
+    at_least("batch_size", c.batch_size, 1)
+    at_least("out_dim", c.out_dim, 1)
+    at_least("prev_models", c.prev_models, 1)
+    at_least("seed", c.seed, 0)
+    at_least("eval_batch_size", c.eval_batch_size, 1)
+    at_least("checkpoint_every", c.checkpoint_every, 0)
     if c.threads is not None:
-        _at_least("threads", c.threads, 1)
+        at_least("threads", c.threads, 1)
     if c.fail_at_round is not None:
-        _at_least("fail_at_round", c.fail_at_round, 1)
+        at_least("fail_at_round", c.fail_at_round, 1)
 
-    _fraction("sample_fraction", c.sample_fraction)
-    _fraction("data_fraction", c.data_fraction)
-    _fraction("test_fraction", c.test_fraction)
-    _positive("beta", c.beta)
-    _positive("lr", c.lr)
-    _positive("server_lr", c.server_lr)
-    _positive("tau_min", c.tau_min)
-    _non_negative("weight_decay", c.weight_decay)
-    _non_negative("tau_sigma", c.tau_sigma)
-    _unit_interval("momentum", c.momentum)
-    _unit_interval("server_momentum", c.server_momentum)
+    fraction("sample_fraction", c.sample_fraction)
+    fraction("data_fraction", c.data_fraction)
+    fraction("test_fraction", c.test_fraction)
+    positive("beta", c.beta)
+    positive("lr", c.lr)
+    positive("server_lr", c.server_lr)
+    positive("tau_min", c.tau_min)
+    non_negative("weight_decay", c.weight_decay)
+    non_negative("tau_sigma", c.tau_sigma)
+    unit_interval("momentum", c.momentum)
+    unit_interval("server_momentum", c.server_momentum)
     if c.mu is not None:
-        _non_negative("mu", c.mu)
+        non_negative("mu", c.mu)
     if c.tau is not None:
-        _positive("tau", c.tau)
+        positive("tau", c.tau)
         if c.tau_schedule == "annealed" and c.tau < c.tau_min:
             raise ConfigError("tau", c.tau, f"a start temperature >= tau_min={c.tau_min}")
 
@@ -327,52 +350,7 @@ def _validate(c: RunConfig) -> None:
 
 def _types(c: RunConfig) -> None:
     for name, hint in field_types().items():
-        value = getattr(c, name)
-        if value is None:
-            if "None" not in str(hint):
-                raise ConfigError(name, value, f"a value of type {_base_type(hint).__name__}")
-            continue
-        base = _base_type(hint)
-        ok = {
-            bool: isinstance(value, bool),
-            int: isinstance(value, int) and not isinstance(value, bool),
-            float: isinstance(value, (int, float)) and not isinstance(value, bool),
-            str: isinstance(value, str),
-        }[base]
-        if not ok:
-            raise ConfigError(name, value, f"a value of type {base.__name__}")
-        if base is float and not math.isfinite(value):
-            raise ConfigError(name, value, "a finite number")
-
-
-def _one_of(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigError(name, value, "one of " + ", ".join(allowed))
-
-
-def _at_least(name: str, value: int, low: int) -> None:
-    if value < low:
-        raise ConfigError(name, value, f"an integer >= {low}")
-
-
-def _positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise ConfigError(name, value, "a number > 0")
-
-
-def _non_negative(name: str, value: float) -> None:
-    if not value >= 0:
-        raise ConfigError(name, value, "a number >= 0")
-
-
-def _fraction(name: str, value: float) -> None:
-    if not 0 < value <= 1:
-        raise ConfigError(name, value, "a number in (0, 1]")
-
-
-def _unit_interval(name: str, value: float) -> None:
-    if not 0 <= value < 1:
-        raise ConfigError(name, value, "a number in [0, 1)")
+        check_type(name, hint, getattr(c, name))
 
 
 # ------------------------------------------------------------------------ resolution
@@ -390,3 +368,34 @@ def _resolve(c: RunConfig) -> None:
         object.__setattr__(c, "mu", paper_mu(c.algorithm, c.dataset))
     if c.tau is None:
         object.__setattr__(c, "tau", 1.0 if c.tau_schedule == "annealed" else 0.5)
+
+
+def _resolve_method_params(c: RunConfig) -> None:
+    """Build the chosen methods' parameters from the fields and ``method_options``; keep
+    as options every parameter that is not a field (with its default when not given)."""
+    algorithm = load_method("algorithm", c.algorithm).Params
+    server = load_method("server_optimizer", c.server_optimizer).Params
+    fields_ = field_types()
+    given = dict(c.method_options)
+    declared = {**server.field_types(), **algorithm.field_types()}
+    for key in given:
+        if key not in declared:
+            raise ConfigError(
+                key,
+                given[key],
+                f"a known field: {', '.join(fields_)}, or a parameter of algorithm "
+                f"{c.algorithm} / server_optimizer {c.server_optimizer} "
+                f"({', '.join(k for k in declared if k not in fields_) or 'none'})",
+            )
+    values = {**given, **{k: getattr(c, k) for k in fields_}}
+    algorithm_params = algorithm.build(values)
+    server_params = server.build(values)
+    options = {}
+    for params in (server_params, algorithm_params):
+        for key in type(params).field_types():
+            if key not in fields_:
+                options[key] = getattr(params, key)
+    object.__setattr__(c, "method_options", options)
+    # cached typed views (not dataclass fields: to_dict and equality ignore them)
+    c.__dict__["_algorithm_params"] = algorithm_params
+    c.__dict__["_server_params"] = server_params

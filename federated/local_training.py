@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from federated.algorithms import Algorithm, LocalJob
+from federated.algorithms.base import Algorithm, LocalJob
 from federated.config import RunConfig
 from federated.data import Augmenter, augment_reference
 

@@ -1,35 +1,18 @@
-"""The federated round loop, usable without Ray.
+"""The round loop: one federated run, in memory, round by round.
 
-:func:`run_rounds` takes a :class:`~federated.config.RunConfig` and yields one metrics
-dict per round.  :class:`FederatedRun` is the same loop as an object that advances one
-round at a time and can save and restore its whole state (the Tune trainable uses it
-for checkpoints).
+One round (docs/architecture.md, "The round"): draw ``max(1, round(N·fraction))``
+parties with the run's ``sampling`` stream (all of them for personal-model methods such
+as SOLO); each drawn party, in order, copies the global model, trains E local epochs
+(:func:`federated.local_training.train_party`) and hands its :class:`Contribution`
+(weights, |D_i|-share, step count, extras) to the algorithm's aggregator; the server
+optimizer turns the aggregator's combined state into the next global model (unless
+the method keeps none); the global model — or each party's own, for SOLO — is
+evaluated on the test set.  The row's keys are documented in
+:mod:`federated.round_row`.
 
-One round (DESIGN.md, "The round loop"): draw ``max(1, round(N·fraction))`` parties with
-the run's seeded generator; each drawn party starts from the global model, trains E
-local epochs under its method's objective, and is folded into a running weighted
-average with weight |D_i| / sum of drawn |D_j|; the server rule (plain average or
-FedAvgM) turns the average into the next global model; the global model is evaluated
-on the whole test set.
-
-Per-round metrics (one row per round, keys stable across rounds of a run):
-
-==================== ========================================================
-``round``            1-based round number (equals Tune's training_iteration)
-``test_acc``         global model's top-1 test accuracy, fraction in [0, 1]
-``test_loss``        global model's mean test cross-entropy
-``train_loss``       mean over drawn parties of their mean batch cross-entropy
-``con_loss``         same for MOON's contrastive term (NaN where not computed)
-``<part>_loss``      any other loss part a method logs (``prox``, ``l2``)
-``parties_this_round``, ``samples_this_round`` (samples trained, per epoch counted)
-``train_seconds``    local training + aggregation; ``eval_seconds``; ``round_seconds``
-``samples_per_second`` samples_this_round / train_seconds
-``bytes_up``, ``bytes_down``, ``cum_bytes``  payload bytes (model state + method extras)
-``diverged``         True on the round whose loss became NaN/inf; the run stops there
-==================== ========================================================
-
-plus what the method adds (``tau_end``, ``c_global_norm``, ...); SOLO adds
-``test_acc_std`` and ``party_acc/<i>``.
+The pieces, one job each: :class:`~federated.party_data.PartyData` lays the data out on
+the device, :class:`~federated.round_row.RoundRow` is the row,
+:mod:`federated.run_state` says which checkpoints fit, and this module runs rounds.
 """
 
 from __future__ import annotations
@@ -43,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from federated.algorithms import ALGORITHMS, LocalJob
+from federated.algorithms import Contribution, LocalJob
 from federated.allocator import keep_freed_memory
 from federated.config import RunConfig
 from federated.data import Augmenter, ImageData, load_dataset
@@ -51,22 +34,25 @@ from federated.device import resolve_device, set_threads
 from federated.evaluation import evaluate
 from federated.local_training import PartyResult, train_party
 from federated.models import build_model
-from federated.partition import class_counts, partition_for_run
+from federated.party_data import PartyData
+from federated.registry import load_method
+from federated.round_row import RoundRow
+from federated.run_state import EXECUTION_FIELDS, STATE_FORMAT, check_compatible, tree_to
 from federated.seeding import RunRandomness, stream_seed
-from federated.server import SERVER_OPTIMIZERS, WeightedAverage, aggregation_weights
+from federated.server import aggregation_weights
 
-STATE_FORMAT = 1
-
-# Fields that do not change a run's results on a given device: a checkpoint may be
-# restored under different values of these.  (eval_batch_size moves only the last bits
-# of test_loss, a float32 sum over evaluation batches; test_acc is exact.)
-EXECUTION_FIELDS = frozenset(
-    {"device", "threads", "eval_batch_size", "checkpoint_every", "fail_at_round", "data_root"}
-)
+__all__ = ["EXECUTION_FIELDS", "STATE_FORMAT", "FederatedRun", "run_rounds"]
 
 
 class FederatedRun:
-    """A federated run in memory: set up once, then :meth:`run_round` per round."""
+    """A federated run in memory: set up once, then :meth:`run_round` per round.
+
+    Where state lives: the global model and the algorithm's server state
+    (``server_state``) on the run's device; the server optimizer's own state (FedAvgM's
+    velocity, FedAdam's moments) in the optimizer; each party's state
+    (``party_states[i]``) on the CPU between its local trainings; random streams in
+    ``rng``.  :meth:`state_dict` saves all of them.
+    """
 
     def __init__(self, config: RunConfig, data: ImageData | None = None) -> None:
         self.config = config
@@ -81,7 +67,7 @@ class FederatedRun:
                 holdout_fraction=config.holdout_fraction,
             )
         self.spec = data.spec
-        self._setup_data(data)
+        self.data = PartyData(data, config, self.device)
 
         torch.manual_seed(stream_seed(config.seed, "init"))
         model = build_model(config.model, self.spec, config.out_dim, config.projection_head)
@@ -89,9 +75,9 @@ class FederatedRun:
         self.local_model = copy.deepcopy(self.global_model).requires_grad_(True)
         self.rng = RunRandomness.from_seed(config.seed)
 
-        self.algorithm = ALGORITHMS[config.algorithm](config, self.rng.algorithm)
-        self.algorithm.init_server_state(self.global_model)
-        self.server = SERVER_OPTIMIZERS[config.server_optimizer](config)
+        self.algorithm = load_method("algorithm", config.algorithm)(config, self.rng.algorithm)
+        self.server_state = self.algorithm.init_server_state(self.global_model)
+        self.server = load_method("server_optimizer", config.server_optimizer)(config)
         self.party_states = [self.algorithm.init_party_state(i) for i in range(config.n_parties)]
         self.augmenter = Augmenter(self.spec, self.device)
 
@@ -105,35 +91,37 @@ class FederatedRun:
         self.diverged = False
         self.cum_bytes = 0
 
-    # ------------------------------------------------------------------------ set-up
-    def _setup_data(self, data: ImageData) -> None:
-        """Subset, partition, and lay the training set out party by party on the device."""
-        c = self.config
-        labels = data.train_y.numpy()
-        #: per party, indices into the dataset's full training set
-        parties = None if data.train_parties is None else data.train_parties.numpy()
-        self.partition = partition_for_run(labels, c, parties)
-        self.class_counts = class_counts(self.partition, labels, self.spec.n_classes)
-        parts = self.partition
-        sizes = [len(p) for p in parts]
-        self.party_sizes = sizes
-        self._offsets = np.concatenate([[0], np.cumsum(sizes)]).tolist()
-        # Party i's samples are the contiguous rows [offset_i, offset_{i+1}): no copy per party.
-        order = torch.from_numpy(np.concatenate(self.partition))
-        self.train_x = data.train_x[order].to(self.device)
-        self.train_y = data.train_y[order].to(self.device)
+    # ----------------------------------------------------------------- data (views)
+    @property
+    def partition(self) -> list[np.ndarray]:
+        return self.data.partition
 
-        n_test = c.n_test
-        test_idx = torch.arange(data.test_y.shape[0])
-        if n_test < len(test_idx):  # a fixed subset: every seed and method sees the same images
-            test_idx = torch.randperm(len(test_idx), generator=torch.Generator().manual_seed(0))
-            test_idx = test_idx[:n_test].sort().values
-        self.test_x = data.test_x[test_idx].to(self.device)
-        self.test_y = data.test_y[test_idx].to(self.device)
+    @property
+    def class_counts(self) -> np.ndarray:
+        return self.data.class_counts
+
+    @property
+    def party_sizes(self) -> list[int]:
+        return self.data.party_sizes
+
+    @property
+    def train_x(self) -> torch.Tensor:
+        return self.data.train_x
+
+    @property
+    def train_y(self) -> torch.Tensor:
+        return self.data.train_y
+
+    @property
+    def test_x(self) -> torch.Tensor:
+        return self.data.test_x
+
+    @property
+    def test_y(self) -> torch.Tensor:
+        return self.data.test_y
 
     def party_data(self, party: int) -> tuple[torch.Tensor, torch.Tensor]:
-        lo, hi = self._offsets[party], self._offsets[party + 1]
-        return self.train_x[lo:hi], self.train_y[lo:hi]
+        return self.data.party(party)
 
     @property
     def finished(self) -> bool:
@@ -141,7 +129,7 @@ class FederatedRun:
 
     # ------------------------------------------------------------------------ rounds
     def draw_parties(self) -> list[int]:
-        """This round's parties, sorted; all of them for SOLO or fraction 1."""
+        """This round's parties, sorted; all of them for personal models or fraction 1."""
         n = self.config.n_parties
         k = self.config.parties_per_round
         if self.algorithm.personal_models or k >= n:
@@ -152,18 +140,14 @@ class FederatedRun:
         """Run the next round and return its metrics row."""
         if self.finished:
             raise RuntimeError(f"run already finished at round {self.round}")
-        start = time.perf_counter()
-        drawn = self.draw_parties()
-        if self.algorithm.personal_models:
-            row = self._personal_round(drawn, start)
-        else:
-            row = self._federated_round(drawn, start)
+        row = self._round(time.perf_counter())
+        self.cum_bytes = row.cum_bytes
+        self.diverged = row.diverged
         self.round += 1
-        return row
+        return row.as_dict()
 
-    def _train(self, party: int, from_global: bool = True) -> tuple[LocalJob, PartyResult]:
-        if from_global:
-            self.local_model.load_state_dict(self.global_model.state_dict())
+    def _train(self, party: int) -> tuple[LocalJob, PartyResult]:
+        self.local_model.load_state_dict(self.global_model.state_dict())
         images, labels = self.party_data(party)
         job = LocalJob(
             party=party,
@@ -173,6 +157,7 @@ class FederatedRun:
             state=self.party_states[party],
             num_samples=labels.shape[0],
             device=self.device,
+            server=self.server_state,
         )
         self.algorithm.begin_local(job)
         result = train_party(
@@ -180,149 +165,90 @@ class FederatedRun:
         )
         return job, result
 
-    def _federated_round(self, drawn: list[int], start: float) -> dict[str, Any]:
+    def _evaluate(self, model: torch.nn.Module) -> tuple[float, float]:
+        return evaluate(
+            model, self.test_x, self.test_y, self.augmenter, self.config.eval_batch_size
+        )
+
+    def _round(self, start: float) -> RoundRow:
+        drawn = self.draw_parties()
+        row = RoundRow(round=self.round + 1, parties=len(drawn), results=[])
+        row.cum_bytes = self.cum_bytes
+        personal = self.algorithm.personal_models
         self.global_model.eval()
         weights = aggregation_weights([self.party_sizes[i] for i in drawn])
-        average = WeightedAverage(self.global_model.state_dict())
+        aggregator = self.algorithm.aggregator(self.server_state, self.global_model)
         jobs: list[LocalJob] = []
-        results: list[PartyResult] = []
+        scores: list[tuple[float, float]] = []  # personal models: (acc, loss) per party
+        personal_eval_seconds = 0.0
         for party, weight in zip(drawn, weights):
             job, result = self._train(party)
-            sent = self.algorithm.end_local(job)
+            extras = self.algorithm.end_local(job)
             jobs.append(job)
-            results.append(result)
+            row.results.append(result)
             if not result.finite:
-                return self._diverged_row(drawn, results, start)
-            average.add(self.local_model.state_dict(), weight)
-            self.algorithm.receive(job, sent, weight)
+                return self._diverged(row, start)
+            if personal:
+                t = time.perf_counter()
+                scores.append(self._evaluate(self.local_model))
+                personal_eval_seconds += time.perf_counter() - t
+            contribution = Contribution(
+                party=party,
+                weights=self.local_model.state_dict(),
+                weight=weight,
+                num_samples=job.num_samples,
+                steps=result.steps,
+                extras=extras,
+            )
+            aggregator.add(contribution)
+        combined = aggregator.result()
+        if combined is not None:
+            self._server_step(combined)
+        row.train_seconds = time.perf_counter() - start - personal_eval_seconds
 
-        new_state = average.result()
+        if personal:
+            accs = [acc for acc, _ in scores]
+            row.test_acc = float(np.mean(accs))
+            row.test_loss = float(np.mean([loss for _, loss in scores]))
+            row.eval_seconds = personal_eval_seconds
+            row.extra["test_acc_std"] = float(np.std(accs))
+            row.extra.update({f"party_acc/{p}": a for p, a in zip(drawn, accs)})
+        else:
+            t = time.perf_counter()
+            row.test_acc, row.test_loss = self._evaluate(self.global_model)
+            row.eval_seconds = time.perf_counter() - t
+            if not math.isfinite(row.test_loss):
+                return self._diverged(row, start)
+
+        down, up = self.algorithm.bytes_per_party(self.model_bytes, self.param_bytes)
+        row.bytes_down, row.bytes_up = len(drawn) * down, len(drawn) * up
+        row.cum_bytes += row.bytes_up + row.bytes_down
+        row.extra.update(self.algorithm.round_metrics(jobs, self.server_state))
+        row.round_seconds = time.perf_counter() - start
+        return row
+
+    def _server_step(self, combined: dict[str, torch.Tensor]) -> None:
+        """The server optimizer moves the global model's floating-point state towards
+        ``combined``; other entries (BatchNorm's counters) take the combined value."""
         state = self.global_model.state_dict()
         self.server.step(
-            [state[k] for k in self._float_keys], [new_state[k] for k in self._float_keys]
+            [state[k] for k in self._float_keys], [combined[k] for k in self._float_keys]
         )
         for k in self._other_keys:
-            state[k].copy_(new_state[k])
-        self.algorithm.finish_round(self.global_model)
-        train_seconds = time.perf_counter() - start
+            state[k].copy_(combined[k])
 
-        eval_start = time.perf_counter()
-        test_acc, test_loss = evaluate(
-            self.global_model, self.test_x, self.test_y, self.augmenter, self.config.eval_batch_size
-        )
-        eval_seconds = time.perf_counter() - eval_start
-        if not math.isfinite(test_loss):
-            return self._diverged_row(drawn, results, start)
-
-        down, up = self.algorithm.extra_bytes_per_party(self.param_bytes)
-        bytes_down = len(drawn) * (self.model_bytes + down)
-        bytes_up = len(drawn) * (self.model_bytes + up)
-        return self._row(
-            drawn,
-            results,
-            start,
-            train_seconds,
-            eval_seconds,
-            test_acc,
-            test_loss,
-            bytes_up,
-            bytes_down,
-            self.algorithm.round_metrics(jobs),
-        )
-
-    def _personal_round(self, drawn: list[int], start: float) -> dict[str, Any]:
-        """SOLO: every party trains its own model; each is evaluated on the test set."""
-        results, jobs, accs, losses = [], [], [], []
-        train_seconds = eval_seconds = 0.0
-        for party in drawn:
-            t = time.perf_counter()
-            job, result = self._train(party)
-            self.algorithm.end_local(job)
-            train_seconds += time.perf_counter() - t
-            jobs.append(job)
-            results.append(result)
-            if not result.finite:
-                return self._diverged_row(drawn, results, start)
-            t = time.perf_counter()
-            acc, loss = evaluate(
-                self.local_model,
-                self.test_x,
-                self.test_y,
-                self.augmenter,
-                self.config.eval_batch_size,
-            )
-            eval_seconds += time.perf_counter() - t
-            accs.append(acc)
-            losses.append(loss)
-        extra = {
-            "test_acc_std": float(np.std(accs)),
-            **{f"party_acc/{p}": a for p, a in zip(drawn, accs)},
-            **self.algorithm.round_metrics(jobs),
-        }
-        return self._row(
-            drawn,
-            results,
-            start,
-            train_seconds,
-            eval_seconds,
-            float(np.mean(accs)),
-            float(np.mean(losses)),
-            0,
-            0,
-            extra,
-        )
-
-    # ----------------------------------------------------------------------- metrics
-    def _loss_columns(self, results: list[PartyResult]) -> dict[str, float]:
-        keys = {"ce", "con"} | {k for r in results for k in r.losses}
-        out = {}
-        for key in sorted(keys):
-            values = [r.losses[key] for r in results if key in r.losses]
-            name = {"ce": "train_loss", "con": "con_loss"}.get(key, f"{key}_loss")
-            out[name] = float(np.mean(values)) if values else float("nan")
-        return out
-
-    def _row(
-        self,
-        drawn: list[int],
-        results: list[PartyResult],
-        start: float,
-        train_seconds: float,
-        eval_seconds: float,
-        test_acc: float,
-        test_loss: float,
-        bytes_up: int,
-        bytes_down: int,
-        extra: dict[str, float],
-    ) -> dict[str, Any]:
-        samples = sum(r.samples for r in results)
-        self.cum_bytes += bytes_up + bytes_down
-        return {
-            "round": self.round + 1,
-            "test_acc": test_acc,
-            "test_loss": test_loss,
-            **self._loss_columns(results),
-            "parties_this_round": len(drawn),
-            "samples_this_round": samples,
-            "train_seconds": train_seconds,
-            "eval_seconds": eval_seconds,
-            "round_seconds": time.perf_counter() - start,
-            "samples_per_second": samples / train_seconds if train_seconds > 0 else float("nan"),
-            "bytes_up": bytes_up,
-            "bytes_down": bytes_down,
-            "cum_bytes": self.cum_bytes,
-            "diverged": False,
-            **extra,
-        }
-
-    def _diverged_row(
-        self, drawn: list[int], results: list[PartyResult], start: float
-    ) -> dict[str, Any]:
-        self.diverged = True
+    def _diverged(self, row: RoundRow, start: float) -> RoundRow:
         nan = float("nan")
-        row = self._row(drawn, results, start, nan, nan, nan, nan, 0, 0, {})
-        row["diverged"] = True
-        return row
+        return RoundRow(
+            round=row.round,
+            parties=row.parties,
+            results=row.results,
+            test_acc=nan,
+            test_loss=nan,
+            round_seconds=time.perf_counter() - start,
+            cum_bytes=self.cum_bytes,
+            diverged=True,
+        )
 
     # -------------------------------------------------------------------- state I/O
     def state_dict(self) -> dict[str, Any]:
@@ -333,11 +259,9 @@ class FederatedRun:
             "round": self.round,
             "diverged": self.diverged,
             "cum_bytes": self.cum_bytes,
-            "global": {
-                k: v.detach().cpu().clone() for k, v in self.global_model.state_dict().items()
-            },
+            "global": tree_to(self.global_model.state_dict(), "cpu"),
             "server": self.server.state_dict(),
-            "algorithm": self.algorithm.server_state_dict(),
+            "algorithm": tree_to(self.server_state, "cpu"),
             "parties": self.party_states,
             "rng": self.rng.state_dict(),
         }
@@ -345,19 +269,13 @@ class FederatedRun:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("format") != STATE_FORMAT:
             raise ValueError(f"unsupported run-state format {state.get('format')!r}")
-        saved, mine = state["config"], self.config.to_dict()
-        differing = sorted(k for k in mine if k not in EXECUTION_FIELDS and saved.get(k) != mine[k])
-        if differing:
-            k = differing[0]
-            raise ValueError(
-                f"checkpoint was made with {k}={saved.get(k)!r}, this run has {k}={mine[k]!r}"
-            )
+        check_compatible(state["config"], self.config)
         self.round = state["round"]
         self.diverged = state["diverged"]
         self.cum_bytes = state["cum_bytes"]
         self.global_model.load_state_dict(state["global"])
         self.server.load_state_dict(state["server"])
-        self.algorithm.load_server_state_dict(state["algorithm"])
+        self.server_state = tree_to(state["algorithm"], self.device)
         self.party_states = state["parties"]
         self.rng.load_state_dict(state["rng"])
 

@@ -13,6 +13,7 @@ are rejected with one line before any data loads (exit status 2).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -24,15 +25,35 @@ import time
 from pathlib import Path
 from typing import Any
 
-from federated.config import ConfigError, RunConfig, field_help, field_types
+from federated.config import ConfigError, RunConfig, field_help, field_types, registered_params
 from federated.data import DatasetUnavailable
 from federated.data.folder_layout import dataset_slug
 from federated.device import DeviceUnavailableError
 from federated.partition import PartitionError, size_statistics
+from federated.registry import is_plugin, load_method
 from federated.round_loop import FederatedRun
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _plugin_params(argv: list[str]) -> dict[str, type]:
+    """Parameters of a plug-in named on the command line (``--algorithm pkg.mod:Class``),
+    so that its own flags exist; a name that does not load is reported by RunConfig."""
+    out = {}
+    for kind in ("algorithm", "server_optimizer"):
+        flag = "--" + kind.replace("_", "-")
+        for i, arg in enumerate(argv):
+            name = arg.split("=", 1)[1] if arg.startswith(flag + "=") else None
+            if arg == flag and i + 1 < len(argv):
+                name = argv[i + 1]
+            if name and is_plugin(name):
+                # a name that does not load: RunConfig names it in its one-line error
+                with contextlib.suppress(ConfigError):
+                    out[f"{kind} {name}"] = load_method(kind, name).Params
+    return out
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """Flags: every RunConfig field, then each method's own parameters (one group per
+    method; a plug-in's appear when ``--algorithm pkg.mod:Class`` is on ``argv``)."""
     parser = argparse.ArgumentParser(
         prog="python -m federated.run",
         description="Run one federated-learning experiment and report per-round accuracy.",
@@ -47,6 +68,23 @@ def build_parser() -> argparse.ArgumentParser:
             metavar=name.upper(),
             help=f"{helps[name]} (default: {default})",
         )
+    seen = set(field_types())
+    methods = {**registered_params(), **_plugin_params(sys.argv[1:] if argv is None else argv)}
+    for owner, params in methods.items():
+        own = [k for k in params.field_types() if k not in seen]
+        if not own:
+            continue
+        group = parser.add_argument_group(f"parameters of {owner}")
+        defaults, helps_ = params.defaults(), params.field_help()
+        for name in own:
+            seen.add(name)
+            group.add_argument(
+                "--" + name.replace("_", "-"),
+                dest=name,
+                default=argparse.SUPPRESS,
+                metavar=name.upper(),
+                help=f"{helps_[name]} (default: {defaults.get(name)})",
+            )
     parser.add_argument(
         "--out", default=None, help="rows file (.csv or .jsonl); default results/runs/<name>.csv"
     )
@@ -115,7 +153,7 @@ def partition_words(config: RunConfig) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         config = config_from_args(args)
     except ConfigError as err:

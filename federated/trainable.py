@@ -1,9 +1,9 @@
 """The Ray Tune function trainable: the round loop, one report per round, full checkpoints.
 
 ``train_federated(config)`` builds a :class:`~federated.config.RunConfig` from the trial's
-config (keys that are not RunConfig fields are the sweep's labels, e.g. ``setting``,
-``study``, and are ignored here), reports each round's metrics dict (plus ``node_id``,
-the Ray node that ran it), and every ``checkpoint_every`` rounds (and at the end)
+config (keys that are neither RunConfig fields nor parameters of the trial's methods
+are the sweep's labels, e.g. ``setting``, ``study``, and are ignored here), reports
+each round's metrics dict (plus ``node_id``, the Ray node that ran it), and every ``checkpoint_every`` rounds (and at the end)
 checkpoints the whole run state: global model, server state (FedAvgM velocity, SCAFFOLD
 control variate), every party's state (MOON previous models, SCAFFOLD control
 variates, annealed tau), the round number and every random generator.  A restarted
@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from federated.config import RunConfig, field_types
+from federated.config import RunConfig, config_values
 from federated.round_loop import FederatedRun
 
 STATE_FILE = "run_state.pt"
@@ -43,8 +43,7 @@ def run_config_from_trial(config: dict[str, Any]) -> RunConfig:
     """The RunConfig part of a Tune trial config; the device follows Ray's GPU grant."""
     import ray
 
-    known = field_types()
-    fields = {k: v for k, v in config.items() if k in known}
+    fields = config_values(config)
     if fields.get("device", "auto") == "auto" and ray.is_initialized():
         fields["device"] = "cuda" if ray.get_gpu_ids() else "cpu"
     return RunConfig.from_dict(fields)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from federated.config import RunConfig
+from federated.config import config_values
 from federated.data.folder_layout import absolute_folder_name, dataset_slug
 from search_spaces import Budget, Study, check_overrides, point_label, seed_list, trial_fields
 
@@ -192,6 +192,5 @@ def trial_dirname(trial: Any) -> str:
 
 
 def run_config_fields(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The RunConfig part of a trial config (labels dropped)."""
-    known = RunConfig.__dataclass_fields__
-    return {k: v for k, v in config.items() if k in known}
+    """The RunConfig part of a trial config (fields and method parameters; labels dropped)."""
+    return config_values(config)

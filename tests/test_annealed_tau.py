@@ -183,7 +183,7 @@ def test_round_acceptance_ignores_parties_that_made_no_proposal():
         LocalJob(i, 1, None, None, {}, 10, torch.device("cpu"), info=info)
         for i, info in enumerate(infos)
     ]
-    metrics = moon.round_metrics(jobs)
+    metrics = moon.round_metrics(jobs, {})
     assert metrics["tau_end"] == pytest.approx(0.9)
     assert metrics["tau_end_lowest"] == 0.8
     assert metrics["tau_acceptance"] == pytest.approx(0.75)

@@ -7,7 +7,7 @@ import torch
 
 from federated.config import RunConfig
 from federated.round_loop import run_rounds
-from federated.server import FedAvgM
+from federated.server.fedavgm import FedAvgM
 
 
 def fmnist_config(**overrides) -> RunConfig:

@@ -36,7 +36,6 @@ BASE: dict[str, Any] = dict(
     threads=1,
     out_dim=64,
     lr=0.05,  # learns within 3 short rounds, so accuracies move
-
 )
 
 CASES: dict[str, dict[str, Any]] = {

@@ -1,38 +1,25 @@
-"""Registries of federated methods and MOON temperature schedules.
+"""Federated methods (the party rules and how their contributions combine).
 
-A new method: one file with an :class:`Algorithm` subclass, one line below.
+The registry is :data:`federated.registry.ALGORITHM_PATHS` (name -> ``module:Class``);
+:data:`ALGORITHMS` is it with the classes loaded.  A new method: one file here with an
+:class:`Algorithm` subclass, one line in that registry.
 """
 
 from __future__ import annotations
 
-from federated.algorithms.annealed_temperature import AnnealedTemperature
-from federated.algorithms.base import Algorithm, LocalJob, LossTerms
-from federated.algorithms.fedavg import FedAvg
-from federated.algorithms.fedprox import FedProx
-from federated.algorithms.l2rep import L2Representation
-from federated.algorithms.moon import Moon
-from federated.algorithms.scaffold import Scaffold
-from federated.algorithms.solo import Solo
-from federated.algorithms.temperature import TemperatureSchedule
+from federated.algorithms.base import Algorithm, Contribution, LocalJob, LossTerms
+from federated.algorithms.schedules import TEMPERATURE_SCHEDULES
+from federated.registry import ALGORITHM_PATHS, load_method
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
-    "fedavg": FedAvg,
-    "fedprox": FedProx,
-    "moon": Moon,
-    "scaffold": Scaffold,
-    "solo": Solo,
-    "l2rep": L2Representation,
-}
-
-TEMPERATURE_SCHEDULES: dict[str, type[TemperatureSchedule]] = {
-    "fixed": TemperatureSchedule,
-    "annealed": AnnealedTemperature,
+    name: load_method("algorithm", name) for name in ALGORITHM_PATHS
 }
 
 __all__ = [
     "ALGORITHMS",
     "TEMPERATURE_SCHEDULES",
     "Algorithm",
+    "Contribution",
     "LocalJob",
     "LossTerms",
 ]

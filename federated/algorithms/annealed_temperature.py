@@ -33,23 +33,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from federated.algorithms.temperature import TemperatureSchedule
-from federated.config import RunConfig
+
+if TYPE_CHECKING:
+    from federated.algorithms.moon import MoonParams
 
 EPSILON = 1e-8
 
 
 class AnnealedTemperature(TemperatureSchedule):
-    def __init__(self, config: RunConfig, generator: torch.Generator) -> None:
-        super().__init__(config, generator)
-        self.tau0 = float(config.tau)
-        self.tau_min = float(config.tau_min)
-        self.sigma = float(config.tau_sigma)
-        self.carry_over = config.tau_scope == "run"
+    def __init__(self, params: MoonParams, generator: torch.Generator) -> None:
+        super().__init__(params, generator)
+        self.tau0 = float(params.tau)
+        self.tau_min = float(params.tau_min)
+        self.sigma = float(params.tau_sigma)
+        self.carry_over = params.tau_scope == "run"
         self._previous_grad: float | None = None
         self._proposals = 0
         self._accepted = 0

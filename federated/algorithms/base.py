@@ -1,33 +1,51 @@
 """The interface every federated method implements.
 
-A method is a small class with three concerns kept apart (as Flower's strategies keep
-what is sent to parties apart from how the server combines):
+A method is a small class over three concerns kept apart (as Flower's strategies and
+pfl-research's algorithms keep the party's work apart from the server's):
 
-* **party loss** — :meth:`Algorithm.loss` (plus optional gradient-level hooks
-  :meth:`after_backward` and :meth:`after_step`) defines what a party optimises;
-* **party state** — :meth:`init_party_state`, :meth:`begin_local`, :meth:`end_local`
-  manage what a party keeps between rounds (MOON's previous models, SCAFFOLD's control
-  variate).  Party state lives on the CPU while the party is not training;
-* **server side** — :meth:`receive` and :meth:`finish_round` combine what parties send
-  beyond their weights.  Weight averaging (|D_i|/|D| over the drawn parties) and the
-  server update rule (plain average, FedAvgM) belong to the round loop and
-  :mod:`federated.server`, so any party-side method combines with any server rule.
+* **party side** — what a party optimises and keeps: :meth:`Algorithm.loss` (plus the
+  gradient-level hooks :meth:`~Algorithm.after_backward` and
+  :meth:`~Algorithm.after_step`), :meth:`~Algorithm.init_party_state`,
+  :meth:`~Algorithm.begin_local` and :meth:`~Algorithm.end_local`.  Every hook gets the
+  :class:`LocalJob` of one party's local training: the party's persistent state
+  (``job.state``, on the CPU between rounds), the server state it may read
+  (``job.server``) and a scratch dict for values that live only during this local
+  training (``job.scratch``: FedProx's anchor, MOON's frozen models, SCAFFOLD's
+  correction).  The algorithm object itself holds only its parameters, so parties could
+  train concurrently.
+* **contribution** — a party's local training ends in a :class:`Contribution`: its
+  trained weights, its aggregation weight |D_i| / sum of the drawn |D_j|, its step
+  count and whatever :meth:`~Algorithm.end_local` returns (SCAFFOLD's delta c).
+* **server side** — :meth:`~Algorithm.aggregator` gives the object that combines the
+  round's contributions into one model state (default: the |D_i|-weighted mean, streamed
+  one party at a time; FedNova normalises by step counts, FedDyn corrects with its
+  server state h, SOLO combines nothing).  A server optimizer
+  (:mod:`federated.server`: plain average, FedAvgM, FedAdam ...) then turns the combined
+  state into the next global model, so any party rule combines with any server rule.
+  Server state (SCAFFOLD's c, FedDyn's h) is a dict made by
+  :meth:`~Algorithm.init_server_state`, held and checkpointed by the run.
 
-Adding a method means one new file with a subclass and one line in
-:data:`federated.algorithms.ALGORITHMS`.  Every hook has a working default, so a
-subclass overrides only what differs from FedAvg.
+Adding a method means one new file with a subclass (and its ``Params`` dataclass) and
+one line in :data:`federated.registry.ALGORITHM_PATHS`; a method outside fedsweep is
+``--algorithm package.module:Class``.  Every hook has a working default (FedAvg's), so a
+subclass overrides only what differs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import torch
 import torch.nn.functional as F
 
-from federated.config import RunConfig
 from federated.models import FedConModel, ModelOutput
+from federated.params import MethodParams, NoParams
+from federated.server.aggregation import Aggregator, WeightedMean
+
+if TYPE_CHECKING:
+    from federated.config import RunConfig
 
 
 class LossTerms(NamedTuple):
@@ -44,32 +62,49 @@ class LossTerms(NamedTuple):
 
 @dataclass
 class LocalJob:
-    """One party's local training in one round, as the round loop hands it over."""
+    """One party's local training in one round: the context every party hook gets."""
 
     party: int
     round_index: int  # 0-based index of the round being run
     model: FedConModel  # the working model: starts as the global model, trained in place
     global_model: FedConModel  # this round's global model, frozen (eval mode, no grad)
-    state: dict[str, Any]  # the party's persistent state, owned by the algorithm
+    state: dict[str, Any]  # the party's persistent state (checkpointed, CPU between rounds)
     num_samples: int
     device: torch.device
     steps: int = 0  # SGD steps taken so far in this local training
     info: dict[str, float] = field(default_factory=dict)  # per-party values to report
+    server: dict[str, Any] = field(default_factory=dict)  # server state, read-only here
+    scratch: dict[str, Any] = field(default_factory=dict)  # lives for this job only
+
+
+@dataclass
+class Contribution:
+    """What one party's local training hands to the server."""
+
+    party: int
+    weights: Mapping[str, torch.Tensor]  # trained model state (valid during add() only)
+    weight: float  # |D_i| / sum of the drawn parties' |D_j|
+    num_samples: int
+    steps: int  # local SGD steps taken
+    extras: dict[str, list[torch.Tensor]]  # what end_local returned
 
 
 class Algorithm:
     """FedAvg's behaviour; subclasses override what their method changes."""
 
     name: ClassVar[str] = "fedavg"
-    # SOLO-style methods: every party trains its own model every round, nothing is
-    # communicated or aggregated, and each party's model is evaluated.
+    #: the method's typed parameters (a frozen :class:`~federated.params.MethodParams`)
+    Params: ClassVar[type[MethodParams]] = NoParams
+    # SOLO-style methods: every party trains its own model every round (whatever the
+    # sample fraction), continuing from its own weights, and is evaluated on its own.
     personal_models: ClassVar[bool] = False
 
     def __init__(self, config: RunConfig, generator: torch.Generator) -> None:
-        self.config = config
+        self.config = config  # run-level settings (lr, momentum, n_parties) the method reads
+        self.params = self.Params.build(config.to_dict())
         self.generator = generator  # the run's "algorithm" random stream (CPU)
 
-    # ------------------------------------------------------------------ party state
+    # ------------------------------------------------------------------ party side
     def init_party_state(self, party: int) -> dict[str, Any]:
         """State a party starts with (before its first round)."""
         return {}
@@ -78,12 +113,6 @@ class Algorithm:
         """Prepare the party's local training (move state to the device, ...)."""
         return None
 
-    def end_local(self, job: LocalJob) -> dict[str, list[torch.Tensor]]:
-        """Finish local training: update the party's state (kept on the CPU) and return
-        what the party sends to the server besides its weights."""
-        return {}
-
-    # ------------------------------------------------------------------- party loss
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
         """The objective on one batch; FedAvg: cross-entropy."""
         ce = F.cross_entropy(out.logits, y)
@@ -97,31 +126,28 @@ class Algorithm:
         """Adjust weights after the SGD step."""
         return None
 
-    # ------------------------------------------------------------------ server side
-    def init_server_state(self, global_model: FedConModel) -> None:
-        """Create server-side state (besides the global weights)."""
-        return None
-
-    def receive(self, job: LocalJob, sent: dict[str, list[torch.Tensor]], weight: float) -> None:
-        """Take in one drawn party's extras; ``weight`` is its |D_i| / sum of drawn |D_j|."""
-        return None
-
-    def finish_round(self, global_model: FedConModel) -> None:
-        """Update server-side state once every drawn party has been received."""
-        return None
-
-    def server_state_dict(self) -> dict[str, Any]:
+    def end_local(self, job: LocalJob) -> dict[str, list[torch.Tensor]]:
+        """Finish local training: update the party's state (kept on the CPU) and return
+        the contribution's extras (what the party sends besides its weights)."""
         return {}
 
-    def load_server_state_dict(self, state: dict[str, Any]) -> None:
-        return None
+    # ------------------------------------------------------------------ server side
+    def init_server_state(self, global_model: FedConModel) -> dict[str, Any]:
+        """Server-side state besides the global weights, on the global model's device."""
+        return {}
+
+    def aggregator(self, server: dict[str, Any], global_model: FedConModel) -> Aggregator:
+        """The round's combiner of contributions (default: the weighted mean of the
+        parties' weights).  It may update ``server`` when it finishes."""
+        return WeightedMean(global_model.state_dict())
 
     # -------------------------------------------------------------------- reporting
-    def extra_bytes_per_party(self, param_bytes: int) -> tuple[int, int]:
-        """Bytes sent (down, up) per drawn party besides the model's state."""
-        return 0, 0
+    def bytes_per_party(self, model_bytes: int, param_bytes: int) -> tuple[int, int]:
+        """Bytes sent (down, up) per drawn party: the model's state each way, plus the
+        method's extras."""
+        return model_bytes, model_bytes
 
-    def round_metrics(self, jobs: list[LocalJob]) -> dict[str, float]:
+    def round_metrics(self, jobs: list[LocalJob], server: dict[str, Any]) -> dict[str, float]:
         """Method-specific per-round metrics (e.g. tau, control-variate norms)."""
         return {}
 

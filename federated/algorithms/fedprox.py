@@ -8,23 +8,37 @@ still computed each step and logged as ``prox_loss``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 
 from federated.algorithms.base import Algorithm, LocalJob
+from federated.params import MethodParams, describe
+
+
+@dataclass(frozen=True)
+class FedProxParams(MethodParams):
+    """FedProx's proximal weight: the config field ``mu`` (default: the paper's best for
+    the dataset, 0.01 elsewhere)."""
+
+    owner = "algorithm fedprox"
+    mu: float = field(default=0.01, metadata=describe("proximal weight mu >= 0"))
 
 
 class FedProx(Algorithm):
     name = "fedprox"
+    Params = FedProxParams
 
     def begin_local(self, job: LocalJob) -> None:
-        self._params = [p for p in job.model.parameters() if p.requires_grad]
-        self._anchor = [p.detach() for p in job.global_model.parameters()]
+        job.scratch["params"] = [p for p in job.model.parameters() if p.requires_grad]
+        job.scratch["anchor"] = [p.detach() for p in job.global_model.parameters()]
 
     def after_backward(self, job: LocalJob) -> dict[str, torch.Tensor]:
-        mu = self.config.mu
+        mu = self.params.mu
+        params = job.scratch["params"]
         with torch.no_grad():
-            diffs = torch._foreach_sub([p.detach() for p in self._params], self._anchor)
-            grads = [p.grad for p in self._params]
+            diffs = torch._foreach_sub([p.detach() for p in params], job.scratch["anchor"])
+            grads = [p.grad for p in params]
             if mu > 0:
                 torch._foreach_add_(grads, diffs, alpha=mu)
             squared = torch.stack(torch._foreach_norm(diffs)).square().sum()

@@ -7,11 +7,14 @@ MOON's does, but without negatives.  The norm is the per-sample Euclidean distan
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 import torch.nn.functional as F
 
 from federated.algorithms.base import Algorithm, LocalJob, LossTerms
 from federated.models import ModelOutput
+from federated.params import MethodParams, describe
 
 
 def l2_representation_term(z: torch.Tensor, z_glob: torch.Tensor) -> torch.Tensor:
@@ -19,12 +22,21 @@ def l2_representation_term(z: torch.Tensor, z_glob: torch.Tensor) -> torch.Tenso
     return torch.linalg.vector_norm(z - z_glob, dim=1).mean()
 
 
+@dataclass(frozen=True)
+class L2RepresentationParams(MethodParams):
+    """The weight of the representation term: the config field ``mu`` (default 0.1)."""
+
+    owner = "algorithm l2rep"
+    mu: float = field(default=0.1, metadata=describe("weight of ||z - z_glob|| >= 0"))
+
+
 class L2Representation(Algorithm):
     name = "l2rep"
+    Params = L2RepresentationParams
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
         ce = F.cross_entropy(out.logits, y)
         with torch.no_grad():
             z_glob = job.global_model.project(x)
         l2 = l2_representation_term(out.projection, z_glob)
-        return LossTerms(ce + self.config.mu * l2, {"ce": ce.detach(), "l2": l2.detach()})
+        return LossTerms(ce + self.params.mu * l2, {"ce": ce.detach(), "l2": l2.detach()})

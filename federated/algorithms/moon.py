@@ -13,8 +13,8 @@ is skipped (the reference code's first round gives it zero gradient).  With fewe
 k previous models (early rounds) the ones that exist are used, as the paper says.
 
 Previous models are kept per party on the CPU (``state["prev"]``, oldest first) and are
-copied to the device once per local training, into frozen model slots reused across
-parties — never once per batch.  The temperature is a schedule object
+copied to the device once per local training, into frozen models of that job's scratch
+— never once per batch.  The temperature is a schedule object made per job
 (:mod:`federated.algorithms.temperature`): fixed, or annealed for NEW-MOON.
 """
 
@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from federated.algorithms.base import Algorithm, LocalJob, LossTerms, model_state_to_cpu
-from federated.config import RunConfig
+from federated.algorithms.schedules import TEMPERATURE_SCHEDULES
 from federated.models import FedConModel, ModelOutput
+from federated.params import MethodParams, describe
 
 
 def contrastive_similarities(
@@ -53,63 +56,71 @@ def moon_contrastive_loss(
     return contrastive_loss_from_similarities(contrastive_similarities(z, z_glob, z_prevs), tau)
 
 
+@dataclass(frozen=True)
+class MoonParams(MethodParams):
+    """MOON's parameters, all config fields of the same names (their ranges are checked
+    with the config's fields; ``mu`` and ``tau`` default to the paper's settings)."""
+
+    owner = "algorithm moon"
+    mu: float = field(default=1.0, metadata=describe("weight of the contrastive term"))
+    tau: float = field(default=0.5, metadata=describe("temperature (start value when annealed)"))
+    tau_schedule: str = field(default="fixed", metadata=describe("fixed or annealed"))
+    tau_min: float = field(default=0.001, metadata=describe("annealed tau floor"))
+    tau_sigma: float = field(default=0.005, metadata=describe("annealed tau rate sigma"))
+    tau_scope: str = field(default="round", metadata=describe("annealed tau: round or run"))
+    prev_models: int = field(default=1, metadata=describe("previous local models kept (k)"))
+
+
 class Moon(Algorithm):
     name = "moon"
-
-    def __init__(self, config: RunConfig, generator: torch.Generator) -> None:
-        super().__init__(config, generator)
-        from federated.algorithms import TEMPERATURE_SCHEDULES
-
-        self.temperature = TEMPERATURE_SCHEDULES[config.tau_schedule](config, generator)
-        self._slots: list[FedConModel] = []  # frozen device copies, reused across parties
-        self._prev_models: list[FedConModel] = []
-        self._similarities: torch.Tensor | None = None
+    Params = MoonParams
 
     def init_party_state(self, party: int) -> dict:
         return {"prev": []}
 
     def begin_local(self, job: LocalJob) -> None:
         prev = job.state["prev"]
-        while len(self._slots) < len(prev):
-            slot = copy.deepcopy(job.global_model).eval()
-            slot.requires_grad_(False)
-            self._slots.append(slot)
-        for slot, weights in zip(self._slots, prev):
-            slot.load_state_dict(weights)
-        self._prev_models = self._slots[: len(prev)]
+        frozen = []
+        for weights in prev:
+            model = copy.deepcopy(job.global_model).eval().requires_grad_(False)
+            model.load_state_dict(weights)
+            frozen.append(model)
+        job.scratch["prev_models"] = frozen
         job.info["negatives"] = len(prev)
-        self.temperature.begin(job.state)
+        schedule = TEMPERATURE_SCHEDULES[self.params.tau_schedule](self.params, self.generator)
+        schedule.begin(job.state)
+        job.scratch["temperature"] = schedule
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
         ce = F.cross_entropy(out.logits, y)
-        if not self._prev_models:
+        prev_models = job.scratch["prev_models"]
+        if not prev_models:
             return LossTerms(ce, {"ce": ce.detach()})
         with torch.no_grad():
             z_glob = job.global_model.project(x)
-            z_prevs = [m.project(x) for m in self._prev_models]
+            z_prevs = [m.project(x) for m in prev_models]
         similarities = contrastive_similarities(out.projection, z_glob, z_prevs)
-        con = contrastive_loss_from_similarities(similarities, self.temperature.value)
-        self._similarities = similarities.detach()
-        return LossTerms(ce + self.config.mu * con, {"ce": ce.detach(), "con": con.detach()})
+        con = contrastive_loss_from_similarities(similarities, job.scratch["temperature"].value)
+        job.scratch["similarities"] = similarities.detach()
+        return LossTerms(ce + self.params.mu * con, {"ce": ce.detach(), "con": con.detach()})
 
     def after_backward(self, job: LocalJob) -> dict[str, torch.Tensor]:
-        if self._prev_models:
-            sims = self._similarities
-            self.temperature.observe(
+        if job.scratch["prev_models"]:
+            sims = job.scratch["similarities"]
+            job.scratch["temperature"].observe(
                 lambda: gradient_norm(job.model),
                 lambda t: float(contrastive_loss_from_similarities(sims, t)),
             )
         return {}
 
     def end_local(self, job: LocalJob) -> dict[str, list[torch.Tensor]]:
-        job.info.update(self.temperature.end(job.state))
+        job.info.update(job.scratch["temperature"].end(job.state))
         prev = job.state["prev"]
         prev.append(model_state_to_cpu(job.model))
-        del prev[: -self.config.prev_models]
-        self._prev_models = []
+        del prev[: -self.params.prev_models]
         return {}
 
-    def round_metrics(self, jobs: list[LocalJob]) -> dict[str, float]:
+    def round_metrics(self, jobs: list[LocalJob], server: dict[str, Any]) -> dict[str, float]:
         # mean number of negatives (previous models) the drawn parties used this round
         metrics = {"negatives": sum(j.info["negatives"] for j in jobs) / max(1, len(jobs))}
         taus = [j.info["tau"] for j in jobs if "tau" in j.info]

@@ -1,17 +1,24 @@
 """SOLO: every party trains alone on its own data; nothing is communicated.
 
 Each party starts from the same initial model (the run's initial global model) and,
-every round, trains ``local_epochs`` more epochs continuing from its own weights, so
+every round, trains ``local_epochs`` more epochs continuing from its own weights (its
+``state["weights"]``), so
 after R rounds it has trained R·E epochs (the paper's SOLO uses 300 epochs: e.g.
 ``rounds=30, local_epochs=10``).  All parties train every round whatever
-``sample_fraction`` says.  The round loop evaluates every party's model on the global
-test set and reports the mean and std over parties and each party's accuracy
-(``test_acc``, ``test_acc_std``, ``party_acc/<i>``).
+``sample_fraction`` says.  As a rule of the algorithm interface: ``personal_models``
+(all parties drawn, each party's model evaluated on the global test set: the round
+reports the mean and std over parties and each party's accuracy, ``test_acc``,
+``test_acc_std``, ``party_acc/<i>``), an aggregator that combines nothing (the global
+model stays the initial one) and nothing communicated.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from federated.algorithms.base import Algorithm, LocalJob, model_state_to_cpu
+from federated.models import FedConModel
+from federated.server.aggregation import Aggregator, NoAggregation
 
 
 class Solo(Algorithm):
@@ -28,3 +35,9 @@ class Solo(Algorithm):
     def end_local(self, job: LocalJob) -> dict:
         job.state["weights"] = model_state_to_cpu(job.model)
         return {}
+
+    def aggregator(self, server: dict[str, Any], global_model: FedConModel) -> Aggregator:
+        return NoAggregation()
+
+    def bytes_per_party(self, model_bytes: int, param_bytes: int) -> tuple[int, int]:
+        return 0, 0

@@ -3,26 +3,29 @@
 MOON reads ``schedule.value`` for every batch and tells the schedule what happened
 through :meth:`TemperatureSchedule.observe`; a fixed temperature ignores it, the
 annealed one (:mod:`federated.algorithms.annealed_temperature`) moves.  A new schedule
-is one file and one line in :data:`federated.algorithms.TEMPERATURE_SCHEDULES`.
+is one file and one line in :data:`federated.algorithms.schedules.TEMPERATURE_SCHEDULES`.
+A schedule object lives for one party's local training (MOON makes one per job).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from federated.config import RunConfig
+if TYPE_CHECKING:
+    from federated.algorithms.moon import MoonParams
 
 
 class TemperatureSchedule:
-    """A constant temperature ``config.tau``."""
+    """A constant temperature ``params.tau``.  ``params`` is MOON's parameters (or any
+    object with ``tau``, ``tau_min``, ``tau_sigma``, ``tau_scope``, e.g. a RunConfig)."""
 
-    def __init__(self, config: RunConfig, generator: torch.Generator) -> None:
-        self.config = config
+    def __init__(self, params: MoonParams, generator: torch.Generator) -> None:
+        self.params = params
         self.generator = generator
-        self.value: float = float(config.tau)
+        self.value: float = float(params.tau)
 
     def begin(self, party_state: dict[str, Any]) -> None:
         """A party's local training starts."""

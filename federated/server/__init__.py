@@ -1,22 +1,32 @@
-"""Server-side rules: weighted averaging and the server update (plain or FedAvgM).
+"""Server side: combining contributions (:mod:`federated.server.aggregation`) and the
+server optimizers that turn the combined state into the next global model.
 
-A new server rule: one file with a :class:`ServerOptimizer` subclass, one line below.
+The registry of server optimizers is :data:`federated.registry.SERVER_OPTIMIZER_PATHS`;
+:data:`SERVER_OPTIMIZERS` is it with the classes loaded.
 """
 
-from federated.server.aggregation import WeightedAverage, aggregation_weights, weighted_average
+from federated.registry import SERVER_OPTIMIZER_PATHS, load_method
+from federated.server.aggregation import (
+    Aggregator,
+    NoAggregation,
+    WeightedAverage,
+    WeightedMean,
+    aggregation_weights,
+    weighted_average,
+)
 from federated.server.base import ServerOptimizer
-from federated.server.fedavgm import FedAvgM
 
 SERVER_OPTIMIZERS: dict[str, type[ServerOptimizer]] = {
-    "avg": ServerOptimizer,
-    "fedavgm": FedAvgM,
+    name: load_method("server_optimizer", name) for name in SERVER_OPTIMIZER_PATHS
 }
 
 __all__ = [
     "SERVER_OPTIMIZERS",
-    "FedAvgM",
+    "Aggregator",
+    "NoAggregation",
     "ServerOptimizer",
     "WeightedAverage",
+    "WeightedMean",
     "aggregation_weights",
     "weighted_average",
 ]

@@ -1,4 +1,5 @@
-"""Weighted averaging of party models: w = sum_i (|D_i| / |D|) · w_i over the drawn parties.
+"""Combining a round's contributions: the :class:`Aggregator` interface and its default,
+the weighted mean w = sum_i (|D_i| / |D|) · w_i over the drawn parties.
 
 :class:`WeightedAverage` accumulates parties one at a time as they finish, so a round
 holds two copies of the model (the running sum and the party being trained) however
@@ -11,8 +12,12 @@ float64 and rounded.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from federated.algorithms.base import Contribution
 
 
 def aggregation_weights(sizes: Sequence[int]) -> list[float]:
@@ -61,3 +66,39 @@ def weighted_average(
     for state, weight in zip(states, aggregation_weights(sizes)):
         average.add(state, weight)
     return average.result()
+
+
+class Aggregator:
+    """Combines one round's contributions, added one party at a time in draw order."""
+
+    def add(self, contribution: Contribution) -> None:
+        """Take in one party's contribution (its tensors are valid during this call only)."""
+        raise NotImplementedError
+
+    def result(self) -> dict[str, torch.Tensor] | None:
+        """The combined model state the server optimizer steps towards; ``None`` when the
+        method keeps no global model (SOLO)."""
+        raise NotImplementedError
+
+
+class WeightedMean(Aggregator):
+    """The default: the |D_i|-weighted mean of the drawn parties' weights (FedAvg)."""
+
+    def __init__(self, template: Mapping[str, torch.Tensor]) -> None:
+        self.average = WeightedAverage(template)
+
+    def add(self, contribution: Contribution) -> None:
+        self.average.add(contribution.weights, contribution.weight)
+
+    def result(self) -> dict[str, torch.Tensor]:
+        return self.average.result()
+
+
+class NoAggregation(Aggregator):
+    """Nothing is combined: every party keeps its own model (SOLO)."""
+
+    def add(self, contribution: Contribution) -> None:
+        return None
+
+    def result(self) -> None:
+        return None

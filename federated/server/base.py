@@ -1,24 +1,38 @@
-"""Server update rules: how the averaged party models become the next global model."""
+"""Server optimizers: how the round's combined model state becomes the next global model.
+
+A server optimizer sees only the current global weights and the state the algorithm's
+aggregator combined (for FedAvg the weighted mean), so it treats ``current - combined``
+as the round's pseudo-gradient and any algorithm combines with any server optimizer.
+A new one: one file with a subclass (and its ``Params``), one line in
+:data:`federated.registry.SERVER_OPTIMIZER_PATHS`; outside fedsweep,
+``--server-optimizer package.module:Class``.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from federated.config import RunConfig
+from federated.params import MethodParams, NoParams
+
+if TYPE_CHECKING:
+    from federated.config import RunConfig
 
 
 class ServerOptimizer:
-    """Plain federated averaging: the next global model is the weighted average."""
+    """Plain federated averaging: the next global model is the combined state."""
 
-    name = "avg"
+    name: ClassVar[str] = "avg"
+    Params: ClassVar[type[MethodParams]] = NoParams
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
+        self.params = self.Params.build(config.to_dict())
 
     def step(self, current: list[torch.Tensor], average: list[torch.Tensor]) -> None:
-        """Overwrite ``current`` (the global model's floating-point state) in place."""
+        """Overwrite ``current`` (the global model's floating-point state) in place from
+        ``average`` (the aggregator's combined state, same order)."""
         with torch.no_grad():
             torch._foreach_copy_(current, average)
 

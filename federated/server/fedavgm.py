@@ -16,23 +16,38 @@ reference code.  The velocity starts at zero and is part of checkpoints.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from federated.config import RunConfig
+from federated.params import MethodParams, describe
 from federated.server.base import ServerOptimizer
+
+if TYPE_CHECKING:
+    from federated.config import RunConfig
+
+
+@dataclass(frozen=True)
+class FedAvgMParams(MethodParams):
+    """FedAvgM's parameters: the config fields ``server_momentum`` and ``server_lr``
+    (their ranges are checked with the config's fields)."""
+
+    owner = "server_optimizer fedavgm"
+    server_momentum: float = field(default=0.9, metadata=describe("momentum beta in [0, 1)"))
+    server_lr: float = field(default=1.0, metadata=describe("server learning rate > 0"))
 
 
 class FedAvgM(ServerOptimizer):
     name = "fedavgm"
+    Params = FedAvgMParams
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)
         self.velocity: list[torch.Tensor] | None = None
 
     def step(self, current: list[torch.Tensor], average: list[torch.Tensor]) -> None:
-        beta, lr = self.config.server_momentum, self.config.server_lr
+        beta, lr = self.params.server_momentum, self.params.server_lr
         with torch.no_grad():
             if self.velocity is None:
                 self.velocity = [torch.zeros_like(t) for t in current]

@@ -1,0 +1,70 @@
+"""Where every method lives: name -> ``module:Class``, and plug-ins by import path.
+
+A new algorithm is one file in :mod:`federated.algorithms` and one line in
+:data:`ALGORITHM_PATHS`; a new server optimizer one file in :mod:`federated.server`
+and one line in :data:`SERVER_OPTIMIZER_PATHS`.  A user's own method needs no line at
+all: ``--algorithm package.module:Class`` (or ``server_optimizer=package.module:Class``
+in a study file or sweep) imports it.
+
+Entries are import paths, not classes, so that :mod:`federated.config` can look methods
+up without importing torch-side modules at import time, and the torch-side modules
+never import the config: the dependency runs one way (config -> registry -> method
+module -> :mod:`federated.params`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from federated.params import ConfigError
+
+ALGORITHM_PATHS: dict[str, str] = {
+    "fedavg": "federated.algorithms.fedavg:FedAvg",
+    "fedprox": "federated.algorithms.fedprox:FedProx",
+    "moon": "federated.algorithms.moon:Moon",
+    "scaffold": "federated.algorithms.scaffold:Scaffold",
+    "solo": "federated.algorithms.solo:Solo",
+    "l2rep": "federated.algorithms.l2rep:L2Representation",
+}
+
+SERVER_OPTIMIZER_PATHS: dict[str, str] = {
+    "avg": "federated.server.base:ServerOptimizer",
+    "fedavgm": "federated.server.fedavgm:FedAvgM",
+}
+
+KINDS = {
+    "algorithm": (ALGORITHM_PATHS, "federated.algorithms.base:Algorithm"),
+    "server_optimizer": (SERVER_OPTIMIZER_PATHS, "federated.server.base:ServerOptimizer"),
+}
+
+
+def is_plugin(name: str) -> bool:
+    """``package.module:Class`` rather than a registered name."""
+    return ":" in name
+
+
+def _import(path: str) -> Any:
+    module_name, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def load_method(kind: str, name: str) -> type:
+    """The class registered as ``name`` (or imported from ``package.module:Class``) for
+    ``kind`` ("algorithm" or "server_optimizer"); :class:`ConfigError` if there is none."""
+    paths, base_path = KINDS[kind]
+    allowed = "one of " + ", ".join(paths) + ", or package.module:Class"
+    if name in paths:
+        return _import(paths[name])
+    if not is_plugin(name):
+        raise ConfigError(kind, name, allowed)
+    module_name, _, attribute = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(kind, name, f"an importable module ({err})") from None
+    cls = getattr(module, attribute, None)
+    base = _import(base_path)
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise ConfigError(kind, name, f"a subclass of {base.__name__} in {module_name}")
+    return cls

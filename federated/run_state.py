@@ -1,0 +1,44 @@
+"""Checkpoint compatibility of a run's saved state, and moving state between devices.
+
+A checkpoint may be restored under a config that differs only in fields declared
+``execution_only`` on :class:`~federated.config.RunConfig` (device, threads, evaluation
+batch size, checkpoint period, fault injection, data folder): those never change a
+run's results on a given device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from federated.config import RunConfig, execution_fields
+
+STATE_FORMAT = 1
+EXECUTION_FIELDS = execution_fields()
+
+
+def check_compatible(saved: Mapping[str, Any], config: RunConfig) -> None:
+    """Raise ``ValueError`` naming the first result-changing field where the config a
+    checkpoint was made with (``saved``, flat) differs from ``config``."""
+    mine = config.to_dict()
+    keys = (set(mine) | set(saved)) - EXECUTION_FIELDS
+    differing = sorted(k for k in keys if saved.get(k) != mine.get(k))
+    if differing:
+        k = differing[0]
+        raise ValueError(
+            f"checkpoint was made with {k}={saved.get(k)!r}, this run has {k}={mine.get(k)!r}"
+        )
+
+
+def tree_to(tree: Any, device: torch.device | str) -> Any:
+    """``tree`` (dicts, lists, tuples of tensors and plain values) with every tensor
+    detached and copied to ``device``."""
+    if isinstance(tree, torch.Tensor):
+        return tree.detach().to(device, copy=True)
+    if isinstance(tree, dict):
+        return {k: tree_to(v, device) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(tree_to(v, device) for v in tree)
+    return tree
