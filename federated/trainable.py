@@ -3,11 +3,12 @@
 ``train_federated(config)`` builds a :class:`~federated.config.RunConfig` from the trial's
 config (keys that are neither RunConfig fields nor parameters of the trial's methods
 are the sweep's labels, e.g. ``setting``, ``study``, and are ignored here), reports
-each round's metrics dict (plus ``node_id``, the Ray node that ran it), and every ``checkpoint_every`` rounds (and at the end)
-checkpoints the whole run state: global model, server state (FedAvgM velocity, SCAFFOLD
-control variate), every party's state (MOON previous models, SCAFFOLD control
-variates, annealed tau), the round number and every random generator.  A restarted
-trial restores that state and continues exactly; on CPU its remaining per-round
+each round's metrics dict (plus ``node_id``, the Ray node that ran it), and every
+``checkpoint_every`` rounds (and at the end) checkpoints the whole run state: global
+model, server state (FedAvgM velocity, SCAFFOLD control variate), every party's state
+(MOON previous models, SCAFFOLD control variates, annealed tau), the round number and
+every random generator.  A restarted trial restores that state and continues exactly;
+on CPU its remaining per-round
 accuracies equal an uninterrupted run's.
 
 Device: with ``device="auto"`` a trial uses CUDA only when Ray gave it a GPU
