@@ -41,11 +41,12 @@ class WeightedAverage:
 
     def add(self, state: Mapping[str, torch.Tensor], weight: float) -> None:
         with torch.no_grad():
-            torch._foreach_add_(
-                [self._sum[k] for k in self._float_keys],
-                [state[k].detach() for k in self._float_keys],
-                alpha=weight,
-            )
+            if self._float_keys:  # foreach ops refuse empty lists
+                torch._foreach_add_(
+                    [self._sum[k] for k in self._float_keys],
+                    [state[k].detach() for k in self._float_keys],
+                    alpha=weight,
+                )
             for k in self._other_keys:
                 self._sum[k].add_(state[k].to(torch.float64), alpha=weight)
         self.total_weight += weight
