@@ -26,6 +26,7 @@ ALGORITHM_PATHS: dict[str, str] = {
     "scaffold": "federated.algorithms.scaffold:Scaffold",
     "solo": "federated.algorithms.solo:Solo",
     "l2rep": "federated.algorithms.l2rep:L2Representation",
+    "fednova": "federated.algorithms.fednova:FedNova",
 }
 
 SERVER_OPTIMIZER_PATHS: dict[str, str] = {
