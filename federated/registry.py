@@ -27,6 +27,7 @@ ALGORITHM_PATHS: dict[str, str] = {
     "solo": "federated.algorithms.solo:Solo",
     "l2rep": "federated.algorithms.l2rep:L2Representation",
     "fednova": "federated.algorithms.fednova:FedNova",
+    "feddyn": "federated.algorithms.feddyn:FedDyn",
 }
 
 SERVER_OPTIMIZER_PATHS: dict[str, str] = {
