@@ -33,6 +33,8 @@ ALGORITHM_PATHS: dict[str, str] = {
 SERVER_OPTIMIZER_PATHS: dict[str, str] = {
     "avg": "federated.server.base:ServerOptimizer",
     "fedavgm": "federated.server.fedavgm:FedAvgM",
+    "fedadam": "federated.server.fedadam:FedAdam",
+    "fedyogi": "federated.server.fedadam:FedYogi",
 }
 
 KINDS = {
