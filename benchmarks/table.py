@@ -5,12 +5,12 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from federated.atomic_file import atomic_open
 
 
 @dataclass(frozen=True)
@@ -44,15 +44,8 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> s
 
 
 def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_open(path, "w", newline="") as fh:
+        write(fh)
 
 
 def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:

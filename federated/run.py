@@ -18,13 +18,12 @@ import csv
 import io
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from federated.atomic_file import atomic_open
 from federated.config import ConfigError, RunConfig, field_help, field_types, registered_params
 from federated.data import DatasetUnavailable
 from federated.data.folder_layout import dataset_slug
@@ -111,10 +110,8 @@ def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writeheader()
         writer.writerows(rows)
         text = buf.getvalue()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
+    with atomic_open(path) as fh:
         fh.write(text)
-    os.replace(tmp, path)
 
 
 def format_row(row: dict[str, Any], rounds: int) -> str:

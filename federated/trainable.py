@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from federated.atomic_file import atomic_open
 from federated.config import RunConfig, config_values
 from federated.round_loop import FederatedRun
 
@@ -53,9 +54,8 @@ def run_config_from_trial(config: dict[str, Any]) -> RunConfig:
 def save_run_state(run: FederatedRun, folder: str | os.PathLike) -> Path:
     """Write the run state into ``folder`` atomically; returns the file."""
     path = Path(folder) / STATE_FILE
-    tmp = path.with_suffix(".tmp")
-    torch.save(run.state_dict(), tmp)
-    os.replace(tmp, path)
+    with atomic_open(path, "wb") as fh:
+        torch.save(run.state_dict(), fh)
     return path
 
 

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from federated.atomic_file import atomic_open
 
 MANIFEST = "fedsweep_sweep.json"
 PARTITIONS = "partitions.json"
@@ -40,16 +41,8 @@ MANIFEST_FORMAT = 1
 
 def write_json_atomic(path: str | os.PathLike, payload: Any) -> None:
     """Write ``payload`` as JSON to ``path`` through a temporary file and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, indent=2, default=str)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_open(path) as fh:
+        json.dump(payload, fh, indent=2, default=str)
 
 
 def read_manifest(sweep_dir: str | os.PathLike) -> dict[str, Any]:

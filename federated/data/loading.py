@@ -16,13 +16,13 @@ keeps the whole set on its device and augments batches there.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from federated.atomic_file import atomic_open
 from federated.data.catalog import DatasetSpec, dataset_spec
 from federated.data.idx import read_idx
 from federated.data.synthetic import synthetic_images
@@ -258,14 +258,9 @@ def _decode_tinyimagenet(folder: Path) -> dict[str, torch.Tensor]:
 
 
 def atomic_torch_save(obj, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """``torch.save`` through :func:`federated.atomic_file.atomic_open` (dataset caches)."""
+    with atomic_open(path, "wb") as fh:
+        torch.save(obj, fh)
 
 
 def _short(err: BaseException) -> str:

@@ -1,0 +1,35 @@
+"""Writing a file so that a reader never sees half of it: the one helper for it.
+
+:func:`atomic_open` writes into a temporary file in the target's folder (same file
+system, so the final rename is atomic) and renames it over the target only when the
+block finishes without an error; on an error the temporary file is removed and the
+target is left as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+
+@contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
+    """Open ``path`` for writing (``mode`` "w" or "wb", ``kwargs`` as for :func:`open`)
+    through a hidden temporary file that replaces ``path`` when the block succeeds.
+    Creates the parent folder."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_open writes whole files: mode 'w' or 'wb', not {mode!r}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, **kwargs) as fh:
+            yield fh
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,0 +1,36 @@
+"""The one atomic file writer: a finished block replaces the file, a failed one leaves
+the old file and no temporary file behind."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from federated.atomic_file import atomic_open
+
+
+def test_a_finished_block_replaces_the_file(tmp_path):
+    path = tmp_path / "sub" / "rows.csv"
+    with atomic_open(path) as fh:
+        fh.write("a,b\n")
+        assert not path.exists()  # nothing visible until the block ends
+    assert path.read_text() == "a,b\n"
+    with atomic_open(path, "wb") as fh:
+        torch.save({"x": torch.arange(3)}, fh)
+    assert torch.equal(torch.load(path, weights_only=True)["x"], torch.arange(3))
+    assert sorted(p.name for p in path.parent.iterdir()) == ["rows.csv"]
+
+
+def test_a_failed_block_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "manifest.json"
+    path.write_text("old")
+    with pytest.raises(RuntimeError), atomic_open(path) as fh:
+        fh.write("half of the new")
+        raise RuntimeError("writer died")
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
+
+
+def test_only_whole_file_modes():
+    with pytest.raises(ValueError, match="mode 'w' or 'wb'"), atomic_open("x", "a"):
+        pass
