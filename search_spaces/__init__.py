@@ -2,7 +2,7 @@
 
 from search_spaces.budgets import BUDGETS, DEFAULT_BUDGET, Budget
 from search_spaces.catalog import STUDIES
-from search_spaces.resolve import check_overrides, seed_list, trial_fields
+from search_spaces.resolve import check_overrides, seed_list, trial_fields, with_axis_values
 from search_spaces.study import Axis, OptunaRange, Study, point_label
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "point_label",
     "seed_list",
     "trial_fields",
+    "with_axis_values",
 ]

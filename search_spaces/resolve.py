@@ -8,12 +8,35 @@ overrides < the seed.  The result is a complete, validated
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from federated.config import ConfigError, RunConfig
+from federated.config import ConfigError, RunConfig, coerce
 from search_spaces.budgets import Budget
 from search_spaces.study import Study
+
+
+def with_axis_values(study: Study, overrides: Mapping[str, Any]) -> tuple[Study, dict[str, Any]]:
+    """Apply the ``--set`` items that change a plain axis's values: ``AXIS=v1,v2``
+    replaces them, ``AXIS+=v1,v2`` adds to them (e.g. ``--set algorithm+=fednova,feddyn``
+    puts the extra methods into ``comparison``).  Returns the study with those axes and
+    the remaining (field) overrides."""
+    plain = {a.name for a in study.axes if not a.joint}
+    axes = list(study.axes)
+    rest = {}
+    for key, value in overrides.items():
+        name, extend = (key[:-1], True) if key.endswith("+") else (key, False)
+        if name not in plain or (not extend and "," not in str(value)):
+            if extend:
+                raise ConfigError(key, value, f"a plain axis of {study.name}+=VALUES")
+            rest[key] = value
+            continue
+        values = tuple(coerce(name, v.strip()) for v in str(value).split(",") if v.strip())
+        i = [a.name for a in axes].index(name)
+        values = (*axes[i].values, *values) if extend else values
+        axes[i] = dataclasses.replace(axes[i], values=tuple(dict.fromkeys(values)))
+    return dataclasses.replace(study, axes=tuple(axes)), rest
 
 
 def check_overrides(study: Study, overrides: Mapping[str, Any]) -> None:

@@ -19,7 +19,15 @@ from typing import Any
 
 from federated.config import config_values
 from federated.data.folder_layout import absolute_folder_name, dataset_slug
-from search_spaces import Budget, Study, check_overrides, point_label, seed_list, trial_fields
+from search_spaces import (
+    Budget,
+    Study,
+    check_overrides,
+    point_label,
+    seed_list,
+    trial_fields,
+    with_axis_values,
+)
 
 OPTUNA_SEED = 0
 
@@ -37,6 +45,9 @@ class TrialSpec:
         return point_label(self.point)
 
 
+_ABSENT = object()  # a key one grid point's config has and another's lacks
+
+
 class PointLookup:
     """``tune.sample_from`` callable: a field's value for the trial's grid point."""
 
@@ -45,7 +56,8 @@ class PointLookup:
         self.key = key
 
     def __call__(self, config: Mapping[str, Any]) -> Any:
-        return self.table[config["point"]][self.key]
+        # None where the point's methods have no such parameter (FedDyn's alpha for FedAvg)
+        return self.table[config["point"]].get(self.key)
 
 
 class DefineByRun:
@@ -84,9 +96,12 @@ class SweepPlan:
         overrides: Mapping[str, Any] | None = None,
         num_samples: int | None = None,
     ) -> SweepPlan:
-        """``seeds``: the ``--seeds`` text, or the list a manifest recorded."""
+        """``seeds``: the ``--seeds`` text, or the list a manifest recorded.
+        ``overrides`` may change a plain axis's values (``algorithm+=fednova``, see
+        :func:`search_spaces.with_axis_values`); the manifest records them as given."""
         overrides = dict(overrides or {})
-        check_overrides(study, overrides)
+        study, field_overrides = with_axis_values(study, overrides)
+        check_overrides(study, field_overrides)
         # --set dataset=folder:PATH (a study file's too) is the sweep's dataset; a folder's
         # path is made absolute here, in the driver, for every trial on every node
         dataset = absolute_folder_name(overrides.pop("dataset", None) or dataset or study.dataset)
@@ -114,7 +129,8 @@ class SweepPlan:
             budget=self.budget,
             dataset=self.dataset,
             seed=seed,
-            overrides=self.overrides,
+            # the field part: axis items (algorithm+=...) already shaped self.study
+            overrides=with_axis_values(self.study, self.overrides)[1],
         )
         labels = {name: point[name] for name in self.study.label_columns}
         return {
@@ -146,7 +162,8 @@ class SweepPlan:
 
         table = {t.label: t.config for t in self.trials() if t.seed == self.seeds[0]}
         first = next(iter(table.values()))
-        varying = {k for cfg in table.values() for k in cfg if cfg[k] != first[k]} - {"seed"}
+        varying = {k for cfg in table.values() for k in cfg if cfg[k] != first.get(k, _ABSENT)}
+        varying -= {"seed"}
         space: dict[str, Any] = {k: v for k, v in first.items() if k not in varying}
         space["point"] = tune.grid_search(list(table))
         space["seed"] = tune.grid_search(self.seeds)
