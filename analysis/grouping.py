@@ -23,7 +23,8 @@ import pandas as pd
 from analysis.loading import Results, Sweep
 from analysis.naming import format_value
 
-# federated.round_loop.EXECUTION_FIELDS (not imported: it would import torch), plus
+# federated.run_state.EXECUTION_FIELDS (the execution_only config fields; not imported:
+# it would import torch), plus
 # the labels that name a trial rather than define it.
 NOT_CONDITIONS = frozenset(
     {

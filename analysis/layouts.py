@@ -1,7 +1,7 @@
 """How each study is laid out in figures: what the lines are, what the panels are, and
 what goes on the x axis of its sensitivity plot.
 
-One entry per study of DESIGN.md; a study not listed here (a new one) gets
+One entry per study of search_spaces/catalog.py; a study not listed here (a new one) gets
 :func:`generic_layout` from its axes.  Tables have their own per-study shapes in
 :mod:`analysis.study_tables`; the two agree on which parameter is which.
 """

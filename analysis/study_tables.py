@@ -1,4 +1,4 @@
-"""The paper's table for each study (DESIGN.md "Studies"), from a study group.
+"""The paper's table for each study (search_spaces/catalog.py), from a study group.
 
 =================  ===========================================================
 study              table(s)

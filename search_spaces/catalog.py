@@ -1,4 +1,4 @@
-"""Every study of DESIGN.md, one definition each, with the paper table it reproduces.
+"""Every study of the MOON paper (README, "Sweeps"), one definition each, with its table.
 
 Unless a study fixes it, ``mu`` resolves per (algorithm, dataset) to the paper's best
 (MOON 5 / FedProx 0.01 on CIFAR-10, 1 / 0.001 on CIFAR-100 and Tiny-ImageNet, MOON 1

@@ -1,4 +1,4 @@
-"""Every study of DESIGN.md gets its paper table shape, from hand-made results whose
+"""Every study (search_spaces/catalog.py) gets its paper table shape, from hand-made results whose
 configs are the real studies' (smoke budget, 2 seeds) and whose accuracies are known."""
 
 from __future__ import annotations

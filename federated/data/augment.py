@@ -1,6 +1,6 @@
 """Train-time augmentation and normalisation, batched on tensors on the run's device.
 
-The DESIGN.md augmentation for CIFAR-shaped data is reflect-pad 4, random crop back to
+The augmentation for CIFAR-shaped data (README, "Datasets") is reflect-pad 4, random crop back to
 the image size, random horizontal flip, then normalisation (CIFAR-100 adds a +/-15 degree
 rotation, as the reference code does).  Instead of padding and cropping image by image,
 the crop, its reflect padding and the flip collapse into one gather: output pixel
