@@ -60,7 +60,7 @@ def save_run_state(run: FederatedRun, folder: str | os.PathLike) -> Path:
 
 
 def load_run_state(folder: str | os.PathLike) -> dict[str, Any]:
-    return torch.load(Path(folder) / STATE_FILE, weights_only=False)
+    return torch.load(Path(folder) / STATE_FILE, weights_only=True)
 
 
 def train_federated(config: dict[str, Any]) -> None:
