@@ -8,10 +8,20 @@ and what is allowed.  Fields left as ``None`` are resolved to the MOON paper's s
 
 Defaults are the paper's reference settings: 10 parties, Dir(0.5), 10 local epochs,
 SGD lr 0.01 / momentum 0.9 / weight decay 1e-5, batch 64, out_dim 256, tau 0.5.
+
+The chosen algorithm and server optimizer (registered names or ``package.module:Class``
+plug-ins, :mod:`federated.registry`) bring their own typed parameters
+(:class:`~federated.params.MethodParams`).  A parameter named like a field here (``mu``,
+``tau``, ``server_lr`` ...) takes that field's value — the flat names of the studies and
+results on disk keep working; any other one is a *method option*, kept in
+``method_options`` and flat in :meth:`RunConfig.to_dict`.  Both are built and checked
+here, at construction, with everything else: :attr:`RunConfig.algorithm_params`,
+:attr:`RunConfig.server_params`.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -247,6 +257,7 @@ def execution_fields() -> frozenset[str]:
     return frozenset(f.name for f in fields(RunConfig) if f.metadata.get("execution_only"))
 
 
+@functools.cache
 def registered_params() -> dict[str, type[MethodParams]]:
     """``"algorithm moon"`` / ``"server_optimizer fedadam"`` -> that method's parameters
     class, for every registered method (imports them)."""

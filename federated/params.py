@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar, get_type_hints
+from typing import Any, get_type_hints
 
 
 class ConfigError(ValueError):
@@ -141,9 +141,6 @@ class MethodParams:
     the paper studies keep working; any other field is a method option, set as
     ``--name value`` / ``name=value`` like a config field.  Subclasses override
     :meth:`check` for their ranges."""
-
-    #: what the parameters belong to, for messages ("algorithm moon")
-    owner: ClassVar[str] = ""
 
     def check(self) -> None:
         """Raise :class:`ConfigError` naming the field of the first bad value."""

@@ -24,7 +24,6 @@ from federated.server.base import ServerOptimizer
 
 @dataclass(frozen=True)
 class LabelSmoothingParams(MethodParams):
-    owner = "algorithm tests.plugin_method:LabelSmoothing"
     smoothing: float = field(default=0.1, metadata=describe("label smoothing in [0, 1)"))
 
     def check(self) -> None:
@@ -45,7 +44,6 @@ class LabelSmoothing(Algorithm):
 
 @dataclass(frozen=True)
 class PartialStepParams(MethodParams):
-    owner = "server_optimizer tests.plugin_method:PartialStep"
     step_fraction: float = field(
         default=0.5, metadata=describe("share of the way to the combined model, in (0, 1]")
     )

@@ -36,7 +36,6 @@ from federated.server.aggregation import WeightedMean
 
 @dataclass(frozen=True)
 class FedDynParams(MethodParams):
-    owner = "algorithm feddyn"
     alpha: float = field(
         default=0.01, metadata=describe("FedDyn's regularisation weight alpha > 0")
     )

@@ -21,7 +21,6 @@ class FedProxParams(MethodParams):
     """FedProx's proximal weight: the config field ``mu`` (default: the paper's best for
     the dataset, 0.01 elsewhere)."""
 
-    owner = "algorithm fedprox"
     mu: float = field(default=0.01, metadata=describe("proximal weight mu >= 0"))
 
 

@@ -26,7 +26,6 @@ def l2_representation_term(z: torch.Tensor, z_glob: torch.Tensor) -> torch.Tenso
 class L2RepresentationParams(MethodParams):
     """The weight of the representation term: the config field ``mu`` (default 0.1)."""
 
-    owner = "algorithm l2rep"
     mu: float = field(default=0.1, metadata=describe("weight of ||z - z_glob|| >= 0"))
 
 

@@ -61,7 +61,6 @@ class MoonParams(MethodParams):
     """MOON's parameters, all config fields of the same names (their ranges are checked
     with the config's fields; ``mu`` and ``tau`` default to the paper's settings)."""
 
-    owner = "algorithm moon"
     mu: float = field(default=1.0, metadata=describe("weight of the contrastive term"))
     tau: float = field(default=0.5, metadata=describe("temperature (start value when annealed)"))
     tau_schedule: str = field(default="fixed", metadata=describe("fixed or annealed"))

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 class AdaptiveParams(MethodParams):
     """FedAdam's and FedYogi's parameters (their own: ``server_lr`` is FedAvgM's)."""
 
-    owner = "server_optimizer fedadam / fedyogi"
     adaptive_lr: float = field(default=0.01, metadata=describe("server learning rate eta > 0"))
     adaptive_beta1: float = field(default=0.9, metadata=describe("first-moment decay in [0, 1)"))
     adaptive_beta2: float = field(default=0.99, metadata=describe("second-moment decay in [0, 1)"))

@@ -33,7 +33,6 @@ class FedAvgMParams(MethodParams):
     """FedAvgM's parameters: the config fields ``server_momentum`` and ``server_lr``
     (their ranges are checked with the config's fields)."""
 
-    owner = "server_optimizer fedavgm"
     server_momentum: float = field(default=0.9, metadata=describe("momentum beta in [0, 1)"))
     server_lr: float = field(default=1.0, metadata=describe("server learning rate > 0"))
 
