@@ -252,3 +252,14 @@ def test_method_parameters_are_checked_where_configs_are(values, field, allowed)
     with pytest.raises(ConfigError) as info:
         RunConfig.from_dict(values)
     assert info.value.field == field and allowed in str(info.value)
+
+
+def test_method_options_are_flat_resolved_and_follow_the_method():
+    feddyn = RunConfig.from_dict({"algorithm": "feddyn", "server_optimizer": "fedyogi"})
+    flat = feddyn.to_dict()
+    assert flat["alpha"] == 0.01 and flat["adaptive_beta2"] == 0.99  # defaults, resolved
+    assert feddyn.algorithm_params.alpha == 0.01
+    assert RunConfig.from_dict(flat) == feddyn  # what params.json holds rebuilds the run
+    fedavg = feddyn.replace(algorithm="fedavg", server_optimizer="avg")
+    assert "alpha" not in fedavg.to_dict() and "adaptive_lr" not in fedavg.to_dict()
+    assert feddyn.replace(alpha=0.5).algorithm_params.alpha == 0.5
