@@ -40,3 +40,21 @@ def test_a_restored_run_continues_exactly(method, synthetic, tmp_path):
     restored.load_state_dict(load_run_state(tmp_path))
     tail = results([restored.run_round() for _ in range(2)])
     assert head + tail == straight
+
+
+def test_only_execution_fields_may_differ_at_restore(synthetic, tmp_path):
+    """Fields marked execution_only (threads, eval batch size ...) may change; a method
+    parameter may not, and the refusal names it."""
+    config = tiny(algorithm="feddyn", method_options={"alpha": 0.1})
+    run = FederatedRun(config, synthetic)
+    run.run_round()
+    save_run_state(run, tmp_path)
+    state = load_run_state(tmp_path)
+    FederatedRun(config.replace(eval_batch_size=64, checkpoint_every=1), synthetic).load_state_dict(
+        state
+    )
+    other = FederatedRun(config.replace(alpha=0.2), synthetic)
+    with pytest.raises(
+        ValueError, match=r"checkpoint was made with alpha=0.1, this run has alpha=0.2"
+    ):
+        other.load_state_dict(state)
