@@ -35,6 +35,10 @@ METHODS = {
     "fedavgm": dict(algorithm="fedavg", server_optimizer="fedavgm"),
     "l2rep": dict(algorithm="l2rep"),
     "annealed_tau": dict(algorithm="moon", tau_schedule="annealed"),
+    "fednova": dict(algorithm="fednova"),
+    "feddyn": dict(algorithm="feddyn"),
+    "fedadam": dict(algorithm="fedavg", server_optimizer="fedadam"),
+    "fedyogi": dict(algorithm="moon", server_optimizer="fedyogi"),
 }
 
 
@@ -55,7 +59,9 @@ def test_every_method_trains_two_rounds_on_cuda(synthetic, name):
     assert 0.0 <= rows[-1]["test_acc"] <= 1.0
 
 
-@pytest.mark.parametrize("name", ["moon_k3", "scaffold", "fedavgm", "annealed_tau"])
+@pytest.mark.parametrize(
+    "name", ["moon_k3", "scaffold", "fedavgm", "annealed_tau", "feddyn", "fedadam"]
+)
 def test_checkpoint_on_cuda_restores_on_cuda_to_the_same_rounds(synthetic, name):
     """Stop after round 2, save, restore into a fresh run: rounds 3-4 equal an uninterrupted run.
 
@@ -109,6 +115,7 @@ def _synchronisations_in_one_local_training(run: FederatedRun, party: int) -> tu
         state=run.party_states[party],
         num_samples=labels.shape[0],
         device=run.device,
+        server=run.server_state,
     )
     run.algorithm.begin_local(job)
     torch.cuda.synchronize()
