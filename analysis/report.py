@@ -47,6 +47,7 @@ from analysis.naming import dataset_name, format_value, parameter_name, percent,
 from analysis.study_tables import STUDY_TABLES, TableOptions, study_tables
 from analysis.summary import excluded_trials
 from analysis.tables import METRICS, Table
+from analysis.tracker_upload import TrackerUploadError, check_report_trackers, upload_report
 
 METRIC_CHOICES = {"final": "final_acc", "best": "best_acc"}
 TARGET_CHOICES = ("per-seed", "mean")
@@ -119,6 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-pdf", action="store_true", help="PNG figures only")
     p.add_argument("--quiet", action="store_true", help="print only the report's path")
+    p.add_argument(
+        "--track",
+        action="append",
+        default=[],
+        metavar="TRACKER",
+        help="also log the tables and figures to the sweeps' mlflow or wandb (repeatable)",
+    )
     return p
 
 
@@ -477,9 +485,10 @@ def write_report(
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        check_report_trackers(args.track)
         results = load_results(args.results)
         options = check_options(args, results)
-    except (NoResultsError, UsageError) as err:
+    except (NoResultsError, UsageError, TrackerUploadError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     formats = ("png",) if args.no_pdf else ("png", "pdf")
@@ -490,6 +499,10 @@ def main(argv: list[str] | None = None) -> int:
             counts = ", ".join(f"{n} {s}" for s, n in status_counts(trials).items())
             print(f"{sweep.name}: {sweep.status}; trials: {counts or 'none yet'}")
     print(f"report: {report}")
+    if args.track:
+        sweeps = [(sweep.name, sweep.path, sweep.manifest) for sweep in results.sweeps]
+        for line in upload_report(report.parent, sweeps, args.track):
+            print(line)
     return 0
 
 

@@ -17,12 +17,14 @@
           checkpoint_NNNNNN/run_state.pt  the last checkpoints (whole run state)
           error.txt                       only when the trial failed
         experiment_state-*.json, tuner.pkl, ...   Tune's own, used by --resume
+        mlflow.db, mlartifacts/           with --track mlflow (the default local store)
+        <trial dir>/wandb/offline-run-*   with --track wandb (offline by default)
 
 The manifest records what was asked (study, budget, dataset, search, seeds, axes,
-overrides, command), the state of the sweep (``running``, ``finished``,
-``interrupted``) and, once Tune returns, each trial's final status (``TERMINATED`` or
-``ERROR`` with the error's first line).  Files are written to a temporary name and
-renamed, so a reader never sees a half-written manifest.
+overrides, command, where ``--track`` sent the runs: ``tracking``), the state of the
+sweep (``running``, ``finished``, ``interrupted``) and, once Tune returns, each trial's
+final status (``TERMINATED`` or ``ERROR`` with the error's first line).  Files are
+written to a temporary name and renamed, so a reader never sees a half-written manifest.
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ from typing import Any
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
 os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+# A tracker's callback (MLflow's SQLite inserts) takes up to a second per result on a small
+# machine; Tune's warning about it at 0.5 s would fill the terminal.
+os.environ.setdefault("TUNE_WARN_THRESHOLD_S", "5")
 
 import ray
 from ray import tune
@@ -39,8 +42,10 @@ from study.layout import (
     update_manifest,
     write_json_atomic,
 )
+from study.live_view import LiveView
 from study.plan import OPTUNA_SEED, SweepPlan, run_config_fields, trial_dirname
 from study.resources import TrialResources, choose_resources
+from study.tracking_callbacks import tracking_callbacks
 
 SYNC_PERIOD_S = 1
 DASHBOARD_PORT = 8265
@@ -137,19 +142,16 @@ def _scheduler(name: str | None, max_rounds: int):
     )
 
 
-def _reporter(plan: SweepPlan) -> tune.CLIReporter:
-    return tune.CLIReporter(
-        parameter_columns=plan.parameter_columns,
-        metric_columns={"round": "round", "test_acc": "test_acc", "train_loss": "train_loss"},
-        max_report_frequency=15,
-        max_progress_rows=40,
-    )
+def _reporter(plan: SweepPlan) -> LiveView:
+    trials = plan.num_samples if plan.search == "optuna" else plan.n_trials
+    return LiveView(plan.study.name, trials, plan.max_rounds, plan.parameter_columns)
 
 
 def tune_run_config(
-    plan: SweepPlan, name: str, storage: Path, execution: Execution
+    plan: SweepPlan, name: str, storage: Path, execution: Execution, callbacks: list | None = None
 ) -> tune.RunConfig:
     return tune.RunConfig(
+        callbacks=callbacks,
         name=name,
         storage_path=str(storage),
         failure_config=tune.FailureConfig(max_failures=execution.max_failures),
@@ -160,7 +162,9 @@ def tune_run_config(
     )
 
 
-def new_tuner(plan: SweepPlan, name: str, storage: Path, execution: Execution) -> tune.Tuner:
+def new_tuner(
+    plan: SweepPlan, name: str, storage: Path, execution: Execution, callbacks: list | None = None
+) -> tune.Tuner:
     if plan.search == "optuna":
         import optuna
         from ray.tune.search.optuna import OptunaSearch
@@ -191,7 +195,7 @@ def new_tuner(plan: SweepPlan, name: str, storage: Path, execution: Execution) -
             max_concurrent_trials=execution.max_concurrent,
             trial_dirname_creator=trial_dirname,
         ),
-        run_config=tune_run_config(plan, name, storage, execution),
+        run_config=tune_run_config(plan, name, storage, execution, callbacks),
     )
 
 
@@ -331,6 +335,7 @@ __all__ = [
     "read_manifest",
     "restore_tuner",
     "start_ray",
+    "tracking_callbacks",
     "trainable_with",
     "tune_run_config",
     "update_manifest",

@@ -25,6 +25,7 @@ from federated.data import DatasetUnavailable
 from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES
 from study.plan import SweepPlan
 from study.resources import TrialResources
+from study.tracking import TrackerUnavailableError, check_trackers, start_tracking, sweep_tags
 
 
 class UsageError(ValueError):
@@ -101,7 +102,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="after an Optuna search, rerun the best config over K seeds",
     )
-    p.add_argument("--quiet", action="store_true", help="no live progress table")
+    p.add_argument("--quiet", action="store_true", help="no live progress view")
+    p.add_argument(
+        "--track",
+        action="append",
+        default=[],
+        metavar="TRACKER",
+        help="also log every trial to mlflow or wandb (repeatable; optional extras)",
+    )
+    p.add_argument(
+        "--track-uri",
+        help="MLflow tracking URI (default: sqlite:///<sweep folder>/mlflow.db)",
+    )
     return p
 
 
@@ -140,6 +152,12 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("--rerun-best needs --search optuna (a grid already runs every seed)")
     if args.rerun_best < 0:
         raise UsageError(f"--rerun-best={args.rerun_best!r} (allowed: an integer >= 1)")
+    try:
+        check_trackers(args.track)
+    except TrackerUnavailableError as err:
+        raise UsageError(str(err)) from None
+    if args.track_uri and "mlflow" not in args.track:
+        raise UsageError(f"--track-uri={args.track_uri!r} needs --track mlflow")
 
 
 def list_studies() -> str:
@@ -268,16 +286,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume:
         print(f"resuming {sweep_dir}", flush=True)
         manifest = runner.update_manifest(sweep_dir, status="running")
+        if "wandb" in manifest.get("tracking", {}):  # Tune's restored callback checks it
+            os.environ["WANDB_MODE"] = manifest["tracking"]["wandb"]["mode"]
         space = None
         if manifest["search"] == "grid":
             space = SweepPlan.from_manifest(manifest).param_space()
         tuner = runner.restore_tuner(sweep_dir, resources, space)
     else:
         print(describe_plan(plan, resources).splitlines()[0], flush=True)
+        tags = sweep_tags(plan.study.name, sweep_dir.name, plan.budget.name)
+        tracking = start_tracking(args.track, sweep_dir, args.track_uri, tags)
         runner.write_json_atomic(
-            sweep_dir / runner.MANIFEST, runner.manifest_for(plan, sweep_dir.name, execution)
+            sweep_dir / runner.MANIFEST,
+            runner.manifest_for(plan, sweep_dir.name, execution, tracking=tracking),
         )
-        tuner = runner.new_tuner(plan, sweep_dir.name, storage, execution)
+        callbacks = runner.tracking_callbacks(tracking, tags)
+        tuner = runner.new_tuner(plan, sweep_dir.name, storage, execution, callbacks)
     results = runner.fit(tuner, sweep_dir)
     elapsed = time.perf_counter() - started
     print(runner.format_summary(runner.summary_rows(results)))

@@ -1,0 +1,73 @@
+"""Tune's MLflow and W&B logger callbacks with fedsweep's per-trial tags (see
+:mod:`study.tracking` for what is logged where).  Module-level classes, so the run config
+Tune pickles for ``--resume`` holds them by reference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.air.integrations.mlflow import MLflowLoggerCallback
+from ray.air.integrations.wandb import WandbLoggerCallback
+
+
+class MLflowTrialRuns(MLflowLoggerCallback):
+    """One child run per trial under the sweep's run, tagged with the trial's seed and id;
+    a trial continued after ``--resume`` logs into the run it had before."""
+
+    def log_trial_start(self, trial) -> None:
+        if trial not in self._trial_runs:
+            self._trial_runs[trial] = self._run_for(trial)
+        super().log_trial_start(trial)  # the run exists now: this logs the params only
+
+    def _run_for(self, trial) -> str:
+        client = self.mlflow_util._mlflow.tracking.MlflowClient(self.tracking_uri)
+        experiment = client.get_experiment_by_name(self.experiment_name)
+        query = f"tags.trial_id = '{trial.trial_id}'"
+        found = client.search_runs([experiment.experiment_id], query, max_results=1)
+        if found:
+            return found[0].info.run_id
+        tags = {
+            **self.tags,
+            "trial_name": str(trial),
+            "trial_id": trial.trial_id,
+            "seed": str(trial.config.get("seed")),
+        }
+        return self.mlflow_util.start_run(tags=tags, run_name=str(trial)).info.run_id
+
+    def log_trial_result(self, iteration: int, trial, result: dict) -> None:
+        # the config is the run's params already; as metrics it would double every insert
+        row = {k: v for k, v in result.items() if k != "config"}
+        super().log_trial_result(iteration, trial, row)
+
+
+class WandbTrialRuns(WandbLoggerCallback):
+    """One W&B run per trial in the sweep's group, tagged with the trial's seed."""
+
+    def _start_logging_actor(self, trial, exclude_results, **init_kwargs) -> None:
+        init_kwargs["tags"] = [*init_kwargs.get("tags", []), f"seed:{trial.config.get('seed')}"]
+        super()._start_logging_actor(trial, exclude_results, **init_kwargs)
+
+
+def tracking_callbacks(tracking: dict[str, dict[str, Any]], tags: dict[str, str]) -> list[Any]:
+    """Tune callbacks for what :func:`study.tracking.start_tracking` set up."""
+    callbacks: list[Any] = []
+    if "mlflow" in tracking:
+        info = tracking["mlflow"]
+        callbacks.append(
+            MLflowTrialRuns(
+                tracking_uri=info["uri"],
+                experiment_name=info["experiment"],
+                tags={**tags, "mlflow.parentRunId": info["parent_run_id"]},
+            )
+        )
+    if "wandb" in tracking:
+        info = tracking["wandb"]
+        callbacks.append(
+            WandbTrialRuns(
+                project=info["project"],
+                group=info["group"],
+                mode=info["mode"],
+                tags=[f"{k}:{v}" for k, v in tags.items()],
+            )
+        )
+    return callbacks
