@@ -1,0 +1,78 @@
+"""Snapshots of the built-in studies, taken before they became study files.
+
+``plan_snapshot()`` is every built-in study's dry-run plan (trials, configs, seeds) for
+each budget and search; ``report_snapshot()`` is the markdown of every table the report
+builds for each built-in study on a hand-made results folder (:mod:`tests.analysis_fakes`).
+``python -m tests.catalogue_snapshot`` rewrites the fixtures; the tests compare
+today's plans and tables with them.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+PLANS = FIXTURES / "builtin_plans.json"
+TABLES = FIXTURES / "builtin_report_tables.json"
+
+
+def plan_snapshot() -> dict[str, Any]:
+    """``{study: {budget/search: {n_trials, seeds, trials: [[label, seed, config]], ranges}}}``."""
+    from search_spaces import BUDGETS, STUDIES
+    from study.plan import SweepPlan
+
+    out: dict[str, Any] = {}
+    for name, study in STUDIES.items():
+        entry: dict[str, Any] = {
+            "paper": study.paper,
+            "description": study.description,
+            "axes": [a.name for a in study.axes],
+            "label_columns": study.label_columns,
+        }
+        for budget in BUDGETS:
+            for search in ("grid", "optuna"):
+                plan = SweepPlan.build(study, BUDGETS[budget], search=search)
+                entry[f"{budget}/{search}"] = {
+                    "n_trials": plan.n_trials,
+                    "seeds": plan.seeds,
+                    "dataset": plan.dataset,
+                    "ranges": {a.name: a.search_range.describe() for a in study.axes},
+                    "trials": [[t.label, t.seed, t.config] for t in plan.trials()],
+                }
+        out[name] = entry
+    return json.loads(json.dumps(out, default=str))
+
+
+def report_snapshot() -> dict[str, list[str]]:
+    """``{study: [markdown of each table]}`` on a fake results folder of each study."""
+    from analysis.formats import to_markdown
+    from analysis.grouping import study_groups
+    from analysis.loading import load_results
+    from analysis.study_tables import study_tables
+    from search_spaces import STUDIES
+    from tests.analysis_fakes import curve, plan_configs, write_sweep
+
+    out: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in STUDIES:
+            configs = plan_configs(name, seeds=2)
+            trials = [
+                (c, curve(0.3 + 0.013 * (i % 41) + 0.002 * c["seed"], c["rounds"]))
+                for i, c in enumerate(configs)
+            ]
+            write_sweep(Path(tmp), f"{name}-fmnist-smoke", name, trials)
+            results = load_results([str(Path(tmp) / f"{name}-fmnist-smoke")])
+            out[name] = [
+                to_markdown(table) for group in study_groups(results) for table in study_tables(group)
+            ]
+    return out
+
+
+if __name__ == "__main__":
+    FIXTURES.mkdir(exist_ok=True)
+    PLANS.write_text(json.dumps(plan_snapshot(), sort_keys=True) + "\n")
+    TABLES.write_text(json.dumps(report_snapshot(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {PLANS} and {TABLES}")
