@@ -6,6 +6,7 @@
 - :func:`sensitivity_plot`: final accuracy (%) vs the varied parameter, mean with ±1
   std error bars over seeds (Fig. 7, Fig. 11); values are evenly spaced categories, as
   in the paper's plots.
+- :func:`accuracy_heatmap`: mean accuracy (%) over two numeric axes of a study.
 - :func:`partition_heatmap`: samples per class and party (Fig. 5).
 - :func:`search_history_plot`, :func:`search_parameter_plot`, :func:`importance_plot`:
   an Optuna sweep's trials in order with the best so far, accuracy against each
@@ -188,6 +189,36 @@ def sensitivity_plot(
             if legend is not None:
                 legend.set_title(parameter_name(hue[0]) if hue else "")
                 plt.setp(legend.get_texts(), fontsize=7)
+        _title(fig, title)
+    return fig
+
+
+def accuracy_heatmap(
+    trials: pd.DataFrame, x: str, y: str, *, value: str = "final_acc", title: str = ""
+) -> plt.Figure:
+    """Mean over seeds of ``value`` (%) for every (``y`` row, ``x`` column) of completed
+    trials, annotated; one panel per dataset when there are several."""
+    done = trials[(trials["status"] == COMPLETED) & trials[value].notna()].copy()
+    done["accuracy (%)"] = 100.0 * done[value].astype(float)
+    datasets = list(dict.fromkeys(done["dataset"]))
+    with sns.axes_style("white"):
+        fig, axes = _grid(len(datasets))
+        for ax, dataset in zip(axes, datasets):
+            part = done[done["dataset"] == dataset]
+            grid = part.pivot_table(index=y, columns=x, values="accuracy (%)", aggfunc="mean")
+            grid = grid.sort_index(ascending=False).sort_index(axis=1)
+            sns.heatmap(
+                grid,
+                ax=ax,
+                cmap="viridis",
+                annot=True,
+                fmt=".1f",
+                annot_kws={"fontsize": 7},
+                cbar_kws={"label": "accuracy (%)"},
+            )
+            ax.set_xlabel(parameter_name(x))
+            ax.set_ylabel(parameter_name(y))
+            ax.set_title(dataset_name(dataset) if len(datasets) > 1 else "", fontsize=9)
         _title(fig, title)
     return fig
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from analysis.loading import Results, Sweep
 from analysis.naming import format_value
+from analysis.study_spec import report_spec
 
 # federated.run_state.EXECUTION_FIELDS (the execution_only config fields; not imported:
 # it would import torch), plus
@@ -54,6 +55,8 @@ class StudyGroup:
         sweeps: the sweeps its trials come from.
         condition: what sets this group apart from others of the same study, e.g.
             ``{"budget": "laptop", "rounds": 10}``; empty when nothing does.
+        report: the study file's ``[report]`` (table shape, figure layout, what it
+            reproduces) as the manifest carries it; empty for the generic report.
     """
 
     study: str
@@ -64,6 +67,7 @@ class StudyGroup:
     rounds: pd.DataFrame
     sweeps: list[Sweep]
     condition: dict[str, Any] = field(default_factory=dict)
+    report: dict[str, Any] = field(default_factory=dict)
 
     @property
     def datasets(self) -> list[str]:
@@ -131,6 +135,7 @@ def study_groups(results: Results) -> list[StudyGroup]:
         split = conditions(part, axes, results.config_columns) if search == "grid" else []
         pieces = part.groupby(split, dropna=False, sort=False) if split else [((), part)]
         named_by = _naming_columns(part, split)
+        report = report_spec((s.manifest for s in sweeps), str(study)) if study else {}
         for _, piece in pieces:
             keys = set(zip(piece["sweep"], piece["trial"]))
             in_piece = [
@@ -146,6 +151,7 @@ def study_groups(results: Results) -> list[StudyGroup]:
                     rounds=results.rounds[in_piece],
                     sweeps=[by_name[n] for n in dict.fromkeys(piece["sweep"])],
                     condition={c: piece[c].iloc[0] for c in named_by},
+                    report=report,
                 )
             )
     return groups

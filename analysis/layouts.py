@@ -1,14 +1,15 @@
-"""How each study is laid out in figures: what the lines are, what the panels are, and
+"""How a study is laid out in figures: what the lines are, what the panels are, and
 what goes on the x axis of its sensitivity plot.
 
-One entry per study of search_spaces/catalog.py; a study not listed here (a new one) gets
-:func:`generic_layout` from its axes.  Tables have their own per-study shapes in
-:mod:`analysis.study_tables`; the two agree on which parameter is which.
+A study file says it in ``[report] figure = {...}`` (the fields of :class:`Layout`);
+a study that does not gets :func:`generic_layout` from its axes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -32,30 +33,6 @@ class Layout:
     x_figure: str = ""
 
 
-LAYOUTS: dict[str, Layout] = {
-    "comparison": Layout(("algorithm",), figure="Fig. 6"),
-    "moon_mu": Layout(("mu",), x="mu", x_figure="Table 9 as a figure"),
-    "fedprox_mu": Layout(("mu",), x="mu"),
-    "temperature": Layout(("tau",), x="tau", x_figure="Fig. 11a"),
-    "out_dim": Layout(("out_dim",), x="out_dim", x_figure="Fig. 11b"),
-    "local_epochs": Layout(
-        ("algorithm",), ("local_epochs",), x="local_epochs", x_lines="algorithm", x_figure="Fig. 7"
-    ),
-    "heterogeneity": Layout(
-        ("algorithm",), ("beta",), x="beta", x_lines="algorithm", x_figure="Table 4 as a figure"
-    ),
-    "parties": Layout(("method",), ("setting",), figure="Fig. 8"),
-    "loss_ablation": Layout(("second_term",)),
-    "projection_head": Layout(
-        ("algorithm",), ("projection_head",), x="algorithm", x_lines="projection_head"
-    ),
-    "negatives": Layout(("prev_models",), ("mu",), x="prev_models", x_lines="mu"),
-    "server_momentum": Layout(("server",), ("algorithm",), x="server", x_lines="algorithm"),
-    "iid": Layout(("mu",), x="mu", x_figure="Table 8 as a figure"),
-    "annealed_tau": Layout(("tau_schedule",), ("tau",), x="tau", x_lines="tau_schedule"),
-}
-
-
 def generic_layout(axes: list[str]) -> Layout:
     """Lines by the first axis, panels by the others; a sensitivity plot of the first."""
     if not axes:
@@ -68,5 +45,15 @@ def generic_layout(axes: list[str]) -> Layout:
     )
 
 
-def layout_for(study: str, axes: list[str]) -> Layout:
-    return LAYOUTS.get(study) or generic_layout(axes)
+def layout_for(figure: Mapping[str, Any], axes: list[str]) -> Layout:
+    """The layout a study file's ``[report] figure`` gives, else :func:`generic_layout`."""
+    if not figure:
+        return generic_layout(axes)
+    return Layout(
+        tuple(figure.get("lines", axes[:1] or ["point"])),
+        tuple(figure.get("panels", ())),
+        x=figure.get("x"),
+        x_lines=figure.get("x_lines"),
+        figure=figure.get("figure", ""),
+        x_figure=figure.get("x_figure", ""),
+    )

@@ -44,7 +44,8 @@ from analysis.loading import (
     status_counts,
 )
 from analysis.naming import dataset_name, format_value, parameter_name, percent, value_label
-from analysis.study_tables import STUDY_TABLES, TableOptions, study_tables
+from analysis.study_spec import shipped_reports
+from analysis.study_tables import TableOptions, study_tables
 from analysis.summary import excluded_trials
 from analysis.tables import METRICS, Table
 from analysis.tracker_upload import TrackerUploadError, check_report_trackers, upload_report
@@ -53,23 +54,6 @@ METRIC_CHOICES = {"final": "final_acc", "best": "best_acc"}
 TARGET_CHOICES = ("per-seed", "mean")
 MAX_PARTITION_FIGURES = 6
 
-# What of the paper each study reproduces here (tables, and figures as tables or plots).
-REPRODUCES: dict[str, str] = {
-    "comparison": "Table 1, Table 2, Fig. 6",
-    "moon_mu": "Table 9",
-    "fedprox_mu": "§4.2 FedProx μ tuning",
-    "temperature": "Fig. 11a (table and plot)",
-    "out_dim": "Fig. 11b (table and plot)",
-    "local_epochs": "Fig. 7 (table and plot)",
-    "heterogeneity": "Table 4",
-    "parties": "Table 3, Fig. 8",
-    "loss_ablation": "Table 5",
-    "projection_head": "Table 7",
-    "negatives": "Table 12",
-    "server_momentum": "Table 10",
-    "iid": "Table 8",
-    "annealed_tau": "annealing paper Table 2",
-}
 NOT_REPRODUCED = [
     "Figs. 1, 3, 4 (diagrams) and Fig. 2 (t-SNE of representations: no embeddings are saved)",
     "Table 6 (dataset statistics: a property of the data, not of runs)",
@@ -205,7 +189,7 @@ def _figure_section(
     from analysis import figures
 
     lines: list[str] = []
-    layout = layout_for(group.study, group.axes)
+    layout = layout_for(group.report.get("figure", {}), group.axes)
     done = group.trials[group.trials["status"] == COMPLETED]
     study = group.study or "runs"
     where = ", ".join(dataset_name(d) for d in group.datasets)
@@ -237,7 +221,32 @@ def _figure_section(
                 "point = mean over seeds, bar = ±1 std"
             )
             lines += _figure_block(paths, out, caption)
+        numeric = _numeric_axes(done, group.axes)
+        if len(numeric) >= 2:
+            y, x = numeric[:2]
+            name = _unique(f"fig_{study}_heatmap{group.suffix}", used)
+            figure = figures.accuracy_heatmap(
+                done, x, y, value=options.value, title=f"{study}: {METRICS[options.value]}"
+            )
+            paths = figures.save_figure(figure, out / "figures" / name, formats)
+            caption = (
+                f"{METRICS[options.value]} over {parameter_name(y)} × {parameter_name(x)} "
+                f"on {where}; cell = mean over seeds"
+            )
+            lines += _figure_block(paths, out, caption)
     return lines
+
+
+def _numeric_axes(trials: pd.DataFrame, axes: Sequence[str]) -> list[str]:
+    """Axes whose values are all numbers (not booleans) and that take several values."""
+    found = []
+    for axis in axes:
+        if axis not in trials or trials[axis].nunique() < 2:
+            continue
+        values = trials[axis].dropna()
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            found.append(axis)
+    return found
 
 
 def _optuna_section(
@@ -412,17 +421,19 @@ def _not_counted_section(results: Results) -> list[str]:
 
 
 def _reproduction_section(groups: list[StudyGroup]) -> list[str]:
-    present = sorted({g.study for g in groups if g.study})
+    reproduces = {g.study: g.report.get("reproduces", "") for g in groups if g.study}
+    present = sorted(reproduces)
     lines = ["## What of the paper this reproduces", ""]
-    if present:
-        for study in present:
-            lines.append(f"- `{study}`: {REPRODUCES.get(study, 'a generic accuracy table')}")
+    for study in present:
+        lines.append(f"- `{study}`: {reproduces[study] or 'a generic accuracy table'}")
     lines.append("- partitions.json of every sweep: Fig. 5 (and Figs. 9–10 for β = 0.1 and 5)")
-    missing = sorted(set(REPRODUCES) - set(present))
+    # the built-in studies (shipped study files) not among these results
+    shipped = {n: r.get("reproduces", "") for n, r in shipped_reports().items()}
+    missing = sorted(set(shipped) - set(present))
     if missing:
         lines.append(
             "- not in these results (run those studies to get them): "
-            + "; ".join(f"{s} ({REPRODUCES[s]})" for s in missing)
+            + "; ".join(f"{s} ({shipped[s]})" for s in missing)
         )
     lines.append("- never produced by the report: " + "; ".join(NOT_REPRODUCED))
     return [*lines, ""]
@@ -454,7 +465,7 @@ def write_report(
     body += _runs_section(results)
     for group in groups:
         body += [f"## {_group_heading(group)}", ""]
-        if group.study and group.study not in STUDY_TABLES and group.search != "optuna":
+        if group.study and not group.report.get("table") and group.search != "optuna":
             body += ["(No paper shape known for this study: varied parameters vs accuracy.)", ""]
         table_lines, _ = _table_section(group, options, out, used)
         body += table_lines

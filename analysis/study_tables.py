@@ -1,16 +1,16 @@
-"""The paper's table for each study (search_spaces/catalog.py), from a study group.
+"""Table shapes: how a study's results become tables, chosen by the study's own file.
+
+A study file names its shape in ``[report] table = { kind = ..., ... }``; the manifest
+carries it, so the report never looks a study up by its name.
 
 =================  ===========================================================
-study              table(s)
+kind               table(s)
 =================  ===========================================================
 comparison         Table 1 (methods × datasets) and Table 2 (rounds to reach the
                    baseline, speed-up)
-moon_mu            Table 9: μ × datasets
-fedprox_mu         §4.2: FedProx μ × datasets
-temperature        Fig. 11a as a table: τ × datasets
-out_dim            Fig. 11b as a table: output dimension × datasets
-local_epochs       Fig. 7 as a table: methods × local epochs
-heterogeneity      Table 4: methods × β
+one_parameter      ``parameter`` × datasets, titled ``head``, file ``name``
+                   (Table 9, §4.2, Fig. 11a/b as tables)
+methods_by         methods × ``parameter`` (Fig. 7, Table 4)
 parties            Table 3: methods × (setting, half and all of its rounds)
 loss_ablation      Table 5: second term (none, ℓ2 at its best μ, MOON); and every ℓ2 μ
 projection_head    Table 7: (with/without head, method) × datasets
@@ -19,7 +19,9 @@ server_momentum    Table 10: datasets × {FedAvg, MOON, FedAvgM, MOON+FedAvgM} a
                    best server momentum; and method × server
 iid                Table 8: MOON μ (FedAvg as μ=0) under an IID partition
 annealed_tau       annealing paper Table 2: τ0 × {fixed (MOON), annealed (NEW-MOON)}
-anything else      varied parameters × datasets
+generic            (any other study) every combination of the axes, the last axis as
+                   columns when there are two or more; with ``algorithm`` an axis,
+                   also the communication table
 =================  ===========================================================
 
 Columns are datasets unless the study varies something else along them; then a
@@ -28,8 +30,9 @@ second dataset shows up as part of the column label.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -81,7 +84,7 @@ def _name(base: str, group: StudyGroup) -> str:
 
 
 # -------------------------------------------------------------------------- studies
-def comparison(group: StudyGroup, options: TableOptions) -> list[Table]:
+def comparison(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> list[Table]:
     trials, column = group.trials, options.column
     tables = [
         accuracy_table(
@@ -117,36 +120,32 @@ def comparison(group: StudyGroup, options: TableOptions) -> list[Table]:
     return tables
 
 
-def _one_parameter(head: str, parameter: str, base: str) -> Callable[..., list[Table]]:
-    def build(group: StudyGroup, options: TableOptions) -> list[Table]:
-        return [
-            accuracy_table(
-                group.trials,
-                rows=[parameter],
-                columns=_columns(group),
-                value=options.value,
-                name=_name(base, group),
-                title=_title(group, head, options.value),
-            )
-        ]
-
-    return build
+def one_parameter(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> list[Table]:
+    """``spec``: ``parameter`` (the rows), ``head`` (the title), ``name`` (the file)."""
+    return [
+        accuracy_table(
+            group.trials,
+            rows=[spec["parameter"]],
+            columns=_columns(group),
+            value=options.value,
+            name=_name(spec["name"], group),
+            title=_title(group, spec["head"], options.value),
+        )
+    ]
 
 
-def _methods_by(head: str, parameter: str, base: str) -> Callable[..., list[Table]]:
-    def build(group: StudyGroup, options: TableOptions) -> list[Table]:
-        return [
-            accuracy_table(
-                group.trials,
-                rows=["algorithm"],
-                columns=_columns(group, parameter),
-                value=options.value,
-                name=_name(base, group),
-                title=_title(group, head, options.value),
-            )
-        ]
-
-    return build
+def methods_by(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> list[Table]:
+    """Methods as rows, ``spec["parameter"]`` as columns (``head``, ``name`` as above)."""
+    return [
+        accuracy_table(
+            group.trials,
+            rows=["algorithm"],
+            columns=_columns(group, spec["parameter"]),
+            value=options.value,
+            name=_name(spec["name"], group),
+            title=_title(group, spec["head"], options.value),
+        )
+    ]
 
 
 def _accuracy_up_to(rounds: pd.DataFrame, trials: pd.DataFrame, at: int, value: str) -> pd.Series:
@@ -157,7 +156,7 @@ def _accuracy_up_to(rounds: pd.DataFrame, trials: pd.DataFrame, at: int, value: 
     return accuracy_at_round(rounds, at)
 
 
-def parties(group: StudyGroup, options: TableOptions) -> list[Table]:
+def parties(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> list[Table]:
     """Table 3: each setting at half of its rounds and at all of them."""
     trials = group.trials
     rounds = group.rounds
@@ -201,7 +200,7 @@ def parties(group: StudyGroup, options: TableOptions) -> list[Table]:
     return [table]
 
 
-def loss_ablation(group: StudyGroup, options: TableOptions) -> list[Table]:
+def loss_ablation(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> list[Table]:
     trials = group.trials.copy()
     terms = {"fedavg": "none (FedAvg)", "l2rep": "ℓ2 (best μ)", "moon": "MOON"}
     trials["term"] = trials["algorithm"].map(lambda a: terms.get(a, method_name(a)))
@@ -225,7 +224,9 @@ def loss_ablation(group: StudyGroup, options: TableOptions) -> list[Table]:
     return [best, every]
 
 
-def projection_head(group: StudyGroup, options: TableOptions) -> list[Table]:
+def projection_head(
+    group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]
+) -> list[Table]:
     return [
         accuracy_table(
             group.trials,
@@ -241,7 +242,7 @@ def projection_head(group: StudyGroup, options: TableOptions) -> list[Table]:
     ]
 
 
-def negatives(group: StudyGroup, options: TableOptions) -> list[Table]:
+def negatives(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> list[Table]:
     best = best_of_table(
         group.trials,
         rows=["prev_models"],
@@ -262,7 +263,9 @@ def negatives(group: StudyGroup, options: TableOptions) -> list[Table]:
     return [best, every]
 
 
-def server_momentum(group: StudyGroup, options: TableOptions) -> list[Table]:
+def server_momentum(
+    group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]
+) -> list[Table]:
     trials = group.trials.copy()
 
     def combo(row: pd.Series) -> str:
@@ -293,7 +296,7 @@ def server_momentum(group: StudyGroup, options: TableOptions) -> list[Table]:
     return [best, every]
 
 
-def iid(group: StudyGroup, options: TableOptions) -> list[Table]:
+def iid(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> list[Table]:
     def label(key: tuple) -> str:
         mu = key[0]
         return "FedAvg (μ=0)" if mu == 0 else f"MOON μ={format_value(mu)}"
@@ -311,7 +314,7 @@ def iid(group: StudyGroup, options: TableOptions) -> list[Table]:
     ]
 
 
-def annealed_tau(group: StudyGroup, options: TableOptions) -> list[Table]:
+def annealed_tau(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> list[Table]:
     return [
         accuracy_table(
             group.trials,
@@ -327,32 +330,53 @@ def annealed_tau(group: StudyGroup, options: TableOptions) -> list[Table]:
     ]
 
 
-def generic(group: StudyGroup, options: TableOptions) -> list[Table]:
-    """Varied parameters (the study's axes, else the grid point) against accuracy."""
-    rows = group.axes or ["point"]
+def generic_tables(
+    group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]
+) -> list[Table]:
+    """Any study: accuracy for every combination of its axes (the last axis as columns
+    when there are two or more); with ``algorithm`` an axis and the baseline among its
+    values, also rounds to reach the baseline's final accuracy (federated methods)."""
+    axes = [a for a in group.axes if a in group.trials] or ["point"]
+    rows, across = (axes[:-1], axes[-1:]) if len(axes) > 1 else (axes, [])
     study = group.study or "runs"
-    return [
+    head = f"{study} — {group.paper}" if group.paper else f"{study} — varied parameters"
+    tables = [
         accuracy_table(
             group.trials,
             rows=rows,
-            columns=_columns(group),
+            columns=_columns(group, *across),
             value=options.value,
             name=_name(f"{study}_accuracy", group),
-            title=_title(group, f"{study} — varied parameters", options.value),
+            title=_title(group, head, options.value),
         )
     ]
+    trials = group.trials
+    if "algorithm" in axes and options.baseline in set(trials["algorithm"]):
+        others = [a for a in axes if a != "algorithm"]
+        tables.append(
+            communication_table(
+                group.rounds,
+                trials[trials["algorithm"] != "solo"],  # SOLO never communicates
+                row="algorithm",
+                columns=_columns(group, *others),
+                baseline=options.baseline,
+                target=options.target,
+                name=_name(f"{study}_communication", group),
+                title=_title(
+                    group,
+                    f"{study} — rounds to reach {method_name(options.baseline)}'s final "
+                    "accuracy, and speed-up",
+                    "final_acc",
+                ).replace(": final-round top-1 test accuracy (%)", ""),
+            )
+        )
+    return tables
 
 
-STUDY_TABLES: dict[str, Callable[[StudyGroup, TableOptions], list[Table]]] = {
+SHAPES: dict[str, Callable[[StudyGroup, TableOptions, Mapping[str, Any]], list[Table]]] = {
     "comparison": comparison,
-    "moon_mu": _one_parameter("Table 9 — MOON's μ (μ=0 is FedAvg)", "mu", "table9_moon_mu"),
-    "fedprox_mu": _one_parameter("§4.2 — FedProx's μ", "mu", "fedprox_mu"),
-    "temperature": _one_parameter("Fig. 11a — MOON's temperature τ", "tau", "fig11a_temperature"),
-    "out_dim": _one_parameter(
-        "Fig. 11b — projection head output dimension", "out_dim", "fig11b_out_dim"
-    ),
-    "local_epochs": _methods_by("Fig. 7 — local epochs E", "local_epochs", "fig7_local_epochs"),
-    "heterogeneity": _methods_by("Table 4 — heterogeneity β", "beta", "table4_heterogeneity"),
+    "one_parameter": one_parameter,
+    "methods_by": methods_by,
     "parties": parties,
     "loss_ablation": loss_ablation,
     "projection_head": projection_head,
@@ -360,11 +384,13 @@ STUDY_TABLES: dict[str, Callable[[StudyGroup, TableOptions], list[Table]]] = {
     "server_momentum": server_momentum,
     "iid": iid,
     "annealed_tau": annealed_tau,
+    "generic": generic_tables,
 }
 
 
 def study_tables(group: StudyGroup, options: TableOptions | None = None) -> list[Table]:
-    """The tables for one study group: its paper shape, or the generic one.
+    """The tables for one study group, in the shape its study file names (generic when
+    it names none).
 
     Optuna groups get none here (their trials are search samples, not grid points;
     :mod:`analysis.search` summarises them).
@@ -372,5 +398,5 @@ def study_tables(group: StudyGroup, options: TableOptions | None = None) -> list
     options = options or TableOptions()
     if group.search == "optuna" or group.trials.empty:
         return []
-    builder = STUDY_TABLES.get(group.study, generic)
-    return builder(group, options)
+    spec = group.report.get("table") or {"kind": "generic"}
+    return SHAPES.get(spec["kind"], generic_tables)(group, options, spec)

@@ -43,6 +43,13 @@ class OptunaRange:
             return trial.suggest_categorical(name, list(self.choices))
         raise ValueError(f"unknown Optuna range kind {self.kind!r}")
 
+    @property
+    def example(self) -> Any:
+        """A value inside the range (the first choice, else the low end)."""
+        if self.kind == "categorical":
+            return self.choices[0]
+        return int(self.low) if self.kind in ("int", "logint") else self.low
+
     def describe(self) -> str:
         if self.kind == "categorical":
             return "{" + ", ".join(map(str, self.choices)) + "}"
@@ -90,6 +97,11 @@ class Axis:
         """The Optuna range; by default a categorical over the paper grid."""
         return self.optuna or categorical(*self.values)
 
+    @property
+    def example(self) -> Any:
+        """The value an Optuna plan shows its example trial with: the grid's first."""
+        return self.values[0] if self.values else self.search_range.example
+
 
 def joint(
     name: str, settings: Mapping[str, Mapping[str, Any]], optuna: OptunaRange | None = None
@@ -110,6 +122,11 @@ class Study:
         paper_datasets: the datasets the paper reports it on.
         dataset: the default dataset here (Fashion-MNIST: works offline on any machine).
         seeds: repeats of each grid point in the paper (seeds 0, 1, ...).
+        report: how the report lays the study out, kept beside its definition:
+            ``table`` (a table shape of :mod:`analysis.study_tables` and its options),
+            ``figure`` (the fields of :class:`analysis.layouts.Layout`) and
+            ``reproduces`` (what of the paper it reproduces); empty: the generic report.
+        source: the study file it was read from.
     """
 
     name: str
@@ -120,6 +137,8 @@ class Study:
     paper_datasets: tuple[str, ...] = ("cifar10", "cifar100", "tinyimagenet")
     dataset: str = "fmnist"
     seeds: int = 3
+    report: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""
 
     def grid(self) -> list[dict[str, Any]]:
         """Every grid point as ``{axis name: value}``, in axis order."""
@@ -134,6 +153,10 @@ class Study:
         for axis in self.axes:
             size *= len(axis.values)
         return size
+
+    def example_point(self) -> dict[str, Any]:
+        """One point of the space: what an Optuna plan resolves as its example."""
+        return {a.name: a.example for a in self.axes}
 
     def axis(self, name: str) -> Axis:
         for axis in self.axes:

@@ -144,7 +144,7 @@ class SweepPlan:
     def trials(self) -> list[TrialSpec]:
         """Grid mode: every (point, seed); Optuna mode: the paper grid's first point, as
         an example of the configs the search resolves."""
-        points = self.study.grid() if self.search == "grid" else self.study.grid()[:1]
+        points = self.study.grid() if self.search == "grid" else [self.study.example_point()]
         return [TrialSpec(p, s, self.resolve(p, s)) for p in points for s in self.seeds]
 
     @property
@@ -181,11 +181,19 @@ class SweepPlan:
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any]) -> SweepPlan:
-        """The plan a sweep was started with (``--resume`` rebuilds it exactly)."""
+        """The plan a sweep was started with (``--resume`` rebuilds it exactly), from the
+        study definition the manifest keeps (older manifests: the built-in study)."""
         from search_spaces import BUDGETS, STUDIES
+        from search_spaces.study_file import study_from_dict
 
+        definition = manifest.get("definition")
+        study = (
+            study_from_dict(definition, f"{manifest.get('name', 'sweep')} manifest")
+            if definition
+            else STUDIES[manifest["study"]]
+        )
         return cls.build(
-            STUDIES[manifest["study"]],
+            study,
             BUDGETS[manifest["budget"]],
             dataset=manifest["dataset"],
             search=manifest["search"],

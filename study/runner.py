@@ -34,6 +34,7 @@ from federated.data.folder_dataset import folder_identity
 from federated.data.folder_layout import is_folder_dataset
 from federated.partition import class_counts, partition_for_run
 from federated.trainable import train_federated
+from search_spaces.study_file import study_to_dict
 from study.layout import (
     MANIFEST,
     MANIFEST_FORMAT,
@@ -43,6 +44,7 @@ from study.layout import (
     write_json_atomic,
 )
 from study.live_view import LiveView
+from study.optuna_storage import OPTUNA_DB, open_storage
 from study.plan import OPTUNA_SEED, SweepPlan, run_config_fields, trial_dirname
 from study.resources import TrialResources, choose_resources
 from study.tracking_callbacks import tracking_callbacks
@@ -176,6 +178,10 @@ def new_tuner(
             metric="test_acc",
             mode="max",
             sampler=optuna.samplers.TPESampler(seed=OPTUNA_SEED),
+            # the study lives in <sweep>/optuna.db: optuna-dashboard reads it, --resume
+            # continues it (study/optuna_storage.py)
+            study_name=name,
+            storage=open_storage(storage / name),
         )
         param_space: dict[str, Any] = {}
         num_samples = plan.num_samples
@@ -231,9 +237,12 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "seeds": plan.seeds,
         "axes": [a.name for a in plan.study.axes],
         "label_columns": plan.study.label_columns,
+        # the whole study (its [report] too): resume and the report need no catalogue
+        "definition": study_to_dict(plan.study),
         "overrides": plan.overrides,
         "n_trials": plan.n_trials,
         "num_samples": plan.num_samples if plan.search == "optuna" else None,
+        "optuna_storage": OPTUNA_DB if plan.search == "optuna" else None,
         "scheduler": execution.scheduler,
         "resources": {"cpu": execution.resources.cpus, "gpu": execution.resources.gpus},
         "max_concurrent": execution.max_concurrent,

@@ -6,6 +6,9 @@
     python -m study.sweep moon_mu --budget paper --dataset cifar10 --gpus-per-trial 0.25
     python -m study.sweep moon_mu --search optuna --num-samples 20 --scheduler asha --rerun-best 3
     python -m study.sweep moon_mu --resume            # continue the latest moon_mu sweep
+    python -m study.sweep my_study.toml               # a study file (search_spaces.study_file)
+    python -m study.sweep --vary mu=0,0.1,1 --vary beta=0.1,0.5 --set algorithm=moon \
+        --name mu-by-beta                             # an ad hoc study (search_spaces.adhoc)
 
 Results go to ``<storage path>/<name>/`` (layout: :mod:`study.layout`); read them with
 ``python -m analysis.report <storage path>/<name>``.
@@ -22,7 +25,9 @@ from typing import Any
 
 from federated.config import ConfigError, coerce
 from federated.data import DatasetUnavailable
-from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES
+from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES, Study
+from search_spaces.adhoc import adhoc_study
+from search_spaces.study_file import StudyFileError, load_study_file
 from study.plan import SweepPlan
 from study.resources import TrialResources
 from study.tracking import TrackerUnavailableError, check_trackers, start_tracking, sweep_tags
@@ -39,7 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="studies: " + ", ".join(STUDIES),
     )
-    p.add_argument("study", nargs="?", help="study name (see --list)")
+    p.add_argument("study", nargs="?", help="study name (see --list) or a study file (.toml)")
+    p.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUES",
+        help="an ad hoc study's axis: mu=0,0.1,1 (grid) or mu=loguniform:0.01:10 (Optuna); "
+        "repeatable; --name names the study",
+    )
     p.add_argument("--list", action="store_true", help="list the studies and exit")
     p.add_argument("--dataset", help="dataset (default: the study's, fmnist)")
     p.add_argument(
@@ -132,9 +145,6 @@ def check_args(args: argparse.Namespace) -> None:
         if value not in allowed:
             raise UsageError(f"{flag}={value!r} (allowed: {', '.join(allowed)})")
 
-    if args.study is None:
-        raise UsageError("a study name is needed (allowed: " + ", ".join(STUDIES) + "); see --list")
-    one_of("study", args.study, STUDIES)
     one_of("--budget", args.budget, BUDGETS)
     one_of("--search", args.search, ("grid", "optuna"))
     one_of("--scheduler", args.scheduler, ("fifo", "asha"))
@@ -160,6 +170,47 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--track-uri={args.track_uri!r} needs --track mlflow")
 
 
+def resolve_study(args: argparse.Namespace) -> Study:
+    """The study the arguments name: ``--vary`` axes, a study file, or a built-in name."""
+    if args.vary:
+        if args.study is not None:
+            raise UsageError(f"study {args.study!r} and --vary: give one or the other")
+        return adhoc_study(args.vary, args.name)
+    if args.study is None:
+        raise UsageError(
+            "a study name, a study file or --vary is needed (studies: "
+            + ", ".join(STUDIES)
+            + "); see --list"
+        )
+    if args.study.endswith(".toml") or os.sep in args.study:
+        return load_study_file(args.study)
+    if args.study not in STUDIES:
+        raise UsageError(
+            f"study={args.study!r} (allowed: {', '.join(STUDIES)}, or a study file .toml)"
+        )
+    return STUDIES[args.study]
+
+
+def check_search(study: Study, search: str) -> None:
+    """A grid needs every axis to have grid values (a range-only axis is searched)."""
+    if search == "grid":
+        for axis in study.axes:
+            if not axis.values:
+                raise UsageError(
+                    f"axis {axis.name} has only an Optuna range "
+                    f"({axis.search_range.describe()}): use --search optuna or give it values"
+                )
+
+
+def study_argument(args: argparse.Namespace) -> str:
+    """How the command line named the study (for the 'continue it with' hint)."""
+    if args.vary:
+        return " ".join(
+            [*(f"--vary {v}" for v in args.vary), *(f"--set {o}" for o in args.overrides)]
+        )
+    return str(args.study)
+
+
 def list_studies() -> str:
     lines = [f"{'study':<16} {'reproduces':<26} {'grid':>4} {'seeds':>5}  varies"]
     for s in STUDIES.values():
@@ -172,8 +223,9 @@ def list_studies() -> str:
 
 
 def describe_plan(plan: SweepPlan, resources: TrialResources) -> str:
+    paper = f" ({plan.study.paper})" if plan.study.paper else ""
     head = (
-        f"study {plan.study.name} ({plan.study.paper}) on {plan.dataset}, "
+        f"study {plan.study.name}{paper} on {plan.dataset}, "
         f"budget {plan.budget.name}, {plan.search} search: {plan.n_trials} trials"
     )
     if plan.search == "grid":
@@ -219,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         check_args(args)
-        study = STUDIES[args.study]
+        study = resolve_study(args)
+        check_search(study, args.search)
         plan = SweepPlan.build(
             study,
             BUDGETS[args.budget],
@@ -229,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             overrides=parse_overrides(args.overrides),
             num_samples=args.num_samples,
         )
-    except (UsageError, ConfigError) as err:
+    except (UsageError, ConfigError, StudyFileError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     requested = TrialResources(args.cpus_per_trial, args.gpus_per_trial)
@@ -309,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sweep {status} in {elapsed:.0f} s; results in {sweep_dir}")
     if status != "finished":
         print(
-            f"continue it with: python -m study.sweep {study.name} --resume "
+            f"continue it with: python -m study.sweep {study_argument(args)} --resume "
             f"--name {sweep_dir.name} --storage-path {storage}"
         )
         return 130

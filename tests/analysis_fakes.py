@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from search_spaces import BUDGETS, STUDIES
+from search_spaces.study_file import study_to_dict
 from study.plan import SweepPlan
 
 
@@ -37,6 +38,7 @@ def manifest(name: str, study: str, **changes: Any) -> dict[str, Any]:
         "seeds": [0, 1],
         "axes": [a.name for a in s.axes] if s else [],
         "label_columns": s.label_columns if s else [],
+        **({"definition": study_to_dict(s)} if s else {}),
         "overrides": {},
         "n_trials": 0,
         "scheduler": None,

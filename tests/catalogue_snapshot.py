@@ -46,8 +46,10 @@ def plan_snapshot() -> dict[str, Any]:
     return json.loads(json.dumps(out, default=str))
 
 
-def report_snapshot() -> dict[str, list[str]]:
-    """``{study: [markdown of each table]}`` on a fake results folder of each study."""
+def report_snapshot(with_definition: bool = True) -> dict[str, list[str]]:
+    """``{study: [markdown of each table]}`` on a fake results folder of each study;
+    ``with_definition=False`` writes manifests without the study's definition (as
+    sweeps did before studies became files)."""
     from analysis.formats import to_markdown
     from analysis.grouping import study_groups
     from analysis.loading import load_results
@@ -63,10 +65,16 @@ def report_snapshot() -> dict[str, list[str]]:
                 (c, curve(0.3 + 0.013 * (i % 41) + 0.002 * c["seed"], c["rounds"]))
                 for i, c in enumerate(configs)
             ]
-            write_sweep(Path(tmp), f"{name}-fmnist-smoke", name, trials)
+            sweep = write_sweep(Path(tmp), f"{name}-fmnist-smoke", name, trials)
+            if not with_definition:
+                manifest = json.loads((sweep / "fedsweep_sweep.json").read_text())
+                del manifest["definition"]
+                (sweep / "fedsweep_sweep.json").write_text(json.dumps(manifest))
             results = load_results([str(Path(tmp) / f"{name}-fmnist-smoke")])
             out[name] = [
-                to_markdown(table) for group in study_groups(results) for table in study_tables(group)
+                to_markdown(table)
+                for group in study_groups(results)
+                for table in study_tables(group)
             ]
     return out
 
