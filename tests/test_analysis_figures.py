@@ -51,7 +51,7 @@ def test_matplotlib_runs_headless():
 
 
 def test_accuracy_curves_one_panel_per_beta(heterogeneity, tmp_path):
-    layout = layout_for("heterogeneity", heterogeneity.axes)
+    layout = layout_for(heterogeneity.report["figure"], heterogeneity.axes)
     fig = figures.accuracy_curves(heterogeneity.rounds, heterogeneity.trials, layout, title="t")
     visible = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
     assert [ax.get_title() for ax in visible] == ["β=0.1", "β=0.5", "β=5"]
@@ -64,7 +64,7 @@ def test_accuracy_curves_one_panel_per_beta(heterogeneity, tmp_path):
 
 
 def test_sensitivity_plot(heterogeneity, tmp_path):
-    layout = layout_for("heterogeneity", heterogeneity.axes)
+    layout = layout_for(heterogeneity.report["figure"], heterogeneity.axes)
     fig = figures.sensitivity_plot(heterogeneity.trials, layout)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1", "0.5", "5"]

@@ -23,7 +23,7 @@ from study.sweep import main
 from tests.catalogue_snapshot import PLANS, TABLES, plan_snapshot, report_snapshot
 
 HERE = Path(__file__).resolve().parent
-MU_BY_BETA = HERE / "study_files" / "mu_by_beta.toml"
+MU_BY_BETA = HERE.parent / "examples" / "mu_by_beta.toml"
 
 
 def test_every_builtin_plan_is_unchanged():

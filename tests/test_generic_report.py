@@ -1,0 +1,81 @@
+"""The report for a study it has never seen (a user's study file, an ad hoc --vary),
+on hand-made results whose accuracies are known: one cell per combination of the axes,
+the last axis as columns, a heat-map over two numeric axes, the communication table
+when ``algorithm`` is an axis."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from analysis.loading import load_results
+from analysis.report import write_report
+from search_spaces import BUDGETS
+from search_spaces.adhoc import adhoc_study
+from search_spaces.study_file import load_study_file, study_to_dict
+from study.plan import SweepPlan
+from tests.analysis_fakes import curve, write_sweep
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mu_by_beta.toml"
+
+
+def fake_sweep(root: Path, study, accuracy, seeds: int = 2, **overrides) -> Path:
+    """A finished grid sweep of ``study`` whose trial accuracies are ``accuracy(config)``."""
+    plan = SweepPlan.build(study, BUDGETS["smoke"], seeds=str(seeds), overrides=overrides)
+    trials = [(t.config, curve(accuracy(t.config), 4)) for t in plan.trials()]
+    for config, _ in trials:
+        config["rounds"] = 4
+    return write_sweep(
+        root,
+        f"{study.name}-fake",
+        study.name,
+        trials,
+        seeds=plan.seeds,
+        axes=[a.name for a in study.axes],
+        definition=study_to_dict(study),
+        paper=study.paper,
+    )
+
+
+def mu_beta_accuracy(config) -> float:
+    return 0.5 + 0.1 * config["mu"] / 5 + config["beta"] / 10 + 0.01 * config["seed"]
+
+
+def test_two_axes_give_one_cell_per_combination_and_a_heatmap(tmp_path):
+    study = load_study_file(EXAMPLE)
+    fake_sweep(tmp_path / "results", study, mu_beta_accuracy)
+    out = tmp_path / "report"
+    write_report(load_results([str(tmp_path / "results")]), out, formats=("png",))
+    rows = list(csv.DictReader((out / "tables" / "mu_by_beta_accuracy.csv").open()))
+    cells = {(float(r["mu"]), float(r["beta"])): (float(r["mean"]), int(r["n"])) for r in rows}
+    assert set(cells) == {(mu, beta) for mu in (0.1, 5.0) for beta in (0.1, 0.5)}
+    assert {r["column"] for r in rows} == {"β=0.1", "β=0.5"}  # the last axis as columns
+    for (mu, beta), (mean, n) in cells.items():
+        expected = 0.5 + 0.1 * mu / 5 + beta / 10 + 0.005  # seeds 0 and 1
+        assert mean == pytest.approx(expected) and n == 2
+    markdown = (out / "tables" / "mu_by_beta_accuracy.md").read_text()
+    assert "Table 4 x Table 9" in markdown
+    figures = {p.name for p in (out / "figures").iterdir()}
+    assert {
+        "fig_mu_by_beta_curves.png",
+        "fig_mu_by_beta_sensitivity.png",
+        "fig_mu_by_beta_heatmap.png",
+    } <= figures
+    report = (out / "report.md").read_text()
+    assert "No paper shape known for this study" in report
+
+
+def test_algorithm_as_an_axis_adds_the_communication_table(tmp_path):
+    study = adhoc_study(["algorithm=fedavg,moon,fedprox", "beta=0.1,0.5"], "methods_by_beta")
+    quality = {"fedavg": 0.5, "fedprox": 0.55, "moon": 0.6}
+    fake_sweep(tmp_path / "results", study, lambda c: quality[c["algorithm"]] + c["beta"] / 10)
+    out = tmp_path / "report"
+    write_report(load_results([str(tmp_path / "results")]), out, formats=("png",))
+    tables = {p.stem for p in (out / "tables").glob("*.csv")}
+    assert {"methods_by_beta_accuracy", "methods_by_beta_communication"} <= tables
+    text = (out / "tables" / "methods_by_beta_communication.md").read_text()
+    assert "speed-up" in text and "MOON" in text
+    # algorithm is not numeric: no heat-map
+    assert not list((out / "figures").glob("fig_methods_by_beta_heatmap*"))
