@@ -163,3 +163,13 @@ def test_load_errors_carry_file_key_value_and_allowed(tmp_path):
         "axes[0].values[1]",
         "a lot",
     )
+
+
+def test_the_study_files_ship_as_package_data():
+    """A non-editable install carries search_spaces/studies/*.toml (pyproject)."""
+    import tomllib
+
+    pyproject = tomllib.loads((HERE.parent / "pyproject.toml").read_text())
+    globs = pyproject["tool"]["setuptools"]["package-data"]["search_spaces"]
+    shipped = {p.name for p in (HERE.parent / "search_spaces" / "studies").glob("*.toml")}
+    assert "studies/*.toml" in globs and shipped == {f"{name}.toml" for name in STUDIES}
