@@ -24,8 +24,17 @@ Trial status (nothing is silently dropped; tables count only ``completed`` trial
 ``diverged``   a round reported ``diverged=True`` (the loss became NaN/inf; the run stopped)
 ``error``      ``error.txt`` exists or the manifest says ERROR, and it did not complete
 ``stopped``    the sweep finished, the trial has fewer rounds and no error (ASHA stopped it)
+``damaged``    its files lost rounds: lines of ``result.json`` that do not parse (not the
+               last one of a running trial), or fewer rounds than the manifest recorded;
+               ``error`` says what was skipped
 ``interrupted`` the sweep was interrupted before the trial finished (``--resume`` continues it)
 ``running``    the sweep is still running and the trial has not finished
+
+A sweep whose manifest says ``running`` but whose driver process (recorded in the
+manifest) is gone from this host was killed: it is read as ``interrupted``.  Trials an
+interrupted sweep never started are named in ``problems``.  Damaged files never stop the
+reading: a sweep whose manifest does not parse is skipped (in ``problems``) when other
+sweeps are read with it.
 
 A sweep that is still being written is read safely: ``result.json`` is read line by
 line and a last line that is not complete JSON (being appended) is ignored; a
@@ -47,6 +56,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from study.driver_liveness import driver_gone
+
 # The names study.layout defines; repeated here so that reading results never imports
 # the study package (which imports Ray).
 MANIFEST = "fedsweep_sweep.json"
@@ -61,7 +72,9 @@ DIVERGED = "diverged"
 FAILED = "error"
 RUNNING = "running"
 INTERRUPTED = "interrupted"
-STATUSES = (COMPLETED, STOPPED, DIVERGED, FAILED, INTERRUPTED, RUNNING)
+DAMAGED = "damaged"
+STATUSES = (COMPLETED, STOPPED, DIVERGED, FAILED, DAMAGED, INTERRUPTED, RUNNING)
+SWEEP_STATUSES = ("running", "finished", "interrupted", "failed")
 
 # Per-trial columns load_results adds (never config columns).
 TRIAL_COLUMNS = [
@@ -156,28 +169,41 @@ def find_sweep_dirs(path: str | Path) -> list[Path]:
 
 
 # ----------------------------------------------------------------------- file reading
-def read_result_rows(path: str | Path) -> list[dict[str, Any]]:
+def read_result_rows(path: str | Path, skipped: list[str] | None = None) -> list[dict[str, Any]]:
     """The rows of a ``result.json``, one per round, the last occurrence of a round kept.
 
-    Lines are JSON objects (NaN allowed, as Tune writes them).  A line that does not
-    parse is the one being appended by a running trial: reading stops there.
+    Lines are JSON objects (NaN allowed, as Tune writes them).  A last line that does not
+    parse is the one being appended by a running trial and is ignored; any other line
+    that does not parse, is not UTF-8 or has no integer ``round`` is skipped and
+    described in ``skipped`` (the caller marks the trial damaged).
     """
     path = Path(path)
+    skipped = skipped if skipped is not None else []
     if not path.is_file():
         return []
     by_round: dict[int, dict[str, Any]] = {}
-    with path.open() as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                break  # half-written last line
-            if not isinstance(row, dict) or "round" not in row:
-                continue
-            row.pop("config", None)  # params.json holds the config
-            by_round[int(row["round"])] = row  # a restore repeats rounds: the last wins
+    lines = path.read_bytes().split(b"\n")
+    last = max((i for i, raw in enumerate(lines) if raw.strip()), default=-1)
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            if number - 1 != last:
+                skipped.append(f"line {number} of {RESULT} is not JSON")
+            continue  # the last line: half-written by a running trial
+        if not isinstance(row, dict) or "round" not in row:
+            continue
+        round_number = row["round"]
+        if isinstance(round_number, bool) or not isinstance(round_number, (int, float)):
+            skipped.append(f"line {number} of {RESULT} has round={round_number!r}")
+            continue
+        if not float(round_number).is_integer() or round_number < 0:
+            skipped.append(f"line {number} of {RESULT} has round={round_number!r}")
+            continue
+        row.pop("config", None)  # params.json holds the config
+        by_round[int(round_number)] = row  # a restore repeats rounds: the last wins
     return [by_round[r] for r in sorted(by_round)]
 
 
@@ -277,10 +303,11 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
     manifest = _read_json(path / MANIFEST)
     if not isinstance(manifest, dict):
         raise NoResultsError(f"{path / MANIFEST} is not a readable sweep manifest")
-    partitions = _read_json(path / PARTITIONS)
-    partitions = partitions if isinstance(partitions, list) else []
-    sweep = Sweep(path, manifest, partitions, name or path.name)
-    entries: dict[str, Any] = manifest.get("trials") or {}
+    label = name or path.name
+    manifest = _checked_manifest(manifest, label, problems)
+    partitions = _checked_partitions(_read_json(path / PARTITIONS), label, problems)
+    sweep = Sweep(path, manifest, partitions, label)
+    entries: dict[str, Any] = manifest["trials"]
 
     trial_dirs = sorted(
         (p for p in path.iterdir() if p.is_dir() and (p / PARAMS).exists()),
@@ -293,28 +320,39 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
         if not isinstance(config, dict):
             problems.append(f"{sweep.name}/{trial_dir.name}: params.json not readable yet; skipped")
             continue
-        result_rows = read_result_rows(trial_dir / RESULT)
+        skipped: list[str] = []
+        result_rows = read_result_rows(trial_dir / RESULT, skipped)
         entry = entries.get(trial_dir.name)
         failed = _trial_failed(trial_dir, entry, sweep.status)
         last = result_rows[-1] if result_rows else {}
         last_round = int(last.get("round", 0))
+        recorded = entry.get("last_round") if entry else None
+        if isinstance(recorded, int) and recorded > last_round:
+            skipped.append(f"{RESULT} ends at round {last_round}, the manifest recorded {recorded}")
+        if skipped:
+            problems.append(f"{sweep.name}/{trial_dir.name}: damaged: " + "; ".join(skipped))
         accs = [_number(r.get("test_acc")) for r in result_rows]
         finite = [(a, r["round"]) for a, r in zip(accs, result_rows) if not math.isnan(a)]
         best_acc, best_round = max(finite, key=lambda t: (t[0], -t[1])) if finite else (math.nan, 0)
         status = trial_status(
             last_round=last_round,
-            planned_rounds=int(config.get("rounds") or 0),
+            planned_rounds=_whole(config.get("rounds")),
             diverged=any(_is_true(r.get("diverged")) for r in result_rows),
             failed=failed,
             sweep_status=sweep.status,
         )
+        if skipped and status != DIVERGED:
+            status = DAMAGED
+        error = _error_line(trial_dir, entry) if failed or status == FAILED else None
+        if status == DAMAGED:
+            error = "damaged: " + "; ".join(skipped)
         record = {
             "sweep": sweep.name,
             "trial": trial_dir.name,
             "trial_id": str(last.get("trial_id") or "_".join(trial_dir.name.split("_")[:2])),
             "order": order,
             "status": status,
-            "error": _error_line(trial_dir, entry) if failed or status == FAILED else None,
+            "error": error,
             "rounds_done": len(result_rows),
             "last_round": last_round,
             "final_acc": _number(last.get("test_acc")),
@@ -328,7 +366,91 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
             # A metric never overwrites a config column of the same name.
             metrics = {(f"{k}_metric" if k in config else k): v for k, v in row.items()}
             rows.append({"sweep": sweep.name, "trial": trial_dir.name, **config, **metrics})
+    if sweep.status == "interrupted" and manifest.get("not_started"):
+        problems.append(
+            f"{sweep.name}: {manifest['not_started']} trial(s) never started "
+            "(interrupted; python -m study.sweep ... --resume runs them)"
+        )
     return sweep, trials, rows
+
+
+def _whole(value: Any) -> int:
+    """An integer from a JSON value, 0 when it is not one."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return 0
+
+
+def _checked_manifest(manifest: dict[str, Any], label: str, problems: list[str]) -> dict[str, Any]:
+    """The manifest with wrong-typed fields replaced by safe values (each noted)."""
+    manifest = dict(manifest)
+    expected: dict[str, tuple[type, Any]] = {
+        "trials": (dict, {}),
+        "study": (str, ""),
+        "search": (str, "grid"),
+        "budget": (str, ""),
+        "started": (str, ""),
+        "seeds": (list, []),
+        "axes": (list, []),
+        "label_columns": (list, []),
+        "overrides": (dict, {}),
+    }
+    for key, (kind, default) in expected.items():
+        value = manifest.get(key)
+        if value is not None and not isinstance(value, kind):
+            problems.append(
+                f"{label}: manifest field {key}={value!r:.60} ignored (not a {kind.__name__})"
+            )
+            manifest[key] = default
+        elif value is None:
+            manifest[key] = default
+    manifest["trials"] = {
+        k: v for k, v in manifest["trials"].items() if isinstance(k, str) and isinstance(v, dict)
+    }
+    for key in ("n_trials", "not_started"):
+        if key in manifest and _whole(manifest[key]) != manifest[key]:
+            problems.append(f"{label}: manifest field {key}={manifest[key]!r:.60} ignored")
+            manifest[key] = 0
+    status = manifest.get("status", "running")
+    if status not in SWEEP_STATUSES:
+        problems.append(f"{label}: manifest status={status!r:.60} unknown; read as running")
+        status = "running"
+    if status == "running" and driver_gone(manifest):
+        problems.append(f"{label}: its driver process is gone (killed): read as interrupted")
+        status = "interrupted"
+    manifest["status"] = status
+    return manifest
+
+
+def _checked_partitions(value: Any, label: str, problems: list[str]) -> list[dict[str, Any]]:
+    """The entries of ``partitions.json`` that hold a table of class counts per party."""
+    if value is None:
+        return []
+    entries = value if isinstance(value, list) else []
+    good = []
+    for entry in entries:
+        counts = entry.get("class_counts") if isinstance(entry, dict) else None
+        table_ok = (
+            isinstance(counts, list)
+            and counts
+            and all(isinstance(row, list) and row for row in counts)
+            and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool)
+                for row in counts
+                for v in row
+            )
+            and len({len(row) for row in counts}) == 1
+            and _whole(entry.get("n_parties", len(counts))) == len(counts)
+        )
+        if table_ok:
+            good.append(entry)
+    if len(good) != len(entries) or not isinstance(value, list):
+        problems.append(f"{label}: {PARTITIONS} has entries of the wrong shape; they are not drawn")
+    return good
 
 
 def load_results(paths: str | Path | Iterable[str | Path]) -> Results:
@@ -354,7 +476,13 @@ def load_results(paths: str | Path | Iterable[str | Path]) -> Results:
         if name in names:
             name = f"{sweep_dir.parent.name}/{sweep_dir.name}"
         names.add(name)
-        sweep, trials, rows = load_sweep(sweep_dir, problems, name)
+        try:
+            sweep, trials, rows = load_sweep(sweep_dir, problems, name)
+        except NoResultsError as err:
+            if len(sweep_dirs) == 1:
+                raise
+            problems.append(f"{name}: skipped: {err}")  # the other sweeps are still read
+            continue
         for record in trials:  # one running order over everything loaded
             record["order"] += len(trial_records)
         sweeps.append(sweep)
@@ -365,6 +493,8 @@ def load_results(paths: str | Path | Iterable[str | Path]) -> Results:
                 if key not in TRIAL_COLUMNS and key not in config_columns:
                     config_columns.append(key)
 
+    if not sweeps:
+        raise NoResultsError(f"no readable sweep in {', '.join(map(str, paths))}")
     trials_frame = pd.DataFrame(trial_records, columns=[*TRIAL_COLUMNS, *config_columns])
     status_of = dict(zip(zip(trials_frame["sweep"], trials_frame["trial"]), trials_frame["status"]))
     rounds_frame = pd.DataFrame(round_rows)

@@ -49,6 +49,7 @@ from analysis.study_tables import TableOptions, study_tables
 from analysis.summary import excluded_trials
 from analysis.tables import METRICS, Table
 from analysis.tracker_upload import TrackerUploadError, check_report_trackers, upload_report
+from federated.input_checks import InputError, OneLineParser, check_output_folder
 
 METRIC_CHOICES = {"final": "final_acc", "best": "best_acc"}
 TARGET_CHOICES = ("per-seed", "mean")
@@ -75,7 +76,7 @@ class Section:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m analysis.report",
         description="Tables and figures (the MOON paper's) from study.sweep results.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -496,14 +497,19 @@ def write_report(
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        out = check_output_folder(args.out, "--out")
         check_report_trackers(args.track)
         results = load_results(args.results)
         options = check_options(args, results)
-    except (NoResultsError, UsageError, TrackerUploadError) as err:
+    except (NoResultsError, UsageError, TrackerUploadError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     formats = ("png",) if args.no_pdf else ("png", "pdf")
-    report = write_report(results, args.out, options, sources=args.results, formats=formats)
+    try:
+        report = write_report(results, out, options, sources=args.results, formats=formats)
+    except OSError as err:  # the disk filled, a folder vanished: one line, not a traceback
+        print(f"error: could not write the report into {out}: {err}", file=sys.stderr)
+        return 1
     if not args.quiet:
         for sweep in results.sweeps:
             trials = results.trials[results.trials["sweep"] == sweep.name]

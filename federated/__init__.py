@@ -3,9 +3,27 @@
 from federated import RunConfig, run_rounds
 for row in run_rounds(RunConfig(algorithm="moon", dataset="fmnist", rounds=5)):
     print(row["round"], row["test_acc"])
+
+The names below are imported on first use, so that importing a torch-free submodule
+(``federated.input_checks``, ``federated.exit_codes``) does not load torch.
 """
 
-from federated.config import ConfigError, RunConfig
-from federated.round_loop import FederatedRun, run_rounds
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ConfigError": "federated.config",
+    "RunConfig": "federated.config",
+    "FederatedRun": "federated.round_loop",
+    "run_rounds": "federated.round_loop",
+}
 
 __all__ = ["ConfigError", "FederatedRun", "RunConfig", "run_rounds"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'federated' has no attribute {name!r}")

@@ -349,6 +349,16 @@ def _validate(c: RunConfig) -> None:
     min_size = MIN_PARTY_SAMPLES if c.partition in ("dirichlet", "quantity") else 1
     most = c.n_train // min_size
     if c.partition != "natural" and c.n_parties > most:
+        needed = c.n_parties * min_size
+        if c.data_fraction < 1 and needed <= spec.train_size:
+            # the data fraction, not the party count, is what makes it impossible
+            raise ConfigError(
+                "data_fraction",
+                c.data_fraction,
+                f"at least {-(-needed * 10_000 // spec.train_size) / 1e4:g} for "
+                f"n_parties={c.n_parties} of >= {min_size} {c.dataset} samples each "
+                f"(partition={c.partition}), or fewer parties",
+            )
         raise ConfigError(
             "n_parties",
             c.n_parties,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import math
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,6 +33,7 @@ from federated.config import RunConfig
 from federated.data import Augmenter, ImageData, load_dataset
 from federated.device import resolve_device, set_threads
 from federated.evaluation import evaluate
+from federated.inert_settings import inert_settings
 from federated.local_training import PartyResult, train_party
 from federated.models import build_model
 from federated.party_data import PartyData
@@ -281,7 +283,11 @@ class FederatedRun:
 
 
 def run_rounds(config: RunConfig, data: ImageData | None = None) -> Iterator[dict[str, Any]]:
-    """Yield one metrics row per round until ``config.rounds`` or divergence."""
+    """Yield one metrics row per round until ``config.rounds`` or divergence.
+
+    Settings that have no effect on this run are warned about (``UserWarning``)."""
+    for line in inert_settings(config):
+        warnings.warn(line.removeprefix("warning: "), UserWarning, stacklevel=2)
     run = FederatedRun(config, data)
     while not run.finished:
         yield run.run_round()

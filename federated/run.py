@@ -6,8 +6,9 @@ Every :class:`~federated.config.RunConfig` field is a flag (``--n-parties``, ``-
 ``--mu``, ``--server-optimizer fedavgm`` ...).  Prints one line per round and writes the
 rows (metrics plus the resolved config) to ``--out`` (CSV, or JSON lines for ``.jsonl``),
 rewritten atomically after every round so the file is always complete.  A run whose
-loss becomes NaN/inf stops at that round and prints ``status: diverged``; bad values
-are rejected with one line before any data loads (exit status 2).
+loss becomes NaN/inf stops at that round, prints ``status: diverged`` and exits with
+status 3; bad values are rejected with one line before any data loads (exit status 2);
+settings that have no effect on the run are named in ``warning:`` lines.
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from federated import exit_codes
 from federated.atomic_file import atomic_open
 from federated.config import ConfigError, RunConfig, field_help, field_types, registered_params
 from federated.data import DatasetUnavailable
 from federated.data.folder_layout import dataset_slug
 from federated.device import DeviceUnavailableError
+from federated.inert_settings import inert_settings
+from federated.input_checks import InputError, OneLineParser, check_output_file
 from federated.partition import PartitionError, size_statistics
 from federated.registry import is_plugin, load_method
 from federated.round_loop import FederatedRun
@@ -53,7 +57,7 @@ def _plugin_params(argv: list[str]) -> dict[str, type]:
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """Flags: every RunConfig field, then each method's own parameters (one group per
     method; a plug-in's appear when ``--algorithm pkg.mod:Class`` is on ``argv``)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m federated.run",
         description="Run one federated-learning experiment and report per-round accuracy.",
     )
@@ -98,7 +102,6 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
     """Write all rows atomically (a temp file renamed over the target)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".jsonl":
         text = "".join(json.dumps(r, default=str) + "\n" for r in rows)
     else:
@@ -153,17 +156,21 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     try:
         config = config_from_args(args)
-    except ConfigError as err:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        name = f"{config.algorithm}-{dataset_slug(config.dataset)}-seed{config.seed}-{stamp}"
+        out = args.out or str(Path("results") / "runs" / f"{name}.csv")
+        out = check_output_file(out, "--out")  # before any data loads (a str keeps a final /)
+    except (ConfigError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    name = f"{config.algorithm}-{dataset_slug(config.dataset)}-seed{config.seed}-{stamp}"
-    out = Path(args.out) if args.out else Path("results") / "runs" / f"{name}.csv"
+        return exit_codes.BAD_INPUT
+    given = [k for k in vars(args) if k not in ("out", "quiet")]
+    for line in inert_settings(config, given):
+        print(line, file=sys.stderr)
     try:
         run = FederatedRun(config)
     except (DatasetUnavailable, DeviceUnavailableError, PartitionError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     if not args.quiet:
         stats = size_statistics(run.class_counts)
         print(
@@ -181,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             print(format_row(row, config.rounds), flush=True)
     status = f"diverged at round {run.round} (non-finite loss)" if run.diverged else "completed"
     print(f"status: {status}; final test_acc {rows[-1]['test_acc']:.4f}; rows in {out}")
-    return 0
+    return exit_codes.DIVERGED if run.diverged else exit_codes.OK
 
 
 if __name__ == "__main__":

@@ -59,8 +59,26 @@ def save_run_state(run: FederatedRun, folder: str | os.PathLike) -> Path:
     return path
 
 
+class CheckpointError(ValueError):
+    """A checkpoint file is not a run state fedsweep wrote (one line naming the file)."""
+
+
 def load_run_state(folder: str | os.PathLike) -> dict[str, Any]:
-    return torch.load(Path(folder) / STATE_FILE, weights_only=True)
+    """The run state saved in ``folder``, read with ``weights_only=True``.
+
+    A run state holds only tensors, numbers, strings and containers of them, so the
+    restricted unpickler reads it; a file that needs anything else (a crafted pickle
+    that would run code on load) is refused with :class:`CheckpointError`.
+    """
+    path = Path(folder) / STATE_FILE
+    try:
+        state = torch.load(path, weights_only=True)
+    except Exception as err:  # torch raises UnpicklingError, RuntimeError, EOFError...
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        raise CheckpointError(f"{path}: not a fedsweep run state, refused ({reason})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: not a fedsweep run state, refused (not a dict)")
+    return state
 
 
 def train_federated(config: dict[str, Any]) -> None:

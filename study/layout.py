@@ -21,10 +21,13 @@
         <trial dir>/wandb/offline-run-*   with --track wandb (offline by default)
 
 The manifest records what was asked (study, budget, dataset, search, seeds, axes,
-overrides, command, where ``--track`` sent the runs: ``tracking``), the state of the
-sweep (``running``, ``finished``, ``interrupted``) and, once Tune returns, each trial's
-final status (``TERMINATED`` or ``ERROR`` with the error's first line).  Files are
-written to a temporary name and renamed, so a reader never sees a half-written manifest.
+overrides, command, where ``--track`` sent the runs: ``tracking``), the driver process
+(``driver``: host and pid, so readers can tell a killed driver), the state of the
+sweep (``running``, ``finished``, ``interrupted``, ``failed``) and, once Tune returns,
+each trial's final status (``TERMINATED``, ``INTERRUPTED`` or ``ERROR`` with the
+error's first line) and ``not_started`` (trials an interrupted sweep never created).
+Files are written to a temporary name and renamed (with the user's umask), so a reader
+never sees a half-written manifest.
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_
 # A tracker's callback (MLflow's SQLite inserts) takes up to a second per result on a small
 # machine; Tune's warning about it at 0.5 s would fill the terminal.
 os.environ.setdefault("TUNE_WARN_THRESHOLD_S", "5")
+# The driver handles SIGINT itself (study.interruption) and stops Tune through SIGUSR1.
+os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
 
 import ray
 from ray import tune
@@ -32,9 +34,12 @@ from federated.config import RunConfig
 from federated.data import load_dataset
 from federated.data.folder_dataset import folder_identity
 from federated.data.folder_layout import is_folder_dataset
+from federated.input_checks import check_fits_cluster as check_fits_node
 from federated.partition import class_counts, partition_for_run
 from federated.trainable import train_federated
 from search_spaces.study_file import study_to_dict
+from study.driver_liveness import driver_record
+from study.interruption import StopSignals
 from study.layout import (
     MANIFEST,
     MANIFEST_FORMAT,
@@ -51,6 +56,7 @@ from study.tracking_callbacks import tracking_callbacks
 
 SYNC_PERIOD_S = 1
 DASHBOARD_PORT = 8265
+LOOPBACK = "127.0.0.1"
 
 
 @dataclass(frozen=True)
@@ -65,21 +71,51 @@ class Execution:
 
 
 def start_ray(address: str | None, dashboard: bool) -> str | None:
-    """Join ``address`` (or $RAY_ADDRESS), else start a local Ray; returns the dashboard URL."""
+    """Join ``address`` (or $RAY_ADDRESS), else start a local Ray; returns the dashboard URL.
+
+    A local Ray binds every port to loopback: its node address is 127.0.0.1 (with
+    ``study.sweep.LOCAL_ONLY_ENV`` set before Ray is imported, Ray keeps it rather than
+    resolving it to the machine's network address) and the dashboard, when asked for,
+    listens on 127.0.0.1 only.  Raises ConnectionError (one line) when Ray cannot start
+    or join."""
     options: dict[str, Any] = {"logging_level": "WARNING", "log_to_driver": False}
     address = address or os.environ.get("RAY_ADDRESS")
-    if address:
-        context = ray.init(address=address, **options)
-    else:
-        context = ray.init(
-            address="local",
-            include_dashboard=dashboard,
-            dashboard_host="127.0.0.1",
-            dashboard_port=DASHBOARD_PORT,
-            **options,
-        )
+    try:
+        if address:
+            context = ray.init(address=address, **options)
+        else:
+            context = ray.init(
+                address="local",
+                _node_ip_address=LOOPBACK,
+                include_dashboard=dashboard,
+                dashboard_host=LOOPBACK,
+                dashboard_port=DASHBOARD_PORT,
+                **options,
+            )
+    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        where = f"join the Ray cluster at {address}" if address else "start a local Ray"
+        raise ConnectionError(f"could not {where}: {first}") from None
     url = getattr(context, "dashboard_url", None)
     return f"http://{url}" if url and not str(url).startswith("http") else url
+
+
+def check_fits_cluster(cpus: float, gpus: float) -> None:
+    """Refuse (InputError) a trial larger than every live node: Ray would keep it pending."""
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    largest_cpus = max((r.get("CPU", 0.0) for r in nodes), default=0.0)
+    largest_gpus = max((r.get("GPU", 0.0) for r in nodes), default=0.0)
+    check_fits_node(cpus, gpus, largest_cpus, largest_gpus)
+
+
+def failed_trials(sweep_dir: Path) -> dict[str, str]:
+    """``{trial: first error line}`` of the trials the manifest records as ERROR."""
+    trials = read_manifest(sweep_dir).get("trials") or {}
+    return {
+        name: str(entry.get("error") or "error")
+        for name, entry in trials.items()
+        if entry.get("status") == "ERROR"
+    }
 
 
 def cluster_gpus() -> float:
@@ -250,6 +286,7 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "finished": None,
         "status": "running",
+        "driver": driver_record(),
         "trials": {},
         **extra,
     }
@@ -263,13 +300,22 @@ def dataset_identity(dataset: str) -> dict[str, Any]:
     return {"dataset_identity": folder_identity(dataset)}
 
 
-def fit(tuner: tune.Tuner, sweep_dir: Path) -> tune.ResultGrid:
-    """Run to the end (or Ctrl-C) and record each trial's final status in the manifest."""
+def fit(tuner: tune.Tuner, sweep_dir: Path, signals: StopSignals | None = None) -> tune.ResultGrid:
+    """Run to the end (or an interruption) and record each trial's final status.
+
+    The manifest says ``finished`` only when Tune returned on its own with every trial
+    done; after SIGINT/SIGTERM (``signals.received``) it says ``interrupted``, trials
+    that had not reached their last round are ``INTERRUPTED`` and the trials that never
+    started are counted in ``not_started``."""
     try:
         results = tuner.fit()
+    except KeyboardInterrupt:
+        update_manifest(sweep_dir, status="interrupted")
+        raise
     except BaseException as err:  # the driver itself failed: say so, keep what was written
         update_manifest(sweep_dir, status="failed", error=f"{type(err).__name__}: {err}"[:300])
         raise
+    interrupted = signals is not None and signals.received is not None
     trials: dict[str, Any] = {}
     for result in results:
         error = None
@@ -277,16 +323,24 @@ def fit(tuner: tune.Tuner, sweep_dir: Path) -> tune.ResultGrid:
             error = (str(result.error).strip().splitlines() or [type(result.error).__name__])[-1][
                 :300
             ]
+        last_round = (result.metrics or {}).get("round")
+        planned = (result.config or {}).get("rounds")
+        reached_end = bool(planned and last_round and last_round >= planned)
+        status = "ERROR" if error else "TERMINATED"
+        if interrupted and not error and not reached_end:
+            status = "INTERRUPTED"
         trials[Path(result.path).name] = {
-            "status": "ERROR" if error else "TERMINATED",
+            "status": status,
             "error": error,
-            "last_round": (result.metrics or {}).get("round"),
+            "last_round": last_round,
         }
+    planned_trials = read_manifest(sweep_dir).get("n_trials") or 0
     done = results.num_terminated + results.num_errors
-    complete = done >= len(results) and len(results) >= read_manifest(sweep_dir)["n_trials"]
+    complete = not interrupted and done >= len(results) and len(results) >= planned_trials
     update_manifest(
         sweep_dir,
         trials=trials,
+        not_started=max(0, planned_trials - len(results)),
         status="finished" if complete else "interrupted",
         finished=time.strftime("%Y-%m-%dT%H:%M:%S") if complete else None,
     )

@@ -17,28 +17,47 @@ Results go to ``<storage path>/<name>/`` (layout: :mod:`study.layout`); read the
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from federated import exit_codes
 from federated.config import ConfigError, coerce
 from federated.data import DatasetUnavailable
+from federated.input_checks import (
+    InputError,
+    OneLineParser,
+    absolute_paths,
+    check_address,
+    check_output_folder,
+    check_plain_name,
+    check_trial_resources,
+)
 from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES, Study
 from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import StudyFileError, load_study_file
+from study.driver_liveness import driver_gone
+from study.interruption import StopSignals
+from study.layout import MANIFEST
 from study.plan import SweepPlan
 from study.resources import TrialResources
 from study.tracking import TrackerUnavailableError, check_trackers, start_tracking, sweep_tags
 
+# Loopback-only local Ray: with this, Ray resolves the node address of a local cluster
+# to 127.0.0.1 and every Ray process binds there (README, "Network").  Read by Ray at
+# import, so it is set before study.runner imports Ray, and only for a local Ray.
+LOCAL_ONLY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
-class UsageError(ValueError):
+
+class UsageError(InputError):
     """A command-line value is not allowed (one line, printed as ``error: ...``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m study.sweep",
         description="Run a study of the MOON paper as a Ray Tune sweep.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -137,7 +156,7 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
             raise UsageError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set rounds=20")
         key, value = item.split("=", 1)
         out[key.strip()] = coerce(key.strip(), value)
-    return out
+    return absolute_paths(out)  # trials run in folders of their own: no relative paths
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -148,12 +167,9 @@ def check_args(args: argparse.Namespace) -> None:
     one_of("--budget", args.budget, BUDGETS)
     one_of("--search", args.search, ("grid", "optuna"))
     one_of("--scheduler", args.scheduler, ("fifo", "asha"))
-    for flag, value, low in (
-        ("--cpus-per-trial", args.cpus_per_trial, 0.0),
-        ("--gpus-per-trial", args.gpus_per_trial, -1e-12),
-    ):
-        if not value > low:
-            raise UsageError(f"{flag}={value!r} (allowed: a number > {max(low, 0):g})")
+    check_trial_resources(args.cpus_per_trial, args.gpus_per_trial, args.max_failures)
+    if args.name is not None:
+        check_plain_name(args.name, "--name")
     if args.num_samples is not None and args.num_samples < 1:
         raise UsageError(f"--num-samples={args.num_samples!r} (allowed: an integer >= 1)")
     if args.max_concurrent is not None and args.max_concurrent < 1:
@@ -282,9 +298,9 @@ def main(argv: list[str] | None = None) -> int:
             overrides=parse_overrides(args.overrides),
             num_samples=args.num_samples,
         )
-    except (UsageError, ConfigError, StudyFileError) as err:
+    except (InputError, ConfigError, StudyFileError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     requested = TrialResources(args.cpus_per_trial, args.gpus_per_trial)
     # torch threads follow the CPUs a trial gets, unless --set threads=... says otherwise
     plan.overrides.setdefault("threads", requested.threads)
@@ -292,30 +308,45 @@ def main(argv: list[str] | None = None) -> int:
         print(describe_plan(plan, requested))
         return 0
 
-    storage = Path(args.storage_path).expanduser().resolve()
     try:
+        storage = check_output_folder(args.storage_path, "--storage-path").resolve()
+        address = args.address or os.environ.get("RAY_ADDRESS")
+        if address:
+            check_address(address)
         if args.resume:
             sweep_dir = find_sweep(storage, plan, args.name)
+            if runner_manifest_running(sweep_dir):
+                raise UsageError(
+                    f"--resume: {sweep_dir} is still running (its driver is alive); stop it first"
+                )
         else:
             sweep_dir = storage / (args.name or plan.default_name(time.strftime("%Y%m%d-%H%M%S")))
             if sweep_dir.exists():
                 raise UsageError(
                     f"{sweep_dir} exists: pass --resume to continue it, or another --name"
                 )
-    except UsageError as err:
+    except (UsageError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
+    for line in override_warnings(plan):
+        print(line, file=sys.stderr)
+    resume_command = (
+        f"python -m study.sweep {study_argument(args)} --resume --name {sweep_dir.name} "
+        f"--storage-path {storage}"
+    )
+    if not address:
+        os.environ.update(LOCAL_ONLY_ENV)
 
     from study import runner  # imports Ray: only now that there is something to run
 
-    if not args.resume:
-        try:
+    try:
+        url = runner.start_ray(address, args.dashboard)
+        runner.check_fits_cluster(args.cpus_per_trial, args.gpus_per_trial)
+        if not args.resume:
             runner.write_partitions(plan, sweep_dir)  # also checks the data is there
-        except DatasetUnavailable as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-
-    url = runner.start_ray(args.address, args.dashboard)
+    except (DatasetUnavailable, InputError, ConnectionError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return exit_codes.BAD_INPUT
     if args.dashboard:
         print(
             f"Ray dashboard: {url or 'not available'} (Tune results also in TensorBoard: "
@@ -336,42 +367,88 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     started = time.perf_counter()
-    if args.resume:
-        print(f"resuming {sweep_dir}", flush=True)
-        manifest = runner.update_manifest(sweep_dir, status="running")
-        if "wandb" in manifest.get("tracking", {}):  # Tune's restored callback checks it
-            os.environ["WANDB_MODE"] = manifest["tracking"]["wandb"]["mode"]
-        space = None
-        if manifest["search"] == "grid":
-            space = SweepPlan.from_manifest(manifest).param_space()
-        tuner = runner.restore_tuner(sweep_dir, resources, space)
-    else:
-        print(describe_plan(plan, resources).splitlines()[0], flush=True)
-        tags = sweep_tags(plan.study.name, sweep_dir.name, plan.budget.name)
-        tracking = start_tracking(args.track, sweep_dir, args.track_uri, tags)
-        runner.write_json_atomic(
-            sweep_dir / runner.MANIFEST,
-            runner.manifest_for(plan, sweep_dir.name, execution, tracking=tracking),
-        )
-        callbacks = runner.tracking_callbacks(tracking, tags)
-        tuner = runner.new_tuner(plan, sweep_dir.name, storage, execution, callbacks)
-    results = runner.fit(tuner, sweep_dir)
+    with StopSignals() as signals:
+        try:
+            if args.resume:
+                print(f"resuming {sweep_dir}", flush=True)
+                manifest = runner.update_manifest(
+                    sweep_dir, status="running", driver=runner.driver_record()
+                )
+                if "wandb" in manifest.get("tracking", {}):  # Tune's restored callback checks it
+                    os.environ["WANDB_MODE"] = manifest["tracking"]["wandb"]["mode"]
+                space = None
+                if manifest["search"] == "grid":
+                    space = SweepPlan.from_manifest(manifest).param_space()
+                tuner = runner.restore_tuner(sweep_dir, resources, space)
+            else:
+                print(describe_plan(plan, resources).splitlines()[0], flush=True)
+                tags = sweep_tags(plan.study.name, sweep_dir.name, plan.budget.name)
+                tracking = start_tracking(args.track, sweep_dir, args.track_uri, tags)
+                runner.write_json_atomic(
+                    sweep_dir / runner.MANIFEST,
+                    runner.manifest_for(plan, sweep_dir.name, execution, tracking=tracking),
+                )
+                callbacks = runner.tracking_callbacks(tracking, tags)
+                tuner = runner.new_tuner(plan, sweep_dir.name, storage, execution, callbacks)
+            results = runner.fit(tuner, sweep_dir, signals)
+        except KeyboardInterrupt:  # a second signal, or one before Tune's loop ran
+            print(f"sweep interrupted; results in {sweep_dir}", file=sys.stderr)
+            print(f"continue it with: {resume_command}", file=sys.stderr)
+            return signals.exit_code
     elapsed = time.perf_counter() - started
     print(runner.format_summary(runner.summary_rows(results)))
     status = runner.read_manifest(sweep_dir)["status"]
     print(f"sweep {status} in {elapsed:.0f} s; results in {sweep_dir}")
     if status != "finished":
+        print(f"continue it with: {resume_command}")
+        return signals.exit_code
+    failed = runner.failed_trials(sweep_dir)
+    if failed and len(failed) == len(results):
+        lines = sorted(set(failed.values()))
         print(
-            f"continue it with: python -m study.sweep {study_argument(args)} --resume "
-            f"--name {sweep_dir.name} --storage-path {storage}"
+            f"error: all {len(failed)} trials errored; distinct first error lines:",
+            file=sys.stderr,
         )
-        return 130
+        for line in lines:
+            print(f"  {line}", file=sys.stderr)
+        return exit_codes.ALL_TRIALS_FAILED
     print(f"report: python -m analysis.report {sweep_dir}")
 
     if args.rerun_best:
         best_dir = rerun_best(plan, results, sweep_dir, storage, execution, args.rerun_best)
         print(f"report: python -m analysis.report {sweep_dir} {best_dir}")
-    return 0
+    return exit_codes.OK
+
+
+def runner_manifest_running(sweep_dir: Path) -> bool:
+    """True when the sweep's manifest says running and its driver process is alive."""
+    try:
+        manifest = json.loads((sweep_dir / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(manifest, dict)
+        and manifest.get("status") == "running"
+        and isinstance(manifest.get("driver"), dict)
+        and not driver_gone(manifest)
+    )
+
+
+def override_warnings(plan: SweepPlan) -> list[str]:
+    """``warning:`` lines for ``--set`` fields that have no effect in any of the trials."""
+    from federated.config import RunConfig
+    from federated.inert_settings import inert_settings
+    from study.plan import run_config_fields
+
+    given = [k for k in plan.overrides if k != "threads"]
+    if not given:
+        return []
+    per_trial = [
+        set(inert_settings(RunConfig.from_dict(run_config_fields(t.config)), given))
+        for t in plan.trials()
+    ]
+    common = set.intersection(*per_trial) if per_trial else set()
+    return sorted(common)
 
 
 def rerun_best(plan: SweepPlan, results, sweep_dir: Path, storage: Path, execution, k: int) -> Path:

@@ -57,8 +57,11 @@ def test_bad_value_is_rejected_naming_the_field(field, value, allowed):
 
 
 def test_more_parties_than_samples_counts_the_data_fraction():
-    with pytest.raises(ConfigError, match=r"n_parties=700 .*at most 600 for 6000 fmnist"):
+    # the fraction of the data, not the party count, is what makes it impossible here
+    with pytest.raises(ConfigError, match=r"data_fraction=0.1 .*at least 0.1167 for n_parties=700"):
         RunConfig(dataset="fmnist", data_fraction=0.1, n_parties=700)
+    with pytest.raises(ConfigError, match=r"n_parties=7000 .*at most 6000 for 60000 fmnist"):
+        RunConfig(dataset="fmnist", n_parties=7000)
     # IID needs only one sample per party
     assert (
         RunConfig(dataset="fmnist", data_fraction=0.1, n_parties=700, partition="iid").n_parties

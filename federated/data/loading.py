@@ -90,7 +90,16 @@ def load_dataset(
         "mnist": _load_mnist_like,
         "synthetic": _load_synthetic,
     }[name]
-    train_x, train_y, test_x, test_y = loader(spec, root)
+    try:
+        train_x, train_y, test_x, test_y = loader(spec, root)
+    except DatasetUnavailable:
+        raise
+    except (OSError, ValueError, EOFError, RuntimeError, KeyError) as err:
+        # truncated or corrupt files (IDX, gzip, torchvision's archives): one line, no trace
+        raise DatasetUnavailable(
+            f"dataset {name!r} under {root} could not be read ({_short(err)}): its files "
+            "are damaged; remove them and let fedsweep fetch them again"
+        ) from None
     expected = (spec.train_size, *spec.shape), (spec.test_size, *spec.shape)
     if (tuple(train_x.shape), tuple(test_x.shape)) != expected:
         raise DatasetUnavailable(

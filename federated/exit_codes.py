@@ -1,0 +1,19 @@
+"""The exit statuses of fedsweep's command lines (documented in the README).
+
+Scripts can tell the outcomes apart: ``0`` done, ``2`` a bad input refused before any
+work, ``3`` a run that diverged (``federated.run``), ``4`` a sweep in which every trial
+errored, ``130`` interrupted by Ctrl-C (SIGINT), ``143`` stopped by SIGTERM; the two
+interrupted cases print the command that resumes the sweep.
+"""
+
+from __future__ import annotations
+
+import signal
+
+OK = 0
+BAD_INPUT = 2
+DIVERGED = 3
+ALL_TRIALS_FAILED = 4
+# The shell's convention: 128 + the signal's number.
+INTERRUPTED = 128 + signal.SIGINT
+TERMINATED = 128 + signal.SIGTERM

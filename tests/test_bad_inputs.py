@@ -1,0 +1,234 @@
+"""A catalogue of bad inputs to every entry point, each refused the same way.
+
+For every case: a non-zero exit status (or, from Python, an exception), exactly one line
+on stderr that starts with ``error:`` and names the field, flag or path, no traceback,
+and nothing written (the working folder is the same before and after).  The command
+lines run in-process through their ``main`` functions, which is what their
+``python -m`` entry points call (``sys.exit(main())``); a few run as real subprocesses
+to hold that equivalence.  None of these cases starts Ray or loads a dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis import report
+from federated import run
+from federated.config import ConfigError, RunConfig
+from federated.input_checks import (
+    InputError,
+    check_output_file,
+    check_output_folder,
+    check_plain_name,
+    check_trial_resources,
+)
+from study import sweep
+
+# (id, argv, words the error line must hold)
+RUN_CASES = [
+    ("beta-0", ["--beta", "0"], "beta"),
+    ("rounds-0", ["--rounds", "0"], "rounds"),
+    ("rounds-text", ["--rounds", "ten"], "rounds"),
+    ("rounds-missing", ["--rounds"], "--rounds"),
+    ("rounds-float", ["--rounds", "2.5"], "rounds"),
+    ("n-parties-0", ["--n-parties", "0"], "n_parties"),
+    ("n-parties-huge", ["--n-parties", "100000"], "n_parties"),
+    ("fraction-0", ["--sample-fraction", "0"], "sample_fraction"),
+    ("fraction-2", ["--sample-fraction", "2"], "sample_fraction"),
+    ("data-fraction-nan", ["--data-fraction", "nan"], "data_fraction"),
+    ("test-fraction-neg", ["--test-fraction", "-0.5"], "test_fraction"),
+    ("lr-0", ["--lr", "0"], "lr"),
+    ("lr-inf", ["--lr", "inf"], "lr"),
+    ("momentum-1", ["--momentum", "1"], "momentum"),
+    ("weight-decay-neg", ["--weight-decay", "-1"], "weight_decay"),
+    ("mu-neg", ["--mu", "-1"], "mu"),
+    ("tau-0", ["--tau", "0"], "tau"),
+    ("tau-below-min", ["--tau-schedule", "annealed", "--tau", "0.0001"], "tau"),
+    ("tau-schedule", ["--tau-schedule", "cosine"], "tau_schedule"),
+    ("tau-scope", ["--tau-scope", "epoch"], "tau_scope"),
+    ("algorithm", ["--algorithm", "fedsgd"], "algorithm"),
+    ("dataset", ["--dataset", "imagenet"], "dataset"),
+    ("model", ["--model", "vgg"], "model"),
+    ("partition", ["--partition", "pathological"], "partition"),
+    ("labels-per-party", ["--partition", "labels", "--labels-per-party", "11"], "labels_per"),
+    ("server-optimizer", ["--server-optimizer", "adam"], "server_optimizer"),
+    ("server-momentum", ["--server-momentum", "1.5"], "server_momentum"),
+    ("server-lr", ["--server-lr", "0"], "server_lr"),
+    ("projection-head", ["--projection-head", "maybe"], "projection_head"),
+    ("out-dim", ["--out-dim", "0"], "out_dim"),
+    ("prev-models", ["--prev-models", "0"], "prev_models"),
+    ("seed-neg", ["--seed", "-1"], "seed"),
+    ("device", ["--device", "gpu"], "device"),
+    ("threads-0", ["--threads", "0"], "threads"),
+    ("batch-size-0", ["--batch-size", "0"], "batch_size"),
+    ("local-epochs-0", ["--local-epochs", "0"], "local_epochs"),
+    ("execution", ["--execution", "turbo"], "execution"),
+    ("checkpoint-every", ["--checkpoint-every", "-1"], "checkpoint_every"),
+    ("unknown-flag", ["--rounds-per-epoch", "3"], "--rounds-per-epoch"),
+    ("out-under-file", ["--out", "a_file/rows.csv"], "--out"),
+    ("out-is-folder", ["--out", "a_folder"], "--out"),
+    ("out-trailing-slash", ["--out", "new_folder/"], "--out"),
+    (
+        "dirichlet-too-little-data",
+        ["--data-fraction", "0.001", "--n-parties", "10"],
+        "data_fraction",
+    ),
+]
+
+SWEEP_CASES = [
+    ("no-study", [], "study"),
+    ("unknown-study", ["moon_nu"], "study"),
+    ("budget", ["moon_mu", "--budget", "huge"], "--budget"),
+    ("search", ["moon_mu", "--search", "random"], "--search"),
+    ("scheduler", ["moon_mu", "--scheduler", "pbt"], "--scheduler"),
+    ("cpus-0", ["moon_mu", "--cpus-per-trial", "0"], "--cpus-per-trial"),
+    ("cpus-text", ["moon_mu", "--cpus-per-trial", "two"], "--cpus-per-trial"),
+    ("cpus-nan", ["moon_mu", "--cpus-per-trial", "nan"], "--cpus-per-trial"),
+    ("gpus-neg", ["moon_mu", "--gpus-per-trial", "-1"], ">= 0"),
+    ("gpus-1.5", ["moon_mu", "--gpus-per-trial", "1.5"], "--gpus-per-trial"),
+    ("max-failures-neg", ["moon_mu", "--max-failures", "-1"], "--max-failures"),
+    ("num-samples-0", ["moon_mu", "--search", "optuna", "--num-samples", "0"], "--num-samples"),
+    ("max-concurrent-0", ["moon_mu", "--max-concurrent", "0"], "--max-concurrent"),
+    ("rerun-best-grid", ["moon_mu", "--rerun-best", "3"], "--rerun-best"),
+    ("name-dotdot", ["moon_mu", "--name", "../.."], "--name"),
+    ("name-absolute", ["moon_mu", "--name", "/tmp/elsewhere"], "--name"),
+    ("name-slash", ["moon_mu", "--name", "a/b"], "--name"),
+    ("name-hidden", ["moon_mu", "--name", ".hidden"], "--name"),
+    ("name-empty", ["moon_mu", "--name", ""], "--name"),
+    ("set-no-equals", ["moon_mu", "--set", "rounds"], "--set"),
+    ("set-unknown-field", ["moon_mu", "--set", "roundz=3"], "roundz"),
+    ("set-bad-value", ["moon_mu", "--set", "rounds=zero"], "rounds"),
+    ("set-bad-range", ["moon_mu", "--set", "beta=-1"], "beta"),
+    ("dataset", ["moon_mu", "--dataset", "imagenet"], "dataset"),
+    ("seeds-text", ["moon_mu", "--seeds", "a,b"], "seeds"),
+    ("storage-under-file", ["moon_mu", "--storage-path", "a_file/results"], "--storage-path"),
+    ("storage-is-file", ["moon_mu", "--storage-path", "a_file"], "--storage-path"),
+    ("address-dead", ["moon_mu", "--address", "127.0.0.1:1"], "--address"),
+    ("address-garbage", ["moon_mu", "--address", "nohost"], "--address"),
+    ("resume-missing", ["moon_mu", "--resume", "--name", "never-ran"], "--resume"),
+    ("exists", ["moon_mu", "--name", "a_folder", "--storage-path", "."], "exists"),
+]
+
+REPORT_CASES = [
+    ("missing-path", ["nowhere"], "nowhere"),
+    ("no-sweep", ["a_folder"], "a_folder"),
+    ("corrupt-manifest", ["bad_sweep"], "fedsweep_sweep.json"),
+    ("metric", ["good_sweep", "--metric", "median"], "--metric"),
+    ("target", ["good_sweep", "--target", "all"], "--target"),
+    ("out-under-file", ["good_sweep", "--out", "a_file/report"], "--out"),
+    ("out-is-file", ["good_sweep", "--out", "a_file"], "--out"),
+    ("no-args", [], "RESULTS_DIR"),
+]
+
+API_CASES = [
+    ("api-beta", lambda: RunConfig(beta=-1), "beta"),
+    ("api-rounds-type", lambda: RunConfig(rounds="5"), "rounds"),
+    ("api-unknown-field", lambda: RunConfig.from_dict({"round": 3}), "round"),
+    ("api-replace", lambda: RunConfig().replace(lr=0), "lr"),
+    ("api-algorithm", lambda: RunConfig(algorithm="FedAvg"), "algorithm"),
+    ("api-bool", lambda: RunConfig(projection_head="yes"), "projection_head"),
+    ("api-fraction", lambda: RunConfig(data_fraction=0), "data_fraction"),
+    ("api-name", lambda: check_plain_name("..", "--name"), "--name"),
+    ("api-out", lambda: check_output_file(__file__ + "/rows.csv", "--out"), "--out"),
+    ("api-folder", lambda: check_output_folder("/proc/self/status/x", "--out"), "--out"),
+    ("api-resources", lambda: check_trial_resources(1, 2.5, 1), "--gpus-per-trial"),
+]
+
+CLIS = {"run": run.main, "sweep": sweep.main, "report": report.main}
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """A working folder holding a file, a folder, a sweep and a sweep with a bad manifest."""
+    (tmp_path / "a_file").write_text("not a folder\n")
+    (tmp_path / "a_folder").mkdir()
+    (tmp_path / "bad_sweep").mkdir()
+    (tmp_path / "bad_sweep" / "fedsweep_sweep.json").write_text("{not json")
+    good = tmp_path / "good_sweep"
+    good.mkdir()
+    (good / "fedsweep_sweep.json").write_text(
+        json.dumps({"study": "moon_mu", "status": "finished", "trials": {}})
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("FEDSWEEP_RESULTS", str(tmp_path / "results"))
+    return tmp_path
+
+
+def snapshot(folder: Path) -> dict[str, float]:
+    return {str(p.relative_to(folder)): p.stat().st_mtime for p in folder.rglob("*")}
+
+
+def assert_one_error_line(stderr: str, words: str) -> None:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error: "), stderr
+    assert words in lines[0], stderr
+    assert "Traceback" not in stderr
+
+
+def call(cli: str, argv: list[str]) -> int:
+    try:
+        return CLIS[cli](argv)
+    except SystemExit as stop:  # argparse's own errors
+        return int(stop.code or 0)
+
+
+CASES = (
+    [pytest.param("run", a, w, id=f"run-{i}") for i, a, w in RUN_CASES]
+    + [pytest.param("sweep", a, w, id=f"sweep-{i}") for i, a, w in SWEEP_CASES]
+    + [pytest.param("report", a, w, id=f"report-{i}") for i, a, w in REPORT_CASES]
+)
+
+
+def test_the_catalogue_is_large_enough():
+    assert len(CASES) + len(API_CASES) >= 60
+
+
+@pytest.mark.parametrize(("cli", "argv", "words"), CASES)
+def test_bad_command_line_input_is_one_line_and_writes_nothing(
+    cli, argv, words, workdir, capsys
+):
+    before = snapshot(workdir)
+    status = call(cli, argv)
+    captured = capsys.readouterr()
+    assert status != 0
+    assert_one_error_line(captured.err, words)
+    assert snapshot(workdir) == before, "nothing is written"
+
+
+@pytest.mark.parametrize(
+    ("make", "words"), [pytest.param(m, w, id=i) for i, m, w in API_CASES]
+)
+def test_bad_python_input_raises_one_line_naming_the_field(make, words):
+    with pytest.raises((ConfigError, InputError)) as caught:
+        make()
+    message = str(caught.value)
+    assert "\n" not in message
+    assert words in message
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "words"),
+    [
+        ("federated.run", ["--beta", "0"], "beta"),
+        ("study.sweep", ["moon_mu", "--name", "../.."], "--name"),
+        ("analysis.report", ["nowhere"], "nowhere"),
+        ("study.sweep", ["moon_mu", "--cpus-per-trial", "x"], "--cpus-per-trial"),
+    ],
+)
+def test_the_real_command_lines_refuse_the_same_way(module, argv, words, workdir):
+    before = snapshot(workdir)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *argv], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 2
+    assert_one_error_line(proc.stderr, words)
+    assert snapshot(workdir) == before

@@ -1,0 +1,141 @@
+"""Fault drill on a real local Ray: a sweep killed with SIGKILL and one interrupted with
+SIGINT (Ctrl-C: the signal goes to the whole process group, as a terminal sends it),
+each resumed with ``--resume``.  The manifest and the report say ``interrupted`` in
+between and ``finished`` at the end, and every trial's per-round accuracies equal an
+uninterrupted run's (the same config run in-process, as tests/test_sweep_ray.py does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from analysis.loading import load_results
+from federated import exit_codes
+from tests.test_sweep_ray import manifest, reference_accuracies, rounds, trial_dirs
+
+pytestmark = pytest.mark.slow
+
+ROUNDS = 3
+ARGS = [
+    "moon_mu",
+    "--budget",
+    "smoke",
+    "--set",
+    f"rounds={ROUNDS}",
+    "--set",
+    "checkpoint_every=1",
+    "--set",
+    "data_fraction=0.02",
+    "--set",
+    "test_fraction=0.05",
+    "--max-concurrent",
+    "1",
+    "--quiet",
+]
+
+
+def start(storage: Path, name: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "study.sweep", *ARGS, "--name", name]
+    return subprocess.Popen(
+        [*cmd, "--storage-path", str(storage)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: the signal reaches all of it
+    )
+
+
+def wait_until_one_done_and_one_started(sweep_dir: Path, timeout: float = 300) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        trials = trial_dirs(sweep_dir) if sweep_dir.is_dir() else []
+        done = [t for t in trials if len(rounds(t)) == ROUNDS]
+        started = [t for t in trials if 1 <= len(rounds(t)) < ROUNDS]
+        if done and started:
+            return
+        time.sleep(0.3)
+    raise AssertionError("the sweep did not get going")
+
+
+def resume(storage: Path, name: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "study.sweep", *ARGS, "--resume", "--name", name]
+    return subprocess.run(
+        [*cmd, "--storage-path", str(storage)], capture_output=True, text=True, timeout=600
+    )
+
+
+def assert_finished_like_uninterrupted(sweep_dir: Path) -> None:
+    assert manifest(sweep_dir)["status"] == "finished"
+    trials = trial_dirs(sweep_dir)
+    assert len(trials) == 5
+    for trial in trials:
+        assert sorted(rounds(trial)) == list(range(1, ROUNDS + 1))
+        accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, ROUNDS + 1)]
+        assert accuracies == reference_accuracies(trial)
+    results = load_results(sweep_dir)
+    assert results.sweeps[0].status == "finished"
+    assert set(results.trials["status"]) == {"completed"}
+
+
+def test_sigint_then_resume(tmp_path):
+    driver = start(tmp_path, "ctrl-c")
+    sweep_dir = tmp_path / "ctrl-c"
+    try:
+        wait_until_one_done_and_one_started(sweep_dir)
+        os.killpg(driver.pid, signal.SIGINT)
+        out, err = driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+    assert driver.returncode == exit_codes.INTERRUPTED, out[-2000:] + err[-2000:]
+    assert "sweep finished" not in out
+    command = f"python -m study.sweep moon_mu --resume --name ctrl-c --storage-path {tmp_path}"
+    assert command in out + err
+    written = manifest(sweep_dir)
+    assert written["status"] == "interrupted"
+    for trial in trial_dirs(sweep_dir):  # each trial's recorded state matches its files
+        finished = len(rounds(trial)) == ROUNDS
+        assert written["trials"][trial.name]["status"] == (
+            "TERMINATED" if finished else "INTERRUPTED"
+        )
+    unfinished = [t for t in written["trials"].values() if t["status"] == "INTERRUPTED"]
+    assert unfinished or written["not_started"] > 0  # the sweep really was cut short
+    results = load_results(sweep_dir)
+    assert results.sweeps[0].status == "interrupted"
+    assert set(results.trials["status"]) <= {"completed", "interrupted"}
+    if written["not_started"]:  # the report names the trials that never started
+        expected = f"{written['not_started']} trial(s) never started"
+        assert any(expected in p for p in results.problems)
+
+    proc = resume(tmp_path, "ctrl-c")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert_finished_like_uninterrupted(sweep_dir)
+
+
+def test_sigkill_then_resume(tmp_path):
+    driver = start(tmp_path, "kill-9")
+    sweep_dir = tmp_path / "kill-9"
+    try:
+        wait_until_one_done_and_one_started(sweep_dir)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.communicate()
+    time.sleep(1)
+    written = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
+    assert written["status"] == "running"  # a killed driver cannot write...
+    results = load_results(sweep_dir)  # ...but readers see that it is gone
+    assert results.sweeps[0].status == "interrupted"
+    assert "interrupted" in set(results.trials["status"])
+    assert any("driver process is gone" in p for p in results.problems)
+
+    proc = resume(tmp_path, "kill-9")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert_finished_like_uninterrupted(sweep_dir)

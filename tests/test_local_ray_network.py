@@ -1,0 +1,86 @@
+"""A local sweep's Ray listens on loopback only; impossible resources and all-errored
+sweeps end with one clear line and their own exit status (real local Ray, no mocks)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from federated import exit_codes
+from tests.listening_sockets import is_loopback, listening_sockets
+
+pytestmark = pytest.mark.slow
+
+SMALL = ["--budget", "smoke", "--set", "data_fraction=0.02", "--set", "test_fraction=0.05"]
+
+
+def sweep_cmd(storage: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "study.sweep", *args, "--storage-path", str(storage), "--quiet"]
+
+
+def test_a_local_sweep_listens_on_loopback_only(tmp_path):
+    cmd = sweep_cmd(tmp_path, "moon_mu", *SMALL, "--set", "rounds=50", "--name", "net")
+    driver = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and not list((tmp_path / "net").glob("*/result.json")):
+            time.sleep(0.5)  # a trial reports: GCS, raylet, agents and workers are all up
+        time.sleep(2)
+        sockets = listening_sockets(driver.pid)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait()
+    print("listening sockets of a local sweep:", *sorted(sockets), sep="\n  ")
+    names = {name for name, _, _ in sockets}
+    assert {"gcs_server", "raylet"} <= names  # the check saw Ray's processes
+    assert len(sockets) >= 5
+    assert all(is_loopback(ip.removeprefix("::ffff:")) for _, ip, _ in sockets), sockets
+
+
+def test_a_trial_larger_than_every_node_is_refused_in_one_line(tmp_path):
+    proc = subprocess.run(
+        sweep_cmd(tmp_path / "results", "moon_mu", *SMALL, "--cpus-per-trial", "512"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == exit_codes.BAD_INPUT
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "--cpus-per-trial=512" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+def test_a_sweep_whose_every_trial_errored_exits_non_zero_with_the_errors(tmp_path):
+    proc = subprocess.run(
+        sweep_cmd(
+            tmp_path,
+            "moon_mu",
+            *SMALL,
+            "--set",
+            "rounds=2",
+            "--set",
+            "fail_at_round=1",
+            "--set",
+            "checkpoint_every=0",
+            "--max-failures",
+            "0",
+            "--max-concurrent",
+            "2",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == exit_codes.ALL_TRIALS_FAILED, proc.stdout[-2000:] + proc.stderr
+    assert "error: all 5 trials errored" in proc.stderr
+    assert "injected failure after round 1" in proc.stderr
+    assert "report:" not in proc.stdout
