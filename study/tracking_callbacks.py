@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ray
 from ray.air.integrations.mlflow import MLflowLoggerCallback
 from ray.air.integrations.wandb import WandbLoggerCallback
 
@@ -40,8 +41,23 @@ class MLflowTrialRuns(MLflowLoggerCallback):
         super().log_trial_result(iteration, trial, row)
 
 
+# How long a trial's end waits for its W&B logging actor to finish writing the run.
+WANDB_FINISH_WAIT_S = 60
+
+
 class WandbTrialRuns(WandbLoggerCallback):
-    """One W&B run per trial in the sweep's group, tagged with the trial's seed."""
+    """One W&B run per trial in the sweep's group, tagged with the trial's seed.
+
+    A trial's end waits (up to ``WANDB_FINISH_WAIT_S``) for its logging actor to close the
+    run: Tune's callback only collects finished actors then, and a sweep's last trial lost
+    its run file when the driver shut Ray down first."""
+
+    def log_trial_end(self, trial, failed: bool = False) -> None:
+        self._signal_logging_actor_stop(trial=trial)
+        future = self._trial_logging_futures.get(trial)
+        if future is not None:
+            ray.wait([future], timeout=WANDB_FINISH_WAIT_S)
+        self._cleanup_logging_actors()
 
     def _start_logging_actor(self, trial, exclude_results, **init_kwargs) -> None:
         init_kwargs["tags"] = [*init_kwargs.get("tags", []), f"seed:{trial.config.get('seed')}"]

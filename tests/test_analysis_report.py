@@ -14,6 +14,7 @@ import pytest
 
 from analysis import figures
 from analysis.report import main
+from study.driver_liveness import driver_record
 from tests.analysis_fakes import curve, plan_configs, write_sweep, write_trial
 
 pytest_plugins = ["tests.conftest_analysis"]  # moon_mu_smoke_sweep
@@ -200,7 +201,8 @@ def test_report_on_a_sweep_still_being_written(moon_mu_smoke_sweep, tmp_path):
     sweep = tmp_path / "results" / moon_mu_smoke_sweep.name
     shutil.copytree(moon_mu_smoke_sweep, sweep)
     manifest = json.loads((sweep / "fedsweep_sweep.json").read_text())
-    manifest.update(status="running", finished=None, trials={})
+    # running, with a live driver (this process): not a killed one
+    manifest.update(status="running", finished=None, trials={}, driver=driver_record())
     (sweep / "fedsweep_sweep.json").write_text(json.dumps(manifest))
     trial_dirs = sorted(p for p in sweep.iterdir() if (p / "params.json").is_file())
     first, second = trial_dirs[-2:]

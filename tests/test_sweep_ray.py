@@ -26,12 +26,16 @@ pytestmark = pytest.mark.slow
 
 
 def sweep(
-    storage: Path, *args: str, timeout: int = 600, env: dict[str, str] | None = None
+    storage: Path,
+    *args: str,
+    timeout: int = 600,
+    env: dict[str, str] | None = None,
+    exit_codes: tuple[int, ...] = (0, 130),
 ) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "study.sweep", *args, "--storage-path", str(storage), "--quiet"]
     full_env = None if env is None else {**os.environ, **env}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
-    assert proc.returncode in (0, 130), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode in exit_codes, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
 
@@ -124,7 +128,7 @@ def test_injected_failure_resumes_from_checkpoint_with_identical_accuracies(tmp_
 
 
 def test_without_retries_a_failed_trial_errors_and_the_others_finish(tmp_path):
-    sweep(
+    proc = sweep(
         tmp_path,
         "temperature",
         "--budget",
@@ -135,7 +139,9 @@ def test_without_retries_a_failed_trial_errors_and_the_others_finish(tmp_path):
         "fail_at_round=2",
         "--max-failures",
         "0",
+        exit_codes=(4,),  # every trial errored: its own exit status
     )
+    assert "error: all 3 trials errored" in proc.stderr
     (sweep_dir,) = sweep_dirs(tmp_path)
     statuses = [t["status"] for t in manifest(sweep_dir)["trials"].values()]
     assert statuses == ["ERROR"] * 3
