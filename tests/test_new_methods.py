@@ -121,7 +121,7 @@ def sgd_by_hand(w, xs, ys, batches, extra_gradient=None):
     return w, len(batches)
 
 
-def close(a, b, tol=1e-10):
+def assert_close(a, b, tol=1e-10):
     for s, t in zip(a, b):
         torch.testing.assert_close(s, t, rtol=tol, atol=tol)
 
@@ -156,7 +156,7 @@ def test_fednova_normalises_by_step_counts_with_the_momentum_correction():
             for k, xk in enumerate(x)
         ]
         assert engine.round(round_index, data) == [2, 1]
-        close(engine.weights(), x)
+        assert_close(engine.weights(), x)
     # the normalisation matters here: plain averaging gives another model
     fedavg = Engine(config("fedavg"), linear_model(*start()[1]))
     fedavg.round(0, data)
@@ -171,7 +171,7 @@ def test_fednova_with_equal_step_counts_is_fedavg():
     for r in range(2):
         nova.round(r, equal)
         avg.round(r, equal)
-    close(nova.weights(), avg.weights(), tol=1e-12)
+    assert_close(nova.weights(), avg.weights(), tol=1e-12)
 
 
 def test_feddyn_follows_algorithm_1_of_its_paper():
@@ -204,10 +204,10 @@ def test_feddyn_follows_algorithm_1_of_its_paper():
         ]
         theta = [sum(p[k] * locals_[k][j] for k in range(2)) - h[j] / alpha for j in range(len(h))]
         engine.round(round_index, data)
-        close(engine.weights(), theta)
-        close(engine.server_state["h"], h)
+        assert_close(engine.weights(), theta)
+        assert_close(engine.server_state["h"], h)
         for state, g_k in zip(engine.states, g):
-            close(state["g"], g_k)
+            assert_close(state["g"], g_k)
     assert float(h[0].abs().max()) > 0
 
 
@@ -234,7 +234,7 @@ def test_adaptive_server_optimizers_follow_reddi_et_al(rule):
             v = [vk - (1 - b2) * dk**2 * torch.sign(vk - dk**2) for vk, dk in zip(v, d)]
         x = [xk + eta * mk / (vk.sqrt() + eps) for xk, mk, vk in zip(x, m, v)]
         engine.round(round_index, data)
-        close(engine.weights(), x)
+        assert_close(engine.weights(), x)
 
 
 @pytest.mark.parametrize(
