@@ -18,7 +18,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from study.tracking import TRACKERS, check_trackers
+from study.tracking import check_trackers
 
 
 class TrackerUploadError(ValueError):
@@ -82,4 +82,4 @@ def _to_wandb(out: Path, folder: Path, info: dict[str, Any]) -> str:
     return f"report logged to W&B ({info['mode']}) run {run.id} in group {info['group']}"
 
 
-__all__ = ["TRACKERS", "TrackerUploadError", "check_report_trackers", "upload_report"]
+__all__ = ["TrackerUploadError", "check_report_trackers", "upload_report"]

@@ -250,3 +250,11 @@ def test_table_numbers_equal_the_per_round_rows(tmp_path):
     pd.testing.assert_frame_equal(
         got.sort_index(), expected.sort_index(), check_names=False, check_exact=False
     )
+
+
+def test_the_study_file_loader_accepts_exactly_the_report_table_shapes():
+    """search_spaces names the shapes without importing analysis (pandas): the two lists must
+    not drift apart."""
+    from search_spaces.study_file import TABLE_KINDS
+
+    assert set(TABLE_KINDS) == set(SHAPES)
