@@ -45,7 +45,9 @@ from federated.registry import ALGORITHM_PATHS, SERVER_OPTIMIZER_PATHS, load_met
 PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
 TAU_SCHEDULES = ("fixed", "annealed")
 TAU_SCOPES = ("round", "run")
-EXECUTIONS = ("fast", "reference")
+EXECUTIONS = ("packed", "sequential", "reference")
+# execution names of earlier versions, still read from their results and checkpoints
+_EXECUTION_ALIASES = {"fast": "sequential"}
 
 # Smallest party a Dirichlet or quantity-skew partition accepts (the reference code's
 # redraw rule); validation uses it to reject impossible party counts up front.
@@ -158,7 +160,11 @@ class RunConfig:
         metadata=_execution("batch size of evaluation (256: cache-friendly on CPU)"),
     )
     execution: str = field(
-        default="fast", metadata=_help("fast (batched) or reference (plain per-sample) path")
+        default="packed",
+        metadata=_help(
+            "packed (a round's parties train together, where the method and model allow), "
+            "sequential (one party after another) or reference (plain per-sample path)"
+        ),
     )
     checkpoint_every: int = field(
         default=5, metadata=_execution("Tune checkpoint period in rounds (0: never)")
@@ -308,7 +314,7 @@ def _validate(c: RunConfig) -> None:
     one_of("tau_schedule", c.tau_schedule, TAU_SCHEDULES)
     one_of("tau_scope", c.tau_scope, TAU_SCOPES)
     load_method("server_optimizer", c.server_optimizer)
-    one_of("execution", c.execution, EXECUTIONS)
+    one_of("execution", _EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
 
     at_least("rounds", c.rounds, 1)
     at_least("n_parties", c.n_parties, 1)
@@ -385,6 +391,8 @@ def _resolve(c: RunConfig) -> None:
     # frozen dataclass: resolution writes through object.__setattr__ once, at construction
     if c.model is None:
         object.__setattr__(c, "model", c.spec.default_model)
+    if c.execution in _EXECUTION_ALIASES:
+        object.__setattr__(c, "execution", _EXECUTION_ALIASES[c.execution])
     if c.mu is None:
         object.__setattr__(c, "mu", paper_mu(c.algorithm, c.dataset))
     if c.tau is None:

@@ -27,7 +27,8 @@ class PartyData:
         self.partition = partition_for_run(labels, config, parties)
         self.class_counts = class_counts(self.partition, labels, self.spec.n_classes)
         self.party_sizes = [len(p) for p in self.partition]
-        self._offsets = np.concatenate([[0], np.cumsum(self.party_sizes)]).tolist()
+        #: first row of each party (and the total) in the laid-out training set
+        self.offsets = np.concatenate([[0], np.cumsum(self.party_sizes)]).tolist()
         order = torch.from_numpy(np.concatenate(self.partition))
         self.train_x = data.train_x[order].to(device)
         self.train_y = data.train_y[order].to(device)
@@ -41,5 +42,5 @@ class PartyData:
 
     def party(self, party: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Party ``party``'s (uint8 images, labels): views into the laid-out set."""
-        lo, hi = self._offsets[party], self._offsets[party + 1]
+        lo, hi = self.offsets[party], self.offsets[party + 1]
         return self.train_x[lo:hi], self.train_y[lo:hi]

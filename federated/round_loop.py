@@ -2,8 +2,11 @@
 
 One round (docs/architecture.md, "The round"): draw ``max(1, round(N·fraction))``
 parties with the run's ``sampling`` stream (all of them for personal-model methods such
-as SOLO); each drawn party, in order, copies the global model, trains E local epochs
-(:func:`federated.local_training.train_party`) and hands its :class:`Contribution`
+as SOLO); each drawn party copies the global model and trains E local epochs — all of
+them together under packed execution (:mod:`federated.packed_training`, the default
+where the method and model allow it), one after another under sequential execution
+(:func:`federated.local_training.train_party`) — and, in the drawn order, hands its
+:class:`Contribution`
 (weights, |D_i|-share, step count, extras) to the algorithm's aggregator; the server
 optimizer turns the aggregator's combined state into the next global model (unless
 the method keeps none); the global model — or each party's own, for SOLO — is
@@ -36,6 +39,8 @@ from federated.evaluation import evaluate
 from federated.inert_settings import inert_settings
 from federated.local_training import PartyResult, train_party
 from federated.models import build_model
+from federated.packed_model import packing_obstacle
+from federated.packed_training import PackedTrainer, draw_batches
 from federated.party_data import PartyData
 from federated.registry import load_method
 from federated.round_row import RoundRow
@@ -43,7 +48,11 @@ from federated.run_state import EXECUTION_FIELDS, STATE_FORMAT, check_compatible
 from federated.seeding import RunRandomness, stream_seed
 from federated.server import aggregation_weights
 
-__all__ = ["EXECUTION_FIELDS", "STATE_FORMAT", "FederatedRun", "run_rounds"]
+__all__ = ["EXECUTION_FIELDS", "STATE_FORMAT", "FederatedRun", "PackingFallback", "run_rounds"]
+
+
+class PackingFallback(UserWarning):
+    """Packed execution was asked for but does not apply; parties train one by one."""
 
 
 class FederatedRun:
@@ -92,6 +101,26 @@ class FederatedRun:
         self.round = 0
         self.diverged = False
         self.cum_bytes = 0
+        self.packer = self._packer()
+
+    def _packer(self) -> PackedTrainer | None:
+        """The packed trainer, or None for sequential (and reference) execution; a
+        packed run whose method or model cannot pack says why, once, and goes on
+        sequentially."""
+        if self.config.execution != "packed":
+            return None
+        reason = self.algorithm.packing_obstacle() or packing_obstacle(
+            self.global_model, self.spec.shape
+        )
+        if reason is not None:
+            warnings.warn(
+                f"packed execution does not apply ({reason}): parties train one by one "
+                "(execution=sequential)",
+                PackingFallback,
+                stacklevel=3,
+            )
+            return None
+        return PackedTrainer(self.global_model, self.algorithm)
 
     # ----------------------------------------------------------------- data (views)
     @property
@@ -148,24 +177,55 @@ class FederatedRun:
         self.round += 1
         return row.as_dict()
 
-    def _train(self, party: int) -> tuple[LocalJob, PartyResult]:
-        self.local_model.load_state_dict(self.global_model.state_dict())
-        images, labels = self.party_data(party)
-        job = LocalJob(
+    def _job(self, party: int) -> LocalJob:
+        return LocalJob(
             party=party,
             round_index=self.round,
             model=self.local_model,
             global_model=self.global_model,
             state=self.party_states[party],
-            num_samples=labels.shape[0],
+            num_samples=self.party_sizes[party],
             device=self.device,
             server=self.server_state,
         )
-        self.algorithm.begin_local(job)
-        result = train_party(
-            job, self.algorithm, images, labels, self.augmenter, self.config, self.rng.batches
+
+    def _local_trainings(self, drawn: list[int]) -> Iterator[tuple[LocalJob, PartyResult]]:
+        """Each drawn party's finished local training, in the drawn order.  Sequential:
+        a party trains when the previous one has been handed to the server (they share
+        ``local_model``); packed: all train together first."""
+        if self.packer is None:
+            for party in drawn:
+                job = self._job(party)
+                self.local_model.load_state_dict(self.global_model.state_dict())
+                self.algorithm.begin_local(job)
+                images, labels = self.party_data(party)
+                result = train_party(
+                    job,
+                    self.algorithm,
+                    images,
+                    labels,
+                    self.augmenter,
+                    self.config,
+                    self.rng.batches,
+                )
+                yield job, result
+            return
+        jobs = {party: self._job(party) for party in drawn}
+        batches = draw_batches(
+            drawn,
+            self.party_sizes,
+            self.data.offsets,
+            self.augmenter,
+            self.config,
+            self.rng.batches,
         )
-        return job, result
+        results = dict(
+            self.packer.train(
+                jobs, batches, self.train_x, self.train_y, self.augmenter, self.config
+            )
+        )
+        for party in drawn:
+            yield jobs[party], results[party]
 
     def _evaluate(self, model: torch.nn.Module) -> tuple[float, float]:
         return evaluate(
@@ -183,8 +243,7 @@ class FederatedRun:
         jobs: list[LocalJob] = []
         scores: list[tuple[float, float]] = []  # personal models: (acc, loss) per party
         personal_eval_seconds = 0.0
-        for party, weight in zip(drawn, weights):
-            job, result = self._train(party)
+        for (job, result), weight in zip(self._local_trainings(drawn), weights):
             extras = self.algorithm.end_local(job)
             jobs.append(job)
             row.results.append(result)
@@ -192,11 +251,11 @@ class FederatedRun:
                 return self._diverged(row, start)
             if personal:
                 t = time.perf_counter()
-                scores.append(self._evaluate(self.local_model))
+                scores.append(self._evaluate(job.model))
                 personal_eval_seconds += time.perf_counter() - t
             contribution = Contribution(
-                party=party,
-                weights=self.local_model.state_dict(),
+                party=job.party,
+                weights=job.model.state_dict(),
                 weight=weight,
                 num_samples=job.num_samples,
                 steps=result.steps,

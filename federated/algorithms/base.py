@@ -10,9 +10,17 @@ pfl-research's algorithms keep the party's work apart from the server's):
   :class:`LocalJob` of one party's local training: the party's persistent state
   (``job.state``, on the CPU between rounds), the server state it may read
   (``job.server``) and a scratch dict for values that live only during this local
-  training (``job.scratch``: FedProx's anchor, MOON's frozen models, SCAFFOLD's
-  correction).  The algorithm object itself holds only its parameters, so parties could
-  train concurrently.
+  training (``job.scratch``: FedProx's anchor, SCAFFOLD's correction) and the frozen
+  models its objective reads (``job.frozen``: the global model's and registered
+  models' representations of the batch, :mod:`federated.frozen_models`).  The
+  algorithm object itself holds only its parameters, so parties can train together:
+  packed execution (:mod:`federated.packed_training`) runs the drawn parties' hooks
+  side by side, each on a ``job.model`` whose weights are that party's slice of one
+  packed network.  A method that only reaches the model through ``parameters()``,
+  ``named_parameters()``, ``state_dict()`` and ``load_state_dict()`` (and their
+  gradients in :meth:`~Algorithm.after_backward`), reads frozen models through
+  ``job.frozen`` and draws no random numbers while parties train, declares
+  ``packable = True``.
 * **contribution** — a party's local training ends in a :class:`Contribution`: its
   trained weights, its aggregation weight |D_i| / sum of the drawn |D_j|, its step
   count and whatever :meth:`~Algorithm.end_local` returns (SCAFFOLD's delta c).
@@ -40,6 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import torch
 import torch.nn.functional as F
 
+from federated.frozen_models import FrozenModels, PackedFrozenModels
 from federated.models import FedConModel, ModelOutput
 from federated.params import MethodParams, NoParams
 from federated.server.aggregation import Aggregator, WeightedMean
@@ -75,6 +84,12 @@ class LocalJob:
     info: dict[str, float] = field(default_factory=dict)  # per-party values to report
     server: dict[str, Any] = field(default_factory=dict)  # server state, read-only here
     scratch: dict[str, Any] = field(default_factory=dict)  # lives for this job only
+    # the frozen models the objective reads (the global model's by default)
+    frozen: FrozenModels | PackedFrozenModels | None = None
+
+    def __post_init__(self) -> None:
+        if self.frozen is None:
+            self.frozen = FrozenModels(self.global_model)
 
 
 @dataclass
@@ -98,11 +113,20 @@ class Algorithm:
     # SOLO-style methods: every party trains its own model every round (whatever the
     # sample fraction), continuing from its own weights, and is evaluated on its own.
     personal_models: ClassVar[bool] = False
+    # Whether the engine may train this method's parties together (see the module
+    # docstring for what that asks of the hooks); False for a method that has not said.
+    packable: ClassVar[bool] = False
 
     def __init__(self, config: RunConfig, generator: torch.Generator) -> None:
         self.config = config  # run-level settings (lr, momentum, n_parties) the method reads
         self.params = self.Params.build(config.to_dict())
         self.generator = generator  # the run's "algorithm" random stream (CPU)
+
+    def packing_obstacle(self) -> str | None:
+        """Why this method's parties cannot train packed (one line), or None."""
+        if self.packable:
+            return None
+        return f"algorithm {self.name} does not declare packable = True"
 
     # ------------------------------------------------------------------ party side
     def init_party_state(self, party: int) -> dict[str, Any]:

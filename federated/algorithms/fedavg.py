@@ -9,3 +9,4 @@ class FedAvg(Algorithm):
     """Plain local SGD on cross-entropy: every hook keeps :class:`Algorithm`'s default."""
 
     name = "fedavg"
+    packable = True

@@ -76,6 +76,7 @@ class FedDynAggregator(WeightedMean):
 
 class FedDyn(Algorithm):
     name = "feddyn"
+    packable = True
     Params = FedDynParams
 
     def init_party_state(self, party: int) -> dict:

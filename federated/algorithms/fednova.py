@@ -79,6 +79,7 @@ class FedNova(Algorithm):
     """FedAvg's party side; the server combines normalised updates."""
 
     name = "fednova"
+    packable = True
 
     def aggregator(self, server: dict[str, Any], global_model: FedConModel) -> NormalizedAverage:
         return NormalizedAverage(global_model, self.config.momentum)

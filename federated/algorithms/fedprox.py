@@ -26,6 +26,7 @@ class FedProxParams(MethodParams):
 
 class FedProx(Algorithm):
     name = "fedprox"
+    packable = True
     Params = FedProxParams
 
     def begin_local(self, job: LocalJob) -> None:

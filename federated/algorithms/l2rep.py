@@ -31,11 +31,11 @@ class L2RepresentationParams(MethodParams):
 
 class L2Representation(Algorithm):
     name = "l2rep"
+    packable = True
     Params = L2RepresentationParams
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
         ce = F.cross_entropy(out.logits, y)
-        with torch.no_grad():
-            z_glob = job.global_model.project(x)
+        z_glob = job.frozen.global_projection(x)
         l2 = l2_representation_term(out.projection, z_glob)
         return LossTerms(ce + self.params.mu * l2, {"ce": ce.detach(), "l2": l2.detach()})

@@ -13,14 +13,15 @@ is skipped (the reference code's first round gives it zero gradient).  With fewe
 k previous models (early rounds) the ones that exist are used, as the paper says.
 
 Previous models are kept per party on the CPU (``state["prev"]``, oldest first) and are
-copied to the device once per local training, into frozen models of that job's scratch
-— never once per batch.  The temperature is a schedule object made per job
+registered as the job's frozen models once per local training (``job.frozen``: copied
+to the device once, never once per batch; under packed execution all parties' previous
+models run as one frozen packed network and the global model once on every party's
+batch).  The temperature is a schedule object made per job
 (:mod:`federated.algorithms.temperature`): fixed, or annealed for NEW-MOON.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,19 +73,22 @@ class MoonParams(MethodParams):
 
 class Moon(Algorithm):
     name = "moon"
+    packable = True
     Params = MoonParams
 
     def init_party_state(self, party: int) -> dict:
         return {"prev": []}
 
+    def packing_obstacle(self) -> str | None:
+        if self.params.tau_schedule == "annealed":
+            # its Metropolis coins come from the run's one algorithm stream, step by step
+            # and party by party: parties side by side would draw them in another order
+            return "MOON's annealed temperature draws random numbers while parties train"
+        return None
+
     def begin_local(self, job: LocalJob) -> None:
         prev = job.state["prev"]
-        frozen = []
-        for weights in prev:
-            model = copy.deepcopy(job.global_model).eval().requires_grad_(False)
-            model.load_state_dict(weights)
-            frozen.append(model)
-        job.scratch["prev_models"] = frozen
+        job.frozen.register("prev", prev)
         job.info["negatives"] = len(prev)
         schedule = TEMPERATURE_SCHEDULES[self.params.tau_schedule](self.params, self.generator)
         schedule.begin(job.state)
@@ -92,19 +96,17 @@ class Moon(Algorithm):
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
         ce = F.cross_entropy(out.logits, y)
-        prev_models = job.scratch["prev_models"]
-        if not prev_models:
+        if not job.info["negatives"]:
             return LossTerms(ce, {"ce": ce.detach()})
-        with torch.no_grad():
-            z_glob = job.global_model.project(x)
-            z_prevs = [m.project(x) for m in prev_models]
+        z_glob = job.frozen.global_projection(x)
+        z_prevs = job.frozen.projections("prev", x)
         similarities = contrastive_similarities(out.projection, z_glob, z_prevs)
         con = contrastive_loss_from_similarities(similarities, job.scratch["temperature"].value)
         job.scratch["similarities"] = similarities.detach()
         return LossTerms(ce + self.params.mu * con, {"ce": ce.detach(), "con": con.detach()})
 
     def after_backward(self, job: LocalJob) -> dict[str, torch.Tensor]:
-        if job.scratch["prev_models"]:
+        if job.info["negatives"]:
             sims = job.scratch["similarities"]
             job.scratch["temperature"].observe(
                 lambda: gradient_norm(job.model),

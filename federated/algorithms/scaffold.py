@@ -52,6 +52,7 @@ class ScaffoldAggregator(WeightedMean):
 
 class Scaffold(Algorithm):
     name = "scaffold"
+    packable = True
 
     def init_party_state(self, party: int) -> dict:
         return {"c": None}  # zeros, materialised lazily

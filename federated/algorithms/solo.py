@@ -23,6 +23,7 @@ from federated.server.aggregation import Aggregator, NoAggregation
 
 class Solo(Algorithm):
     name = "solo"
+    packable = True
     personal_models = True
 
     def init_party_state(self, party: int) -> dict:

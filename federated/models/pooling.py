@@ -11,7 +11,9 @@ are therefore exactly those of ``max_pool2d`` for finite inputs (tests compare t
 for bit, ties and odd sizes included), so swapping it in changes no result.  A NaN in a
 window is where they part: the maximum is NaN either way, but the gradient goes to the
 window's last element instead of the NaN (only a run that has already diverged sees
-this).  On CUDA ``max_pool2d`` is fast and is used as it is.
+this).  On CUDA, and for channels-last tensors on the CPU (whose ATen kernel is
+vectorised over channels, and returns channels-last gradients that the ReLU before it
+needs to stay fast), ``max_pool2d`` is fast and is used as it is.
 """
 
 from __future__ import annotations
@@ -63,9 +65,13 @@ class MaxPool2x2(torch.nn.Module):
         return max_pool2x2(x)
 
 
+def _channels_last(x: torch.Tensor) -> bool:
+    return not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+
+
 def max_pool2x2(x: torch.Tensor) -> torch.Tensor:
     """``F.max_pool2d(x, 2)`` for NCHW tensors (odd sizes drop the last row/column)."""
-    if x.device.type != "cpu":
+    if x.device.type != "cpu" or _channels_last(x):
         return F.max_pool2d(x, 2)
     h, w = x.shape[-2] // 2 * 2, x.shape[-1] // 2 * 2
     if (h, w) != tuple(x.shape[-2:]):

@@ -1,0 +1,146 @@
+"""Frozen models a party's objective reads: the round's global model, and models the
+method registers for the party (MOON's previous local models).
+
+A method never runs a frozen model itself; it asks ``job.frozen`` for their
+representations ``z`` of the batch it is given (no gradients flow into them).  That lets
+the engine choose how to compute them:
+
+* :class:`FrozenModels` — one party at a time (sequential and reference execution):
+  the global model and one copy per registered state, each run on the party's batch.
+* :class:`PackedFrozenModels` — packed execution: per step, the global model runs once
+  on every party's batch together, and all parties' registered models run as one frozen
+  packed network (:mod:`federated.packed_model`); each party's view returns its rows.
+
+Registered states stay where the party keeps them (its CPU state) until registered;
+copies on the device live for one local training.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from federated.models import FedConModel
+from federated.packed_model import PackedModel, fold_images
+
+State = Mapping[str, torch.Tensor]
+
+
+class FrozenModels:
+    """One party's frozen models, run on its batches one by one."""
+
+    def __init__(self, global_model: FedConModel) -> None:
+        self.global_model = global_model
+        self._models: dict[str, list[FedConModel]] = {}
+
+    def register(self, name: str, states: Sequence[State]) -> None:
+        """Frozen models ``name``: one per state (weights of the global model's shape)."""
+        models = []
+        for state in states:
+            model = copy.deepcopy(self.global_model).eval().requires_grad_(False)
+            model.load_state_dict(state)
+            models.append(model)
+        self._models[name] = models
+
+    @torch.no_grad()
+    def global_projection(self, x: torch.Tensor) -> torch.Tensor:
+        """z of batch ``x`` by the round's global model, (B, out_dim)."""
+        return self.global_model.project(x)
+
+    @torch.no_grad()
+    def projections(self, name: str, x: torch.Tensor) -> list[torch.Tensor]:
+        """z of batch ``x`` by each model registered as ``name``, in registration order."""
+        return [model.project(x) for model in self._models.get(name, [])]
+
+
+class FrozenPack:
+    """The frozen models of every party of one pack, computed for all of them at once.
+
+    Slots are the pack's (longest-training party first); a step that runs the first
+    ``w`` slots calls :meth:`begin_step` with their batches, and the first request for
+    a projection computes it for all ``w`` parties.
+    """
+
+    def __init__(self, global_model: FedConModel) -> None:
+        self.global_model = global_model
+        self._states: dict[str, list[tuple[int, State]]] = {}
+        # name -> (packed network, entry -> slot, per-slot (first entry, count), entries
+        # of the first w slots for every w)
+        self._nets: dict[str, tuple[PackedModel, torch.Tensor, dict[int, tuple[int, int]]]] = {}
+        self._entries_within: dict[str, list[int]] = {}
+        self._batches: torch.Tensor | None = None
+        self._cache: dict[str, torch.Tensor] = {}
+
+    def view(self, slot: int) -> PackedFrozenModels:
+        return PackedFrozenModels(self, slot)
+
+    def register(self, slot: int, name: str, states: Sequence[State]) -> None:
+        self._states.setdefault(name, []).extend((slot, state) for state in states)
+
+    def build(self, slots: int) -> None:
+        """Lay the registered models out as packed networks (after every party's
+        ``begin_local``), entries in slot order so that a slot prefix is an entry prefix."""
+        device = next(self.global_model.parameters()).device
+        for name, entries in self._states.items():
+            entries = sorted(entries, key=lambda e: e[0])
+            if not entries:
+                continue
+            packed = PackedModel(self.global_model, len(entries))
+            for index, (_, state) in enumerate(entries):
+                packed.load(index, state)
+            packed.net.eval().requires_grad_(False)
+            owners = [slot for slot, _ in entries]
+            spans: dict[int, tuple[int, int]] = {}
+            for index, slot in enumerate(owners):
+                first, count = spans.get(slot, (index, 0))
+                spans[slot] = (first, count + 1)
+            self._nets[name] = (packed, torch.tensor(owners, device=device), spans)
+            self._entries_within[name] = [sum(1 for s in owners if s < w) for w in range(slots + 1)]
+
+    def begin_step(self, batches: torch.Tensor) -> None:
+        """This step's normalised batches of the first ``w`` slots, (w, B, C, H, W)."""
+        self._batches = batches
+        self._cache.clear()
+
+    @torch.no_grad()
+    def global_projection(self, slot: int) -> torch.Tensor:
+        z = self._cache.get("")
+        if z is None:
+            batches = self._batches
+            z = self.global_model.project(batches.flatten(0, 1))
+            z = self._cache[""] = z.view(batches.shape[0], batches.shape[1], -1)
+        return z[slot]
+
+    @torch.no_grad()
+    def projections(self, slot: int, name: str) -> list[torch.Tensor]:
+        net = self._nets.get(name)
+        if net is None or slot not in net[2]:
+            return []
+        z = self._cache.get(name)
+        if z is None:
+            packed, owners, _ = net
+            batches = self._batches
+            n = self._entries_within[name][batches.shape[0]]
+            inputs = fold_images(batches.index_select(0, owners[:n]))
+            z = self._cache[name] = packed.net.project(inputs).view(batches.shape[1], n, -1)
+        first, count = net[2][slot]
+        return [z[:, first + j] for j in range(count)]
+
+
+class PackedFrozenModels:
+    """One party's view of its pack's frozen models (the :class:`FrozenModels` API)."""
+
+    def __init__(self, pack: FrozenPack, slot: int) -> None:
+        self.pack = pack
+        self.slot = slot
+
+    def register(self, name: str, states: Sequence[State]) -> None:
+        self.pack.register(self.slot, name, states)
+
+    def global_projection(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pack.global_projection(self.slot)
+
+    def projections(self, name: str, x: torch.Tensor) -> list[torch.Tensor]:
+        return self.pack.projections(self.slot, name)
