@@ -41,6 +41,7 @@ class Case:
     device: str = "cpu"
     seed: int = 0
     mu: float | None = None  # None: fedsweep's default for the algorithm and dataset
+    execution: str = "packed"  # packed (parties together) or sequential (one by one)
 
     def run_config(self) -> RunConfig:
         """The fedsweep configuration of this case (mu and tau: fedsweep's defaults)."""
@@ -60,6 +61,7 @@ class Case:
             threads=self.threads,
             seed=self.seed,
             mu=self.mu,
+            execution=self.execution,
             checkpoint_every=0,
         )
 

@@ -2,6 +2,7 @@
 
     python -m benchmarks.profile_round --algorithm moon --dataset synthetic --threads 1
     python -m benchmarks.profile_round --algorithm moon --ops      # + torch op table
+    python -m benchmarks.profile_round --algorithm moon --execution sequential
 
 Runs warm-up rounds, then one round with a timer around each phase of the round loop,
 and prints each phase's exclusive seconds and share of the round: loading the global
@@ -12,6 +13,11 @@ optimizer step and zero_grad, aggregation, evaluation, and what is left in the l
 loop (batch indexing, loss bookkeeping, Python) and in the round.  With ``--ops`` one
 more round runs under :mod:`torch.profiler` and the top operators by self CPU time are
 printed.
+
+Packed execution (the default) times the packed network's forward (all parties at
+once), the frozen forwards, per-party losses and hooks, the fused step over all
+parties, the fold of the parties' batches into one, and what is left of the packed
+loop; ``--execution sequential`` the per-party loop.
 
 The engine has no phase hooks, so the timers wrap its functions and methods for the
 duration of the profiled round only (``unittest.mock.patch``; nothing on disk changes).
@@ -32,11 +38,13 @@ from unittest import mock
 
 import torch
 
+import federated.packed_training as packed_training
 import federated.round_loop as round_loop
 from benchmarks.cases import Case, dataset
 from benchmarks.table import Column, format_table
 from federated.data import Augmenter
 from federated.models import FedConModel
+from federated.packed_model import PackedModel
 from federated.server import WeightedAverage
 
 
@@ -86,8 +94,6 @@ def timed_round(run: round_loop.FederatedRun, device: torch.device) -> tuple[Pha
     algorithm = run.algorithm
     with contextlib.ExitStack() as stack:
         patches = [
-            (run.local_model, "load_state_dict", "load global weights"),
-            (run.local_model, "forward", "forward (trained model)"),
             (FedConModel, "project", "frozen forwards (projection)"),
             (algorithm, "begin_local", "party state in (begin_local)"),
             (algorithm, "end_local", "party state out (end_local)"),
@@ -97,14 +103,30 @@ def timed_round(run: round_loop.FederatedRun, device: torch.device) -> tuple[Pha
             (Augmenter, "draw", "augment: draw parameters"),
             (Augmenter, "train_batch", "augment: gather + normalise"),
             (torch.Tensor, "backward", "backward"),
-            (torch.optim.SGD, "step", "optimizer step"),
-            (torch.optim.SGD, "zero_grad", "optimizer zero_grad"),
             (WeightedAverage, "add", "aggregation"),
             (WeightedAverage, "result", "aggregation"),
             (run.server, "step", "aggregation"),
-            (round_loop, "train_party", "local loop (indexing, bookkeeping, Python)"),
             (round_loop, "evaluate", "evaluation (test set)"),
         ]
+        if run.packer is None:
+            patches += [
+                (run.local_model, "load_state_dict", "load global weights"),
+                (run.local_model, "forward", "forward (trained model)"),
+                (torch.optim.SGD, "step", "optimizer step"),
+                (torch.optim.SGD, "zero_grad", "optimizer zero_grad"),
+                (round_loop, "train_party", "local loop (indexing, bookkeeping, Python)"),
+            ]
+        else:
+            patches += [
+                (PackedModel, "load", "load global weights"),
+                (FedConModel, "forward", "forward (packed network)"),
+                (packed_training, "fold_images", "fold batches side by side"),
+                (packed_training, "unfold_output", "unfold outputs per party"),
+                (PackedModel, "link_gradients", "gradient views per party"),
+                (run.packer, "_step", "optimizer step (all parties)"),
+                (round_loop, "draw_batches", "draw every party's batches"),
+                (run.packer, "_train_pack", "packed loop (indexing, bookkeeping, Python)"),
+            ]
         for owner, attr, name in patches:
             _patch_method(stack, owner, attr, timer, name)
         start = time.perf_counter()
@@ -136,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algorithm", default="moon", choices=("fedavg", "fedprox", "moon"))
     p.add_argument("--dataset", default="synthetic", choices=("synthetic", "fmnist"))
     p.add_argument("--device", default="cpu")
+    p.add_argument("--execution", default="packed", choices=("packed", "sequential"))
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--parties", type=int, default=10)
     p.add_argument("--local-epochs", type=int, default=1)
@@ -160,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         test_fraction=args.test_fraction,
         threads=args.threads,
         device=args.device,
+        execution=args.execution,
     )
     torch.set_num_threads(args.threads)
     run = round_loop.FederatedRun(case.run_config(), dataset(case.dataset))
@@ -172,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     rows.append({"phase": "total", "seconds": total, "share": 1.0, "calls": 1})
     print(
-        f"one {case.algorithm} round on {case.dataset} ({case.device}, {case.threads} thread(s), "
+        f"one {case.algorithm} round on {case.dataset} ({case.device}, {case.execution}, "
+        f"{case.threads} thread(s), "
         f"N={case.n_parties}, E={case.local_epochs}, data {case.data_fraction:g}), "
         f"after {case.warmup_rounds} warm-up round(s)"
     )

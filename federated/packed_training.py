@@ -136,20 +136,23 @@ class _SlotTable:
 
 
 class PackedTrainer:
-    """Trains packs of parties for one run; keeps one packed network per pack width."""
+    """Trains packs of parties for one run; keeps its packed networks between rounds
+    (one per pack of a round and width: a round's packs all hold trained weights until
+    the round has handed them to the server)."""
 
     def __init__(self, global_model: torch.nn.Module, algorithm: Algorithm) -> None:
         self.global_model = global_model
         self.algorithm = algorithm
-        self._nets: dict[int, PackedModel] = {}
+        self._nets: dict[tuple[int, int], PackedModel] = {}
         kind = type(algorithm)
         self._reads_gradients = kind.after_backward is not Algorithm.after_backward
         self._adjusts_weights = kind.after_step is not Algorithm.after_step
 
-    def network(self, slots: int) -> PackedModel:
-        net = self._nets.get(slots)
+    def network(self, pack: int, slots: int) -> PackedModel:
+        """The packed network of the round's ``pack``-th pack, ``slots`` wide."""
+        net = self._nets.get((pack, slots))
         if net is None:
-            net = self._nets[slots] = PackedModel(self.global_model, slots)
+            net = self._nets[pack, slots] = PackedModel(self.global_model, slots)
         return net
 
     def train(
@@ -163,21 +166,22 @@ class PackedTrainer:
     ) -> Iterator[tuple[int, PartyResult]]:
         """Train every job (party -> job, ``job.model`` not yet set); yields each
         party's result as its pack finishes."""
-        for pack in packs(batches):
-            yield from self._train_pack(pack, jobs, train_x, train_y, augmenter, config)
+        for number, pack in enumerate(packs(batches)):
+            packed = self.network(number, len(pack))
+            yield from self._train_pack(pack, packed, jobs, train_x, train_y, augmenter, config)
 
     def _train_pack(
         self,
         pack: list[PartyBatches],
+        packed: PackedModel,
         jobs: dict[int, LocalJob],
         train_x: torch.Tensor,
         train_y: torch.Tensor,
         augmenter: Augmenter,
         config: RunConfig,
-    ) -> Iterator[tuple[int, PartyResult]]:
+    ) -> list[tuple[int, PartyResult]]:
         algorithm = self.algorithm
         slots = len(pack)
-        packed = self.network(slots)
         global_state = self.global_model.state_dict()
         frozen = FrozenPack(self.global_model)
         slot_jobs = []
@@ -231,10 +235,12 @@ class PackedTrainer:
         keys = [list(s) for s in sums]
         flat = [s[k] for s, ks in zip(sums, keys) for k in ks]
         values = iter(torch.stack(flat).tolist() if flat else [])
+        out = []
         for slot, party in enumerate(pack):
             losses = {k: next(values) / counts[slot][k] for k in keys[slot]}
             samples = party.steps * batch
-            yield party.party, PartyResult(losses, samples=samples, steps=slot_jobs[slot].steps)
+            out.append((party.party, PartyResult(losses, samples, slot_jobs[slot].steps)))
+        return out
 
     @staticmethod
     @torch.no_grad()

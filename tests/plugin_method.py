@@ -36,6 +36,7 @@ class LabelSmoothing(Algorithm):
 
     name = "label-smoothing"
     Params = LabelSmoothingParams
+    packable = True  # only the loss differs: parties may train together
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
         ce = F.cross_entropy(out.logits, y, label_smoothing=self.params.smoothing)

@@ -42,10 +42,9 @@ def test_with_sampling_only_the_drawn_parties_count(synthetic):
     drawn = replay.draw_parties()
     assert len(drawn) == 3
     states, sizes = [], []
-    for party in drawn:
-        replay._train(party)
-        states.append({k: v.clone() for k, v in replay.local_model.state_dict().items()})
-        sizes.append(replay.party_sizes[party])
+    for job, _ in replay._local_trainings(drawn):
+        states.append({k: v.clone() for k, v in job.model.state_dict().items()})
+        sizes.append(replay.party_sizes[job.party])
     total = sum(sizes)
     for key, value in after.items():
         if value.is_floating_point():

@@ -59,7 +59,8 @@ def test_fused_sgd_applies_the_default_sgds_update_up_to_rounding():
 def test_chunked_augmentation_matches_batch_by_batch_across_chunk_edges(synthetic, monkeypatch):
     # ~500 samples per party: 7 batches of 64, so chunks of 3 end in a partial chunk
     monkeypatch.setattr(local_training, "AUGMENT_CHUNK_BATCHES", 3)
-    chunked = list(run_rounds(tiny(algorithm="moon", rounds=2), synthetic))
+    sequential = tiny(algorithm="moon", rounds=2, execution="sequential")
+    chunked = list(run_rounds(sequential, synthetic))
     plain = list(run_rounds(tiny(algorithm="moon", rounds=2, execution="reference"), synthetic))
     for key in ("test_acc", "test_loss", "train_loss", "con_loss"):
         # repr: round 0's con_loss is NaN (no previous model yet), and NaN != NaN
