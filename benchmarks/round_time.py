@@ -11,7 +11,9 @@
 For FedAvg, FedProx and MOON (simple-cnn, 10 parties, Dir(0.5), batch 64) on CIFAR-shaped
 generated data (``synthetic``: 50,000 3x32x32 uint8 images, offline) and on
 Fashion-MNIST, it prints one table — seconds per round, training samples per second,
-evaluation seconds, peak memory — beside the straightforward loop
+evaluation seconds, peak memory — of packed execution (the default: a round's parties
+trained together) beside the sequential path (parties one by one, in its own process:
+``x seq``, and the memory packing adds per party), the straightforward loop
 (:mod:`benchmarks.straightforward`), the bare model step (:mod:`benchmarks.bare_step`)
 and the matmul peak (:mod:`benchmarks.flops`); then the scaling table
 (:mod:`benchmarks.scaling`), trials side by side through ``study.sweep``
@@ -348,6 +350,22 @@ def base_case(options: Options, algorithm: str, dataset: str) -> Case:
     )
 
 
+def sequential_columns(packed: dict[str, Any], sequential: dict[str, Any], parties: int):
+    """The sequential path beside packed execution: its times, the speed-up, and the
+    memory packing adds per party (run MiB over the sequential run's, / parties)."""
+    extra = (packed["peak_rss_bytes"] - packed["rss_data_bytes"]) - (
+        sequential["peak_rss_bytes"] - sequential["rss_data_bytes"]
+    )
+    return {
+        "seq_round_s": sequential["round_s"],
+        "seq_train_s": sequential["train_s"],
+        "seq_samples_per_s": sequential["samples_per_s"],
+        "packed_speedup": sequential["round_s"] / packed["round_s"],
+        "packed_train_speedup": sequential["train_s"] / packed["train_s"],
+        "packed_mib_per_party": extra / parties / MIB,
+    }
+
+
 def fedsweep_columns(result: dict[str, Any]) -> dict[str, Any]:
     """fedsweep's measurement as table columns (MiB, fractions)."""
     return {
@@ -390,7 +408,12 @@ def main_rows(options: Options, progress: Progress) -> tuple[list[dict[str, Any]
             case = base_case(options, algorithm, dataset)
             name = f"{dataset} {algorithm}"
             fed = progress(
-                f"fedsweep {name}", lambda c=case: measure("fedsweep", c.to_dict(), **iso)
+                f"fedsweep packed {name}", lambda c=case: measure("fedsweep", c.to_dict(), **iso)
+            )
+            seq_case = replace(case, execution="sequential")
+            seq = progress(
+                f"fedsweep sequential {name}",
+                lambda c=seq_case: measure("fedsweep", c.to_dict(), **iso),
             )
             row: dict[str, Any] = {
                 "dataset": dataset,
@@ -400,6 +423,7 @@ def main_rows(options: Options, progress: Progress) -> tuple[list[dict[str, Any]
                 "parties": options.parties,
                 "local_epochs": options.local_epochs,
                 **fedsweep_columns(fed),
+                **sequential_columns(fed, seq, options.parties),
             }
             if options.straightforward:
                 plain_case = replace(case, rounds=options.straightforward_rounds, warmup_rounds=0)
@@ -457,6 +481,9 @@ MAIN_COLUMNS = (
     Column("dataset", "dataset"),
     Column("algorithm", "method"),
     Column("round_s", "s/round", "{:.2f}"),
+    Column("seq_round_s", "seq s/round", "{:.2f}"),
+    Column("packed_speedup", "x seq", "{:.2f}x"),
+    Column("packed_mib_per_party", "packed MiB/party", "{:.1f}"),
     Column("train_s", "train s", "{:.2f}"),
     Column("eval_s", "eval s", "{:.2f}"),
     Column("eval_fraction", "eval %", "{:.0%}"),
@@ -491,17 +518,21 @@ def scaling_rows(options: Options, progress: Progress) -> list[dict[str, Any]]:
     )
     rows = []
     for case in cases:
-        what = (
-            f"scaling {case.algorithm} N={case.n_parties} "
-            f"fraction={case.sample_fraction:g} E={case.local_epochs}"
-        )
-        fed = progress(
-            what,
-            lambda c=case: measure(
-                "fedsweep", c.to_dict(), threads=options.threads, isolation=options.isolation
-            ),
-        )
-        columns = fedsweep_columns(fed)
+        measured = {}
+        for execution in EXECUTIONS:
+            timed = replace(case, execution=execution)
+            what = (
+                f"scaling {case.algorithm} {execution} N={case.n_parties} "
+                f"fraction={case.sample_fraction:g} E={case.local_epochs}"
+            )
+            measured[execution] = progress(
+                what,
+                lambda c=timed: measure(
+                    "fedsweep", c.to_dict(), threads=options.threads, isolation=options.isolation
+                ),
+            )
+        fed = measured["packed"]
+        drawn = max(1, round(case.n_parties * case.sample_fraction))
         rows.append(
             {
                 "dataset": case.dataset,
@@ -509,13 +540,18 @@ def scaling_rows(options: Options, progress: Progress) -> list[dict[str, Any]]:
                 "parties": case.n_parties,
                 "fraction": case.sample_fraction,
                 "local_epochs": case.local_epochs,
-                **columns,
+                **fedsweep_columns(fed),
+                **sequential_columns(fed, measured["sequential"], drawn),
                 "us_per_sample": 1e6 * fed["train_s"] / fed["samples_round"],
                 "state_mib": fed["state_bytes"] / MIB,
                 "parties_with_state": fed["parties_with_state"],
             }
         )
     return rows
+
+
+# the executions timed side by side (packed first: the main columns are its)
+EXECUTIONS = ("packed", "sequential")
 
 
 SCALING_COLUMNS = (
@@ -525,6 +561,9 @@ SCALING_COLUMNS = (
     Column("local_epochs", "E", "{:d}"),
     Column("samples_round", "samples/round", "{:,.0f}"),
     Column("round_s", "s/round", "{:.2f}"),
+    Column("seq_round_s", "seq s/round", "{:.2f}"),
+    Column("packed_speedup", "x seq", "{:.2f}x"),
+    Column("packed_mib_per_party", "packed MiB/drawn party", "{:.1f}"),
     Column("train_s", "train s", "{:.2f}"),
     Column("eval_s", "eval s", "{:.2f}"),
     Column("us_per_sample", "us/sample", "{:.0f}"),
@@ -602,10 +641,10 @@ def heading(options: Options, info: dict[str, Any]) -> str:
 
 
 def count_measurements(options: Options) -> int:
-    per_row = 2 + options.straightforward
+    per_row = 3 + options.straightforward
     n = 1 + per_row * len(options.algorithms) * len(options.datasets)
     if options.scaling:
-        n += len(
+        n += len(EXECUTIONS) * len(
             scaling_cases(
                 Case("fedavg", options.scaling_dataset),
                 options.scaling_algorithms,
@@ -651,6 +690,9 @@ def report(payload: dict[str, Any], out: Path) -> dict[str, Any]:
     print(heading(options, info))
     print(format_table(main, MAIN_COLUMNS))
     print(
+        f"s/round = packed execution (a round's parties trained together), seq = the "
+        f"sequential path (one party after another), x seq = its s/round over packed's, "
+        f"packed MiB/party = the packed run's memory above the sequential run's, per party; "
         f"plain = the straightforward loop (DataLoader, per-sample torchvision transforms, "
         f"full train+test evaluation every round); x plain (train) = training samples/s "
         f"over the plain loop's, x plain (round) = samples trained per second of a whole "

@@ -1,4 +1,5 @@
-"""Issue 6's targets, checked against the measured tables: one row per target and scope.
+"""Issue 6's and issue 14's (packed execution) targets, checked against the measured
+tables: one row per target and scope.
 
 Each row reads "target / measured / met or missed"; a target whose measurement was
 skipped (``--skip-straightforward``, side by side not run) says ``not measured``.
@@ -50,6 +51,11 @@ ROW_TARGETS = (
     Target("samples/s >= 85% of the bare model step", "bare_fraction", ">=", 0.85),
     Target("MOON round <= 1.8x FedAvg's", "vs_fedavg", "<=", 1.8, ("moon",)),
     Target("evaluation <= 10% of a round at E = 1", "eval_fraction", "<=", 0.10),
+    # issue 14: a round's parties trained together (packed) against one by one
+    Target("packed MOON round >= 1.5x the sequential path", "packed_speedup", ">=", 1.5, ("moon",)),
+    Target(
+        "packed FedAvg round >= 1.4x the sequential path", "packed_speedup", ">=", 1.4, ("fedavg",)
+    ),
 )
 SIDE_BY_SIDE = Target(
     "2 single-thread trials side by side >= 1.6x one trial (study.sweep)", "speedup", ">=", 1.6

@@ -79,6 +79,8 @@ def test_quick_mode_prints_and_writes_every_table(tmp_path):
             "gflops",
             "peak_gflops",
             "vs_fedavg",
+            "seq_round_s",
+            "packed_speedup",
         )
         assert float(row["faults_per_step"]) >= 0 and float(row["bare_faults_per_step"]) >= 0
     moon = next(r for r in main if r["dataset"] == "synthetic" and r["algorithm"] == "moon")
@@ -89,14 +91,15 @@ def test_quick_mode_prints_and_writes_every_table(tmp_path):
 
     targets = read_csv(tmp_path / "targets.csv")
     assert {r["status"] for r in targets} <= STATUSES
-    assert len(targets) == 2 + 2 + 6 + 2 + 6 + 1  # 5x, 3x, 85%, 1.8x, 10%, side by side
+    # 5x, 3x, 85%, 1.8x, 10%, packed MOON 1.5x, packed FedAvg 1.4x, side by side
+    assert len(targets) == 2 + 2 + 6 + 2 + 6 + 2 + 2 + 1
     side = next(r for r in targets if "side by side" in r["target"])
     assert side["status"] == "not measured"  # --quick skips the sweeps unless asked
 
     scaling = read_csv(tmp_path / "scaling.csv")
     assert len(scaling) == 2 * 4  # fedavg, moon x (N = 4, 8, 16:0.25 at E = 1; E = 2)
     for row in scaling:
-        positive(row, "round_s", "samples_round", "us_per_sample", "peak_mem_mib")
+        positive(row, "round_s", "seq_round_s", "samples_round", "us_per_sample", "peak_mem_mib")
 
     payload = json.loads((tmp_path / "round_time.json").read_text())
     assert payload["matmul_peak_gflops"] > 0
