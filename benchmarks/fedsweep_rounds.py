@@ -1,4 +1,5 @@
-"""fedsweep's own round loop, timed as a user runs it (:class:`FederatedRun`).
+"""fedsweep's own round loop, timed as a user runs it (:class:`FederatedRun`); and its
+two execution paths side by side (:func:`measure_executions`).
 
 The engine reports per-round ``train_seconds`` (local training, aggregation and
 bookkeeping), ``eval_seconds`` (the global model on the test set) and
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -86,3 +88,30 @@ def measure_fedsweep(case: Case) -> dict[str, Any]:
         # every drawn party has trained before; lower when few had, e.g. fraction 0.2)
         "negatives": float(statistics.mean(negatives)) if negatives else math.nan,
     }
+
+
+def measure_executions(case: Case) -> dict[str, Any]:
+    """Packed and sequential execution of ``case`` in one process, their rounds
+    alternating (packed, sequential, packed, ...) after each one's warm-up rounds, so
+    that a machine whose speed drifts (a shared VM) slows both alike.  Median seconds
+    per round of each and their ratio (sequential over packed)."""
+    torch.set_num_threads(case.threads)
+    data = dataset(case.dataset)
+    runs = {
+        execution: FederatedRun(replace(case, execution=execution).run_config(), data)
+        for execution in ("packed", "sequential")
+    }
+    for run in runs.values():
+        for _ in range(case.warmup_rounds):
+            run.run_round()
+    rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
+    for _ in range(case.rounds):
+        for name, run in runs.items():
+            rounds[name].append(run.run_round())
+    out: dict[str, Any] = {"packed_fell_back": runs["packed"].packer is None}
+    for name, rows in rounds.items():
+        out[f"{name}_round_s"] = float(statistics.median(r["round_seconds"] for r in rows))
+        out[f"{name}_train_s"] = float(statistics.median(r["train_seconds"] for r in rows))
+    out["speedup"] = out["sequential_round_s"] / out["packed_round_s"]
+    out["train_speedup"] = out["sequential_train_s"] / out["packed_train_s"]
+    return out

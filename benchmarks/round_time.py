@@ -350,18 +350,24 @@ def base_case(options: Options, algorithm: str, dataset: str) -> Case:
     )
 
 
-def sequential_columns(packed: dict[str, Any], sequential: dict[str, Any], parties: int):
-    """The sequential path beside packed execution: its times, the speed-up, and the
-    memory packing adds per party (run MiB over the sequential run's, / parties)."""
-    extra = (packed["peak_rss_bytes"] - packed["rss_data_bytes"]) - (
-        sequential["peak_rss_bytes"] - sequential["rss_data_bytes"]
-    )
+def sequential_columns(
+    paths: dict[str, Any], packed: dict[str, Any], sequential: dict[str, Any] | None, parties: int
+) -> dict[str, Any]:
+    """The sequential path beside packed execution: seconds per round of both from one
+    process, rounds alternating (``paths``), their ratio, and — with an isolated
+    sequential measurement — the memory packing adds per party (the packed run's MiB
+    above the sequential run's, / parties)."""
+    extra = math.nan
+    if sequential is not None:
+        extra = (packed["peak_rss_bytes"] - packed["rss_data_bytes"]) - (
+            sequential["peak_rss_bytes"] - sequential["rss_data_bytes"]
+        )
     return {
-        "seq_round_s": sequential["round_s"],
-        "seq_train_s": sequential["train_s"],
-        "seq_samples_per_s": sequential["samples_per_s"],
-        "packed_speedup": sequential["round_s"] / packed["round_s"],
-        "packed_train_speedup": sequential["train_s"] / packed["train_s"],
+        "pk_round_s": paths["packed_round_s"],
+        "seq_round_s": paths["sequential_round_s"],
+        "seq_train_s": paths["sequential_train_s"],
+        "packed_speedup": paths["speedup"],
+        "packed_train_speedup": paths["train_speedup"],
         "packed_mib_per_party": extra / parties / MIB,
     }
 
@@ -415,6 +421,10 @@ def main_rows(options: Options, progress: Progress) -> tuple[list[dict[str, Any]
                 f"fedsweep sequential {name}",
                 lambda c=seq_case: measure("fedsweep", c.to_dict(), **iso),
             )
+            paths = progress(
+                f"packed and sequential alternating {name}",
+                lambda c=case: measure("executions", c.to_dict(), **iso),
+            )
             row: dict[str, Any] = {
                 "dataset": dataset,
                 "algorithm": algorithm,
@@ -423,7 +433,7 @@ def main_rows(options: Options, progress: Progress) -> tuple[list[dict[str, Any]
                 "parties": options.parties,
                 "local_epochs": options.local_epochs,
                 **fedsweep_columns(fed),
-                **sequential_columns(fed, seq, options.parties),
+                **sequential_columns(paths, fed, seq, options.parties),
             }
             if options.straightforward:
                 plain_case = replace(case, rounds=options.straightforward_rounds, warmup_rounds=0)
@@ -481,7 +491,8 @@ MAIN_COLUMNS = (
     Column("dataset", "dataset"),
     Column("algorithm", "method"),
     Column("round_s", "s/round", "{:.2f}"),
-    Column("seq_round_s", "seq s/round", "{:.2f}"),
+    Column("pk_round_s", "packed s/round*", "{:.2f}"),
+    Column("seq_round_s", "seq s/round*", "{:.2f}"),
     Column("packed_speedup", "x seq", "{:.2f}x"),
     Column("packed_mib_per_party", "packed MiB/party", "{:.1f}"),
     Column("train_s", "train s", "{:.2f}"),
@@ -516,23 +527,18 @@ def scaling_rows(options: Options, progress: Progress) -> list[dict[str, Any]]:
         parse_parties(options.scaling_parties),
         options.scaling_epochs,
     )
+    iso = {"threads": options.threads, "isolation": options.isolation}
     rows = []
     for case in cases:
-        measured = {}
-        for execution in EXECUTIONS:
-            timed = replace(case, execution=execution)
-            what = (
-                f"scaling {case.algorithm} {execution} N={case.n_parties} "
-                f"fraction={case.sample_fraction:g} E={case.local_epochs}"
-            )
-            measured[execution] = progress(
-                what,
-                lambda c=timed: measure(
-                    "fedsweep", c.to_dict(), threads=options.threads, isolation=options.isolation
-                ),
-            )
-        fed = measured["packed"]
-        drawn = max(1, round(case.n_parties * case.sample_fraction))
+        what = (
+            f"scaling {case.algorithm} N={case.n_parties} "
+            f"fraction={case.sample_fraction:g} E={case.local_epochs}"
+        )
+        fed = progress(what, lambda c=case: measure("fedsweep", c.to_dict(), **iso))
+        paths = progress(
+            f"{what}, packed and sequential alternating",
+            lambda c=case: measure("executions", c.to_dict(), **iso),
+        )
         rows.append(
             {
                 "dataset": case.dataset,
@@ -541,17 +547,13 @@ def scaling_rows(options: Options, progress: Progress) -> list[dict[str, Any]]:
                 "fraction": case.sample_fraction,
                 "local_epochs": case.local_epochs,
                 **fedsweep_columns(fed),
-                **sequential_columns(fed, measured["sequential"], drawn),
+                **sequential_columns(paths, fed, None, 1),
                 "us_per_sample": 1e6 * fed["train_s"] / fed["samples_round"],
                 "state_mib": fed["state_bytes"] / MIB,
                 "parties_with_state": fed["parties_with_state"],
             }
         )
     return rows
-
-
-# the executions timed side by side (packed first: the main columns are its)
-EXECUTIONS = ("packed", "sequential")
 
 
 SCALING_COLUMNS = (
@@ -561,9 +563,9 @@ SCALING_COLUMNS = (
     Column("local_epochs", "E", "{:d}"),
     Column("samples_round", "samples/round", "{:,.0f}"),
     Column("round_s", "s/round", "{:.2f}"),
-    Column("seq_round_s", "seq s/round", "{:.2f}"),
+    Column("pk_round_s", "packed s/round*", "{:.2f}"),
+    Column("seq_round_s", "seq s/round*", "{:.2f}"),
     Column("packed_speedup", "x seq", "{:.2f}x"),
-    Column("packed_mib_per_party", "packed MiB/drawn party", "{:.1f}"),
     Column("train_s", "train s", "{:.2f}"),
     Column("eval_s", "eval s", "{:.2f}"),
     Column("us_per_sample", "us/sample", "{:.0f}"),
@@ -641,10 +643,10 @@ def heading(options: Options, info: dict[str, Any]) -> str:
 
 
 def count_measurements(options: Options) -> int:
-    per_row = 3 + options.straightforward
+    per_row = 4 + options.straightforward
     n = 1 + per_row * len(options.algorithms) * len(options.datasets)
     if options.scaling:
-        n += len(EXECUTIONS) * len(
+        n += 2 * len(
             scaling_cases(
                 Case("fedavg", options.scaling_dataset),
                 options.scaling_algorithms,
@@ -690,9 +692,11 @@ def report(payload: dict[str, Any], out: Path) -> dict[str, Any]:
     print(heading(options, info))
     print(format_table(main, MAIN_COLUMNS))
     print(
-        f"s/round = packed execution (a round's parties trained together), seq = the "
-        f"sequential path (one party after another), x seq = its s/round over packed's, "
-        f"packed MiB/party = the packed run's memory above the sequential run's, per party; "
+        f"s/round = packed execution (a round's parties trained together), in its own "
+        f"process; * = packed and the sequential path (one party after another) in one "
+        f"process, rounds alternating, x seq = the sequential s/round over the packed one; "
+        f"packed MiB/party = the packed run's memory above the sequential run's (each in its "
+        f"own process), per party; "
         f"plain = the straightforward loop (DataLoader, per-sample torchvision transforms, "
         f"full train+test evaluation every round); x plain (train) = training samples/s "
         f"over the plain loop's, x plain (round) = samples trained per second of a whole "

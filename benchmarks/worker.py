@@ -2,7 +2,8 @@
 
     python -m benchmarks.worker '{"kind": "fedsweep", "params": {...}}'
 
-Kinds: ``fedsweep`` and ``straightforward`` (params: a :class:`~benchmarks.cases.Case`),
+Kinds: ``fedsweep``, ``executions`` (packed and sequential, rounds alternating) and
+``straightforward`` (params: a :class:`~benchmarks.cases.Case`),
 ``bare_step`` (algorithm, dataset, device, threads, seconds) and ``matmul_peak``
 (device, threads, size, repeats).  :mod:`benchmarks.isolation` starts one of these per
 measurement; :func:`run_job` is also called in-process by ``--isolation inline``.
@@ -27,6 +28,10 @@ def run_job(kind: str, params: dict[str, Any]) -> dict[str, Any]:
         from benchmarks.fedsweep_rounds import measure_fedsweep
 
         return measure_fedsweep(Case.from_dict(params))
+    if kind == "executions":
+        from benchmarks.fedsweep_rounds import measure_executions
+
+        return measure_executions(Case.from_dict(params))
     if kind == "straightforward":
         from benchmarks.straightforward import measure_straightforward
 

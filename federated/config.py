@@ -166,6 +166,15 @@ class RunConfig:
             "sequential (one party after another) or reference (plain per-sample path)"
         ),
     )
+    # not execution-only: MOON's frozen global model runs on all of a pack's batches at
+    # once, and the batch size moves the last float bits of its representations
+    pack_width: int | None = field(
+        default=None,
+        metadata=_help(
+            "packed execution: parties per packed network; default 4 on a CPU (wider packs "
+            "fall out of cache), every drawn party on a GPU"
+        ),
+    )
     checkpoint_every: int = field(
         default=5, metadata=_execution("Tune checkpoint period in rounds (0: never)")
     )
@@ -327,6 +336,8 @@ def _validate(c: RunConfig) -> None:
     at_least("checkpoint_every", c.checkpoint_every, 0)
     if c.threads is not None:
         at_least("threads", c.threads, 1)
+    if c.pack_width is not None:
+        at_least("pack_width", c.pack_width, 1)
     if c.fail_at_round is not None:
         at_least("fail_at_round", c.fail_at_round, 1)
 

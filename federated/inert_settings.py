@@ -55,6 +55,11 @@ RULES = (
         lambda c: "algorithm=solo trains every party alone: there is no server update",
     ),
     InertRule(
+        ("pack_width",),
+        lambda c: c.execution != "packed",
+        lambda c: f"execution={c.execution} trains parties one by one",
+    ),
+    InertRule(
         ("beta",),
         lambda c: c.partition not in ("dirichlet", "quantity"),
         lambda c: f"partition={c.partition} draws no Dirichlet proportions",

@@ -8,11 +8,13 @@ each party's own batches — for all drawn parties at once:
   front from the run's ``batches`` stream, party by party in the drawn order, exactly
   as the sequential path draws them; so each party trains on the very same batches.
   One gather and one batched augmentation per step serve every party.
-* **Slots.** Parties are grouped by batch size (a party smaller than one batch trains
-  on all its samples as one batch) into packs; within a pack the party with the most
-  steps takes slot 0, the next slot 1, ...  Step ``t`` runs the first ``w`` slots, those
-  of the parties that still have steps left: a party that has finished drops out of
-  the arithmetic (no masked work), and its weights stay as it left them.
+* **Packs and slots.** Parties are grouped by batch size (a party smaller than one
+  batch trains on all its samples as one batch), sorted by step count, longest first,
+  and cut into packs of at most ``pack_width`` parties (so a pack holds parties of
+  similar length); in a pack the party with the most steps takes slot 0, the next slot
+  1, ...  Step ``t`` runs the first ``w`` slots, those of the parties that still have
+  steps left: a party that has finished drops out of the arithmetic (no masked work),
+  and its weights stay as it left them.  Packs train one after another.
 * **Step.** One forward and backward pass of the packed network
   (:mod:`federated.packed_model`) over all ``w`` parties' batches, the method's loss
   computed per party on that party's slice of the output (the sum's gradient is each
@@ -88,15 +90,34 @@ def draw_batches(
     return out
 
 
-def packs(batches: Sequence[PartyBatches]) -> list[list[PartyBatches]]:
-    """Parties grouped by batch size (largest first), each group longest-training first."""
+# Parties per packed network on a CPU.  One simple-cnn SGD step per party costs 6.9,
+# 4.8, 4.4, 4.8, 4.8 ms at widths 1, 2, 4, 7, 10 (CIFAR shape, one AMD EPYC thread,
+# python -m benchmarks.layouts): wider packs gain nothing more once their activations
+# leave the cache, and narrower packs keep parties of similar length together, so fewer
+# steps run at the width-1 tail.  On a GPU, where a step is bound by kernel launches,
+# every drawn party goes into one pack.
+CPU_PACK_WIDTH = 4
+
+
+def pack_width(config: RunConfig, device: torch.device) -> int | None:
+    """Parties per pack: ``config.pack_width``, else the device's default (None: all)."""
+    if config.pack_width is not None:
+        return config.pack_width
+    return CPU_PACK_WIDTH if device.type == "cpu" else None
+
+
+def packs(batches: Sequence[PartyBatches], width: int | None = None) -> list[list[PartyBatches]]:
+    """Parties grouped by batch size (largest first), each group longest-training first
+    (stable: drawn order among equals) and cut into packs of at most ``width``."""
     groups: dict[int, list[PartyBatches]] = {}
     for party in batches:
         groups.setdefault(party.batch, []).append(party)
-    return [
-        sorted(groups[size], key=lambda p: -p.steps)  # stable: drawn order among equals
-        for size in sorted(groups, reverse=True)
-    ]
+    out = []
+    for size in sorted(groups, reverse=True):
+        group = sorted(groups[size], key=lambda p: -p.steps)
+        step = width or len(group)
+        out += [group[i : i + step] for i in range(0, len(group), step)]
+    return out
 
 
 class _SlotTable:
@@ -166,7 +187,8 @@ class PackedTrainer:
     ) -> Iterator[tuple[int, PartyResult]]:
         """Train every job (party -> job, ``job.model`` not yet set); yields each
         party's result as its pack finishes."""
-        for number, pack in enumerate(packs(batches)):
+        width = pack_width(config, train_x.device)
+        for number, pack in enumerate(packs(batches, width)):
             packed = self.network(number, len(pack))
             yield from self._train_pack(pack, packed, jobs, train_x, train_y, augmenter, config)
 

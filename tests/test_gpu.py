@@ -153,6 +153,34 @@ def test_no_host_device_synchronisation_per_batch(synthetic, name):
     assert syncs_1 <= 3
 
 
+@pytest.mark.parametrize("name", ["fedavg", "fedprox", "moon_k3", "scaffold", "feddyn"])
+def test_a_packed_round_does_not_synchronise_per_step(synthetic, name):
+    """Packed execution: all drawn parties' local trainings wait for the GPU a fixed number
+    of times (set-up, the loss sums once per pack), the same for 1 and 4 epochs."""
+    counts = []
+    for epochs in (1, 4):
+        run = FederatedRun(
+            cuda(local_epochs=epochs, data_fraction=0.08, **METHODS[name]), synthetic
+        )
+        assert run.packer is not None
+        run.run_round()  # MOON's previous models exist from round 2 on
+        drawn = run.draw_parties()
+        torch.cuda.synchronize()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                trained = list(run._local_trainings(drawn))
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+        steps = sum(job.steps for job, _ in trained)
+        counts.append((sum("synchroniz" in str(w.message).lower() for w in caught), steps))
+    (syncs_1, steps_1), (syncs_4, steps_4) = counts
+    assert steps_4 >= 4 * steps_1 > 0
+    report = f"{name}: {syncs_1} syncs in {steps_1} steps, {syncs_4} in {steps_4}"
+    assert syncs_4 <= syncs_1 + 2, report
+
+
 def test_annealed_tau_reads_the_host_three_times_per_step(synthetic):
     """Annealed tau decides each step's Metropolis acceptance on the host (gradient norm and
     the two candidate losses, with a coin drawn only when the candidate is not better), so

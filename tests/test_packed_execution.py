@@ -109,12 +109,15 @@ def test_parties_of_unequal_sizes_and_below_a_batch(synthetic):
     assert worst <= WEIGHT_ATOL, worst
 
 
-def test_packs_group_by_batch_size_longest_first():
+def test_packs_group_by_batch_size_longest_first_at_most_width():
     def party(i: int, batch: int, steps: int) -> PartyBatches:
         return PartyBatches(i, batch, steps, torch.zeros(0, dtype=torch.long), None)
 
-    grouped = packs([party(0, 64, 3), party(1, 64, 9), party(2, 20, 1), party(3, 64, 9)])
-    assert [[p.party for p in pack] for pack in grouped] == [[1, 3, 0], [2]]
+    parties = [party(0, 64, 3), party(1, 64, 9), party(2, 20, 1), party(3, 64, 9), party(4, 64, 5)]
+    grouped = packs(parties)
+    assert [[p.party for p in pack] for pack in grouped] == [[1, 3, 4, 0], [2]]
+    narrow = packs(parties, width=2)
+    assert [[p.party for p in pack] for pack in narrow] == [[1, 3], [4, 0], [2]]
 
 
 @pytest.mark.slow

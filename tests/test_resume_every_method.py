@@ -1,6 +1,6 @@
-"""Checkpoint/resume equality for every method: a run saved after round 1 (through the
-trainable's file format) and restored into a fresh run continues with exactly the rows
-of an uninterrupted run (CPU, seeded)."""
+"""Checkpoint/resume equality for every method, packed and sequential: a run saved after
+round 1 (through the trainable's file format) and restored into a fresh run continues
+with exactly the rows of an uninterrupted run on the same path (CPU, seeded)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ METHODS = {
 }
 
 
+@pytest.mark.parametrize("execution", ["packed", "sequential"])
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_a_restored_run_continues_exactly(method, synthetic, tmp_path):
-    config = tiny(rounds=3, sample_fraction=0.75, **METHODS[method])
+def test_a_restored_run_continues_exactly(method, execution, synthetic, tmp_path):
+    config = tiny(rounds=3, sample_fraction=0.75, execution=execution, **METHODS[method])
     run = FederatedRun(config, synthetic)
     straight = results([run.run_round() for _ in range(3)])
 
