@@ -8,8 +8,10 @@ the engine choose how to compute them:
 * :class:`FrozenModels` — one party at a time (sequential and reference execution):
   the global model and one copy per registered state, each run on the party's batch.
 * :class:`PackedFrozenModels` — packed execution: per step, the global model runs once
-  on every party's batch together, and all parties' registered models run as one frozen
-  packed network (:mod:`federated.packed_model`); each party's view returns its rows.
+  on every party's batch together (as a frozen packed network of copies of it, on the
+  folded batches the trained network reads), and all parties' registered models run as
+  one frozen packed network (:mod:`federated.packed_model`); each party's view returns
+  its rows.
 
 Registered states stay where the party keeps them (its CPU state) until registered;
 copies on the device live for one local training.
@@ -23,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from federated.models import FedConModel
-from federated.packed_model import PackedModel, fold_images
+from federated.packed_model import PackedModel
 
 State = Mapping[str, torch.Tensor]
 
@@ -70,7 +72,13 @@ class FrozenPack:
         # of the first w slots for every w)
         self._nets: dict[str, tuple[PackedModel, torch.Tensor, dict[int, tuple[int, int]]]] = {}
         self._entries_within: dict[str, list[int]] = {}
-        self._batches: torch.Tensor | None = None
+        # name -> whether entry i belongs to slot i for every i (one model per slot, as
+        # MOON's k = 1 once every party has trained): the trained network's folded
+        # input is then the frozen network's input as it is
+        self._one_per_slot: dict[str, bool] = {}
+        self._global: PackedModel | None = None
+        self._folded: torch.Tensor | None = None
+        self._copies = 0
         self._cache: dict[str, torch.Tensor] = {}
 
     def view(self, slot: int) -> PackedFrozenModels:
@@ -83,6 +91,11 @@ class FrozenPack:
         """Lay the registered models out as packed networks (after every party's
         ``begin_local``), entries in slot order so that a slot prefix is an entry prefix."""
         device = next(self.global_model.parameters()).device
+        self._global = PackedModel(self.global_model, slots)
+        state = self.global_model.state_dict()
+        for slot in range(slots):
+            self._global.load(slot, state)
+        self._global.net.eval().requires_grad_(False)
         for name, entries in self._states.items():
             entries = sorted(entries, key=lambda e: e[0])
             if not entries:
@@ -97,20 +110,27 @@ class FrozenPack:
                 first, count = spans.get(slot, (index, 0))
                 spans[slot] = (first, count + 1)
             self._nets[name] = (packed, torch.tensor(owners, device=device), spans)
+            self._one_per_slot[name] = owners == list(range(len(owners)))
             self._entries_within[name] = [sum(1 for s in owners if s < w) for w in range(slots + 1)]
 
-    def begin_step(self, batches: torch.Tensor) -> None:
-        """This step's normalised batches of the first ``w`` slots, (w, B, C, H, W)."""
-        self._batches = batches
+    def begin_step(self, folded: torch.Tensor, copies: int) -> None:
+        """This step's normalised batches of the first ``copies`` slots, folded side by
+        side (:func:`~federated.packed_model.fold_images`: (B, copies·C, H, W))."""
+        self._folded = folded
+        self._copies = copies
         self._cache.clear()
+
+    @staticmethod
+    def _per_copy(z: torch.Tensor, copies: int) -> torch.Tensor:
+        """(B, copies·D) -> (copies, B, D), contiguous."""
+        return z.view(z.shape[0], copies, -1).transpose(0, 1).contiguous()
 
     @torch.no_grad()
     def global_projection(self, slot: int) -> torch.Tensor:
         z = self._cache.get("")
         if z is None:
-            batches = self._batches
-            z = self.global_model.project(batches.flatten(0, 1))
-            z = self._cache[""] = z.view(batches.shape[0], batches.shape[1], -1)
+            z = self._global.net.project(self._folded)
+            z = self._cache[""] = self._per_copy(z, self._copies)
         return z[slot]
 
     @torch.no_grad()
@@ -121,12 +141,18 @@ class FrozenPack:
         z = self._cache.get(name)
         if z is None:
             packed, owners, _ = net
-            batches = self._batches
-            n = self._entries_within[name][batches.shape[0]]
-            inputs = fold_images(batches.index_select(0, owners[:n]))
-            z = self._cache[name] = packed.net.project(inputs).view(batches.shape[1], n, -1)
+            folded, copies = self._folded, self._copies
+            n = self._entries_within[name][copies]
+            if self._one_per_slot[name] and n == copies:
+                inputs = folded
+            else:  # each entry reads its party's channels
+                channels = folded.shape[1] // copies
+                within = torch.arange(channels, device=folded.device)
+                index = (owners[:n, None] * channels + within).reshape(-1)
+                inputs = folded.index_select(1, index).contiguous(memory_format=torch.channels_last)
+            z = self._cache[name] = self._per_copy(packed.net.project(inputs), n)
         first, count = net[2][slot]
-        return [z[:, first + j] for j in range(count)]
+        return [z[first + j] for j in range(count)]
 
 
 class PackedFrozenModels:

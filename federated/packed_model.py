@@ -275,8 +275,9 @@ def fold_images(batches: torch.Tensor) -> torch.Tensor:
 
 
 def unfold_output(out: ModelOutput, copies: int) -> list[ModelOutput]:
-    """A packed network's output -> each copy's own (views; gradients flow back)."""
-    parts = [t.view(t.shape[0], copies, -1).unbind(1) for t in out]
+    """A packed network's output -> each copy's own (gradients flow back).  Copy-major
+    and contiguous: per-copy losses on strided views cost more than the one copy."""
+    parts = [t.view(t.shape[0], copies, -1).transpose(0, 1).contiguous().unbind(0) for t in out]
     return [ModelOutput(*fields) for fields in zip(*parts)]
 
 

@@ -227,15 +227,20 @@ class PackedTrainer:
         batch = table.batch
         for t, w in enumerate(table.widths):
             index, augment = table.rows(t, w)
-            xs = augmenter.train_batch(train_x.index_select(0, index), augment)
+
+            def side_by_side(images: torch.Tensor, w: int = w) -> torch.Tensor:
+                return fold_images(images.view(w, batch, *images.shape[1:]))
+
+            folded = augmenter.train_batch(train_x.index_select(0, index), augment, side_by_side)
             ys = train_y.index_select(0, index).view(w, batch)
-            per_party = xs.view(w, batch, *xs.shape[1:])
-            frozen.begin_step(per_party)
-            outputs = unfold_output(packed.net(fold_images(per_party)), w)
+            frozen.begin_step(folded, w)
+            outputs = unfold_output(packed.net(folded), w)
+            channels = folded.shape[1] // w
             totals = []
             for slot in range(w):
                 job = slot_jobs[slot]
-                terms = algorithm.loss(job, outputs[slot], per_party[slot], ys[slot])
+                x = folded[:, slot * channels : (slot + 1) * channels]  # the party's batch
+                terms = algorithm.loss(job, outputs[slot], x, ys[slot])
                 totals.append(terms.total)
                 _accumulate(sums[slot], counts[slot], terms.parts)
             for p in params:

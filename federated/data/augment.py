@@ -16,6 +16,7 @@ torchvision's functional ops; tests hold the two to bit-equality.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -67,6 +68,9 @@ class Augmenter:
         h, w = spec.height, spec.width
         self._rows = torch.arange(h, device=device)
         self._cols = torch.arange(w, device=device)
+        # channels -> (scale, shift) for batches whose channels are several images' side
+        # by side (packed execution)
+        self._tiled: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     @property
     def random(self) -> bool:
@@ -94,19 +98,46 @@ class Augmenter:
         # in place on the fresh float copy: half the time of addcmul on a CPU core
         return images.float().mul_(self.scale).add_(self.shift)
 
-    def train_batch(self, images: torch.Tensor, params: AugmentParams | None) -> torch.Tensor:
-        """Augment and normalise a uint8 batch with its slice of the epoch's parameters."""
-        if params is None:
-            return self.normalize(images)
-        b, c, h, w = images.shape
-        rows = _reflect(params.dy[:, None] + self._rows - PAD, h)
-        cols = _reflect(params.dx[:, None] + self._cols - PAD, w)
-        cols = torch.where(params.flip[:, None], cols.flip(1), cols)
-        index = (rows[:, :, None] * w + cols[:, None, :]).view(b, 1, h * w).expand(b, c, h * w)
-        out = images.reshape(b, c, h * w).gather(2, index).view(b, c, h, w)
-        if params.angle is not None:
-            return self.normalize_float(rotate_nearest(out.float(), params.angle))
-        return self.normalize(out)
+    def train_batch(
+        self,
+        images: torch.Tensor,
+        params: AugmentParams | None,
+        fold: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """Augment and normalise a uint8 batch with its slice of the epoch's parameters.
+
+        ``fold`` rearranges the augmented batch before it is normalised (packed
+        execution lays several parties' images side by side in the channels): moving
+        uint8 costs a quarter of moving the normalised floats.  Every value is the same
+        as without it, only placed elsewhere."""
+        out = images
+        if params is not None:
+            b, c, h, w = images.shape
+            rows = _reflect(params.dy[:, None] + self._rows - PAD, h)
+            cols = _reflect(params.dx[:, None] + self._cols - PAD, w)
+            cols = torch.where(params.flip[:, None], cols.flip(1), cols)
+            index = (rows[:, :, None] * w + cols[:, None, :]).view(b, 1, h * w).expand(b, c, h * w)
+            out = images.reshape(b, c, h * w).gather(2, index).view(b, c, h, w)
+            if params.angle is not None:
+                out = rotate_nearest(out.float(), params.angle)
+        if fold is not None:
+            out = fold(out)
+        scale, shift = self._constants(out.shape[1])
+        if out.dtype == torch.uint8:
+            return out.float().mul_(scale).add_(shift)
+        return out.mul(scale).add_(shift)
+
+    def _constants(self, channels: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if channels == self.scale.shape[1]:
+            return self.scale, self.shift
+        tiled = self._tiled.get(channels)
+        if tiled is None:
+            copies = channels // self.scale.shape[1]
+            tiled = self._tiled[channels] = (
+                self.scale.repeat(1, copies, 1, 1),
+                self.shift.repeat(1, copies, 1, 1),
+            )
+        return tiled
 
     def normalize_float(self, images: torch.Tensor) -> torch.Tensor:
         """Float images on the 0..255 scale -> normalised (same arithmetic as normalize)."""
