@@ -42,6 +42,19 @@ class PartyResult:
 AUGMENT_CHUNK_BATCHES = 16
 
 
+def accumulate_parts(
+    sums: dict[str, torch.Tensor], counts: dict[str, int], parts: dict[str, torch.Tensor]
+) -> None:
+    """Add one step's loss parts (on the device) to a local training's running sums."""
+    for key, value in parts.items():
+        if key in sums:
+            sums[key] += value
+            counts[key] += 1
+        else:
+            sums[key] = value.clone()
+            counts[key] = 1
+
+
 def batches_per_epoch(n_samples: int, batch_size: int) -> int:
     """Full batches per epoch; at least one (a small party's one batch is all it has)."""
     return max(1, n_samples // batch_size)
@@ -92,14 +105,7 @@ def train_party(
             ys = labels.index_select(0, idx)
             for offset in range(0, stop - start, batch):
                 x, y = xs[offset : offset + batch], ys[offset : offset + batch]
-                parts = _local_step(job, algorithm, optimizer, x, y)
-                for key, value in parts.items():
-                    if key in sums:
-                        sums[key] += value
-                        counts[key] += 1
-                    else:
-                        sums[key] = value.clone()
-                        counts[key] = 1
+                accumulate_parts(sums, counts, _local_step(job, algorithm, optimizer, x, y))
     keys = list(sums)
     values = torch.stack([sums[k] for k in keys]).tolist() if keys else []
     losses = {k: v / counts[k] for k, v in zip(keys, values)}

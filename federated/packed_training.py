@@ -40,7 +40,7 @@ from federated.algorithms.base import Algorithm, LocalJob
 from federated.config import RunConfig
 from federated.data import Augmenter, AugmentParams
 from federated.frozen_models import FrozenPack
-from federated.local_training import PartyResult, batches_per_epoch
+from federated.local_training import PartyResult, accumulate_parts, batches_per_epoch
 from federated.packed_model import PackedModel, fold_images, unfold_output
 
 
@@ -242,7 +242,7 @@ class PackedTrainer:
                 x = folded[:, slot * channels : (slot + 1) * channels]  # the party's batch
                 terms = algorithm.loss(job, outputs[slot], x, ys[slot])
                 totals.append(terms.total)
-                _accumulate(sums[slot], counts[slot], terms.parts)
+                accumulate_parts(sums[slot], counts[slot], terms.parts)
             for p in params:
                 p.grad = None
             torch.stack(totals).sum().backward()
@@ -251,7 +251,7 @@ class PackedTrainer:
                 for slot in range(w):
                     extra = algorithm.after_backward(slot_jobs[slot])
                     if extra:
-                        _accumulate(sums[slot], counts[slot], extra)
+                        accumulate_parts(sums[slot], counts[slot], extra)
             self._step(params, shapes, buffers, w, config)
             for slot in range(w):
                 job = slot_jobs[slot]
@@ -298,13 +298,3 @@ class PackedTrainer:
             nesterov=False,
             maximize=False,
         )
-
-
-def _accumulate(sums: dict[str, torch.Tensor], counts: dict[str, int], parts: dict) -> None:
-    for key, value in parts.items():
-        if key in sums:
-            sums[key] += value
-            counts[key] += 1
-        else:
-            sums[key] = value.clone()
-            counts[key] = 1

@@ -19,6 +19,18 @@ def small_encoder(spec: ModelSpec) -> nn.Module:
     )
 
 
+def layer_norm_encoder(spec: ModelSpec) -> nn.Module:
+    """A working encoder that packed execution cannot group: LayerNorm normalises over
+    all of a sample's features, which a packed batch would share between parties."""
+    return nn.Sequential(
+        nn.Conv2d(spec.channels, FEATURES // 4, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(2),
+        nn.Flatten(),
+        nn.LayerNorm(FEATURES),
+    )
+
+
 def not_a_module(spec: ModelSpec) -> int:
     """Breaks the contract: returns no module."""
     return spec.n_classes

@@ -217,7 +217,7 @@ class Unpackable(Algorithm):
     [
         (dict(algorithm="tests.test_packed_execution:Unpackable"), "does not declare"),
         (dict(algorithm="moon", tau_schedule="annealed"), "annealed temperature"),
-        (dict(model="cnn-transformer"), "CNNTransformer"),
+        (dict(model="tests.model_factories:layer_norm_encoder"), "LayerNorm"),
     ],
 )
 def test_what_cannot_pack_falls_back_with_one_notice(overrides, reason, synthetic):
