@@ -21,6 +21,7 @@ import json
 import math
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from federated.inert_settings import inert_settings
 from federated.input_checks import InputError, OneLineParser, check_output_file
 from federated.partition import PartitionError, size_statistics
 from federated.registry import is_plugin, load_method
-from federated.round_loop import FederatedRun
+from federated.round_loop import FederatedRun, PackingFallback
 
 
 def _plugin_params(argv: list[str]) -> dict[str, type]:
@@ -167,10 +168,17 @@ def main(argv: list[str] | None = None) -> int:
     for line in inert_settings(config, given):
         print(line, file=sys.stderr)
     try:
-        run = FederatedRun(config)
+        with warnings.catch_warnings(record=True) as notices:
+            warnings.simplefilter("always", PackingFallback)
+            run = FederatedRun(config)
     except (DatasetUnavailable, DeviceUnavailableError, PartitionError) as err:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
+    for notice in notices:
+        if issubclass(notice.category, PackingFallback):  # one line, not a Python warning
+            print(f"notice: {notice.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(notice.message, notice.category, notice.filename, notice.lineno)
     if not args.quiet:
         stats = size_statistics(run.class_counts)
         print(

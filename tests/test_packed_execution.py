@@ -239,3 +239,21 @@ def test_the_old_execution_name_fast_is_sequential():
 
 def _spec():
     return dataset_spec("synthetic")
+
+
+def test_the_command_line_says_the_fallback_in_one_notice_line(tmp_path, capsys):
+    from federated import run
+
+    argv = [
+        "--algorithm", "moon", "--tau-schedule", "annealed", "--dataset", "synthetic",
+        "--rounds", "1", "--local-epochs", "1", "--n-parties", "4", "--data-fraction", "0.04",
+        "--test-fraction", "0.05", "--device", "cpu", "--out", str(tmp_path / "rows.jsonl"),
+    ]  # fmt: skip
+    assert run.main(argv) == 0
+    err = capsys.readouterr().err
+    notices = [line for line in err.splitlines() if line.startswith("notice: ")]
+    assert notices == [
+        "notice: packed execution does not apply (MOON's annealed temperature draws random "
+        "numbers while parties train): parties train one by one (execution=sequential)"
+    ]
+    assert "PackingFallback" not in err
