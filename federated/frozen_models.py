@@ -68,15 +68,16 @@ class FrozenPack:
     def __init__(self, global_model: FedConModel) -> None:
         self.global_model = global_model
         self._states: dict[str, list[tuple[int, State]]] = {}
-        # name -> (packed network, entry -> slot, per-slot (first entry, count), entries
-        # of the first w slots for every w)
+        # name -> (packed network, entry -> slot, per-slot (first entry, count))
         self._nets: dict[str, tuple[PackedModel, torch.Tensor, dict[int, tuple[int, int]]]] = {}
+        # name -> entries of the first w slots, for every w
         self._entries_within: dict[str, list[int]] = {}
         # name -> whether entry i belongs to slot i for every i (one model per slot, as
         # MOON's k = 1 once every party has trained): the trained network's folded
         # input is then the frozen network's input as it is
         self._one_per_slot: dict[str, bool] = {}
-        self._global: PackedModel | None = None
+        self._global: PackedModel | None = None  # copies of the global model, when asked for
+        self._slots = 0
         self._folded: torch.Tensor | None = None
         self._copies = 0
         self._cache: dict[str, torch.Tensor] = {}
@@ -91,11 +92,7 @@ class FrozenPack:
         """Lay the registered models out as packed networks (after every party's
         ``begin_local``), entries in slot order so that a slot prefix is an entry prefix."""
         device = next(self.global_model.parameters()).device
-        self._global = PackedModel(self.global_model, slots)
-        state = self.global_model.state_dict()
-        for slot in range(slots):
-            self._global.load(slot, state)
-        self._global.net.eval().requires_grad_(False)
+        self._slots = slots
         for name, entries in self._states.items():
             entries = sorted(entries, key=lambda e: e[0])
             if not entries:
@@ -129,6 +126,12 @@ class FrozenPack:
     def global_projection(self, slot: int) -> torch.Tensor:
         z = self._cache.get("")
         if z is None:
+            if self._global is None:
+                self._global = PackedModel(self.global_model, self._slots)
+                state = self.global_model.state_dict()
+                for copy_slot in range(self._slots):
+                    self._global.load(copy_slot, state)
+                self._global.net.eval().requires_grad_(False)
             z = self._global.net.project(self._folded)
             z = self._cache[""] = self._per_copy(z, self._copies)
         return z[slot]
