@@ -47,7 +47,7 @@ TAU_SCHEDULES = ("fixed", "annealed")
 TAU_SCOPES = ("round", "run")
 EXECUTIONS = ("packed", "sequential", "reference")
 # execution names of earlier versions, still read from their results and checkpoints
-_EXECUTION_ALIASES = {"fast": "sequential"}
+EXECUTION_ALIASES = {"fast": "sequential"}
 
 # Smallest party a Dirichlet or quantity-skew partition accepts (the reference code's
 # redraw rule); validation uses it to reject impossible party counts up front.
@@ -323,7 +323,7 @@ def _validate(c: RunConfig) -> None:
     one_of("tau_schedule", c.tau_schedule, TAU_SCHEDULES)
     one_of("tau_scope", c.tau_scope, TAU_SCOPES)
     load_method("server_optimizer", c.server_optimizer)
-    one_of("execution", _EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
+    one_of("execution", EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
 
     at_least("rounds", c.rounds, 1)
     at_least("n_parties", c.n_parties, 1)
@@ -402,8 +402,8 @@ def _resolve(c: RunConfig) -> None:
     # frozen dataclass: resolution writes through object.__setattr__ once, at construction
     if c.model is None:
         object.__setattr__(c, "model", c.spec.default_model)
-    if c.execution in _EXECUTION_ALIASES:
-        object.__setattr__(c, "execution", _EXECUTION_ALIASES[c.execution])
+    if c.execution in EXECUTION_ALIASES:
+        object.__setattr__(c, "execution", EXECUTION_ALIASES[c.execution])
     if c.mu is None:
         object.__setattr__(c, "mu", paper_mu(c.algorithm, c.dataset))
     if c.tau is None:

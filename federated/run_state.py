@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from federated.config import RunConfig, execution_fields
+from federated.config import EXECUTION_ALIASES, RunConfig, execution_fields
 
 STATE_FORMAT = 1
 EXECUTION_FIELDS = execution_fields()
@@ -23,6 +23,9 @@ def check_compatible(saved: Mapping[str, Any], config: RunConfig) -> None:
     """Raise ``ValueError`` naming the first result-changing field where the config a
     checkpoint was made with (``saved``, flat) differs from ``config``."""
     mine = config.to_dict()
+    execution = saved.get("execution")
+    if execution in EXECUTION_ALIASES:  # a checkpoint of an earlier version
+        saved = {**saved, "execution": EXECUTION_ALIASES[execution]}
     keys = (set(mine) | set(saved)) - EXECUTION_FIELDS
     differing = sorted(k for k in keys if saved.get(k) != mine.get(k))
     if differing:

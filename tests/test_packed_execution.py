@@ -232,9 +232,19 @@ def test_what_cannot_pack_falls_back_with_one_notice(overrides, reason, syntheti
     assert packed == sequential
 
 
-def test_the_old_execution_name_fast_is_sequential():
+def test_the_old_execution_name_fast_is_sequential(synthetic):
     assert tiny(execution="fast").execution == "sequential"
     assert tiny().execution == "packed"
+    # a checkpoint written before packed execution existed restores into a sequential run
+    sequential = tiny(execution="sequential")
+    old = FederatedRun(sequential, synthetic)
+    old.run_round()
+    state = old.state_dict()
+    state["config"] = {**state["config"], "execution": "fast"}
+    state["config"].pop("pack_width")
+    restored = FederatedRun(sequential, synthetic)
+    restored.load_state_dict(state)
+    assert results([restored.run_round()]) == results([old.run_round()])
 
 
 def _spec():
