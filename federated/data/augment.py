@@ -94,9 +94,14 @@ class Augmenter:
         return AugmentParams(dy, dx, flip, angle).to(self.device)
 
     def normalize(self, images: torch.Tensor) -> torch.Tensor:
-        """uint8 (B, C, H, W) -> normalised float32."""
-        # in place on the fresh float copy: half the time of addcmul on a CPU core
-        return images.float().mul_(self.scale).add_(self.shift)
+        """uint8 (B, C, H, W) -> normalised float32 (a float batch on the 0..255 scale,
+        e.g. after rotation, takes the same arithmetic).  Channels that hold several
+        images side by side (packed execution) take the constants tiled."""
+        scale, shift = self._constants(images.shape[1])
+        if images.dtype == torch.uint8:
+            # in place on the fresh float copy: half the time of addcmul on a CPU core
+            return images.float().mul_(scale).add_(shift)
+        return images.mul(scale).add_(shift)
 
     def train_batch(
         self,
@@ -122,10 +127,7 @@ class Augmenter:
                 out = rotate_nearest(out.float(), params.angle)
         if fold is not None:
             out = fold(out)
-        scale, shift = self._constants(out.shape[1])
-        if out.dtype == torch.uint8:
-            return out.float().mul_(scale).add_(shift)
-        return out.mul(scale).add_(shift)
+        return self.normalize(out)
 
     def _constants(self, channels: int) -> tuple[torch.Tensor, torch.Tensor]:
         if channels == self.scale.shape[1]:
@@ -140,8 +142,8 @@ class Augmenter:
         return tiled
 
     def normalize_float(self, images: torch.Tensor) -> torch.Tensor:
-        """Float images on the 0..255 scale -> normalised (same arithmetic as normalize)."""
-        return images.mul(self.scale).add_(self.shift)
+        """Float images on the 0..255 scale -> normalised (:meth:`normalize`'s arithmetic)."""
+        return self.normalize(images)
 
 
 def _reflect(index: torch.Tensor, size: int) -> torch.Tensor:
