@@ -2,9 +2,25 @@
 Fashion-MNIST run equal those recorded in ``tests/fixtures/reference_rounds.json``.
 
 The fixture was recorded before the algorithm-interface refactor (issue 11), on the
-sequential path (then named ``fast``), with
-``python -m tests.test_reference_rounds --record``; re-record only for a change that is
-meant to change results, and say so in its commit.  CPU, one thread, seed 0: exact.
+sequential path (then named ``fast``), on a 2-core AMD EPYC (torch's CPU capability
+AVX512), with ``python -m tests.test_reference_rounds --record``; re-record only for a
+change that is meant to change results, and say so in its commit.
+
+**Exact on the recording machine, toleranced elsewhere.**  CPU, one thread, seed 0 is
+bit-reproducible on one machine (``test_round_loop`` holds two runs in one process
+identical).  Another x86 processor picks other oneDNN/BLAS kernels, which add in another
+order: first-round losses then differ in the 8th digit, and SGD amplifies that round by
+round.  Measured on the recording machine by forcing other kernels
+(``ATEN_CPU_CAPABILITY=default|avx2``, ``ONEDNN_MAX_CPU_ISA=SSE41|AVX2``; the AVX2 run
+reproduces the Intel Xeon's reported ``test_loss`` 2.3166485443 to the last digit), the
+worst differences over all cases and keys were, per round 1 / 2 / 3:
+
+* losses, norms, τ (relative): 3e-8 / 1.1e-4 / 4.4e-3;
+* accuracies (absolute, fractions of the 2,000 test images): 0 / 0.0005 / 0.0055.
+
+:data:`RELATIVE_TOLERANCE` and :data:`ACCURACY_TOLERANCE` allow 4-30x those, so the
+first round still pins a refactor's maths to ~1e-6 while the later rounds allow for the
+processor.  Integers, strings and flags are compared exactly.
 """
 
 from __future__ import annotations
@@ -57,6 +73,29 @@ CASES: dict[str, dict[str, Any]] = {
 # Timings change run to run; everything else in a row is a result.
 TIMING = {"train_seconds", "eval_seconds", "round_seconds", "samples_per_second"}
 
+# Cross-processor tolerances per round index (module docstring: measured, with margin).
+RELATIVE_TOLERANCE = (1e-6, 2e-3, 3e-2)  # losses, norms, tau: |got - want| / |want|
+ACCURACY_TOLERANCE = (0.002, 0.005, 0.02)  # accuracies: 4 / 10 / 40 of 2,000 test images
+
+
+def differences(got: dict[str, Any], want: dict[str, Any], round_index: int) -> list[str]:
+    """The recorded values of one row that ``got`` does not reproduce within the
+    cross-processor tolerance of ``round_index``; empty when the row matches."""
+    bad = []
+    for key, expected in want.items():
+        actual = got.get(key, "missing")
+        if isinstance(expected, float) and isinstance(actual, float):
+            if "acc" in key:
+                ok = abs(actual - expected) <= ACCURACY_TOLERANCE[round_index]
+            else:
+                scale = max(abs(expected), 1e-12)
+                ok = abs(actual - expected) <= RELATIVE_TOLERANCE[round_index] * scale
+        else:
+            ok = actual == expected
+        if not ok:
+            bad.append(f"{key}: got {actual!r}, recorded {expected!r}")
+    return bad
+
 
 def _comparable(row: dict[str, Any]) -> dict[str, Any]:
     """A row's results, NaN as None (JSON has no NaN and NaN != NaN)."""
@@ -78,9 +117,20 @@ def test_per_round_results_equal_the_recorded_ones(case, fmnist):
     recorded = json.loads(FIXTURE.read_text())[case]
     rows = rows_of(case, fmnist)
     assert len(rows) == len(recorded)
-    for got, want in zip(rows, recorded):
-        # every recorded value is reproduced exactly; a row may gain new keys
-        assert {k: got.get(k, "missing") for k in want} == want
+    for index, (got, want) in enumerate(zip(rows, recorded)):
+        # every recorded value is reproduced (a row may gain new keys)
+        assert differences(got, want, index) == [], f"round {index + 1}"
+
+
+def test_the_tolerance_catches_a_changed_first_round():
+    """A change of one part in 1e5 in a first-round loss (far below any change of
+    maths) is still caught, while the recorded row passes against itself."""
+    want = json.loads(FIXTURE.read_text())["fedavg"][0]
+    assert differences(want, want, 0) == []
+    nudged = {**want, "test_loss": want["test_loss"] * (1 + 1e-5)}
+    assert differences(nudged, want, 0) == [
+        f"test_loss: got {nudged['test_loss']!r}, recorded {want['test_loss']!r}"
+    ]
 
 
 def record() -> None:
