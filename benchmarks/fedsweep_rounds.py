@@ -30,6 +30,7 @@ from benchmarks.memory import (
     tensor_bytes,
 )
 from federated.device import resolve_device
+from federated.execution.packed import PackedTrainer
 from federated.round_loop import FederatedRun
 
 
@@ -108,7 +109,8 @@ def measure_executions(case: Case) -> dict[str, Any]:
     for _ in range(case.rounds):
         for name, run in runs.items():
             rounds[name].append(run.run_round())
-    out: dict[str, Any] = {"packed_fell_back": runs["packed"].packer is None}
+    fell_back = not isinstance(runs["packed"].trainer, PackedTrainer)
+    out: dict[str, Any] = {"packed_fell_back": fell_back}
     for name, rows in rounds.items():
         out[f"{name}_round_s"] = float(statistics.median(r["round_seconds"] for r in rows))
         out[f"{name}_train_s"] = float(statistics.median(r["train_seconds"] for r in rows))

@@ -38,13 +38,16 @@ from unittest import mock
 
 import torch
 
-import federated.packed_training as packed_training
+import federated.execution.packed as packed_training
 import federated.round_loop as round_loop
 from benchmarks.cases import Case, dataset
 from benchmarks.table import Column, format_table
 from federated.data import Augmenter
+from federated.execution.packed import PackedTrainer
+from federated.execution.packed_model import PackedModel
+from federated.execution.sequential import SequentialTrainer
+from federated.execution.sgd_rule import SgdRule
 from federated.models import FedConModel
-from federated.packed_model import PackedModel
 from federated.server import WeightedAverage
 
 
@@ -108,24 +111,23 @@ def timed_round(run: round_loop.FederatedRun, device: torch.device) -> tuple[Pha
             (run.server, "step", "aggregation"),
             (round_loop, "evaluate", "evaluation (test set)"),
         ]
-        if run.packer is None:
+        if not isinstance(run.trainer, PackedTrainer):
             patches += [
-                (run.local_model, "load_state_dict", "load global weights"),
-                (run.local_model, "forward", "forward (trained model)"),
-                (torch.optim.SGD, "step", "optimizer step"),
-                (torch.optim.SGD, "zero_grad", "optimizer zero_grad"),
-                (round_loop, "train_party", "local loop (indexing, bookkeeping, Python)"),
+                (run.trainer.model, "load_state_dict", "load global weights"),
+                (run.trainer.model, "forward", "forward (trained model)"),
+                (SgdRule, "step", "optimizer step"),
+                (SequentialTrainer, "train_one", "local loop (indexing, bookkeeping, Python)"),
             ]
         else:
             patches += [
-                (PackedModel, "load", "load global weights"),
+                (FedConModel, "load_state_dict", "load global weights"),
                 (FedConModel, "forward", "forward (packed network)"),
                 (packed_training, "fold_images", "fold batches side by side"),
                 (packed_training, "unfold_output", "unfold outputs per party"),
                 (PackedModel, "link_gradients", "gradient views per party"),
-                (run.packer, "_step", "optimizer step (all parties)"),
+                (run.trainer, "_step", "optimizer step (all parties)"),
                 (round_loop, "draw_batches", "draw every party's batches"),
-                (run.packer, "_train_pack", "packed loop (indexing, bookkeeping, Python)"),
+                (run.trainer, "_train_pack", "packed loop (indexing, bookkeeping, Python)"),
             ]
         for owner, attr, name in patches:
             _patch_method(stack, owner, attr, timer, name)

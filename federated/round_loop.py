@@ -2,12 +2,11 @@
 
 One round (docs/architecture.md, "The round"): draw ``max(1, round(N·fraction))``
 parties with the run's ``sampling`` stream (all of them for personal-model methods such
-as SOLO); each drawn party copies the global model and trains E local epochs — all of
-them together under packed execution (:mod:`federated.packed_training`, the default
-where the method and model allow it), one after another under sequential execution
-(:func:`federated.local_training.train_party`) — and, in the drawn order, hands its
-:class:`Contribution`
-(weights, |D_i|-share, step count, extras) to the algorithm's aggregator; the server
+as SOLO); each drawn party copies the global model and trains E local epochs on the
+round's batch plan through the run's local trainer (:mod:`federated.execution`: packed,
+sequential or reference, chosen once; this loop does not know which) and, in the drawn
+order, hands its :class:`Contribution` (weights, |D_i|-share, step count, extras) to the
+algorithm's aggregator; the server
 optimizer turns the aggregator's combined state into the next global model (unless
 the method keeps none); the global model — or each party's own, for SOLO — is
 evaluated on the test set.  The row's keys are documented in
@@ -20,7 +19,6 @@ the device, :class:`~federated.round_row.RoundRow` is the row,
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 import warnings
@@ -36,11 +34,11 @@ from federated.config import RunConfig
 from federated.data import Augmenter, ImageData, load_dataset
 from federated.device import resolve_device, set_threads
 from federated.evaluation import evaluate
+from federated.execution.batch_plan import draw_batches
+from federated.execution.choice import PackingFallback, local_trainer
+from federated.execution.trainer import PartyResult
 from federated.inert_settings import inert_settings
-from federated.local_training import PartyResult, train_party
 from federated.models import build_model
-from federated.packed_model import packing_obstacle
-from federated.packed_training import PackedTrainer, draw_batches
 from federated.party_data import PartyData
 from federated.registry import load_method
 from federated.round_row import RoundRow
@@ -49,10 +47,6 @@ from federated.seeding import RunRandomness, stream_seed
 from federated.server import aggregation_weights
 
 __all__ = ["EXECUTION_FIELDS", "STATE_FORMAT", "FederatedRun", "PackingFallback", "run_rounds"]
-
-
-class PackingFallback(UserWarning):
-    """Packed execution was asked for but does not apply; parties train one by one."""
 
 
 class FederatedRun:
@@ -83,7 +77,6 @@ class FederatedRun:
         torch.manual_seed(stream_seed(config.seed, "init"))
         model = build_model(config.model, self.spec, config.out_dim, config.projection_head)
         self.global_model = model.to(self.device).requires_grad_(False)
-        self.local_model = copy.deepcopy(self.global_model).requires_grad_(True)
         self.rng = RunRandomness.from_seed(config.seed)
 
         self.algorithm = load_method("algorithm", config.algorithm)(config, self.rng.algorithm)
@@ -101,26 +94,15 @@ class FederatedRun:
         self.round = 0
         self.diverged = False
         self.cum_bytes = 0
-        self.packer = self._packer()
-
-    def _packer(self) -> PackedTrainer | None:
-        """The packed trainer, or None for sequential (and reference) execution; a
-        packed run whose method or model cannot pack says why, once, and goes on
-        sequentially."""
-        if self.config.execution != "packed":
-            return None
-        reason = self.algorithm.packing_obstacle() or packing_obstacle(
-            self.global_model, self.spec.shape
+        self.trainer = local_trainer(
+            config,
+            self.algorithm,
+            self.global_model,
+            self.spec,
+            self.augmenter,
+            self.data.train_x,
+            self.data.train_y,
         )
-        if reason is not None:
-            warnings.warn(
-                f"packed execution does not apply ({reason}): parties train one by one "
-                "(execution=sequential)",
-                PackingFallback,
-                stacklevel=3,
-            )
-            return None
-        return PackedTrainer(self.global_model, self.algorithm)
 
     # ----------------------------------------------------------------- data (views)
     @property
@@ -177,55 +159,32 @@ class FederatedRun:
         self.round += 1
         return row.as_dict()
 
-    def _job(self, party: int) -> LocalJob:
-        return LocalJob(
-            party=party,
-            round_index=self.round,
-            model=self.local_model,
-            global_model=self.global_model,
-            state=self.party_states[party],
-            num_samples=self.party_sizes[party],
-            device=self.device,
-            server=self.server_state,
-        )
-
     def _local_trainings(self, drawn: list[int]) -> Iterator[tuple[LocalJob, PartyResult]]:
-        """Each drawn party's finished local training, in the drawn order.  Sequential:
-        a party trains when the previous one has been handed to the server (they share
-        ``local_model``); packed: all train together first."""
-        if self.packer is None:
-            for party in drawn:
-                job = self._job(party)
-                self.local_model.load_state_dict(self.global_model.state_dict())
-                self.algorithm.begin_local(job)
-                images, labels = self.party_data(party)
-                result = train_party(
-                    job,
-                    self.algorithm,
-                    images,
-                    labels,
-                    self.augmenter,
-                    self.config,
-                    self.rng.batches,
-                )
-                yield job, result
-            return
-        jobs = {party: self._job(party) for party in drawn}
-        batches = draw_batches(
+        """Each drawn party's finished local training, in the drawn order (the trainer
+        sets each job's model)."""
+        jobs = [
+            LocalJob(
+                party=party,
+                round_index=self.round,
+                model=self.global_model,
+                global_model=self.global_model,
+                state=self.party_states[party],
+                num_samples=self.party_sizes[party],
+                device=self.device,
+                server=self.server_state,
+            )
+            for party in drawn
+        ]
+        plan = draw_batches(
             drawn,
             self.party_sizes,
             self.data.offsets,
             self.augmenter,
-            self.config,
+            self.config.batch_size,
+            self.config.local_epochs,
             self.rng.batches,
         )
-        results = dict(
-            self.packer.train(
-                jobs, batches, self.train_x, self.train_y, self.augmenter, self.config
-            )
-        )
-        for party in drawn:
-            yield jobs[party], results[party]
+        return self.trainer.train(jobs, plan)
 
     def _evaluate(self, model: torch.nn.Module) -> tuple[float, float]:
         return evaluate(

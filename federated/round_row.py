@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from federated.local_training import PartyResult
+from federated.execution.trainer import PartyResult
 
 NAN = float("nan")
 

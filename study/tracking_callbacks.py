@@ -4,6 +4,7 @@ Tune pickles for ``--resume`` holds them by reference."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import ray
@@ -41,22 +42,39 @@ class MLflowTrialRuns(MLflowLoggerCallback):
         super().log_trial_result(iteration, trial, row)
 
 
-# How long a trial's end waits for its W&B logging actor to finish writing the run.
-WANDB_FINISH_WAIT_S = 60
+# How long a trial's end waits for its W&B logging actor to finish writing the run, and
+# how long W&B's own start may take (its default, 90 s, ran out on a loaded 2-core machine:
+# the run file then held a header and no run record).
+WANDB_FINISH_WAIT_S = 600
+WANDB_INIT_TIMEOUT_S = 300
 
 
 class WandbTrialRuns(WandbLoggerCallback):
     """One W&B run per trial in the sweep's group, tagged with the trial's seed.
 
-    A trial's end waits (up to ``WANDB_FINISH_WAIT_S``) for its logging actor to close the
-    run: Tune's callback only collects finished actors then, and a sweep's last trial lost
-    its run file when the driver shut Ray down first."""
+    A trial is reported done only once its logging actor has closed the run
+    (``wandb.finish``): Tune's callback would only collect finished actors, and a sweep's
+    last trial lost its run file when the driver shut Ray down first.  A run that could
+    not be written is said on stderr, naming the trial, rather than left half-written
+    without a word."""
 
     def log_trial_end(self, trial, failed: bool = False) -> None:
+        if trial not in self._trial_queues:  # it failed before its first result
+            return
         self._signal_logging_actor_stop(trial=trial)
         future = self._trial_logging_futures.get(trial)
         if future is not None:
-            ray.wait([future], timeout=WANDB_FINISH_WAIT_S)
+            done, _ = ray.wait([future], timeout=WANDB_FINISH_WAIT_S)
+            problem = f"not closed after {WANDB_FINISH_WAIT_S} s" if not done else None
+            if done:
+                try:
+                    ray.get(future)
+                except Exception as error:  # the actor's own failure, whatever it was
+                    problem = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+            if problem is not None:
+                print(
+                    f"warning: W&B run of trial {trial} is incomplete ({problem})", file=sys.stderr
+                )
         self._cleanup_logging_actors()
 
     def _start_logging_actor(self, trial, exclude_results, **init_kwargs) -> None:
@@ -84,6 +102,7 @@ def tracking_callbacks(tracking: dict[str, dict[str, Any]], tags: dict[str, str]
                 group=info["group"],
                 mode=info["mode"],
                 tags=[f"{k}:{v}" for k, v in tags.items()],
+                settings={"init_timeout": WANDB_INIT_TIMEOUT_S},
             )
         )
     return callbacks

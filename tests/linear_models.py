@@ -13,6 +13,8 @@ from federated.models import FedConModel
 class PassThrough:
     """An augmenter for pre-made float features: no random parameters, no change."""
 
+    device = torch.device("cpu")
+
     def draw(self, n: int, generator: torch.Generator) -> None:
         return None
 

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from federated.algorithms import LocalJob
-from federated.local_training import train_party
 from federated.round_loop import FederatedRun, run_rounds
 from tests.conftest import tiny
+from tests.party_training import train_party
 
 pytestmark = [
     pytest.mark.gpu,

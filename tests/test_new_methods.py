@@ -1,6 +1,6 @@
 """FedNova, FedDyn and FedAdam/FedYogi against hand computations: two parties, a linear
 model (logistic regression, float64), two rounds, through the real local training
-(:func:`federated.local_training.train_party`), the methods' hooks and aggregators and
+(:mod:`federated.execution.sequential`), the methods' hooks and aggregators and
 the server optimizers.  The hand side re-derives every SGD step (momentum, weight decay)
 from the analytic gradient and applies each paper's formulas directly.
 """
@@ -14,9 +14,9 @@ import torch
 
 from federated.algorithms import ALGORITHMS, Contribution, LocalJob
 from federated.config import RunConfig
-from federated.local_training import train_party
 from federated.server import SERVER_OPTIMIZERS
 from tests.linear_models import PassThrough, ce_gradient, linear_model
+from tests.party_training import train_party
 
 LR, MOMENTUM, WD = 0.1, 0.5, 0.01
 

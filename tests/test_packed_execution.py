@@ -23,14 +23,14 @@ from torch import nn
 from federated.algorithms.base import Algorithm
 from federated.config import RunConfig
 from federated.data.catalog import dataset_spec
-from federated.models import FedConModel, build_model
-from federated.packed_model import (
+from federated.execution.packed import PartyBatches, packs
+from federated.execution.packed_model import (
     PackedModel,
     fold_images,
     packing_obstacle,
     unfold_output,
 )
-from federated.packed_training import PartyBatches, packs
+from federated.models import FedConModel, build_model
 from federated.round_loop import FederatedRun, PackingFallback, run_rounds
 from tests.conftest import tiny
 from tests.test_round_loop import results

@@ -12,9 +12,9 @@ pfl-research's algorithms keep the party's work apart from the server's):
   (``job.server``) and a scratch dict for values that live only during this local
   training (``job.scratch``: FedProx's anchor, SCAFFOLD's correction) and the frozen
   models its objective reads (``job.frozen``: the global model's and registered
-  models' representations of the batch, :mod:`federated.frozen_models`).  The
+  models' representations of the batch, :mod:`federated.execution.frozen_models`).  The
   algorithm object itself holds only its parameters, so parties can train together:
-  packed execution (:mod:`federated.packed_training`) runs the drawn parties' hooks
+  packed execution (:mod:`federated.execution.packed`) runs the drawn parties' hooks
   side by side, each on a ``job.model`` whose weights are that party's slice of one
   packed network.  A method that only reaches the model through ``parameters()``,
   ``named_parameters()``, ``state_dict()`` and ``load_state_dict()`` (and their
@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import torch
 import torch.nn.functional as F
 
-from federated.frozen_models import FrozenModels, PackedFrozenModels
+from federated.execution.frozen_models import FrozenModels, PackedFrozenModels
 from federated.models import FedConModel, ModelOutput
 from federated.params import MethodParams, NoParams
 from federated.server.aggregation import Aggregator, WeightedMean

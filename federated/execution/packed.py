@@ -1,6 +1,6 @@
 """Packed execution: a round's drawn parties train together, as one packed network.
 
-The same local training as :func:`federated.local_training.train_party` — E epochs of
+The same local training as :mod:`federated.execution.sequential` — E epochs of
 SGD (lr, momentum, weight decay of the config; a fresh momentum per local training) on
 each party's own batches — for all drawn parties at once:
 
@@ -16,12 +16,12 @@ each party's own batches — for all drawn parties at once:
   steps left: a party that has finished drops out of the arithmetic (no masked work),
   and its weights stay as it left them.  Packs train one after another.
 * **Step.** One forward and backward pass of the packed network
-  (:mod:`federated.packed_model`) over all ``w`` parties' batches, the method's loss
+  (:mod:`federated.execution.packed_model`) over all ``w`` parties' batches, the method's loss
   computed per party on that party's slice of the output (the sum's gradient is each
   party's own), the method's gradient hooks per party on ``p.grad`` views, and one
   fused SGD update over the ``w`` parties' slices (each with its own momentum).
 * **Frozen models** (MOON's global and previous models) run once per step for all
-  parties (:class:`~federated.frozen_models.FrozenPack`).
+  parties (:class:`~federated.execution.frozen_models.FrozenPack`).
 
 The maths is the sequential path's; only float summation order differs (grouped
 convolutions and batched matrix products add in another order), so weights agree to
@@ -31,64 +31,17 @@ float rounding and per-round accuracies to a fraction of a point (tests hold bot
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 import torch
-from torch.optim.sgd import sgd
 
 from federated.algorithms.base import Algorithm, LocalJob
-from federated.config import RunConfig
 from federated.data import Augmenter, AugmentParams
-from federated.frozen_models import FrozenPack
-from federated.local_training import PartyResult, accumulate_parts, batches_per_epoch
-from federated.packed_model import PackedModel, fold_images, unfold_output
-
-
-@dataclass
-class PartyBatches:
-    """One party's batches for a whole local training, drawn up front."""
-
-    party: int
-    batch: int  # samples per batch
-    steps: int  # SGD steps (batches over all epochs)
-    index: torch.Tensor  # (steps·batch,) rows of the laid-out training set, step order
-    augment: AugmentParams | None  # the same rows' augmentation parameters
-
-
-def draw_batches(
-    parties: Sequence[int],
-    sizes: Sequence[int],
-    offsets: Sequence[int],
-    augmenter: Augmenter,
-    config: RunConfig,
-    generator: torch.Generator,
-) -> list[PartyBatches]:
-    """Every party's batches, drawn from ``generator`` in the order (and with the very
-    calls) of :func:`~federated.local_training.train_party` run party by party."""
-    out = []
-    for party in parties:
-        n = sizes[party]
-        batch = min(config.batch_size, n)
-        used = batches_per_epoch(n, config.batch_size) * batch
-        orders, params = [], []
-        for _ in range(config.local_epochs):
-            order = torch.randperm(n, generator=generator).to(augmenter.device, non_blocking=True)
-            drawn = augmenter.draw(n, generator)
-            orders.append(order[:used] + offsets[party])
-            if drawn is not None:
-                params.append(drawn.slice(0, used))
-        augment = None
-        if params:
-            augment = AugmentParams(
-                torch.cat([p.dy for p in params]),
-                torch.cat([p.dx for p in params]),
-                torch.cat([p.flip for p in params]),
-                None if params[0].angle is None else torch.cat([p.angle for p in params]),
-            )
-        steps = len(orders) * (used // batch)
-        out.append(PartyBatches(party, batch, steps, torch.cat(orders), augment))
-    return out
-
+from federated.execution.batch_plan import PartyBatches
+from federated.execution.frozen_models import FrozenPack
+from federated.execution.loss_sums import LossSums, read_means
+from federated.execution.packed_model import PackedModel, fold_images, unfold_output
+from federated.execution.sgd_rule import SgdRule
+from federated.execution.trainer import PartyResult, start_local
 
 # Parties per packed network on a CPU.  Real rounds (CIFAR-shaped, 10 parties, Dir(0.5),
 # one AMD EPYC thread; README, "Speed") at widths 2, 4, 10: FedAvg 1.09x, 1.18x, 1.20x the
@@ -99,10 +52,11 @@ def draw_batches(
 CPU_PACK_WIDTH = 4
 
 
-def pack_width(config: RunConfig, device: torch.device) -> int | None:
-    """Parties per pack: ``config.pack_width``, else the device's default (None: all)."""
-    if config.pack_width is not None:
-        return config.pack_width
+def pack_width(asked: int | None, device: torch.device) -> int | None:
+    """Parties per pack: ``asked`` (the config's ``pack_width``), else the device's
+    default (None: all drawn parties in one pack)."""
+    if asked is not None:
+        return asked
     return CPU_PACK_WIDTH if device.type == "cpu" else None
 
 
@@ -157,13 +111,27 @@ class _SlotTable:
 
 
 class PackedTrainer:
-    """Trains packs of parties for one run; keeps its packed networks between rounds
+    """Trains a round's parties in packs; keeps its packed networks between rounds
     (one per pack of a round and width: a round's packs all hold trained weights until
     the round has handed them to the server)."""
 
-    def __init__(self, global_model: torch.nn.Module, algorithm: Algorithm) -> None:
-        self.global_model = global_model
+    def __init__(
+        self,
+        algorithm: Algorithm,
+        global_model: torch.nn.Module,
+        augmenter: Augmenter,
+        rule: SgdRule,
+        images: torch.Tensor,
+        labels: torch.Tensor,
+        width: int | None,
+    ) -> None:
         self.algorithm = algorithm
+        self.global_model = global_model
+        self.augmenter = augmenter
+        self.rule = rule
+        self.images = images
+        self.labels = labels
+        self.width = pack_width(width, images.device)
         self._nets: dict[tuple[int, int], PackedModel] = {}
         kind = type(algorithm)
         self._reads_gradients = kind.after_backward is not Algorithm.after_backward
@@ -177,53 +145,41 @@ class PackedTrainer:
         return net
 
     def train(
-        self,
-        jobs: dict[int, LocalJob],
-        batches: Sequence[PartyBatches],
-        train_x: torch.Tensor,
-        train_y: torch.Tensor,
-        augmenter: Augmenter,
-        config: RunConfig,
-    ) -> Iterator[tuple[int, PartyResult]]:
-        """Train every job (party -> job, ``job.model`` not yet set); yields each
-        party's result as its pack finishes."""
-        width = pack_width(config, train_x.device)
-        for number, pack in enumerate(packs(batches, width)):
+        self, jobs: Sequence[LocalJob], plan: Sequence[PartyBatches]
+    ) -> Iterator[tuple[LocalJob, PartyResult]]:
+        """Train every pack, then yield the parties in the drawn order."""
+        by_party = {job.party: job for job in jobs}
+        results: dict[int, PartyResult] = {}
+        for number, pack in enumerate(packs(plan, self.width)):
             packed = self.network(number, len(pack))
-            yield from self._train_pack(pack, packed, jobs, train_x, train_y, augmenter, config)
+            results.update(self._train_pack(pack, packed, by_party))
+        for job in jobs:
+            yield job, results[job.party]
 
     def _train_pack(
-        self,
-        pack: list[PartyBatches],
-        packed: PackedModel,
-        jobs: dict[int, LocalJob],
-        train_x: torch.Tensor,
-        train_y: torch.Tensor,
-        augmenter: Augmenter,
-        config: RunConfig,
-    ) -> list[tuple[int, PartyResult]]:
+        self, pack: list[PartyBatches], packed: PackedModel, jobs: dict[int, LocalJob]
+    ) -> dict[int, PartyResult]:
         algorithm = self.algorithm
+        augmenter = self.augmenter
         slots = len(pack)
         global_state = self.global_model.state_dict()
         frozen = FrozenPack(self.global_model)
         slot_jobs = []
         for slot, party in enumerate(pack):
-            packed.load(slot, global_state)
             job = jobs[party.party]
             job.model = packed.copy_model(slot)
             job.frozen = frozen.view(slot)
             slot_jobs.append(job)
         for job in sorted(slot_jobs, key=lambda j: j.party):  # the sequential path's order
-            algorithm.begin_local(job)
+            start_local(job, global_state, algorithm)
         frozen.build(slots)
         packed.net.train()
 
         params = packed.parameters
         shapes = packed.slot_shapes
-        buffers = [torch.zeros_like(p) for p in params] if config.momentum else None
+        momenta = self.rule.new_momenta(params)
         table = _SlotTable(pack)
-        sums: list[dict[str, torch.Tensor]] = [{} for _ in range(slots)]
-        counts: list[dict[str, int]] = [{} for _ in range(slots)]
+        sums = [LossSums() for _ in range(slots)]
         batch = table.batch
         for t, w in enumerate(table.widths):
             index, augment = table.rows(t, w)
@@ -231,8 +187,9 @@ class PackedTrainer:
             def side_by_side(images: torch.Tensor, w: int = w) -> torch.Tensor:
                 return fold_images(images.view(w, batch, *images.shape[1:]))
 
-            folded = augmenter.train_batch(train_x.index_select(0, index), augment, side_by_side)
-            ys = train_y.index_select(0, index).view(w, batch)
+            raw = self.images.index_select(0, index)
+            folded = augmenter.train_batch(raw, augment, side_by_side)
+            ys = self.labels.index_select(0, index).view(w, batch)
             frozen.begin_step(folded, w)
             outputs = unfold_output(packed.net(folded), w)
             channels = folded.shape[1] // w
@@ -242,7 +199,7 @@ class PackedTrainer:
                 x = folded[:, slot * channels : (slot + 1) * channels]  # the party's batch
                 terms = algorithm.loss(job, outputs[slot], x, ys[slot])
                 totals.append(terms.total)
-                accumulate_parts(sums[slot], counts[slot], terms.parts)
+                sums[slot].add(terms.parts)
             for p in params:
                 p.grad = None
             torch.stack(totals).sum().backward()
@@ -251,50 +208,29 @@ class PackedTrainer:
                 for slot in range(w):
                     extra = algorithm.after_backward(slot_jobs[slot])
                     if extra:
-                        accumulate_parts(sums[slot], counts[slot], extra)
-            self._step(params, shapes, buffers, w, config)
+                        sums[slot].add(extra)
+            self._step(params, shapes, momenta, w)
             for slot in range(w):
                 job = slot_jobs[slot]
                 if self._adjusts_weights:
                     algorithm.after_step(job)
                 job.steps += 1
-        # one read of every party's loss sums
-        keys = [list(s) for s in sums]
-        flat = [s[k] for s, ks in zip(sums, keys) for k in ks]
-        values = iter(torch.stack(flat).tolist() if flat else [])
-        out = []
-        for slot, party in enumerate(pack):
-            losses = {k: next(values) / counts[slot][k] for k in keys[slot]}
-            samples = party.steps * batch
-            out.append((party.party, PartyResult(losses, samples, slot_jobs[slot].steps)))
-        return out
+        losses = read_means(sums)  # one read of every party's loss sums
+        return {
+            party.party: PartyResult(losses[slot], party.steps * batch, slot_jobs[slot].steps)
+            for slot, party in enumerate(pack)
+        }
 
-    @staticmethod
-    @torch.no_grad()
     def _step(
+        self,
         params: list[torch.nn.Parameter],
         shapes: list[tuple[int, ...]],
-        buffers: list[torch.Tensor] | None,
+        momenta: list[torch.Tensor] | None,
         w: int,
-        config: RunConfig,
     ) -> None:
-        """One fused SGD update of the first ``w`` slots (the others keep their weights)."""
-        weights = [p.view(shape)[:w] for p, shape in zip(params, shapes)]
-        grads = [p.grad.view(shape)[:w] for p, shape in zip(params, shapes)]
-        momentum: list[torch.Tensor | None] = (
-            [None] * len(params)
-            if buffers is None
-            else [b.view(shape)[:w] for b, shape in zip(buffers, shapes)]
-        )
-        sgd(
-            weights,
-            grads,
-            momentum,
-            fused=True,
-            weight_decay=config.weight_decay,
-            momentum=config.momentum,
-            lr=config.lr,
-            dampening=0.0,
-            nesterov=False,
-            maximize=False,
+        """One SGD update of the first ``w`` slots (the others keep their weights)."""
+        self.rule.step(
+            [p.view(shape)[:w] for p, shape in zip(params, shapes)],
+            [p.grad.view(shape)[:w] for p, shape in zip(params, shapes)],
+            None if momenta is None else [b.view(shape)[:w] for b, shape in zip(momenta, shapes)],
         )

@@ -10,7 +10,7 @@ the engine choose how to compute them:
 * :class:`PackedFrozenModels` — packed execution: per step, the global model runs once
   on every party's batch together (as a frozen packed network of copies of it, on the
   folded batches the trained network reads), and all parties' registered models run as
-  one frozen packed network (:mod:`federated.packed_model`); each party's view returns
+  one frozen packed network (:mod:`federated.execution.packed_model`); each party's view returns
   its rows.
 
 Registered states stay where the party keeps them (its CPU state) until registered;
@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
+from federated.execution.packed_model import PackedModel
 from federated.models import FedConModel
-from federated.packed_model import PackedModel
 
 State = Mapping[str, torch.Tensor]
 
@@ -112,7 +112,7 @@ class FrozenPack:
 
     def begin_step(self, folded: torch.Tensor, copies: int) -> None:
         """This step's normalised batches of the first ``copies`` slots, folded side by
-        side (:func:`~federated.packed_model.fold_images`: (B, copies·C, H, W))."""
+        side (:func:`~federated.execution.packed_model.fold_images`: (B, copies·C, H, W))."""
         self._folded = folded
         self._copies = copies
         self._cache.clear()

@@ -1,0 +1,23 @@
+"""How a party trains: the local trainers of the three execution paths and what they share.
+
+One interface, :class:`~federated.execution.trainer.LocalTrainer` (``train(jobs, plan)``
+yields each drawn party's finished local training in the drawn order), three
+implementations chosen once per run by :func:`~federated.execution.choice.local_trainer`:
+
+* :mod:`~federated.execution.sequential` — one party after another on one working model;
+* :class:`~federated.execution.sequential.ReferenceTrainer` — the same, with per-sample
+  torchvision augmentation (the plain-math check);
+* :mod:`~federated.execution.packed` — the drawn parties as one packed network
+  (:mod:`~federated.execution.packed_model`), frozen models once per step for all parties
+  (:mod:`~federated.execution.frozen_models`).
+
+What every path shares, each defined once: the batch plan (which rows each party sees at
+each step, :mod:`~federated.execution.batch_plan`), the SGD update rule
+(:mod:`~federated.execution.sgd_rule`), the loss read-out
+(:mod:`~federated.execution.loss_sums`) and the start of a local training — global
+weights into the party's model, then the method's ``begin_local``
+(:func:`~federated.execution.trainer.start_local`).
+
+This package's ``__init__`` imports nothing, so that ``federated.algorithms`` may import
+``frozen_models`` without importing the trainers (which import the algorithms).
+"""

@@ -1,0 +1,53 @@
+"""The one place an execution path is chosen: ``RunConfig.execution`` and what the
+method and model allow."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import torch
+
+from federated.algorithms.base import Algorithm
+from federated.config import RunConfig
+from federated.data import Augmenter, DatasetSpec
+from federated.execution.packed import PackedTrainer
+from federated.execution.packed_model import packing_obstacle
+from federated.execution.sequential import ReferenceTrainer, SequentialTrainer
+from federated.execution.sgd_rule import SgdRule
+from federated.execution.trainer import LocalTrainer
+from federated.models import FedConModel
+
+
+class PackingFallback(UserWarning):
+    """Packed execution was asked for but does not apply; parties train one by one."""
+
+
+def local_trainer(
+    config: RunConfig,
+    algorithm: Algorithm,
+    global_model: FedConModel,
+    spec: DatasetSpec,
+    augmenter: Augmenter,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+) -> LocalTrainer:
+    """The run's trainer.  ``packed`` whose method or model cannot pack says why, once
+    (:class:`PackingFallback`), and trains sequentially."""
+    rule = SgdRule.from_config(config)
+    if config.execution == "packed":
+        reason = algorithm.packing_obstacle() or packing_obstacle(global_model, spec.shape)
+        if reason is None:
+            return PackedTrainer(
+                algorithm, global_model, augmenter, rule, images, labels, config.pack_width
+            )
+        warnings.warn(
+            f"packed execution does not apply ({reason}): parties train one by one "
+            "(execution=sequential)",
+            PackingFallback,
+            stacklevel=4,
+        )
+    kind = ReferenceTrainer if config.execution == "reference" else SequentialTrainer
+    # the sequential paths' one working model, trained in place party after party
+    working = copy.deepcopy(global_model).requires_grad_(True)
+    return kind(algorithm, working, global_model, augmenter, rule, images, labels)

@@ -1,0 +1,68 @@
+"""The local solver's update rule, defined once for every execution path.
+
+SGD with the configured learning rate, momentum and weight decay (no dampening, no
+Nesterov: the MOON paper's solver), a fresh momentum per local training.  Both paths
+call :meth:`SgdRule.step`, torch's functional ``sgd`` with the fused kernel: the
+sequential path on one model's parameters, the packed path on the first ``w`` slots'
+slices of the packed parameters (each slot with its own momentum).  A zero momentum
+buffer gives the same first step as torch's lazily created one (``0·m + g == g``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from torch.optim.sgd import sgd
+
+if TYPE_CHECKING:
+    from federated.config import RunConfig
+
+
+@dataclass(frozen=True)
+class SgdRule:
+    """SGD's options; ``lr`` per step, ``weight_decay`` the L2 coefficient."""
+
+    lr: float
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    dampening: float = 0.0
+    nesterov: bool = False
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> SgdRule:
+        """The rule of a :class:`~federated.config.RunConfig` (lr, momentum, weight decay)."""
+        return cls(lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
+
+    def new_momenta(self, params: Sequence[torch.Tensor]) -> list[torch.Tensor] | None:
+        """Fresh momentum buffers for ``params`` (None when momentum is off)."""
+        if not self.momentum:
+            return None
+        return [torch.zeros_like(p) for p in params]
+
+    @torch.no_grad()
+    def step(
+        self,
+        weights: Sequence[torch.Tensor],
+        grads: Sequence[torch.Tensor],
+        momenta: Sequence[torch.Tensor] | None,
+    ) -> None:
+        """One update of ``weights`` in place (one fused kernel over all tensors)."""
+        buffers: list[torch.Tensor | None] = (
+            [None] * len(weights) if momenta is None else list(momenta)
+        )
+        sgd(
+            list(weights),
+            list(grads),
+            buffers,
+            # one fused kernel instead of a loop over tensors (~3% of a simple-cnn step)
+            fused=True,
+            weight_decay=self.weight_decay,
+            momentum=self.momentum,
+            lr=self.lr,
+            dampening=self.dampening,
+            nesterov=self.nesterov,
+            maximize=False,
+        )

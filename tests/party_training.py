@@ -1,0 +1,34 @@
+"""One party's local training through the engine's sequential trainer, for tests that
+build a job by hand (linear models, hand computations)."""
+
+from __future__ import annotations
+
+import torch
+
+from federated.algorithms.base import Algorithm, LocalJob
+from federated.config import RunConfig
+from federated.execution.batch_plan import draw_party_batches
+from federated.execution.sequential import SequentialTrainer
+from federated.execution.sgd_rule import SgdRule
+from federated.execution.trainer import PartyResult
+
+
+def train_party(
+    job: LocalJob,
+    algorithm: Algorithm,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    augmenter,
+    config: RunConfig,
+    generator: torch.Generator,
+) -> PartyResult:
+    """Train ``job.model`` (already started: ``begin_local`` called) on the party's
+    ``images``/``labels`` with the plan the engine would draw from ``generator``."""
+    plan = draw_party_batches(
+        job.party, len(labels), 0, augmenter, config.batch_size, config.local_epochs, generator
+    )
+    rule = SgdRule.from_config(config)
+    trainer = SequentialTrainer(
+        algorithm, job.model, job.global_model, augmenter, rule, images, labels
+    )
+    return trainer.train_one(job, plan)
