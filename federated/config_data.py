@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from federated.config import ConfigError
 from federated.data.catalog import DATASETS, DatasetSpec, dataset_spec
 from federated.data.folder_dataset import folder_spec, parse_image_size
 from federated.data.folder_layout import FolderDataError, absolute_folder_name, is_folder_dataset
 from federated.models import MODELS, ModelError, check_model, is_import_path
+from federated.params import ConfigError
 
 DEFAULT_PARTIES = 10
 

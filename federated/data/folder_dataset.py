@@ -48,7 +48,7 @@ from federated.data.folder_layout import (
     folder_path,
     scan_folder,
 )
-from federated.data.loading import ImageData, atomic_torch_save, resolve_data_root
+from federated.data.image_data import ImageData, atomic_torch_save, resolve_data_root
 
 CACHE_FORMAT = 1
 CACHE_FOLDER = "folder-cache"
@@ -83,7 +83,7 @@ def parse_image_size(text: str) -> tuple[int, int]:
 
 
 def default_model_for(height: int, width: int) -> str:
-    return "simple-cnn" if 16 <= min(height, width) and max(height, width) <= 32 else "resnet50"
+    return "simple-cnn" if min(height, width) >= 16 and max(height, width) <= 32 else "resnet50"
 
 
 def _settings_key(

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from federated.data.loading import DatasetUnavailable
+from federated.data.image_data import DatasetUnavailable
 
 FOLDER_PREFIX = "folder:"
 # The smallest party a natural partition accepts: the rule of the synthetic partitions

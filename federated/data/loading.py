@@ -16,49 +16,25 @@ keeps the whole set on its device and augments batches there.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from federated.atomic_file import atomic_open
 from federated.data.catalog import DatasetSpec, dataset_spec
+from federated.data.folder_dataset import load_folder
 from federated.data.idx import read_idx
+from federated.data.image_data import (
+    DatasetUnavailable,
+    ImageData,
+    atomic_torch_save,
+    default_data_root,
+    resolve_data_root,
+)
 from federated.data.synthetic import synthetic_images
 
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 TINY_IMAGENET_URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
-
-
-class DatasetUnavailable(RuntimeError):
-    """The dataset is not on disk and could not be downloaded."""
-
-
-@dataclass(frozen=True)
-class ImageData:
-    """A dataset in memory: uint8 images (N, C, H, W) and int64 labels (N,).
-
-    ``train_parties`` (int64 (N,), image folders with one folder per party only) is each
-    training sample's party, an index into ``spec.party_names``.
-    """
-
-    spec: DatasetSpec
-    train_x: torch.Tensor
-    train_y: torch.Tensor
-    test_x: torch.Tensor
-    test_y: torch.Tensor
-    train_parties: torch.Tensor | None = None
-
-
-def default_data_root() -> Path:
-    """``$FEDSWEEP_DATA`` if set, else ``~/.cache/fedsweep/data``."""
-    env = os.environ.get("FEDSWEEP_DATA")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "fedsweep" / "data"
-
-
-def resolve_data_root(data_root: str | os.PathLike | None) -> Path:
-    return Path(data_root).expanduser().resolve() if data_root else default_data_root()
 
 
 def downloads_allowed() -> bool:
@@ -77,8 +53,6 @@ def load_dataset(
     ``folder:PATH`` names an image folder (:mod:`federated.data.folder_dataset`), which
     alone uses ``image_size`` and ``holdout_fraction``."""
     if name.startswith("folder:"):
-        from federated.data.folder_dataset import load_folder  # imports this module
-
         return load_folder(name, image_size, holdout_fraction, data_root).data
     spec = dataset_spec(name)
     root = resolve_data_root(data_root)
@@ -264,12 +238,6 @@ def _decode_tinyimagenet(folder: Path) -> dict[str, torch.Tensor]:
     train_x, train_y = decode(train_items)
     test_x, test_y = decode(val_items)
     return {"train_x": train_x, "train_y": train_y, "test_x": test_x, "test_y": test_y}
-
-
-def atomic_torch_save(obj, path: Path) -> None:
-    """``torch.save`` through :func:`federated.atomic_file.atomic_open` (dataset caches)."""
-    with atomic_open(path, "wb") as fh:
-        torch.save(obj, fh)
 
 
 def _short(err: BaseException) -> str:

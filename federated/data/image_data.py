@@ -1,0 +1,51 @@
+"""A dataset in memory (:class:`ImageData`), the error that says it cannot be had, and
+where datasets and their caches live on disk (the data root).  The loaders
+(:mod:`federated.data.loading`, :mod:`federated.data.folder_dataset`) build on these."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from federated.atomic_file import atomic_open
+from federated.data.catalog import DatasetSpec
+
+
+class DatasetUnavailable(RuntimeError):
+    """The dataset is not on disk and could not be downloaded."""
+
+
+@dataclass(frozen=True)
+class ImageData:
+    """A dataset in memory: uint8 images (N, C, H, W) and int64 labels (N,).
+
+    ``train_parties`` (int64 (N,), image folders with one folder per party only) is each
+    training sample's party, an index into ``spec.party_names``.
+    """
+
+    spec: DatasetSpec
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    train_parties: torch.Tensor | None = None
+
+
+def default_data_root() -> Path:
+    """``$FEDSWEEP_DATA`` if set, else ``~/.cache/fedsweep/data``."""
+    env = os.environ.get("FEDSWEEP_DATA")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "fedsweep" / "data"
+
+
+def resolve_data_root(data_root: str | os.PathLike | None) -> Path:
+    return Path(data_root).expanduser().resolve() if data_root else default_data_root()
+
+
+
+def atomic_torch_save(obj, path: Path) -> None:
+    """``torch.save`` through :func:`federated.atomic_file.atomic_open` (dataset caches)."""
+    with atomic_open(path, "wb") as fh:
+        torch.save(obj, fh)
