@@ -9,6 +9,9 @@ module                      job
                             round) and a per-trial frame with each trial's status
 :mod:`~analysis.summary`    mean ± std over seeds, seed counts, which trials are left out
 :mod:`~analysis.communication`  rounds to reach the baseline's accuracy, speed-up (Table 2)
+:mod:`~analysis.paired_stats`  paired / Welch intervals over seeds, resolvable difference
+:mod:`~analysis.comparisons`  each cell's Δ to the baseline, the bold rule, no-claim tables
+:mod:`~analysis.timing`     time per round (Table 11) on the recorded machine
 :mod:`~analysis.grouping`   which trials may be pooled (study groups, split by budget ...)
 :mod:`~analysis.tables`     the Table object and the generic table builders
 :mod:`~analysis.study_tables`  each study's paper table shape

@@ -20,8 +20,14 @@ computed against FedAvg"):
   does, ``<1×``.
 - Summary over seeds: a method counts as reaching the target only if it does so for
   every seed; then its rounds are the mean over seeds (± std) and its speed-up is the
-  baseline's rounds over that mean.  Otherwise the table says in how many seeds it
-  was reached and shows ``<1×``.
+  baseline's rounds over that mean, shown with the std of the per-seed speed-ups
+  (``speedup_std``).  Otherwise the table says in how many seeds it was reached and
+  shows ``<1×``.
+- A speed-up means something only when the baseline has learned: the table
+  (:func:`analysis.tables.communication_table`) gives rounds and speed-ups for a column
+  only when every target there is at least chance (1/classes) plus
+  :data:`analysis.comparisons.LEARNED_MARGIN` (10 accuracy points); otherwise each of its
+  cells says why instead of a number (reaching a chance-level accuracy first is luck).
 """
 
 from __future__ import annotations
@@ -161,13 +167,23 @@ def summarise_communication(
     """Per (column group, row): seeds, seeds reached, mean ± std rounds, speed-up.
 
     ``speedup`` is the mean baseline rounds over the mean rounds when every seed
-    reached the target, else None (shown ``<1×``).
+    reached the target, else None (shown ``<1×``); ``speedup_std`` the sample std of the
+    per-seed speed-ups then (NaN with one seed).
     """
     columns = list(columns)
     rows = []
     if frame.empty:
         return pd.DataFrame(
-            columns=[*columns, row, "n", "n_reached", "rounds_mean", "rounds_std", "speedup"]
+            columns=[
+                *columns,
+                row,
+                "n",
+                "n_reached",
+                "rounds_mean",
+                "rounds_std",
+                "speedup",
+                "speedup_std",
+            ]
         )
     for key, group in frame.groupby([*columns, row], dropna=False, sort=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -177,6 +193,8 @@ def summarise_communication(
         rounds_mean = float(np.mean(needed)) if all_reached else math.nan
         rounds_std = float(np.std(needed, ddof=1)) if all_reached and n > 1 else math.nan
         base_rounds = float(group["baseline_rounds"].mean())
+        per_seed = group["speedup"].to_numpy(dtype=float)
+        spread = float(np.std(per_seed, ddof=1)) if all_reached and n > 1 else math.nan
         rows.append(
             {
                 **dict(zip([*columns, row], key)),
@@ -186,6 +204,7 @@ def summarise_communication(
                 "rounds_std": rounds_std,
                 "baseline_rounds": base_rounds,
                 "speedup": speedup(base_rounds, rounds_mean) if all_reached else None,
+                "speedup_std": spread,
             }
         )
     return pd.DataFrame(rows)

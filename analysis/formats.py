@@ -80,6 +80,14 @@ _LATEX_UNICODE = {
     "·": r"$\cdot$",
     "§": r"\S{}",
     "₀": r"$_0$",
+    # the comparisons' marks (analysis.comparisons)
+    "Δ": r"$\Delta$",
+    "↑": r"$\uparrow$",
+    "↓": r"$\downarrow$",
+    "‡": r"$^\ddagger$",
+    "≈": r"$\approx$",
+    "−": r"$-$",
+    "√": r"$\surd$",
 }
 
 

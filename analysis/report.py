@@ -58,8 +58,6 @@ MAX_PARTITION_FIGURES = 6
 NOT_REPRODUCED = [
     "Figs. 1, 3, 4 (diagrams) and Fig. 2 (t-SNE of representations: no embeddings are saved)",
     "Table 6 (dataset statistics: a property of the data, not of runs)",
-    "Table 11 (time per round: `round_seconds` is in data/rounds.csv, but no table is "
-    "built, and CPU laptop timings are not comparable with the paper's V100)",
 ]
 
 
@@ -177,11 +175,34 @@ def _table_section(
 ) -> tuple[list[str], list[Table]]:
     lines: list[str] = []
     tables = study_tables(group, options)
+    timing = _timing_table(group)
+    tables += [timing] if timing is not None else []
     for table in tables:
         table.name = _unique(table.name, used)
         paths = write_table(table, out / "tables")
         lines += [to_markdown(table), f"Files: {_links(paths, out)}", ""]
     return lines, tables
+
+
+def _timing_table(group: StudyGroup) -> Table | None:
+    """Table 11 for a grid group: rows by method when several ran, else by the first axis
+    (by dataset too when there are several)."""
+    from analysis.timing import time_per_round_table
+
+    if group.search == "optuna" or group.trials.empty:
+        return None
+    trials = group.trials
+    several = "algorithm" in trials and trials["algorithm"].nunique() > 1
+    rows = ["algorithm"] if several or not group.axes else [group.axes[0]]
+    rows = (["dataset"] if len(group.datasets) > 1 else []) + rows
+    return time_per_round_table(
+        group.rounds,
+        trials,
+        [sweep.manifest for sweep in group.sweeps],
+        rows=rows,
+        name=f"table11_time_per_round_{group.study or 'runs'}{group.suffix}",
+        title="Table 11 — time per round (s), training vs evaluation",
+    )
 
 
 def _figure_section(

@@ -36,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.comparisons import dataset_classes
 from analysis.grouping import StudyGroup
 from analysis.naming import dataset_name, format_value, method_name
 from analysis.summary import accuracy_at_round
@@ -45,6 +46,7 @@ from analysis.tables import (
     accuracy_table,
     best_of_table,
     communication_table,
+    key_order,
 )
 
 
@@ -83,6 +85,29 @@ def _name(base: str, group: StudyGroup) -> str:
     return base + group.suffix
 
 
+def _classes(group: StudyGroup) -> dict[str, int]:
+    """``{dataset: classes}`` for chance levels, from the group's recorded partitions."""
+    return dataset_classes(entry for sweep in group.sweeps for entry in sweep.partitions)
+
+
+def _claims(
+    group: StudyGroup, options: TableOptions, keys: list[str], trials: pd.DataFrame | None = None
+) -> dict[str, Any]:
+    """A table's baseline and chance levels: the baseline method's row (or column) when
+    ``keys`` name the method, else the first in reading order (the study's first value:
+    μ = 0, k = 1, ...)."""
+    trials = group.trials if trials is None else trials
+    reference = None
+    if "algorithm" in keys:
+        at = keys.index("algorithm")
+        found = [k for k in key_order(trials, keys) if k[at] == options.baseline]
+        reference = found[0] if found else None
+    elif keys == ["method"] and "algorithm" in trials:
+        labels = trials.loc[trials["algorithm"] == options.baseline, "method"]
+        reference = (labels.iloc[0],) if not labels.empty else None
+    return {"reference": reference, "classes": _classes(group)}
+
+
 # -------------------------------------------------------------------------- studies
 def comparison(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> list[Table]:
     trials, column = group.trials, options.column
@@ -90,6 +115,7 @@ def comparison(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]
         accuracy_table(
             trials,
             rows=["algorithm"],
+            **_claims(group, options, ["algorithm"]),
             columns=[column],
             value=options.value,
             name=_name("table1_comparison", group),
@@ -108,6 +134,7 @@ def comparison(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]
                 columns=[column],
                 baseline=options.baseline,
                 target=options.target,
+                classes=_classes(group),
                 name=_name("table2_communication", group),
                 title=_title(
                     group,
@@ -126,6 +153,7 @@ def one_parameter(group: StudyGroup, options: TableOptions, spec: Mapping[str, A
         accuracy_table(
             group.trials,
             rows=[spec["parameter"]],
+            **_claims(group, options, [spec["parameter"]]),
             columns=_columns(group),
             value=options.value,
             name=_name(spec["name"], group),
@@ -140,6 +168,7 @@ def methods_by(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]
         accuracy_table(
             group.trials,
             rows=["algorithm"],
+            **_claims(group, options, ["algorithm"]),
             columns=_columns(group, spec["parameter"]),
             value=options.value,
             name=_name(spec["name"], group),
@@ -186,6 +215,7 @@ def parties(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -
     table = accuracy_table(
         derived,
         rows=["method"] if "method" in derived else ["algorithm"],
+        **_claims(group, options, ["method"] if "method" in derived else ["algorithm"], derived),
         columns=_columns(group, "setting" if "setting" in derived else "n_parties", "at_round"),
         value="acc_at",
         metric_text=words,
@@ -207,6 +237,7 @@ def loss_ablation(group: StudyGroup, options: TableOptions, spec: Mapping[str, A
     best = best_of_table(
         trials,
         rows=["term"],
+        **_claims(group, options, ["term"], trials),
         columns=_columns(group),
         tuned="mu",
         value=options.value,
@@ -216,6 +247,11 @@ def loss_ablation(group: StudyGroup, options: TableOptions, spec: Mapping[str, A
     every = accuracy_table(
         group.trials,
         rows=["second_term"] if "second_term" in group.trials else ["algorithm", "mu"],
+        **_claims(
+            group,
+            options,
+            ["second_term"] if "second_term" in group.trials else ["algorithm", "mu"],
+        ),
         columns=_columns(group),
         value=options.value,
         name=_name("table5_loss_ablation_all", group),
@@ -231,6 +267,7 @@ def projection_head(
         accuracy_table(
             group.trials,
             rows=["projection_head", "algorithm"],
+            **_claims(group, options, ["projection_head", "algorithm"]),
             columns=_columns(group),
             value=options.value,
             name=_name("table7_projection_head", group),
@@ -246,6 +283,7 @@ def negatives(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any])
     best = best_of_table(
         group.trials,
         rows=["prev_models"],
+        **_claims(group, options, ["prev_models"]),
         columns=_columns(group),
         tuned="mu",
         value=options.value,
@@ -255,6 +293,7 @@ def negatives(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any])
     every = accuracy_table(
         group.trials,
         rows=["prev_models"],
+        **_claims(group, options, ["prev_models"]),
         columns=_columns(group, "mu"),
         value=options.value,
         name=_name("table12_negatives_all", group),
@@ -278,6 +317,7 @@ def server_momentum(
     best = best_of_table(
         trials,
         rows=["dataset"],
+        **_claims(group, options, ["combo"], trials),
         columns=["combo"],
         tuned="server_momentum",
         value=options.value,
@@ -288,6 +328,7 @@ def server_momentum(
     every = accuracy_table(
         group.trials,
         rows=["algorithm"],
+        **_claims(group, options, ["algorithm"]),
         columns=_columns(group, "server" if "server" in group.trials else "server_momentum"),
         value=options.value,
         name=_name("table10_server_momentum_all", group),
@@ -305,6 +346,7 @@ def iid(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> li
         accuracy_table(
             group.trials,
             rows=["mu"],
+            **_claims(group, options, ["mu"]),
             columns=_columns(group),
             value=options.value,
             name=_name("table8_iid", group),
@@ -319,6 +361,7 @@ def annealed_tau(group: StudyGroup, options: TableOptions, spec: Mapping[str, An
         accuracy_table(
             group.trials,
             rows=["tau"],
+            **_claims(group, options, ["tau_schedule"]),
             columns=_columns(group, "tau_schedule"),
             value=options.value,
             best="row",
@@ -344,6 +387,7 @@ def generic_tables(
         accuracy_table(
             group.trials,
             rows=rows,
+            **_claims(group, options, rows),
             columns=_columns(group, *across),
             value=options.value,
             name=_name(f"{study}_accuracy", group),
@@ -361,6 +405,7 @@ def generic_tables(
                 columns=_columns(group, *others),
                 baseline=options.baseline,
                 target=options.target,
+                classes=_classes(group),
                 name=_name(f"{study}_communication", group),
                 title=_title(
                     group,

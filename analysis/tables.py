@@ -2,8 +2,11 @@
 
 A table is built from the per-trial frame of :mod:`analysis.loading`.  Cells show
 accuracies as percentages with one decimal, ``mean ± std`` over seeds (the paper's
-style); the best cell of each column (or row) is marked bold.  The numbers behind
-every cell (fractions in [0, 1], and percentages) go to the CSV, one row per cell.
+style), then ``Δ`` to the table's baseline with its 95% interval; bold marks the best
+cell of each column (or row) only where the seeds tell it from the runner-up, and the
+title says the smallest difference the seeds resolve (rules: :mod:`analysis.comparisons`).
+The numbers behind every cell (fractions in [0, 1], and percentages, the intervals in
+accuracy points) go to the CSV, one row per cell.
 
 Builders:
 
@@ -17,7 +20,7 @@ Builders:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,9 +32,19 @@ from analysis.communication import (
     format_speedup,
     summarise_communication,
 )
+from analysis.comparisons import (
+    LEARNED_MARGIN,
+    GridComparison,
+    caption_text,
+    cell_samples,
+    chance_points,
+    compare_grid,
+    comparison_notes,
+    delta_text,
+)
 from analysis.loading import COMPLETED, is_number_column, status_counts
 from analysis.naming import parameter_name, percent, value_label
-from analysis.summary import excluded_trials, summarise
+from analysis.summary import counted_trials, excluded_trials, latest_per_seed, summarise
 
 PARTY_MARK = "†"
 METRICS = {
@@ -134,24 +147,36 @@ def _common_n(stats: pd.DataFrame) -> int:
     return int(stats["n"].max()) if not stats.empty else 0
 
 
-def _mark_best(means: pd.DataFrame, along: str | None) -> pd.DataFrame:
-    """Bold mask: the highest mean per column (``along="column"``) or per row; ties all
-    bold (compared at the shown precision, 0.1 %)."""
-    # compare what the reader sees, so equal-looking cells are all bold
-    shown = means.map(lambda v: float(percent(v)) if pd.notna(v) else np.nan)
-    if along is None:
-        return pd.DataFrame(False, index=means.index, columns=means.columns)
-    axis = 0 if along == "column" else 1
-    best = shown.max(axis=axis)
-    mask = shown.eq(best, axis=1 - axis) if axis == 0 else shown.eq(best, axis=0)
-    # a lone cell in its column (or row) is not "best" of anything
-    counts = shown.notna().sum(axis=axis)
-    lonely = counts[counts < 2].index
-    if axis == 0:
-        mask.loc[:, lonely] = False
-    else:
-        mask.loc[lonely, :] = False
-    return mask.fillna(False).astype(bool)
+def _compare(
+    trials: pd.DataFrame,
+    *,
+    keys: tuple[list[str], list[str]],
+    grid: tuple[list[tuple], list[tuple]],
+    value: str,
+    statuses: Sequence[str],
+    along: str | None,
+    reference: tuple | None,
+    classes: Mapping[str, int] | None,
+) -> GridComparison:
+    """The table's claims (:func:`analysis.comparisons.compare_grid`) from the counted
+    trials of each cell, one per seed (the latest sweep's, as in the means)."""
+    rows, columns = keys
+    row_keys, col_keys = grid
+    by = [*rows, *columns]
+    counted = counted_trials(trials, statuses)
+    counted = counted[counted[value].notna()] if value in counted else counted.iloc[0:0]
+    counted, _ = latest_per_seed(counted, by)
+    samples = cell_samples(counted, by, value, classes)
+    on_grid = {
+        (ri, ci): samples[rk + ck]
+        for ri, rk in enumerate(row_keys)
+        for ci, ck in enumerate(col_keys)
+        if rk + ck in samples
+    }
+    lines = col_keys if along == "row" else row_keys
+    # the baseline: the named line, else the first in reading order (the study's first value)
+    ref_index = lines.index(reference) if reference in lines else (0 if lines else None)
+    return compare_grid(on_grid, along, ref_index)
 
 
 def _exclusion_note(trials: pd.DataFrame, statuses: Sequence[str]) -> list[str]:
@@ -201,10 +226,17 @@ def _assemble(
     statuses: Sequence[str],
     suffix: Callable[[pd.Series], str] | None = None,
     row_labeller: Callable[[tuple], str] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Lay summary rows out as a grid: (display, bold, data).
+    value: str = "final_acc",
+    sample_trials: pd.DataFrame | None = None,
+    reference: tuple | None = None,
+    classes: Mapping[str, int] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, GridComparison, str | None]:
+    """Lay summary rows out as a grid: (display, bold, data, claims, reference's name).
 
-    A cell with no counted trial says why when it has others: ``– (2 error)``."""
+    ``sample_trials`` (default ``trials``) are the trials behind the cells' numbers, for
+    the comparisons; ``reference`` the baseline row key (``best="column"``) or column key
+    (``best="row"``), default the first.  A cell with no counted trial says why when it
+    has others: ``– (2 error)``."""
     rows, columns = list(rows), list(columns)
     left_out: dict[tuple, dict[str, int]] = {}
     for _, t in excluded_trials(trials, statuses).iterrows():
@@ -221,7 +253,16 @@ def _assemble(
     row_names = [labeller(k) for k in row_keys]
     col_names = [column_label(columns, k) for k in col_keys]
     text = pd.DataFrame("–", index=row_names, columns=_columns_index(col_names), dtype=object)
-    means = pd.DataFrame(np.nan, index=row_names, columns=_columns_index(col_names))
+    claims = _compare(
+        trials if sample_trials is None else sample_trials,
+        keys=(rows, columns),
+        grid=(row_keys, col_keys),
+        value=value,
+        statuses=statuses,
+        along=best,
+        reference=reference,
+        classes=classes,
+    )
     data_rows = []
     for ri, rk in enumerate(row_keys):
         for ci, ck in enumerate(col_keys):
@@ -234,8 +275,12 @@ def _assemble(
             cell = stat_text(stat["mean"], stat["std"], stat["n"], stat["spread"], common)
             if suffix is not None:
                 cell += suffix(stat)
+            diff = claims.deltas.get((ri, ci))
+            if diff is not None:
+                cell += f" · {delta_text(diff)}"
+            elif (ri, ci) in claims.references and claims.deltas:
+                cell += " (ref.)"
             text.iat[ri, ci] = cell
-            means.iat[ri, ci] = stat["mean"]
             data_rows.append(
                 {
                     **{k: v for k, v in zip(rows, rk)},
@@ -245,18 +290,101 @@ def _assemble(
                     if isinstance(col_names[ci], tuple)
                     else col_names[ci],
                     **{k: stat[k] for k in stat.index if k not in (*rows, *columns)},
+                    **_delta_columns(claims, ri, ci),
                     "_ri": ri,
                     "_ci": ci,
                 }
             )
-    bold = _mark_best(means, best)
+    bold = pd.DataFrame(False, index=text.index, columns=text.columns)
+    for ri, ci in claims.bold:
+        bold.iat[ri, ci] = True
     data = pd.DataFrame(data_rows)
     if not data.empty:
         data["best"] = [bold.iat[r, c] for r, c in zip(data.pop("_ri"), data.pop("_ci"))]
         data["seeds"] = data["seeds"].map(lambda s: ";".join(map(str, s)))
         data["mean_pct"] = (100 * data["mean"]).round(4)
         data["std_pct"] = (100 * data["std"]).round(4)
-    return text, bold, data
+        data["resolvable_pct"] = round(claims.resolvable, 4)
+    ref_name = None
+    if claims.references:
+        ri, ci = next(iter(claims.references))
+        ref_name = _reference_name(row_names[ri] if best != "row" else col_names[ci], rows, best)
+    return text, bold, data, claims, ref_name
+
+
+def _unlearned_targets(
+    per_seed: pd.DataFrame,
+    trials: pd.DataFrame,
+    columns: Sequence[str],
+    classes: Mapping[str, int] | None,
+) -> dict[tuple, tuple[float, float]]:
+    """``{column key: (lowest target, chance %)}`` for column groups whose baseline has
+    not learned (a target below chance + :data:`LEARNED_MARGIN` points)."""
+    out: dict[tuple, tuple[float, float]] = {}
+    if per_seed.empty:
+        return out
+    groups = (
+        per_seed.groupby(list(columns), dropna=False, sort=False) if columns else [((), per_seed)]
+    )
+    datasets = set(trials["dataset"]) if "dataset" in trials else set()
+    for key, group in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        dataset = dict(zip(columns, key)).get("dataset")
+        if dataset is None and len(datasets) == 1:
+            dataset = next(iter(datasets))
+        chance = chance_points(dataset, classes) if dataset is not None else None
+        lowest = float(group["target"].min())
+        if chance is not None and 100 * lowest < chance + LEARNED_MARGIN:
+            out[key] = (lowest, chance)
+    return out
+
+
+def _delta_columns(claims: GridComparison, ri: int, ci: int) -> dict[str, Any]:
+    """The CSV's interval columns of one cell (accuracy points; empty for the baseline)."""
+    diff = claims.deltas.get((ri, ci))
+    if diff is None:
+        kind = "reference" if (ri, ci) in claims.references and claims.deltas else ""
+        return {
+            "delta_kind": kind,
+            "delta_pct": 0.0 if kind else np.nan,
+            "delta_low_pct": np.nan,
+            "delta_high_pct": np.nan,
+            "delta_n": np.nan,
+            "delta_claim": "",
+        }
+    return {
+        "delta_kind": diff.kind,
+        "delta_pct": round(diff.mean, 4),
+        "delta_low_pct": round(diff.low, 4),
+        "delta_high_pct": round(diff.high, 4),
+        "delta_n": diff.n,
+        "delta_claim": {1: "better", -1: "worse"}.get(diff.direction, "within resolution"),
+    }
+
+
+def _reference_name(label: Any, rows: Sequence[str], along: str | None) -> str:
+    """The baseline as the notes name it: ``μ = 0``, ``FedAvg``, ``the column β=0.1``."""
+    label = label if isinstance(label, str) else ", ".join(label)
+    if along == "row":
+        return f"the column {label}"
+    if len(rows) == 1 and not any(c.isalpha() for c in label):
+        return f"{parameter_name(rows[0])} = {label}"  # a bare number names nothing
+    return label
+
+
+def _line_labels(display: pd.DataFrame, along: str | None) -> list[str]:
+    """The names of the lines cells are compared along (columns, or rows)."""
+    labels = display.index if along == "row" else display.columns
+    return [label if isinstance(label, str) else ", ".join(label) for label in labels]
+
+
+def _with_claims(
+    title: str, notes: list[str], claims: GridComparison, ref: str | None, display: pd.DataFrame
+) -> tuple[str, list[str]]:
+    """The caption gets what the seeds resolve; the notes how to read Δ and bold."""
+    tail = caption_text(claims)
+    title = f"{title} — {tail}" if tail else title
+    return title, notes + comparison_notes(claims, ref, _line_labels(display, claims.along))
 
 
 def accuracy_table(
@@ -271,16 +399,22 @@ def accuracy_table(
     best: str | None = "column",
     row_labeller: Callable[[tuple], str] | None = None,
     metric_text: str | None = None,
+    reference: tuple | None = None,
+    classes: Mapping[str, int] | None = None,
 ) -> Table:
-    """Mean ± std over seeds of ``value`` for every (rows, columns) combination.
+    """Mean ± std over seeds of ``value`` for every (rows, columns) combination, each
+    cell's Δ to the baseline, and bold where the seeds resolve the best.
 
-    ``best``: mark the best cell per ``"column"``, per ``"row"``, or None.
+    ``best``: compare cells (and mark the best) per ``"column"``, per ``"row"``, or None
+    (no comparison).  ``reference``: the baseline's row key (its column key with
+    ``best="row"``), default the first in reading order.  ``classes``: ``{dataset:
+    classes}`` for the chance level (:func:`analysis.comparisons.dataset_classes`).
     ``metric_text`` names ``value`` in the notes (default: :data:`METRICS`).
     """
     by = [*rows, *columns]
     party_std = _party_std(trials, value)
     stats = summarise(trials, by, value, statuses=statuses, party_std=party_std)
-    display, bold, data = _assemble(
+    display, bold, data, claims, ref = _assemble(
         stats,
         trials,
         rows=rows,
@@ -288,8 +422,12 @@ def accuracy_table(
         best=best,
         statuses=statuses,
         row_labeller=row_labeller,
+        value=value,
+        reference=reference,
+        classes=classes,
     )
     notes = _seed_note(stats, statuses, value, metric_text) + _exclusion_note(trials, statuses)
+    title, notes = _with_claims(title, notes, claims, ref, display)
     header = " · ".join(parameter_name(k) for k in rows)
     return Table(name, title, display, bold, data, header, notes)
 
@@ -306,10 +444,12 @@ def best_of_table(
     statuses: Sequence[str] = (COMPLETED,),
     best: str | None = "column",
     row_labeller: Callable[[tuple], str] | None = None,
+    reference: tuple | None = None,
+    classes: Mapping[str, int] | None = None,
 ) -> Table:
     """Like :func:`accuracy_table`, but ``tuned`` is chosen per cell: the value with the
     highest mean (the paper: "we tune μ ... and report the best accuracy").  The cell
-    names the chosen value when there was a choice."""
+    names the chosen value when there was a choice; its Δ is that value's trials'."""
     by = [*rows, *columns]
     party_std = _party_std(trials, value)
     full = summarise(trials, [*by, tuned], value, statuses=statuses, party_std=party_std)
@@ -326,7 +466,10 @@ def best_of_table(
             return ""
         return f" ({symbol}={value_label(tuned, stat[tuned])})"
 
-    display, bold, data = _assemble(
+    winners = set(map(tuple, stats[[*by, tuned]].itertuples(index=False, name=None)))
+    keys = trials[[*by, tuned]].itertuples(index=False, name=None)
+    chosen_trials = trials[[tuple(k) in winners for k in keys]]
+    display, bold, data, claims, ref = _assemble(
         stats,
         trials,
         rows=rows,
@@ -335,6 +478,10 @@ def best_of_table(
         statuses=statuses,
         suffix=chosen,
         row_labeller=row_labeller,
+        value=value,
+        sample_trials=chosen_trials,
+        reference=reference,
+        classes=classes,
     )
     if not data.empty:
         data = data.rename(columns={tuned: f"best_{tuned}"})
@@ -344,6 +491,7 @@ def best_of_table(
         "test accuracy as in the paper (optimistic: no separate validation set)."
     )
     notes += _exclusion_note(trials, statuses)
+    title, notes = _with_claims(title, notes, claims, ref, display)
     header = " · ".join(parameter_name(k) for k in rows)
     return Table(name, title, display, bold, data, header, notes)
 
@@ -359,9 +507,15 @@ def communication_table(
     target: str = "per-seed",
     name: str,
     title: str,
+    classes: Mapping[str, int] | None = None,
 ) -> Table:
     """Table 2: per method and column group, rounds to reach the baseline's final
-    accuracy (mean ± std over seeds) and the speed-up over the baseline."""
+    accuracy (mean ± std over seeds) and the speed-up over the baseline (± the std of
+    the per-seed speed-ups).
+
+    A column group whose baseline has not learned (a target below chance, 1/classes
+    of ``classes[dataset]``, plus :data:`~analysis.comparisons.LEARNED_MARGIN` points)
+    gets no numbers: each of its cells says why."""
     columns = list(columns)
     per_seed = communication_frame(
         rounds,
@@ -384,9 +538,20 @@ def communication_table(
         labels += [(group, "#rounds"), (group, "speed-up")]
     row_names = [value_label(row, v) for v in row_keys]
     display = pd.DataFrame("–", index=row_names, columns=_columns_index(labels), dtype=object)
+    unlearned = _unlearned_targets(per_seed, trials, columns, classes)
+    base_name = value_label(baseline_column, baseline)
     for _, s in summary.iterrows():
         ri = row_keys.index(s[row])
-        ci = 2 * col_keys.index(tuple(s[c] for c in columns))
+        key = tuple(s[c] for c in columns)
+        ci = 2 * col_keys.index(key)
+        if key in unlearned:
+            lowest, chance = unlearned[key]
+            display.iat[ri, ci] = (
+                f"no target: {base_name} {percent(lowest)}% < chance {chance:.0f}% "
+                f"+ {LEARNED_MARGIN:.0f}"
+            )
+            display.iat[ri, ci + 1] = "none (baseline not learned)"
+            continue
         if s["n_reached"] == s["n"]:
             rounds_text = f"{s['rounds_mean']:.0f}"
             if not math.isnan(s["rounds_std"]) and s["rounds_std"] > 0:
@@ -396,12 +561,18 @@ def communication_table(
         else:
             rounds_text = f"not reached in {s['n'] - s['n_reached']}/{s['n']} seeds"
         display.iat[ri, ci] = rounds_text
-        display.iat[ri, ci + 1] = format_speedup(s["speedup"])
+        speed = format_speedup(s["speedup"])
+        if s["n_reached"] == s["n"] and s["speedup_std"] > 0:  # (NaN > 0 is False)
+            speed += f" ± {s['speedup_std']:.1f}"
+        display.iat[ri, ci + 1] = speed
     # drop method rows with no completed trial anywhere
     display = display[(display != "–").any(axis=1)]
     bold = pd.DataFrame(False, index=display.index, columns=display.columns)
     data = per_seed.copy()
     data.insert(0, "row", [value_label(row, v) for v in data[row]])
+    learned = [tuple(r) not in unlearned for r in data[columns].itertuples(index=False)]
+    data["baseline_learned"] = learned
+    data["speedup"] = data["speedup"].where(learned)  # a speed-up to chance is no number
     target_words = (
         "the same seed's baseline final accuracy"
         if target == "per-seed"
@@ -411,9 +582,18 @@ def communication_table(
         f"Baseline {value_label(baseline_column, baseline)}: target = {target_words}; "
         "#rounds = first round with test accuracy ≥ target (mean ± std over seeds); the "
         "baseline's own #rounds are the rounds it ran.",
-        f"Speed-up = baseline rounds / method rounds; {format_speedup(None)} = not reached "
-        "within the rounds run (in every seed), as in the paper.",
+        "Speed-up = baseline rounds / method rounds (± the std of the per-seed speed-ups, "
+        "where they differ); "
+        f"{format_speedup(None)} = not reached within the rounds run (in every seed), as in "
+        "the paper.",
+        f"Rounds and speed-ups are given only where the baseline has learned: every target "
+        f"at least {LEARNED_MARGIN:.0f} points above chance (1/classes).",
     ]
+    if unlearned:
+        notes.append(
+            f"No speed-up in {len(unlearned)} column(s): {base_name}'s final accuracy there "
+            "is near chance, so reaching it says nothing about a method."
+        )
     fallback = not per_seed.empty and (per_seed["target_source"] == "mean over seeds").any()
     if fallback and target == "per-seed":
         notes.append("Seeds the baseline lacks were compared with its mean over seeds.")

@@ -49,6 +49,7 @@ from study.layout import (
     write_json_atomic,
 )
 from study.live_view import LiveView
+from study.machine import machine_description
 from study.optuna_storage import OPTUNA_DB, open_storage
 from study.plan import OPTUNA_SEED, SweepPlan, run_config_fields, trial_dirname
 from study.resources import TrialResources, choose_resources
@@ -287,6 +288,8 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "finished": None,
         "status": "running",
         "driver": driver_record(),
+        # the report's time-per-round table names it (timings mean nothing without it)
+        "machine": machine_description(),
         "trials": {},
         **extra,
     }

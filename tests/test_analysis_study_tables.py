@@ -54,9 +54,12 @@ def test_comparison_gives_table1_and_table2(tmp_path):
     t1, t2 = tables["table1_comparison"], tables["table2_communication"]
     assert t1.row_labels == ["FedAvg", "FedProx", "MOON", "SCAFFOLD", "SOLO"]
     assert t1.column_labels == ["Fashion-MNIST"]
-    # point 2 is MOON: mean over seeds 0 and 1 of 0.32 and 0.33
-    assert t1.display.loc["MOON", "Fashion-MNIST"] == f"32.5 {MEAN_STD}"
+    # point 2 is MOON: mean over seeds 0 and 1 of 0.32 and 0.33, 2 points above FedAvg in
+    # both seeds (a paired difference without spread: a zero-width interval above 0)
+    assert t1.display.loc["MOON", "Fashion-MNIST"] == f"32.5 {MEAN_STD} · Δ +2.0 [+2.0, +2.0] ↑"
+    assert t1.display.loc["FedAvg", "Fashion-MNIST"] == f"30.5 {MEAN_STD} (ref.)"
     assert t1.bold["Fashion-MNIST"].tolist() == [False, False, False, False, True]
+    assert "resolvable ≈ 0.0 points (95%, 2 seeds)" in t1.title
     assert t2.column_labels == [("Fashion-MNIST", "#rounds"), ("Fashion-MNIST", "speed-up")]
     assert t2.display.loc["FedAvg", ("Fashion-MNIST", "speed-up")] == "1.0×"
     # every curve starts at 0.1 and rises to its final value in 2 rounds: the others end
@@ -78,6 +81,9 @@ def test_comparison_with_another_baseline(tmp_path):
     t2 = tables_of(tmp_path, TableOptions(baseline="moon"))["table2_communication"]
     assert t2.display.loc["MOON", ("Fashion-MNIST", "speed-up")] == "1.0×"
     assert t2.display.loc["FedAvg", ("Fashion-MNIST", "speed-up")] == "<1×"
+    # the accuracy table's baseline follows the option too
+    t1 = tables_of(tmp_path, TableOptions(baseline="moon"))["table1_comparison"]
+    assert t1.display.loc["MOON", "Fashion-MNIST"].endswith("(ref.)")
 
 
 @pytest.mark.parametrize(
@@ -100,7 +106,8 @@ def test_one_parameter_studies(tmp_path, study, name, rows):
     assert table.row_labels == rows
     assert table.column_labels == ["Fashion-MNIST"]
     last = final_acc(len(points) - 1, 0) + SEED_STEP / 2
-    assert table.display.iloc[-1, 0] == f"{100 * last:.1f} {MEAN_STD}"
+    assert table.display.iloc[-1, 0].startswith(f"{100 * last:.1f} {MEAN_STD} · Δ +")
+    assert table.display.iloc[0, 0].endswith("(ref.)")  # the study's first value
     assert table.bold.iloc[-1, 0] and table.bold.sum().sum() == 1
 
 
@@ -138,7 +145,7 @@ def test_parties_is_table3_at_half_and_all_rounds(tmp_path):
         f"{100 * sum(at_half) / 2:.1f} ± "
     )
     assert table.display.loc["FedAvg", ("N=10", "4 rounds")] == (
-        f"{100 * sum(final) / 2:.1f} {MEAN_STD}"
+        f"{100 * sum(final) / 2:.1f} {MEAN_STD} (ref.)"
     )
 
 
@@ -148,7 +155,7 @@ def test_loss_ablation_is_table5_with_the_best_l2_mu(tmp_path):
     best = tables["table5_loss_ablation"]
     assert best.row_labels == ["none (FedAvg)", "ℓ2 (best μ)", "MOON"]
     # the l2 points are 1..6 (mu 0.001 ... 10); the last (mu=10) has the highest accuracy
-    assert best.display.loc["ℓ2 (best μ)", "Fashion-MNIST"].endswith("(μ=10)")
+    assert "(μ=10) · Δ" in best.display.loc["ℓ2 (best μ)", "Fashion-MNIST"]
     assert len(tables["table5_loss_ablation_all"].row_labels) == 8
 
 
@@ -165,7 +172,7 @@ def test_negatives_is_table12_with_the_best_mu_per_k(tmp_path):
     tables = tables_of(tmp_path)
     best = tables["table12_negatives"]
     assert best.row_labels == ["1", "2", "5", "100"]
-    assert all(text.endswith("(μ=10)") for text in best.display["Fashion-MNIST"])
+    assert all("(μ=10)" in text for text in best.display["Fashion-MNIST"])
     every = tables["table12_negatives_all"]
     assert every.column_labels == ["μ=0.1", "μ=1", "μ=5", "μ=10"]
 
@@ -176,7 +183,8 @@ def test_server_momentum_is_table10_with_the_best_beta(tmp_path):
     best = tables["table10_server_momentum"]
     assert best.row_labels == ["Fashion-MNIST"]
     assert best.column_labels == ["FedAvg", "FedAvgM", "MOON", "MOON+FedAvgM"]
-    assert best.display.loc["Fashion-MNIST", "MOON+FedAvgM"].endswith("(β=0.9)")
+    assert "(β=0.9) · Δ" in best.display.loc["Fashion-MNIST", "MOON+FedAvgM"]
+    assert best.display.loc["Fashion-MNIST", "FedAvg"].endswith("(ref.)")  # along the row
     assert best.bold.loc["Fashion-MNIST"].tolist() == [False, False, False, True]
     every = tables["table10_server_momentum_all"]
     assert every.column_labels == [

@@ -115,27 +115,39 @@ def test_accuracy_table_shape_cells_best_and_notes(frame):
     assert table.row_labels == ["MOON", "FedAvg", "SCAFFOLD", "SOLO"]  # creation order
     assert table.column_labels == ["Fashion-MNIST", "CIFAR-10"]
     cell = table.display.loc["MOON", "Fashion-MNIST"]
-    assert cell == "72.0 ± 2.0"
-    assert table.display.loc["FedAvg", "Fashion-MNIST"] == "62.0 ± 2.8 (n=2)"
-    assert table.display.loc["SOLO", "Fashion-MNIST"] == "42.0 ± 7.1† (n=2)"
+    assert cell == "72.0 ± 2.0 (ref.)"  # no baseline named: the first row
+    # MOON has seeds 0-2, FedAvg 0-1: the seeds do not match up, so Welch's interval
+    # (‡): 10 points apart, but 2-3 seeds with this spread cannot tell
+    assert table.display.loc["FedAvg", "Fashion-MNIST"].startswith("62.0 ± 2.8 (n=2) · Δ -10.0 [")
+    assert table.display.loc["FedAvg", "Fashion-MNIST"].endswith("]‡")
+    assert table.display.loc["SOLO", "Fashion-MNIST"].startswith("42.0 ± 7.1† (n=2) · Δ -30.0")
     assert table.display.loc["FedAvg", "CIFAR-10"] == "–"
-    assert table.bold.loc["MOON", "Fashion-MNIST"]
-    assert not table.bold.loc["FedAvg", "Fashion-MNIST"]
+    assert not table.bold.any().any()  # MOON − FedAvg is not resolved
+    assert any("No bold in Fashion-MNIST" in n for n in table.notes)
+    assert any("‡ unpaired" in n for n in table.notes)
     assert not table.bold.loc["MOON", "CIFAR-10"]  # alone in its column: best of nothing
     assert any("3 trial(s) (1 diverged, 1 error, 1 running)" in n for n in table.notes)
     data = table.data.set_index(["algorithm", "dataset"])
     assert data.loc[("moon", "fmnist"), "mean_pct"] == pytest.approx(72.0)
-    assert data.loc[("moon", "fmnist"), "best"]
+    assert data.loc[("moon", "fmnist"), "delta_kind"] == "reference"
+    assert data.loc[("fedavg", "fmnist"), "delta_kind"] == "welch"
+    assert data.loc[("fedavg", "fmnist"), "delta_pct"] == pytest.approx(-10.0)
+    assert data.loc[("fedavg", "fmnist"), "delta_claim"] == "within resolution"
+    assert not data.loc[("moon", "fmnist"), "best"]
     assert data.loc[("fedavg", "fmnist"), "seeds"] == "0;1"
 
 
-def test_ties_at_the_shown_precision_are_all_bold():
+def test_one_seed_makes_no_claim():
     ROWS.clear()
     trial("moon", 0, 0.70004)
     trial("fedavg", 0, 0.70001)
     trial("fedprox", 0, 0.65)
     table = accuracy_table(pd.DataFrame(ROWS), rows=["algorithm"], name="t", title="t")
-    assert table.bold["Fashion-MNIST"].tolist() == [True, True, False]
+    assert not table.bold.any().any()
+    assert table.display["Fashion-MNIST"].tolist() == ["70.0", "70.0", "65.0"]  # no Δ
+    assert table.title == "t — one seed: no claim"
+    assert any("One seed: this table makes no claim" in n for n in table.notes)
+    assert set(table.data["delta_claim"]) == {""}
 
 
 def test_best_of_table_picks_the_best_tuned_value_per_cell():
@@ -148,6 +160,7 @@ def test_best_of_table_picks_the_best_tuned_value_per_cell():
     table = best_of_table(
         pd.DataFrame(ROWS), rows=["algorithm"], tuned="mu", name="t5", title="Table 5"
     )
-    assert table.display.loc["ℓ2 on representations", "Fashion-MNIST"] == "68.0 ± 2.8 (μ=1)"
-    assert table.display.loc["MOON", "Fashion-MNIST"] == "76.0 ± 1.4"  # one candidate
+    assert table.display.loc["ℓ2 on representations", "Fashion-MNIST"] == "68.0 ± 2.8 (μ=1) (ref.)"
+    # one candidate; the Δ pairs MOON's seeds with μ=1's (the chosen value's): +5, +11
+    assert table.display.loc["MOON", "Fashion-MNIST"] == "76.0 ± 1.4 · Δ +8.0 [-30.1, +46.1]"
     assert table.data.set_index("algorithm").loc["l2rep", "best_mu"] == 1.0

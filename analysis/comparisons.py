@@ -1,0 +1,315 @@
+"""What a table may claim: each cell against the table's baseline, the bold rule, and
+the smallest difference its seeds resolve.  The statistics are :mod:`analysis.paired_stats`'s;
+this module decides which cells are compared with which and how that is written.
+
+A table compares its cells along one direction: down each column (``along="column"``,
+the rows are the alternatives, e.g. methods) or along each row.  Each such *line* has a
+reference cell, the table's baseline (FedAvg, μ = 0, the study's first value: the table
+shape names it).  Rules, all in accuracy points:
+
+- **Δ**: every other cell minus its line's reference.  Paired over seeds when the two
+  cells share their partitions (the same :data:`PARTITION_FIELDS`: trials of one seed then
+  share partition, initialisation and batches) and hold exactly the same seeds;
+  otherwise unpaired, Welch's interval, marked ``‡``.  The cell says ``↑`` (better) or
+  ``↓`` (worse) only when the 95% interval excludes 0.
+- **Bold**: the line's highest mean, only when the interval of best − runner-up excludes
+  0 (paired or Welch as above) and the best is above chance (1/classes) by
+  :data:`LEARNED_MARGIN` points, where the dataset's classes are known.  Otherwise no
+  bold, and a note says the top cells are within the seeds' resolution (or at chance).
+- **One seed** (no cell has two): no Δ, no bold, and the table says it makes no claim.
+- **Resolvable**: :func:`~analysis.paired_stats.resolvable_difference` pooled over every
+  paired Δ of the table (each cell's per-seed differences to its reference, weighted by
+  seeds - 1), with n = the table's seed count (the largest in a cell); a table with only
+  unpaired comparisons uses :func:`~analysis.paired_stats.resolvable_unpaired` over its
+  cells' values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.paired_stats import (
+    LEVEL,
+    PAIRED,
+    WELCH,
+    Difference,
+    compare,
+    resolvable_difference,
+    resolvable_unpaired,
+)
+
+# A trial's partition is drawn from these config fields and its seed: cells that differ in
+# one of them do not share partitions, so their seeds cannot be paired.
+PARTITION_FIELDS = (
+    "dataset",
+    "data_root",
+    "partition",
+    "beta",
+    "n_parties",
+    "labels_per_party",
+    "data_fraction",
+    "test_fraction",
+    "holdout_fraction",
+)
+# A baseline (or a table's best cell) has learned when its accuracy is at least chance
+# (1/classes) plus this many accuracy points: 10 points is far outside the seed-to-seed
+# spread of an untrained model (± 1-2 points on a 10-class test set), and small next to
+# what any method reaches once it learns.
+LEARNED_MARGIN = 10.0
+# federated.data.catalog's class counts (not imported: it imports torch); a sweep's
+# partitions.json, when there is one, says it for any dataset, image folders included.
+KNOWN_CLASSES = {
+    "cifar10": 10,
+    "cifar100": 100,
+    "tinyimagenet": 200,
+    "fmnist": 10,
+    "mnist": 10,
+    "synthetic": 10,
+}
+UNPAIRED_MARK = "‡"
+BETTER, WORSE = "↑", "↓"
+
+
+def dataset_classes(partitions: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """``{dataset: classes}``: the built-in datasets', and any a partition entry records
+    (its class-count table has one column per class)."""
+    out = dict(KNOWN_CLASSES)
+    for entry in partitions:
+        counts = entry.get("class_counts")
+        if entry.get("dataset") and counts:
+            out[str(entry["dataset"])] = len(counts[0])
+    return out
+
+
+def chance_points(dataset: Any, classes: Mapping[str, int] | None) -> float | None:
+    """Chance accuracy of ``dataset`` in points (100 / classes); None when unknown."""
+    n = (classes or KNOWN_CLASSES).get(str(dataset))
+    return 100.0 / n if n else None
+
+
+def has_learned(accuracy_points: float, chance: float | None) -> bool:
+    """At least :data:`LEARNED_MARGIN` points above chance (True when chance is unknown)."""
+    return chance is None or accuracy_points >= chance + LEARNED_MARGIN
+
+
+def signed(value: float) -> str:
+    """``+2.6`` / ``-0.4`` (one decimal; never ``-0.0``)."""
+    shown = round(value, 1)
+    return f"{0.0 if shown == 0 else shown:+.1f}"
+
+
+@dataclass
+class CellSample:
+    """What a cell's statistics are computed from.
+
+    Attributes:
+        by_seed: ``{seed: accuracy points}`` of its counted trials.
+        partition: the distinct values of :data:`PARTITION_FIELDS` among its trials.
+        chance: its dataset's chance accuracy in points (None: unknown).
+    """
+
+    by_seed: dict[int, float]
+    partition: frozenset
+    chance: float | None = None
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(list(self.by_seed.values())))
+
+
+def cell_samples(
+    trials: pd.DataFrame, keys: Sequence[str], value: str, classes: Mapping[str, int] | None
+) -> dict[tuple, CellSample]:
+    """``{key tuple: CellSample}`` from counted, one-per-seed trials (``value`` a fraction)."""
+    fields = [f for f in PARTITION_FIELDS if f in trials]
+    out: dict[tuple, CellSample] = {}
+    groups = trials.groupby(list(keys), dropna=False, sort=False) if keys else [((), trials)]
+    for key, group in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        values = group[value].astype(float)
+        signatures = frozenset(
+            tuple(str(v) for v in row) for row in group[fields].itertuples(index=False)
+        )
+        datasets = set(group["dataset"]) if "dataset" in group else set()
+        chances = {chance_points(d, classes) for d in datasets}
+        out[key] = CellSample(
+            {int(s): 100.0 * v for s, v in zip(group["seed"], values)},
+            signatures,
+            chances.pop() if len(chances) == 1 else None,
+        )
+    return out
+
+
+@dataclass
+class GridComparison:
+    """The claims of one table (cells as (row index, column index)).
+
+    Attributes:
+        along: ``"column"`` or ``"row"``: the direction cells are compared in.
+        deltas: each compared cell's difference to its line's reference.
+        paired_diffs: each paired cell's per-seed differences (for the CSV and the caption).
+        references: the reference cells.
+        bold: the cells marked best.
+        unresolved: lines whose top two cells are within the seeds' resolution.
+        at_chance: lines whose best cell is resolved but not above chance.
+        resolvable: the smallest resolvable difference (points; NaN: none computable).
+        seeds: the table's seed count (the largest in a cell).
+    """
+
+    along: str | None
+    deltas: dict[tuple[int, int], Difference] = field(default_factory=dict)
+    references: set[tuple[int, int]] = field(default_factory=set)
+    bold: set[tuple[int, int]] = field(default_factory=set)
+    unresolved: list[int] = field(default_factory=list)
+    at_chance: list[int] = field(default_factory=list)
+    resolvable: float = math.nan
+    resolvable_kind: str = PAIRED
+    seeds: int = 0
+
+    @property
+    def no_claim(self) -> bool:
+        return self.seeds < 2
+
+    @property
+    def unpaired(self) -> bool:
+        return any(d.kind == WELCH for d in self.deltas.values())
+
+
+def compare_grid(
+    samples: Mapping[tuple[int, int], CellSample], along: str | None, reference: int | None
+) -> GridComparison:
+    """The Δ of every cell to its line's reference (``reference``: the row index when
+    comparing down columns, the column index along rows), the bold cells and the
+    resolvable difference (rules in the module docstring)."""
+    result = GridComparison(along)
+    result.seeds = max((len(s.by_seed) for s in samples.values()), default=0)
+    if along is None or result.no_claim:
+        return result
+    lines: dict[int, dict[int, CellSample]] = {}
+    for (ri, ci), sample in samples.items():
+        line, position = (ci, ri) if along == "column" else (ri, ci)
+        lines.setdefault(line, {})[position] = sample
+
+    def cell(line: int, position: int) -> tuple[int, int]:
+        return (position, line) if along == "column" else (line, position)
+
+    paired_sets: list[list[float]] = []
+    for line, cells in sorted(lines.items()):
+        ref = cells.get(reference) if reference is not None else None
+        if ref is not None:
+            result.references.add(cell(line, reference))
+            for position, sample in cells.items():
+                if position == reference:
+                    continue
+                diff = compare(
+                    sample.by_seed, ref.by_seed, pairable=sample.partition == ref.partition
+                )
+                result.deltas[cell(line, position)] = diff
+                if diff.kind == PAIRED and diff.n >= 2:
+                    seeds = sorted(sample.by_seed)
+                    paired_sets.append([sample.by_seed[s] - ref.by_seed[s] for s in seeds])
+        ranked = sorted(cells.items(), key=lambda item: -item[1].mean)
+        if len(ranked) < 2:
+            continue  # a lone cell is not the best of anything
+        (top, best), (_, runner_up) = ranked[0], ranked[1]
+        gap = compare(
+            best.by_seed, runner_up.by_seed, pairable=best.partition == runner_up.partition
+        )
+        if gap.direction <= 0:
+            result.unresolved.append(line)
+        elif not has_learned(best.mean, best.chance):
+            result.at_chance.append(line)
+        else:
+            result.bold.add(cell(line, top))
+    if paired_sets:
+        result.resolvable = resolvable_difference(paired_sets, n=result.seeds)
+    else:
+        result.resolvable = resolvable_unpaired(
+            [list(s.by_seed.values()) for s in samples.values()], n=result.seeds
+        )
+        result.resolvable_kind = WELCH
+    return result
+
+
+def delta_text(diff: Difference) -> str:
+    """``Δ +2.6 [+1.1, +4.1] ↑`` (``↑``/``↓`` only when the interval excludes 0; ``‡``
+    for an unpaired interval); ``Δ +2.6 (no interval)`` with a single seed."""
+    mark = UNPAIRED_MARK if diff.kind == WELCH else ""
+    if not diff.has_interval:
+        return f"Δ {signed(diff.mean)}{mark} (no interval)"
+    arrow = {1: f" {BETTER}", -1: f" {WORSE}"}.get(diff.direction, "")
+    return f"Δ {signed(diff.mean)} [{signed(diff.low)}, {signed(diff.high)}]{mark}{arrow}"
+
+
+def caption_text(result: GridComparison) -> str:
+    """The caption's tail: ``resolvable ≈ 2.1 points (95%, 3 seeds)``, or the no-claim
+    words with one seed; empty when the table compares nothing."""
+    if result.along is None:
+        return ""
+    if result.no_claim:
+        return "one seed: no claim"
+    if math.isnan(result.resolvable):
+        return ""
+    return f"resolvable ≈ {result.resolvable:.1f} points ({LEVEL:.0%}, {result.seeds} seeds)"
+
+
+def comparison_notes(
+    result: GridComparison, reference_text: str | None, line_labels: Sequence[str]
+) -> list[str]:
+    """The lines under a table that say how to read its Δ, bold and caption."""
+    if result.along is None:
+        return []
+    line = result.along
+    if result.no_claim:
+        return [
+            "One seed: this table makes no claim — no interval, no better/worse, no bold "
+            "(run 2 or more seeds; 3 or more for useful intervals)."
+        ]
+    notes = []
+    if reference_text:
+        notes.append(
+            f"Δ = difference to {reference_text} in the same {line}, in accuracy points: "
+            "mean over seeds of the paired difference (trials of a seed share partition, "
+            f"initialisation and batches) [{LEVEL:.0%} Student-t interval]; "
+            f"{BETTER}/{WORSE} only where the interval excludes 0."
+        )
+    if result.unpaired:
+        notes.append(
+            f"{UNPAIRED_MARK} unpaired (different partitions, or seeds that do not match up): "
+            f"Welch's {LEVEL:.0%} interval of the difference of means."
+        )
+    notes.append(
+        f"Bold: the best of its {line}, only where the {LEVEL:.0%} interval of best − "
+        "runner-up excludes 0."
+    )
+    if result.unresolved:
+        where = ", ".join(line_labels[i] for i in result.unresolved)
+        notes.append(
+            f"No bold in {where}: the top cells are within the seeds' resolution "
+            "(the interval of best − runner-up includes 0)."
+        )
+    if result.at_chance:
+        where = ", ".join(line_labels[i] for i in result.at_chance)
+        notes.append(
+            f"No bold in {where}: the best is not {LEARNED_MARGIN:.0f} points above chance "
+            "(1/classes): nothing there has learned."
+        )
+    if not math.isnan(result.resolvable):
+        how = (
+            "t(0.975, n−1) · s / √n, s = the sd of the paired differences pooled over the "
+            "table's Δ cells (each weighted by its seeds − 1)"
+            if result.resolvable_kind == PAIRED
+            else "t(0.975, 2(n−1)) · s · √(2/n), s = the within-cell sd pooled over the "
+            "cells (unpaired)"
+        )
+        notes.append(
+            f"Resolvable ≈ {result.resolvable:.1f} points: the smallest difference "
+            f"{result.seeds} seeds tell from 0 at {LEVEL:.0%} ({how})."
+        )
+    return notes
