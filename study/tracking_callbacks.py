@@ -4,12 +4,13 @@ Tune pickles for ``--resume`` holds them by reference."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
 import ray
 from ray.air.integrations.mlflow import MLflowLoggerCallback
-from ray.air.integrations.wandb import WandbLoggerCallback
+from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
 
 
 class MLflowTrialRuns(MLflowLoggerCallback):
@@ -49,6 +50,20 @@ WANDB_FINISH_WAIT_S = 600
 WANDB_INIT_TIMEOUT_S = 300
 
 
+class OwnServiceLoggingActor(_WandbLoggingActor):
+    """Tune's W&B logging actor, with a wandb-core service of its own.
+
+    W&B keeps the address of the service a process started in ``$WANDB_SERVICE``, and a
+    logging actor could start with another actor's address in its environment: two
+    trials' runs then went through one service, which exits with the process that
+    started it, so when the first trial's actor was stopped the second trial's run file
+    was left holding its header only (the suite's W&B flake)."""
+
+    def run(self):
+        os.environ.pop("WANDB_SERVICE", None)
+        return super().run()
+
+
 class WandbTrialRuns(WandbLoggerCallback):
     """One W&B run per trial in the sweep's group, tagged with the trial's seed.
 
@@ -57,6 +72,8 @@ class WandbTrialRuns(WandbLoggerCallback):
     last trial lost its run file when the driver shut Ray down first.  A run that could
     not be written is said on stderr, naming the trial, rather than left half-written
     without a word."""
+
+    _logger_actor_cls = OwnServiceLoggingActor
 
     def log_trial_end(self, trial, failed: bool = False) -> None:
         if trial not in self._trial_queues:  # it failed before its first result

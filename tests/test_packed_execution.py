@@ -25,12 +25,14 @@ from federated.config import RunConfig
 from federated.data.catalog import dataset_spec
 from federated.execution.packed import PartyBatches, packs
 from federated.execution.packed_model import (
+    PackedCopyForwardError,
     PackedModel,
     fold_images,
     packing_obstacle,
     unfold_output,
 )
 from federated.models import FedConModel, build_model
+from federated.registry import ALGORITHM_PATHS, load_method
 from federated.round_loop import FederatedRun, PackingFallback, run_rounds
 from tests.conftest import tiny
 from tests.test_round_loop import results
@@ -71,12 +73,36 @@ def _one_round_from(state: dict, config: RunConfig, data) -> dict[str, torch.Ten
     return _weights(run)
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+# Plug-in methods the generic test adds to the registry's (import paths).
+PLUGIN_METHODS = ("tests.plugin_method:LabelSmoothing",)
+
+
+def packable_methods() -> dict[str, dict]:
+    """Every registered or plug-in test method that declares ``packable``, with its
+    default parameters, plus settings that change what the hooks do (MOON with three
+    previous models): no hand list of methods."""
+    cases = {}
+    for name in [*ALGORITHM_PATHS, *PLUGIN_METHODS]:
+        if load_method("algorithm", name).packable:
+            cases[name] = dict(algorithm=name)
+    cases["moon prev_models=3"] = dict(algorithm="moon", prev_models=3)
+    return cases
+
+
+def test_the_generic_case_list_holds_every_packable_method():
+    cases = packable_methods()
+    assert {"fedavg", "fedprox", "moon", "scaffold", "solo", "l2rep", "fednova", "feddyn"} <= set(
+        cases
+    )
+    assert "tests.plugin_method:LabelSmoothing" in cases
+
+
+@pytest.mark.parametrize("method", sorted(packable_methods()))
 def test_one_local_training_packed_gives_the_sequential_weights(method, synthetic):
     """Round 2 from the same state (MOON has previous models then, SCAFFOLD control
     variates, SOLO its own weights): every weight within WEIGHT_ATOL, while the round
     moved them by far more."""
-    config = tiny(rounds=2, n_parties=5, data_fraction=0.06, **METHODS[method])
+    config = tiny(rounds=2, n_parties=5, data_fraction=0.06, **packable_methods()[method])
     sequential = config.replace(execution="sequential")
     first = FederatedRun(sequential, synthetic)
     first.run_round()
@@ -173,6 +199,49 @@ def test_a_copy_model_aliases_its_slot():
     per_copy = copy_model.encoder.conv1.weight.shape[0]
     assert torch.equal(packed_weight[per_copy:], copy_model.encoder.conv1.weight)
     assert not torch.equal(packed_weight[:per_copy], copy_model.encoder.conv1.weight)
+
+
+def test_a_copy_model_refuses_a_training_forward_and_evaluates_under_no_grad():
+    """A method hook that ran ``job.model(x)`` on a packed party would train nothing (the
+    gradients land on the alias): it is refused in one clear error; evaluation runs."""
+    packed = PackedModel(build_model("simple-cnn", _spec()), 2)
+    copy_model = packed.copy_model(0)
+    x = torch.randn(2, 3, 32, 32)
+    with pytest.raises(PackedCopyForwardError, match="cannot run a training forward pass"):
+        copy_model(x)
+    with pytest.raises(PackedCopyForwardError):
+        copy_model.encoder(x)  # a part of it, too
+    with torch.no_grad():
+        assert copy_model(x).logits.shape == (2, 10)
+
+
+class TwoBranches(nn.Module):
+    """A user's own container: its forward routes tensors between its children."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.left = nn.Conv2d(3, 4, 3, padding=1)
+        self.right = nn.Conv2d(3, 4, 3, padding=1)
+        self.pool = nn.Sequential(nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(self.left(x) + self.right(x))
+
+
+class ChannelReversal(TwoBranches):
+    """A container whose forward mixes the copies' channels: packing would be wrong."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(self.left(x).flip(1))
+
+
+def test_a_users_container_packs_when_its_children_do_and_the_check_decides():
+    torch.manual_seed(0)
+    assert packing_obstacle(FedConModel(TwoBranches(), 4, 10, out_dim=8), (3, 8, 8)) is None
+    mixing = FedConModel(ChannelReversal(), 4, 10, out_dim=8)
+    assert packing_obstacle(mixing, (3, 8, 8)) == (
+        "its packed forward does not equal its copies' own"
+    )
 
 
 def test_batch_norm_packs_with_statistics_per_copy():

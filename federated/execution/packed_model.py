@@ -22,9 +22,15 @@ layers use their first ``k`` copies only, so parties that have finished their lo
 training (the engine orders slots by step count, longest first) drop out of the
 arithmetic instead of being masked.
 
-Whether a model packs is decided by :func:`packing_obstacle`: every module with
-parameters must be one of the three above (and every module one this layout keeps
-apart), and a numerical check compares the packed forward with the copies' own.  The
+Whether a model packs is decided by :func:`packing_obstacle`: every module holding
+tensors must be one of the three above, every other leaf one this layout keeps apart
+(element-wise, pooling, flatten), any container — whatever its class — passes on to a
+numerical check that compares the packed forward with the copies' own.
+
+A copy's model (:meth:`PackedModel.copy_model`, a party's ``job.model`` under packed
+execution) aliases its slot's weights; it cannot train by its own forward pass (the
+gradients would land on the alias, not on the packed network), so it refuses one while
+autograd records (:class:`PackedCopyForwardError`); evaluation under ``no_grad`` runs.  The
 CPU layout is channels-last: grouped convolutions in NCHW run at 0.7–0.9× of the
 copies one by one, in channels-last at ~1.5× (README, "Speed").
 """
@@ -59,17 +65,6 @@ _PASS_THROUGH: tuple[type[nn.Module], ...] = (
     nn.AdaptiveAvgPool2d,
     nn.AdaptiveMaxPool2d,
     MaxPool2x2,
-)
-# Containers and models whose own forward only routes tensors between their children
-# (the numerical check in packing_obstacle still has the last word).
-_ROUTING: tuple[str, ...] = (
-    "Sequential",
-    "ModuleList",
-    "FedConModel",
-    "SimpleCNN",
-    "ResNet",
-    "Bottleneck",
-    "BasicBlock",
 )
 # Relative tolerance of the packing check (float32; summation order differs).
 CHECK_TOLERANCE = 1e-4
@@ -183,10 +178,14 @@ def _module_obstacle(model: nn.Module) -> str | None:
             return f"{where} pads with {module.padding_mode!r}"
         if isinstance(module, nn.BatchNorm2d) and module.momentum is None:
             return f"{where} averages its statistics cumulatively (momentum=None)"
-        own_parameters = any(True for _ in module.parameters(recurse=False))
         if kind in _PACKED or isinstance(module, _PASS_THROUGH):
             continue
-        if kind.__name__ in _ROUTING and not own_parameters:
+        owns_tensors = any(True for _ in module.parameters(recurse=False)) or any(
+            True for _ in module.buffers(recurse=False)
+        )
+        if not owns_tensors and any(True for _ in module.children()):
+            # a container (the user's own class too): its forward routes tensors between
+            # children; whether it keeps the copies apart is the numerical check's call
             continue
         return f"{where} is a {kind.__name__}, which packed execution has no grouped form of"
     return None
@@ -199,6 +198,19 @@ def _replace_layers(module: nn.Module, slots: int) -> None:
             setattr(module, name, packed(child, slots))
         else:
             _replace_layers(child, slots)
+
+
+class PackedCopyForwardError(RuntimeError):
+    """A method ran a packed party's ``job.model`` forward while training."""
+
+
+def _refuse_training_forward(module: nn.Module, args: tuple) -> None:
+    if torch.is_grad_enabled():
+        raise PackedCopyForwardError(
+            "job.model of a packed party is a view of its slot's weights and cannot run "
+            "a training forward pass: use the output the engine hands to loss(), and "
+            "job.frozen for frozen models (docs/writing-a-method.md, packed execution)"
+        )
 
 
 class PackedModel:
@@ -252,6 +264,8 @@ class PackedModel:
                     owner._parameters[leaf] = nn.Parameter(view.detach(), requires_grad=True)
                 else:
                     owner._buffers[leaf] = view.detach()
+            for module in model.modules():
+                module.register_forward_pre_hook(_refuse_training_forward)
             self._copy_models[slot] = model
         return model
 
