@@ -10,6 +10,7 @@ extra axis.
 
 from __future__ import annotations
 
+import dataclasses
 from importlib import resources
 
 from search_spaces.study import Study
@@ -37,8 +38,9 @@ LISTING_ORDER = (
 def builtin_studies() -> list[Study]:
     """Every shipped study file, read and checked, in :data:`LISTING_ORDER` (others after)."""
     folder = resources.files("search_spaces") / "studies"
+    # the shipped files hold the paper's settings: budgets scale them
     studies = [
-        load_study_file(entry)
+        dataclasses.replace(load_study_file(entry), paper_settings=True)
         for entry in sorted(folder.iterdir(), key=lambda e: e.name)
         if entry.name.endswith(".toml")
     ]

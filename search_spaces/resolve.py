@@ -1,9 +1,9 @@
 """From (study, grid point, budget, dataset, seed, overrides) to one validated trial config.
 
 Precedence, lowest first: RunConfig defaults (the paper's) < the study's fixed settings
-< the grid point < the budget (rounds, E, data; never a varied field) < ``--set``
-overrides < the seed.  The result is a complete, validated
-:class:`~federated.config.RunConfig` as a dict.
+< the grid point < the budget (rounds, E, data: only what the study leaves to it, see
+:func:`budget_keeps`) < ``--set`` overrides < the seed.  The result is a complete,
+validated :class:`~federated.config.RunConfig` as a dict.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from federated.config import ConfigError, RunConfig, coerce
 from search_spaces.budgets import Budget
 from search_spaces.study import Study
+from search_spaces.study_file import StudyFileError
 
 
 def with_axis_values(study: Study, overrides: Mapping[str, Any]) -> tuple[Study, dict[str, Any]]:
@@ -52,6 +53,58 @@ def check_overrides(study: Study, overrides: Mapping[str, Any]) -> None:
             )
 
 
+def budget_keeps(study: Study) -> set[str]:
+    """The fields a budget leaves as ``study`` has them.
+
+    A built-in study's values are the paper's settings, which budgets are made to scale:
+    its rounds wherever they are set (the ``parties`` study's joint axis too), E and the
+    data fractions unless the study varies them (they are then what it compares).  A
+    user's study (a file, ``--vary``) wrote its ``[fixed]`` values and axes itself: a
+    budget never changes them."""
+    if study.paper_settings:
+        return study.varied_fields - {"rounds"}
+    return set(study.fixed) | study.varied_fields
+
+
+def _check_budget_conflicts(
+    study: Study, fields: Mapping[str, Any], budget: Budget, overrides: Mapping[str, Any]
+) -> None:
+    """Refuse a budget that would change a value a user's study file writes in [fixed]:
+    the user asked for both, so the command names the conflict rather than pick one."""
+    if study.paper_settings:
+        return
+    for name, target in budget.targets(dict(fields)).items():
+        if name in study.fixed and name not in overrides and study.fixed[name] != target:
+            raise StudyFileError(
+                study.source or study.name,
+                f"fixed.{name}",
+                study.fixed[name],
+                f"a value budget {budget.name} keeps (it sets {name}={target}): run the "
+                f"study as written without --budget, or choose with --set {name}=VALUE",
+            )
+
+
+def trial_fields_and_changes(
+    study: Study,
+    point: Mapping[str, Any],
+    *,
+    budget: Budget,
+    dataset: str,
+    seed: int,
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
+    """The complete RunConfig (as a dict) of one trial, and what the budget changed in
+    it, ``{field: (from, to)}`` (a field ``--set`` then sets is not the budget's)."""
+    overrides = overrides or {}
+    fields: dict[str, Any] = {"dataset": dataset, **study.fixed, **study.point_fields(point)}
+    _check_budget_conflicts(study, fields, budget, overrides)
+    fields, changes = budget.apply(fields, budget_keeps(study))
+    fields.update(overrides)
+    fields["seed"] = seed
+    changes = {k: v for k, v in changes.items() if k not in overrides}
+    return RunConfig.from_dict(fields).to_dict(), changes
+
+
 def trial_fields(
     study: Study,
     point: Mapping[str, Any],
@@ -62,11 +115,9 @@ def trial_fields(
     overrides: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The complete RunConfig (as a dict) of one trial."""
-    fields: dict[str, Any] = {"dataset": dataset, **study.fixed, **study.point_fields(point)}
-    fields = budget.apply(fields, study.varied_fields)
-    fields.update(overrides or {})
-    fields["seed"] = seed
-    return RunConfig.from_dict(fields).to_dict()
+    return trial_fields_and_changes(
+        study, point, budget=budget, dataset=dataset, seed=seed, overrides=overrides
+    )[0]
 
 
 def seed_list(study: Study, budget: Budget, seeds: str | None) -> list[int]:

@@ -127,6 +127,9 @@ class Study:
             ``figure`` (the fields of :class:`analysis.layouts.Layout`) and
             ``reproduces`` (what of the paper it reproduces); empty: the generic report.
         source: the study file it was read from.
+        paper_settings: its fixed values and axes are the paper's settings, which budgets
+            are made to scale (the built-in studies); False for a user's study, whose
+            written values a budget never changes (:mod:`search_spaces.budgets`).
     """
 
     name: str
@@ -139,6 +142,7 @@ class Study:
     seeds: int = 3
     report: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
+    paper_settings: bool = False
 
     def grid(self) -> list[dict[str, Any]]:
         """Every grid point as ``{axis name: value}``, in axis order."""

@@ -12,6 +12,7 @@ define-by-run function that returns the same complete config.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,11 +26,18 @@ from search_spaces import (
     check_overrides,
     point_label,
     seed_list,
-    trial_fields,
+    trial_fields_and_changes,
     with_axis_values,
 )
 
 OPTUNA_SEED = 0
+# Resolving a trial validates a whole RunConfig (milliseconds each): a grid larger than
+# this would take minutes to plan and hours to run, so it is refused at once, by count.
+MAX_GRID_TRIALS = 10_000
+
+
+class PlanTooLargeError(ValueError):
+    """A grid with more trials than :data:`MAX_GRID_TRIALS` (one line)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +116,12 @@ class SweepPlan:
         seed_values = list(seeds) if isinstance(seeds, list) else seed_list(study, budget, seeds)
         if search == "optuna":
             seed_values = seed_values[:1]  # the search runs on one seed; --rerun-best repeats
+        elif study.grid_size * len(seed_values) > MAX_GRID_TRIALS:
+            raise PlanTooLargeError(
+                f"the grid has {study.grid_size * len(seed_values):,} trials "
+                f"({study.grid_size:,} points x {len(seed_values)} seeds; allowed: at most "
+                f"{MAX_GRID_TRIALS:,}): use fewer values, fewer seeds or --search optuna"
+            )
         plan = cls(
             study=study,
             budget=budget,
@@ -123,7 +137,13 @@ class SweepPlan:
     # ------------------------------------------------------------------ resolution
     def resolve(self, point: Mapping[str, Any], seed: int) -> dict[str, Any]:
         """A trial's config: RunConfig fields, then the study's labels."""
-        fields = trial_fields(
+        return self._resolve(point, seed)[0]
+
+    def _resolve(
+        self, point: Mapping[str, Any], seed: int
+    ) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
+        """A trial's config and what the budget changed in it."""
+        fields, changes = trial_fields_and_changes(
             self.study,
             point,
             budget=self.budget,
@@ -133,19 +153,44 @@ class SweepPlan:
             overrides=with_axis_values(self.study, self.overrides)[1],
         )
         labels = {name: point[name] for name in self.study.label_columns}
-        return {
+        config = {
             **fields,
             **labels,
             "point": point_label(point),
             "study": self.study.name,
             "budget": self.budget.name,
         }
+        return config, changes
 
     def trials(self) -> list[TrialSpec]:
         """Grid mode: every (point, seed); Optuna mode: the paper grid's first point, as
         an example of the configs the search resolves."""
+        return self._resolved()[0]
+
+    def budget_changes(self) -> dict[str, list[tuple[Any, Any]]]:
+        """What the budget changed, over the planned trials: ``{field: [(from, to), ...]}``
+        (several pairs where points differ, e.g. the ``parties`` study's rounds)."""
+        return self._resolved()[1]
+
+    def _resolved(self) -> tuple[list[TrialSpec], dict[str, list[tuple[Any, Any]]]]:
+        # Cached per (overrides, seeds): the driver asks for the trials several times, and
+        # it may add overrides (threads) after building the plan.
+        key = repr((sorted(self.overrides.items(), key=str), self.seeds, self.search))
+        cached = self.__dict__.get("_cache")
+        if cached is not None and cached[0] == key:
+            return cached[1]
         points = self.study.grid() if self.search == "grid" else [self.study.example_point()]
-        return [TrialSpec(p, s, self.resolve(p, s)) for p in points for s in self.seeds]
+        trials: list[TrialSpec] = []
+        changes: dict[str, list[tuple[Any, Any]]] = {}
+        for p in points:
+            for s in self.seeds:
+                config, changed = self._resolve(p, s)
+                trials.append(TrialSpec(p, s, config))
+                for name, pair in changed.items():
+                    if pair not in changes.setdefault(name, []):
+                        changes[name].append(pair)
+        self.__dict__["_cache"] = (key, (trials, changes))
+        return trials, changes
 
     @property
     def n_trials(self) -> int:
@@ -191,6 +236,11 @@ class SweepPlan:
             study_from_dict(definition, f"{manifest.get('name', 'sweep')} manifest")
             if definition
             else STUDIES[manifest["study"]]
+        )
+        # whose values the budget may scale, as when it was planned (manifests before
+        # the field existed were planned with every value scalable: the paper's rule)
+        study = dataclasses.replace(
+            study, paper_settings=bool(manifest.get("paper_settings", True))
         )
         return cls.build(
             study,

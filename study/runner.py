@@ -8,6 +8,7 @@ which a killed driver's restore would restart every trial from round 0).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -30,12 +31,9 @@ os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
 import ray
 from ray import tune
 
-from federated.config import RunConfig
-from federated.data import load_dataset
 from federated.data.folder_dataset import folder_identity
 from federated.data.folder_layout import is_folder_dataset
 from federated.input_checks import check_fits_cluster as check_fits_node
-from federated.partition import class_counts, partition_for_run
 from federated.trainable import train_federated
 from search_spaces.study_file import study_to_dict
 from study.driver_liveness import driver_record
@@ -51,9 +49,23 @@ from study.layout import (
 from study.live_view import LiveView
 from study.machine import machine_description
 from study.optuna_storage import OPTUNA_DB, open_storage
-from study.plan import OPTUNA_SEED, SweepPlan, run_config_fields, trial_dirname
+from study.plan import OPTUNA_SEED, SweepPlan, trial_dirname
 from study.resources import TrialResources, choose_resources
 from study.tracking_callbacks import tracking_callbacks
+
+
+class _NoTuneResumeHint(logging.Filter):
+    """Drop Tune's "Resume experiment with: Tuner.restore(...)" warning after an
+    interruption: the driver prints the command that resumes a sweep (``--resume``),
+    and Tune's Python call would contradict it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("has been interrupted" in message and ".restore(" in message)
+
+
+logging.getLogger("ray.tune.tune").addFilter(_NoTuneResumeHint())
+
 
 SYNC_PERIOD_S = 1
 DASHBOARD_PORT = 8265
@@ -124,44 +136,11 @@ def cluster_gpus() -> float:
 
 
 def write_partitions(plan: SweepPlan, sweep_dir: Path) -> None:
-    """Class counts of every distinct partition in the sweep (Fig. 5), from the driver.
+    """Class counts of every distinct partition in the sweep (Fig. 5), drawn by the
+    driver as the trials will draw them (:func:`study.preflight.partitions`)."""
+    from study.preflight import partitions, trial_configs
 
-    Loading the data here also checks that the dataset is reachable before any trial
-    starts.  Optuna sweeps that vary the partition write the first point's only."""
-    first = RunConfig.from_dict(run_config_fields(plan.trials()[0].config))
-    data = load_dataset(
-        first.dataset,
-        first.data_root,
-        image_size=first.image_size,
-        holdout_fraction=first.holdout_fraction,
-    )
-    labels = data.train_y.numpy()
-    parties = None if data.train_parties is None else data.train_parties.numpy()
-    keys = (
-        "dataset",
-        "n_parties",
-        "partition",
-        "beta",
-        "labels_per_party",
-        "data_fraction",
-        "seed",
-    )
-    seen: dict[tuple, dict[str, Any]] = {}
-    for trial in plan.trials():
-        config = RunConfig.from_dict(run_config_fields(trial.config))
-        key = tuple(getattr(config, k) for k in keys)
-        if key in seen:
-            continue
-        parts = partition_for_run(labels, config, parties)
-        seen[key] = {
-            **dict(zip(keys, key)),
-            "class_counts": class_counts(parts, labels, data.spec.n_classes).tolist(),
-        }
-        if data.spec.class_names:  # image folders: the names the heat-map shows
-            seen[key]["class_names"] = list(data.spec.class_names)
-        if config.partition == "natural":
-            seen[key]["party_names"] = list(data.spec.party_names)
-    write_json_atomic(sweep_dir / PARTITIONS, list(seen.values()))
+    write_json_atomic(sweep_dir / PARTITIONS, partitions(plan, trial_configs(plan)))
 
 
 def trainable_with(resources: TrialResources):
@@ -277,6 +256,13 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         # the whole study (its [report] too): resume and the report need no catalogue
         "definition": study_to_dict(plan.study),
         "overrides": plan.overrides,
+        # whose values the budget may scale (the paper's, in a built-in study) and what
+        # it changed: {field: [{"from": written or default, "to": the budget's}, ...]}
+        "paper_settings": plan.study.paper_settings,
+        "budget_changes": {
+            name: [{"from": a, "to": b} for a, b in pairs]
+            for name, pairs in plan.budget_changes().items()
+        },
         "n_trials": plan.n_trials,
         "num_samples": plan.num_samples if plan.search == "optuna" else None,
         "optuna_storage": OPTUNA_DB if plan.search == "optuna" else None,
@@ -350,7 +336,26 @@ def fit(tuner: tune.Tuner, sweep_dir: Path, signals: StopSignals | None = None) 
     return results
 
 
-def summary_rows(results: tune.ResultGrid) -> list[dict[str, Any]]:
+def trial_status(error: bool, metrics: dict[str, Any], recorded: dict[str, Any] | None) -> str:
+    """A trial's word in the summary: ``ERROR``, ``interrupted`` (cut short),
+    ``not started`` (never reported a round), ``diverged`` or ``ok``.
+
+    ``recorded`` is the trial's entry in the manifest (:func:`fit` wrote it), which knows
+    whether the sweep was interrupted; Tune's result alone reads an unfinished trial as
+    one without an error."""
+    if error or (recorded or {}).get("status") == "ERROR":
+        return "ERROR"
+    if (recorded or {}).get("status") == "INTERRUPTED":
+        return "interrupted" if metrics.get("round") else "not started"
+    return "diverged" if metrics.get("diverged") else "ok"
+
+
+def summary_rows(
+    results: tune.ResultGrid, manifest: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """One row per trial; ``manifest`` (as :func:`fit` left it) tells interrupted and
+    never-started trials from finished ones."""
+    recorded = (manifest or {}).get("trials") or {}
     rows = []
     for result in results:
         config = result.config or {}
@@ -360,9 +365,9 @@ def summary_rows(results: tune.ResultGrid) -> list[dict[str, Any]]:
                 "trial": metrics.get("trial_id") or Path(result.path).name[:11],
                 "point": config.get("point", ""),
                 "seed": config.get("seed"),
-                "status": "ERROR"
-                if result.error
-                else ("diverged" if metrics.get("diverged") else "ok"),
+                "status": trial_status(
+                    result.error is not None, metrics, recorded.get(Path(result.path).name)
+                ),
                 "rounds": metrics.get("round"),
                 "test_acc": metrics.get("test_acc"),
             }
@@ -370,16 +375,21 @@ def summary_rows(results: tune.ResultGrid) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: str(r["trial"]))  # trial ids follow the grid order
 
 
-def format_summary(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'trial':<14} {'point':<34} {'seed':>4} {'status':<8} {'rounds':>6} {'test_acc':>8}"]
+def format_summary(rows: list[dict[str, Any]], not_started: int = 0) -> str:
+    """The end-of-sweep table; ``not_started``: trials Tune never created (an
+    interrupted sweep), named in a last line since they have no row."""
+    head = f"{'trial':<14} {'point':<34} {'seed':>4} {'status':<11} {'rounds':>6} {'test_acc':>8}"
+    lines = [head]
     for r in rows:
         acc = "-" if r["test_acc"] is None else f"{r['test_acc']:.4f}"
         rounds = "-" if r["rounds"] is None else str(r["rounds"])
         seed = "-" if r["seed"] is None else str(r["seed"])
         lines.append(
             f"{r['trial']:<14} {str(r['point'])[:34]:<34} {seed:>4} "
-            f"{r['status']:<8} {rounds:>6} {acc:>8}"
+            f"{r['status']:<11} {rounds:>6} {acc:>8}"
         )
+    if not_started:
+        lines.append(f"({not_started} more trial(s) not started)")
     return "\n".join(lines)
 
 

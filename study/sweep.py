@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -36,15 +37,23 @@ from federated.input_checks import (
     check_plain_name,
     check_trial_resources,
 )
-from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES, Study
+from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES, USER_DEFAULT_BUDGET, Study
 from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import StudyFileError, load_study_file
 from study.driver_liveness import driver_gone
 from study.interruption import StopSignals
-from study.layout import MANIFEST
-from study.plan import SweepPlan
+from study.layout import MANIFEST, PARTITIONS, read_manifest
+from study.plan import PlanTooLargeError, SweepPlan
+from study.preflight import check_cpus, preflight
 from study.resources import TrialResources
-from study.tracking import TrackerUnavailableError, check_trackers, start_tracking, sweep_tags
+from study.resume_trust import check_resume_trust
+from study.tracking import (
+    TrackerUnavailableError,
+    check_tracker_settings,
+    check_trackers,
+    start_tracking,
+    sweep_tags,
+)
 
 # Loopback-only local Ray: with this, Ray resolves the node address of a local cluster
 # to 127.0.0.1 and every Ray process binds there (README, "Network").  Read by Ray at
@@ -76,8 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", help="dataset (default: the study's, fmnist)")
     p.add_argument(
         "--budget",
-        default=DEFAULT_BUDGET,
-        help=f"one of {', '.join(BUDGETS)} (default {DEFAULT_BUDGET})",
+        help=f"one of {', '.join(BUDGETS)} (default: {DEFAULT_BUDGET} for a built-in study, "
+        f"{USER_DEFAULT_BUDGET} for a study file or --vary)",
     )
     p.add_argument(
         "--set",
@@ -164,7 +173,8 @@ def check_args(args: argparse.Namespace) -> None:
         if value not in allowed:
             raise UsageError(f"{flag}={value!r} (allowed: {', '.join(allowed)})")
 
-    one_of("--budget", args.budget, BUDGETS)
+    if args.budget is not None:
+        one_of("--budget", args.budget, BUDGETS)
     one_of("--search", args.search, ("grid", "optuna"))
     one_of("--scheduler", args.scheduler, ("fifo", "asha"))
     check_trial_resources(args.cpus_per_trial, args.gpus_per_trial, args.max_failures)
@@ -178,12 +188,12 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("--rerun-best needs --search optuna (a grid already runs every seed)")
     if args.rerun_best < 0:
         raise UsageError(f"--rerun-best={args.rerun_best!r} (allowed: an integer >= 1)")
+    if args.track_uri and "mlflow" not in args.track:
+        raise UsageError(f"--track-uri={args.track_uri!r} needs --track mlflow")
     try:
         check_trackers(args.track)
     except TrackerUnavailableError as err:
         raise UsageError(str(err)) from None
-    if args.track_uri and "mlflow" not in args.track:
-        raise UsageError(f"--track-uri={args.track_uri!r} needs --track mlflow")
 
 
 def resolve_study(args: argparse.Namespace) -> Study:
@@ -246,7 +256,7 @@ def describe_plan(plan: SweepPlan, resources: TrialResources) -> str:
     )
     if plan.search == "grid":
         head += f" ({plan.study.grid_size} grid points x {len(plan.seeds)} seeds)"
-    lines = [head, f"each trial: {resources.describe()}"]
+    lines = [head, describe_budget(plan), f"each trial: {resources.describe()}"]
     if resources.gpus:
         lines.append("(GPUs fall back to CPU with a warning when the cluster has none)")
     if plan.search == "optuna":
@@ -263,6 +273,24 @@ def describe_plan(plan: SweepPlan, resources: TrialResources) -> str:
             f"data={c['data_fraction']:g} mu={c['mu']:g} tau={c['tau']:g}"
         )
     return "\n".join(lines)
+
+
+def describe_budget(plan: SweepPlan) -> str:
+    """What the budget changed, ``field from -> to`` (the manifest keeps the same), and
+    that values the user wrote stand."""
+    changes = plan.budget_changes()
+
+    def show(value: Any) -> str:
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    if not changes:
+        return f"budget {plan.budget.name}: changes nothing (every value as written)"
+    parts = [
+        f"{name} " + ", ".join(f"{show(a)} -> {show(b)}" for a, b in pairs)
+        for name, pairs in changes.items()
+    ]
+    stands = "" if plan.study.paper_settings else " (your study's own values stand)"
+    return f"budget {plan.budget.name} changed: " + "; ".join(parts) + stands
 
 
 def find_sweep(storage: Path, plan: SweepPlan, name: str | None) -> Path:
@@ -289,18 +317,24 @@ def main(argv: list[str] | None = None) -> int:
         check_args(args)
         study = resolve_study(args)
         check_search(study, args.search)
+        # a built-in study's values are the paper's, which budgets scale; a user's study
+        # runs as written unless a budget is asked for (search_spaces/budgets.py)
+        budget = args.budget or (DEFAULT_BUDGET if study.paper_settings else USER_DEFAULT_BUDGET)
         plan = SweepPlan.build(
             study,
-            BUDGETS[args.budget],
+            BUDGETS[budget],
             dataset=args.dataset,
             search=args.search,
             seeds=args.seeds,
             overrides=parse_overrides(args.overrides),
             num_samples=args.num_samples,
         )
-    except (InputError, ConfigError, StudyFileError) as err:
+    except (InputError, ConfigError, StudyFileError, PlanTooLargeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl-C while planning: nothing has been written yet
+        print("error: interrupted while planning; nothing was written", file=sys.stderr)
+        return exit_codes.INTERRUPTED
     requested = TrialResources(args.cpus_per_trial, args.gpus_per_trial)
     # torch threads follow the CPUs a trial gets, unless --set threads=... says otherwise
     plan.overrides.setdefault("threads", requested.threads)
@@ -313,21 +347,36 @@ def main(argv: list[str] | None = None) -> int:
         address = args.address or os.environ.get("RAY_ADDRESS")
         if address:
             check_address(address)
+        if not address:  # a local Ray has this machine's CPUs
+            check_cpus(args.cpus_per_trial)
         if args.resume:
             sweep_dir = find_sweep(storage, plan, args.name)
             if runner_manifest_running(sweep_dir):
                 raise UsageError(
                     f"--resume: {sweep_dir} is still running (its driver is alive); stop it first"
                 )
+            # before anything of the folder is read as code (Tune's pickles)
+            check_resume_trust(sweep_dir)
+            checked_plan = resumable_plan(sweep_dir)
         else:
             sweep_dir = storage / (args.name or plan.default_name(time.strftime("%Y%m%d-%H%M%S")))
             if sweep_dir.exists():
                 raise UsageError(
                     f"{sweep_dir} exists: pass --resume to continue it, or another --name"
                 )
-    except (UsageError, InputError) as err:
+            try:
+                check_tracker_settings(args.track, args.track_uri)
+            except TrackerUnavailableError as err:
+                raise UsageError(str(err)) from None
+            checked_plan = plan
+        # what every trial would check when it starts (data, partition, device), now
+        partitions = preflight(checked_plan, local=not address)
+    except (InputError, ConfigError, StudyFileError, DatasetUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
+    except KeyboardInterrupt:
+        print("error: interrupted before the sweep started; nothing was written", file=sys.stderr)
+        return exit_codes.INTERRUPTED
     for line in override_warnings(plan):
         print(line, file=sys.stderr)
     resume_command = (
@@ -342,9 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         url = runner.start_ray(address, args.dashboard)
         runner.check_fits_cluster(args.cpus_per_trial, args.gpus_per_trial)
-        if not args.resume:
-            runner.write_partitions(plan, sweep_dir)  # also checks the data is there
-    except (DatasetUnavailable, InputError, ConnectionError) as err:
+    except (InputError, ConnectionError) as err:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
     if args.dashboard:
@@ -365,6 +412,23 @@ def main(argv: list[str] | None = None) -> int:
         max_failures=args.max_failures,
         verbose=0 if args.quiet else 1,
     )
+    tags = sweep_tags(plan.study.name, sweep_dir.name, plan.budget.name)
+    if not args.resume:
+        # the folder, its tracker runs, partitions and manifest come together: a tracker
+        # that fails to set up leaves nothing behind (never a folder without a manifest)
+        try:
+            sweep_dir.mkdir(parents=True)
+            tracking = start_tracking(args.track, sweep_dir, args.track_uri, tags)
+        except Exception as err:  # whatever the tracker's library raises: one line
+            shutil.rmtree(sweep_dir, ignore_errors=True)
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+            print(f"error: --track {','.join(args.track)}: {first}", file=sys.stderr)
+            return exit_codes.BAD_INPUT
+        runner.write_json_atomic(sweep_dir / PARTITIONS, partitions)
+        runner.write_json_atomic(
+            sweep_dir / runner.MANIFEST,
+            runner.manifest_for(plan, sweep_dir.name, execution, tracking=tracking),
+        )
 
     started = time.perf_counter()
     with StopSignals() as signals:
@@ -381,13 +445,7 @@ def main(argv: list[str] | None = None) -> int:
                     space = SweepPlan.from_manifest(manifest).param_space()
                 tuner = runner.restore_tuner(sweep_dir, resources, space)
             else:
-                print(describe_plan(plan, resources).splitlines()[0], flush=True)
-                tags = sweep_tags(plan.study.name, sweep_dir.name, plan.budget.name)
-                tracking = start_tracking(args.track, sweep_dir, args.track_uri, tags)
-                runner.write_json_atomic(
-                    sweep_dir / runner.MANIFEST,
-                    runner.manifest_for(plan, sweep_dir.name, execution, tracking=tracking),
-                )
+                print("\n".join(describe_plan(plan, resources).splitlines()[:2]), flush=True)
                 callbacks = runner.tracking_callbacks(tracking, tags)
                 tuner = runner.new_tuner(plan, sweep_dir.name, storage, execution, callbacks)
             results = runner.fit(tuner, sweep_dir, signals)
@@ -396,28 +454,68 @@ def main(argv: list[str] | None = None) -> int:
             print(f"continue it with: {resume_command}", file=sys.stderr)
             return signals.exit_code
     elapsed = time.perf_counter() - started
-    print(runner.format_summary(runner.summary_rows(results)))
-    status = runner.read_manifest(sweep_dir)["status"]
-    print(f"sweep {status} in {elapsed:.0f} s; results in {sweep_dir}")
-    if status != "finished":
-        print(f"continue it with: {resume_command}")
+    recorded = runner.read_manifest(sweep_dir)
+    print(
+        runner.format_summary(
+            runner.summary_rows(results, recorded), int(recorded.get("not_started") or 0)
+        )
+    )
+    status = recorded["status"]
+    if status != "finished":  # what is left to do goes with the error, on stderr
+        print(f"sweep {status} after {elapsed:.0f} s; results in {sweep_dir}", file=sys.stderr)
+        print(f"continue it with: {resume_command}", file=sys.stderr)
         return signals.exit_code
     failed = runner.failed_trials(sweep_dir)
-    if failed and len(failed) == len(results):
+    if failed:
+        # Tune is done but not every trial is: never "finished" with exit status 0
         lines = sorted(set(failed.values()))
+        whom = f"all {len(failed)}" if len(failed) == len(results) else f"{len(failed)} of"
+        total = "" if len(failed) == len(results) else f" {len(results)}"
         print(
-            f"error: all {len(failed)} trials errored; distinct first error lines:",
+            f"error: {whom}{total} trials errored; distinct first error lines:",
             file=sys.stderr,
         )
         for line in lines:
             print(f"  {line}", file=sys.stderr)
-        return exit_codes.ALL_TRIALS_FAILED
+        print(
+            f"results in {sweep_dir}; retry the errored trials with: {resume_command}",
+            file=sys.stderr,
+        )
+        return exit_codes.ALL_TRIALS_FAILED  # 4: trials errored (README, exit statuses)
+    print(f"sweep finished in {elapsed:.0f} s; results in {sweep_dir}")
     print(f"report: python -m analysis.report {sweep_dir}")
 
     if args.rerun_best:
         best_dir = rerun_best(plan, results, sweep_dir, storage, execution, args.rerun_best)
         print(f"report: python -m analysis.report {sweep_dir} {best_dir}")
     return exit_codes.OK
+
+
+def resumable_plan(sweep_dir: Path) -> SweepPlan:
+    """The plan a sweep folder's manifest records, or one line saying why it cannot be
+    resumed (no manifest, a damaged one, no Tune state)."""
+    try:
+        manifest = read_manifest(sweep_dir)
+    except FileNotFoundError:
+        raise UsageError(
+            f"--resume: {sweep_dir} has no {MANIFEST}: not a fedsweep sweep, or one that "
+            "never started; start it again without --resume"
+        ) from None
+    except (OSError, ValueError) as err:
+        raise UsageError(f"--resume: {sweep_dir / MANIFEST} is unreadable ({err})") from None
+    if not (sweep_dir / "tuner.pkl").is_file():
+        raise UsageError(
+            f"--resume: {sweep_dir} has no Ray Tune state (tuner.pkl): the sweep never got "
+            "to its first trial; start it again under another --name"
+        )
+    try:
+        return SweepPlan.from_manifest(manifest)
+    except (ConfigError, StudyFileError, PlanTooLargeError) as err:
+        raise UsageError(f"--resume: {sweep_dir / MANIFEST}: {err}") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise UsageError(
+            f"--resume: {sweep_dir / MANIFEST} is damaged ({type(err).__name__}: {err})"
+        ) from None
 
 
 def runner_manifest_running(sweep_dir: Path) -> bool:

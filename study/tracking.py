@@ -58,6 +58,55 @@ def check_trackers(names: Iterable[str]) -> None:
             )
 
 
+# The store schemes MLflow 3 opens without extra set-up here ("file" stores are in
+# maintenance mode and refused by MLflow itself, so they are refused up front).
+MLFLOW_SCHEMES = ("http", "https", "sqlite", "postgresql", "mysql", "mssql", "databricks")
+WANDB_MODES = ("online", "offline", "disabled", "dryrun", "run", "shared")
+TRACKER_TIMEOUT_S = 5.0
+
+
+def check_tracker_settings(trackers: Iterable[str], uri: str | None) -> None:
+    """Check where the trackers will write before Ray starts, so that a tracker that
+    cannot work stops the sweep in one line rather than after Ray started (MLflow's
+    client retries an unreachable server for minutes) with a folder left behind."""
+    trackers = list(trackers)
+    if "mlflow" in trackers and uri:
+        _check_mlflow_uri(uri)
+    mode = os.environ.get("WANDB_MODE")
+    if "wandb" in trackers and mode and mode not in WANDB_MODES:
+        raise TrackerUnavailableError(
+            f"--track wandb: $WANDB_MODE={mode!r} (allowed: {', '.join(WANDB_MODES)})"
+        )
+
+
+def _check_mlflow_uri(uri: str) -> None:
+    from urllib.error import HTTPError, URLError
+    from urllib.parse import urlparse
+    from urllib.request import urlopen
+
+    scheme = urlparse(uri).scheme.split("+")[0]
+    if scheme not in MLFLOW_SCHEMES:
+        raise TrackerUnavailableError(
+            f"--track-uri={uri!r} (allowed: a tracking server http(s)://HOST:PORT, or a "
+            "database store such as sqlite:///PATH)"
+        )
+    if scheme == "sqlite":
+        folder = Path(uri[len("sqlite:///") :]).expanduser().absolute().parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise TrackerUnavailableError(f"--track-uri={uri!r}: {folder} is not a writable folder")
+    elif scheme in ("http", "https"):
+        try:  # MLflow's server answers /health; any HTTP answer means it is there
+            with urlopen(uri.rstrip("/") + "/health", timeout=TRACKER_TIMEOUT_S):
+                pass
+        except HTTPError:
+            pass  # it answered (e.g. 401 without credentials): MLflow decides
+        except (URLError, OSError, ValueError) as err:
+            reason = getattr(err, "reason", None) or err
+            raise TrackerUnavailableError(
+                f"--track-uri={uri!r}: no tracking server answers there ({reason})"
+            ) from None
+
+
 def sweep_tags(study: str, sweep: str, budget: str) -> dict[str, str]:
     return {"study": study, "sweep": sweep, "budget": budget}
 

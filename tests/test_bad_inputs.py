@@ -113,6 +113,37 @@ SWEEP_CASES = [
     ("address-garbage", ["moon_mu", "--address", "nohost"], "--address"),
     ("resume-missing", ["moon_mu", "--resume", "--name", "never-ran"], "--resume"),
     ("exists", ["moon_mu", "--name", "a_folder", "--storage-path", "."], "exists"),
+    # issue 20: a budget against a user's written value, sizes, run-time checks, trackers
+    ("budget-conflict", ["mine.toml", "--budget", "laptop", "--dry-run"], "fixed.rounds = 8"),
+    (
+        "grid-too-large",
+        [
+            "--vary",
+            "mu=" + ",".join(f"{i / 100:g}" for i in range(1, 101)),
+            "--vary",
+            "beta=" + ",".join(f"{i / 10:g}" for i in range(1, 102)),
+            "--dry-run",
+        ],
+        "30,300 trials",
+    ),
+    ("cpus-beyond-machine", ["moon_mu", "--cpus-per-trial", "4096"], "--cpus-per-trial=4096"),
+    ("party-under-a-batch", ["parties", "--budget", "smoke"], "batch_size=64"),
+    (
+        "resume-no-manifest",
+        ["moon_mu", "--resume", "--name", "a_folder", "--storage-path", "."],
+        "has no fedsweep_sweep.json",
+    ),
+    (
+        "resume-damaged-manifest",
+        ["moon_mu", "--resume", "--name", "bad_sweep", "--storage-path", "."],
+        "unreadable",
+    ),
+    (
+        "track-uri-dead",
+        ["moon_mu", "--track", "mlflow", "--track-uri", "http://127.0.0.1:1"],
+        "--track",
+    ),
+    ("track-uri-folder", ["moon_mu", "--track", "mlflow", "--track-uri", "mlruns"], "--track"),
 ]
 
 REPORT_CASES = [
@@ -143,6 +174,12 @@ API_CASES = [
 CLIS = {"run": run.main, "sweep": sweep.main, "report": report.main}
 
 
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
     """A working folder holding a file, a folder, a sweep and a sweep with a bad manifest."""
@@ -150,6 +187,10 @@ def workdir(tmp_path, monkeypatch):
     (tmp_path / "a_folder").mkdir()
     (tmp_path / "bad_sweep").mkdir()
     (tmp_path / "bad_sweep" / "fedsweep_sweep.json").write_text("{not json")
+    (tmp_path / "mine.toml").write_text(
+        'name = "mine"\n[fixed]\nalgorithm = "moon"\nrounds = 8\n'
+        '[[axes]]\nname = "mu"\nvalues = [0.1, 1.0]\n'
+    )
     good = tmp_path / "good_sweep"
     good.mkdir()
     (good / "fedsweep_sweep.json").write_text(
@@ -192,9 +233,7 @@ def test_the_catalogue_is_large_enough():
 
 
 @pytest.mark.parametrize(("cli", "argv", "words"), CASES)
-def test_bad_command_line_input_is_one_line_and_writes_nothing(
-    cli, argv, words, workdir, capsys
-):
+def test_bad_command_line_input_is_one_line_and_writes_nothing(cli, argv, words, workdir, capsys):
     before = snapshot(workdir)
     status = call(cli, argv)
     captured = capsys.readouterr()
@@ -203,9 +242,31 @@ def test_bad_command_line_input_is_one_line_and_writes_nothing(
     assert snapshot(workdir) == before, "nothing is written"
 
 
-@pytest.mark.parametrize(
-    ("make", "words"), [pytest.param(m, w, id=i) for i, m, w in API_CASES]
-)
+@pytest.mark.skipif(cuda_available(), reason="needs a machine without CUDA")
+def test_cuda_on_a_machine_without_it_is_refused_before_ray(workdir, capsys):
+    """The trial's own device check, run by the driver: no Ray, no data, nothing written."""
+    before = snapshot(workdir)
+    assert call("sweep", ["moon_mu", "--set", "device=cuda"]) == 2
+    assert_one_error_line(capsys.readouterr().err, "device='cuda'")
+    assert snapshot(workdir) == before
+
+
+def test_an_impossible_dirichlet_draw_is_refused_before_ray(workdir, capsys):
+    """The trial's own partition draw, run by the driver (it loads Fashion-MNIST)."""
+    from federated.data import DatasetUnavailable, load_dataset
+
+    try:
+        load_dataset("fmnist", None)
+    except DatasetUnavailable:
+        pytest.skip("Fashion-MNIST is not available offline here")
+    before = snapshot(workdir)
+    argv = ["moon_mu", "--budget", "smoke", "--set", "n_parties=40", "--set", "beta=0.001"]
+    assert call("sweep", argv) == 2
+    assert_one_error_line(capsys.readouterr().err, "Dirichlet partition")
+    assert snapshot(workdir) == before
+
+
+@pytest.mark.parametrize(("make", "words"), [pytest.param(m, w, id=i) for i, m, w in API_CASES])
 def test_bad_python_input_raises_one_line_naming_the_field(make, words):
     with pytest.raises((ConfigError, InputError)) as caught:
         make()

@@ -126,7 +126,10 @@ def test_overriding_a_varied_field_or_a_bad_value_is_rejected():
     ("argv", "message"),
     [
         (["moonmu"], "error: study='moonmu' (allowed: comparison, moon_mu"),
-        (["moon_mu", "--budget", "huge"], "error: --budget='huge' (allowed: paper, laptop, smoke)"),
+        (
+            ["moon_mu", "--budget", "huge"],
+            "error: --budget='huge' (allowed: paper, laptop, smoke, as-written)",
+        ),
         (["moon_mu", "--search", "random"], "error: --search='random' (allowed: grid, optuna)"),
         (
             ["moon_mu", "--set", "rounds=x"],

@@ -1,0 +1,133 @@
+"""The checks a trial would fail at run time, run by the driver before Ray starts.
+
+A trial validates its config when it starts, draws its partition, picks its device and
+loads its data.  Each of these can fail for a config that passed the plan's checks (an
+impossible Dirichlet draw, ``device=cuda`` on a machine without CUDA, parties holding
+less than one batch): the driver runs the same code first, so the sweep is refused in
+one line before Ray starts and before anything is written, rather than every trial
+erroring in turn.  It also computes the class counts of every distinct partition
+(``partitions.json``), since it has drawn them.  This module does not import Ray.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+
+from federated.config import RunConfig
+from federated.data import load_dataset
+from federated.device import DeviceUnavailableError, resolve_device
+from federated.input_checks import InputError
+from federated.partition import PartitionError, class_counts, partition_for_run
+from study.plan import SweepPlan, run_config_fields
+
+# The fields a trial's partition depends on (with the dataset's own samples).
+PARTITION_KEYS = (
+    "dataset",
+    "n_parties",
+    "partition",
+    "beta",
+    "labels_per_party",
+    "data_fraction",
+    "seed",
+)
+
+
+class PreflightError(InputError):
+    """A planned trial would fail at run time (one line naming the trial)."""
+
+
+def check_cpus(cpus_per_trial: float) -> None:
+    """A local Ray has this machine's CPUs: a trial asking for more would stay pending
+    forever, so it is refused with the limit named."""
+    available = os.cpu_count() or 1
+    if cpus_per_trial > available:
+        raise PreflightError(
+            f"--cpus-per-trial={cpus_per_trial:g} (allowed: at most {available}, the CPUs of "
+            "this machine; a trial asking for more would never start)"
+        )
+
+
+def trial_configs(plan: SweepPlan) -> list[tuple[str, RunConfig]]:
+    """``(trial label, its RunConfig)`` of every planned trial."""
+    return [
+        (f"{t.label}, seed={t.seed}", RunConfig.from_dict(run_config_fields(t.config)))
+        for t in plan.trials()
+    ]
+
+
+def check_devices(configs: list[tuple[str, RunConfig]]) -> None:
+    """``device=cuda`` where this machine has no CUDA (a local Ray runs trials here)."""
+    for device in sorted({c.device for _, c in configs}):
+        try:
+            resolve_device(device)
+        except DeviceUnavailableError as err:
+            raise PreflightError(str(err)) from None
+
+
+def check_batches(configs: list[tuple[str, RunConfig]]) -> None:
+    """Parties that hold, on average, fewer samples than one batch: every local step
+    would be one partial batch of the whole party, not the SGD the study means."""
+    for label, c in configs:
+        if c.partition == "natural":
+            continue  # the folders decide; each party's size is checked by the loader
+        per_party = c.n_train // c.n_parties
+        if per_party < c.batch_size:
+            raise PreflightError(
+                f"trial {label}: n_parties={c.n_parties} share {c.n_train} {c.dataset} "
+                f"samples (data_fraction={c.data_fraction:g}), {per_party} per party, fewer "
+                f"than batch_size={c.batch_size} (allowed: at least one batch per party: a "
+                "larger data_fraction, fewer parties or a smaller batch_size, with --set)"
+            )
+
+
+def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[dict[str, Any]]:
+    """Draw every distinct partition of the plan, as its trials will, and return their
+    class counts (Fig. 5).  Loading the data here also checks that the dataset is there.
+    Optuna sweeps that vary the partition check and record the example point's only."""
+    first = configs[0][1]
+    data = load_dataset(
+        first.dataset,
+        first.data_root,
+        image_size=first.image_size,
+        holdout_fraction=first.holdout_fraction,
+    )
+    labels = data.train_y.numpy()
+    parties = None if data.train_parties is None else data.train_parties.numpy()
+    seen: dict[tuple, dict[str, Any]] = {}
+    for label, config in configs:
+        key = tuple(getattr(config, k) for k in PARTITION_KEYS)
+        if key in seen:
+            continue
+        try:
+            # a hopeless Dirichlet draw divides by zero on its way to PartitionError: the
+            # one line below says it, not numpy's warnings
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                parts = partition_for_run(labels, config, parties)
+        except PartitionError as err:
+            raise PreflightError(f"trial {label}: {err}") from None
+        seen[key] = {
+            **dict(zip(PARTITION_KEYS, key)),
+            "class_counts": class_counts(parts, labels, data.spec.n_classes).tolist(),
+        }
+        if data.spec.class_names:  # image folders: the names the heat-map shows
+            seen[key]["class_names"] = list(data.spec.class_names)
+        if config.partition == "natural":
+            seen[key]["party_names"] = list(data.spec.party_names)
+    return list(seen.values())
+
+
+def preflight(plan: SweepPlan, *, local: bool) -> list[dict[str, Any]]:
+    """Every run-time check of every planned trial; returns ``partitions.json``'s rows.
+
+    ``local``: trials run on this machine (a local Ray), so its devices are theirs; on a
+    cluster the workers' devices are not known here."""
+    configs = trial_configs(plan)
+    if local:
+        check_devices(configs)
+    check_batches(configs)
+    return partitions(plan, configs)
