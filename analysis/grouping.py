@@ -34,6 +34,8 @@ NOT_CONDITIONS = frozenset(
         "eval_batch_size",
         "checkpoint_every",
         "fail_at_round",
+        "party_scores_every",
+        "representations_at",
         "data_root",
         "seed",
         "point",

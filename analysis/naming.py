@@ -80,6 +80,7 @@ _SYMBOL_OVERRIDE = {
 # Columns whose values already read as labels ("N=50", "MOON (mu=1)"): never prefixed.
 _SELF_DESCRIBING = {
     "algorithm",
+    "party_metric",
     "dataset",
     "projection_head",
     "at_round",

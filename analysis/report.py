@@ -56,7 +56,8 @@ TARGET_CHOICES = ("per-seed", "mean")
 MAX_PARTITION_FIGURES = 6
 
 NOT_REPRODUCED = [
-    "Figs. 1, 3, 4 (diagrams) and Fig. 2 (t-SNE of representations: no embeddings are saved)",
+    "Figs. 1, 3, 4 (diagrams); Fig. 2 (t-SNE of representations) only for sweeps run with "
+    "representations_at (--set representations_at=ROUND)",
     "Table 6 (dataset statistics: a property of the data, not of runs)",
 ]
 
@@ -259,6 +260,77 @@ def _figure_section(
     return lines
 
 
+def _per_party_section(
+    group: StudyGroup,
+    options: TableOptions,
+    results: Results,
+    out: Path,
+    used: set[str],
+    formats: Sequence[str],
+) -> list[str]:
+    """Per-party outcomes (table and distribution figure) and Fig. 2's t-SNE panel of a
+    grid group, where its trials recorded them: rows by method when several ran, else by
+    the study's axes."""
+    from analysis import party_tables, representations
+    from analysis.comparisons import dataset_classes
+
+    trials, study = group.trials, group.study or "runs"
+    several = "algorithm" in trials and trials["algorithm"].nunique() > 1
+    rows = ["algorithm"] if several or not group.axes else list(group.axes)
+    baseline = (options.baseline,) if rows == ["algorithm"] else None
+    if baseline and options.baseline not in set(trials["algorithm"]):
+        baseline = None
+    classes = dataset_classes(e for sweep in group.sweeps for e in sweep.partitions)
+    lines: list[str] = []
+    table = party_tables.per_party_table(
+        trials,
+        group.rounds,
+        rows=rows,
+        columns=["dataset"] if len(group.datasets) > 1 else [],
+        name=_unique(f"per_party_{study}{group.suffix}", used),
+        reference=baseline,
+        classes=classes,
+    )
+    if table is not None:
+        paths = write_table(table, out / "tables")
+        lines += [to_markdown(table), f"Files: {_links(paths, out)}", ""]
+        mine = trials[["sweep", "trial"]]
+        parties = party_tables.party_frame(results).merge(mine, on=["sweep", "trial"])
+        figure = party_tables.party_distribution_figure(
+            parties, rows, title=f"{study}: per-party accuracy of the final model"
+        )
+        if figure is not None:
+            name = _unique(f"fig_{study}_per_party{group.suffix}", used)
+            paths = figures_save(figure, out / "figures" / name, formats)
+            caption = (
+                "per-party accuracy (%) at the final scored round, each party's class mix; "
+                "box = quartiles over all seeds' parties, points = parties by seed"
+            )
+            lines += _figure_block(paths, out, caption)
+    captures = representations.representation_captures(results, trials, rows)
+    if captures:
+        name = _unique(f"fig2_tsne_{study}{group.suffix}", used)
+        figure = representations.tsne_panel(
+            captures, title=f"Fig. 2: t-SNE of projection-head outputs ({study})"
+        )
+        paths = figures_save(figure, out / "figures" / name, formats)
+        seeds = ", ".join(f"{c.label} seed {c.seed}" for c in captures)
+        caption = (
+            f"Fig. 2: t-SNE of z on {len(captures[0].labels)} test images, global model the "
+            f"round started from (left) vs the first party's model after local training "
+            f"(right); {seeds}"
+        )
+        lines += _figure_block(paths, out, caption)
+    return lines
+
+
+def figures_save(figure, stem: Path, formats: Sequence[str]) -> list[Path]:
+    """:func:`analysis.figures.save_figure` (imported late: it loads Matplotlib)."""
+    from analysis.figures import save_figure
+
+    return save_figure(figure, stem, formats)
+
+
 def _numeric_axes(trials: pd.DataFrame, axes: Sequence[str]) -> list[str]:
     """Axes whose values are all numbers (not booleans) and that take several values."""
     found = []
@@ -368,6 +440,29 @@ def _partition_section(
         lines += _figure_block(paths, out, figures.partition_title(entry))
     if len(seen) > MAX_PARTITION_FIGURES:
         lines += [f"({len(seen) - MAX_PARTITION_FIGURES} more partitions not drawn.)", ""]
+    return lines
+
+
+def _feature_examples_section(
+    sweeps: Sequence[Sweep], out: Path, used: set[str], formats: Sequence[str]
+) -> list[str]:
+    """Example training images per party of every feature-skewed sweep."""
+    from analysis import figures
+    from analysis.feature_examples import feature_examples_figure, read_feature_examples
+
+    lines: list[str] = []
+    for sweep in sweeps:
+        arrays = read_feature_examples(sweep.path)
+        if arrays is None:
+            continue
+        if not lines:
+            lines = ["## Feature skew: what the parties see", ""]
+        stem = "feature_examples_" + re.sub(r"[^A-Za-z0-9._=-]+", "_", sweep.name)
+        name = _unique(stem, used)
+        figure = feature_examples_figure(arrays)
+        paths = figures.save_figure(figure, out / "figures" / name, formats)
+        settings = ", ".join(str(s) for s in arrays["settings"])
+        lines += _figure_block(paths, out, f"{sweep.name}: example training images ({settings})")
     return lines
 
 
@@ -495,14 +590,18 @@ def write_report(
             body += _optuna_section(group, out, used, formats)
         else:
             body += _figure_section(group, options, out, used, formats)
+            body += _per_party_section(group, options, results, out, used, formats)
     body += _partition_section(results.sweeps, out, used, formats)
+    body += _feature_examples_section(results.sweeps, out, used, formats)
     body += _not_counted_section(results)
     if results.problems:
         body += ["## Problems while reading", "", *[f"- {p}" for p in results.problems], ""]
     body += _reproduction_section(groups)
     body += [
         "Other files: [data/rounds.csv](data/rounds.csv) (one row per trial and round) and "
-        "[data/trials.csv](data/trials.csv) (one row per trial, with its status).",
+        "[data/trials.csv](data/trials.csv) (one row per trial, with its status); "
+        "data/parties.csv (one row per trial, scored round and party) where trials "
+        "recorded per-party accuracies.",
         "",
     ]
 
@@ -510,9 +609,19 @@ def write_report(
     data.mkdir(exist_ok=True)
     results.rounds.to_csv(data / "rounds.csv", index=False)
     results.trials.to_csv(data / "trials.csv", index=False)
+    _write_parties(results, data)
     report = out / "report.md"
     report.write_text("\n".join(body))
     return report
+
+
+def _write_parties(results: Results, data: Path) -> None:
+    """``data/parties.csv``: every trial's per-party accuracies, when any were recorded."""
+    from analysis.party_tables import party_frame
+
+    parties = party_frame(results)
+    if not parties.empty:
+        parties.to_csv(data / "parties.csv", index=False)
 
 
 def main(argv: list[str] | None = None) -> int:

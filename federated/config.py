@@ -182,6 +182,21 @@ class RunConfig:
         default=None,
         metadata=_execution("fault injection: the trial raises once after this round"),
     )
+    # what a run records besides its results (federated/party_scores.py,
+    # federated/representations.py): never changes them, so execution-only
+    party_scores_every: int = field(
+        default=1,
+        metadata=_execution(
+            "score the global model on each party's class mix every k rounds and the last (0: off)"
+        ),
+    )
+    representations_at: str | None = field(
+        default=None,
+        metadata=_execution(
+            "rounds (e.g. '3' or '1,10') at which Fig. 2's projections of the global and "
+            "the first party's local model are saved"
+        ),
+    )
     # --- parameters of the chosen methods that are not fields above (FedDyn's alpha,
     # FedAdam's betas, a plug-in's own): name -> value, resolved to every parameter of
     # the chosen algorithm and server optimizer.  Flat in to_dict(), the CLI and sweeps.
@@ -313,6 +328,7 @@ def coerce(name: str, value: Any) -> Any:
 def _validate(c: RunConfig) -> None:
     # Late import: dataset and model checks load folder datasets and model factories.
     from federated.config_data import check_dataset, check_model_field, resolve_parties
+    from federated.representations import parse_rounds
 
     _types(c)
     load_method("algorithm", c.algorithm)
@@ -340,6 +356,8 @@ def _validate(c: RunConfig) -> None:
         at_least("pack_width", c.pack_width, 1)
     if c.fail_at_round is not None:
         at_least("fail_at_round", c.fail_at_round, 1)
+    at_least("party_scores_every", c.party_scores_every, 0)
+    parse_rounds(c.representations_at, c.rounds)
 
     fraction("sample_fraction", c.sample_fraction)
     fraction("data_fraction", c.data_fraction)

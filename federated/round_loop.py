@@ -33,14 +33,15 @@ from federated.allocator import keep_freed_memory
 from federated.config import RunConfig
 from federated.data import Augmenter, ImageData, load_dataset
 from federated.device import resolve_device, set_threads
-from federated.evaluation import evaluate
 from federated.execution.batch_plan import draw_batches
 from federated.execution.choice import PackingFallback, local_trainer
 from federated.execution.trainer import PartyResult
 from federated.inert_settings import inert_settings
 from federated.models import build_model
 from federated.party_data import PartyData
+from federated.party_scores import PartyScorer
 from federated.registry import load_method
+from federated.representations import RepresentationProbe, parse_rounds
 from federated.round_row import RoundRow
 from federated.run_state import EXECUTION_FIELDS, STATE_FORMAT, check_compatible, tree_to
 from federated.seeding import RunRandomness, stream_seed
@@ -102,6 +103,18 @@ class FederatedRun:
             self.augmenter,
             self.data.train_x,
             self.data.train_y,
+        )
+        # what the run records besides its results (neither changes them)
+        self.party_scorer = PartyScorer(
+            self.class_counts, self.spec.n_classes, config.party_scores_every, config.rounds
+        )
+        rounds = parse_rounds(config.representations_at, config.rounds)
+        self.probe = (
+            RepresentationProbe(
+                rounds, self.test_x, self.test_y, self.augmenter, config.eval_batch_size
+            )
+            if rounds
+            else None
         )
 
     # ----------------------------------------------------------------- data (views)
@@ -186,9 +199,17 @@ class FederatedRun:
         )
         return self.trainer.train(jobs, plan)
 
-    def _evaluate(self, model: torch.nn.Module) -> tuple[float, float]:
-        return evaluate(
-            model, self.test_x, self.test_y, self.augmenter, self.config.eval_batch_size
+    def _evaluate(self, model: torch.nn.Module, party: int | None = None) -> tuple[float, float]:
+        """(accuracy, loss) on the test set; on a scored round also the per-party scores
+        (of every party with the global model, or of ``party`` with its own)."""
+        return self.party_scorer.evaluate(
+            model,
+            self.test_x,
+            self.test_y,
+            self.augmenter,
+            self.config.eval_batch_size,
+            self.round + 1,
+            party,
         )
 
     def _round(self, start: float) -> RoundRow:
@@ -202,15 +223,20 @@ class FederatedRun:
         jobs: list[LocalJob] = []
         scores: list[tuple[float, float]] = []  # personal models: (acc, loss) per party
         personal_eval_seconds = 0.0
+        probe_seconds = 0.0  # Fig. 2's forward passes: not training time
         for (job, result), weight in zip(self._local_trainings(drawn), weights):
             extras = self.algorithm.end_local(job)
             jobs.append(job)
             row.results.append(result)
             if not result.finite:
                 return self._diverged(row, start)
+            if self.probe is not None and len(jobs) == 1:  # the first reporting party
+                probe_seconds += self.probe.capture(
+                    row.round, job.party, self.global_model, job.model
+                )
             if personal:
                 t = time.perf_counter()
-                scores.append(self._evaluate(job.model))
+                scores.append(self._evaluate(job.model, job.party))
                 personal_eval_seconds += time.perf_counter() - t
             contribution = Contribution(
                 party=job.party,
@@ -224,7 +250,7 @@ class FederatedRun:
         combined = aggregator.result()
         if combined is not None:
             self._server_step(combined)
-        row.train_seconds = time.perf_counter() - start - personal_eval_seconds
+        row.train_seconds = time.perf_counter() - start - personal_eval_seconds - probe_seconds
 
         if personal:
             accs = [acc for acc, _ in scores]
@@ -240,6 +266,7 @@ class FederatedRun:
             if not math.isfinite(row.test_loss):
                 return self._diverged(row, start)
 
+        row.extra.update(self.party_scorer.columns(row.round))
         down, up = self.algorithm.bytes_per_party(self.model_bytes, self.param_bytes)
         row.bytes_down, row.bytes_up = len(drawn) * down, len(drawn) * up
         row.cum_bytes += row.bytes_up + row.bytes_down

@@ -19,6 +19,14 @@ Keys of :meth:`RoundRow.as_dict`, in this order (stable across rounds of a run):
 
 then ``extra``: what the evaluation adds (SOLO's ``test_acc_std``, ``party_acc/<i>``)
 and what the method reports (``tau_end``, ``c_global_norm``, ...).
+
+Per-party outcomes (:mod:`federated.party_scores`; absent when ``party_scores_every``
+is 0, NaN on rounds it skips): the global model (SOLO: each party's own model) scored on
+each of the N parties' training class mix, fractions in [0, 1] —
+``party_acc_mean`` (mean over parties), ``party_acc_std`` (population std),
+``party_acc_min`` (the worst party), ``party_acc_worst10`` (mean of the ceil(N/10)
+worst parties).  The per-party numbers go to the run's ``parties.csv``
+(:mod:`federated.run_files`).
 """
 
 from __future__ import annotations

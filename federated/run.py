@@ -7,7 +7,9 @@ Every :class:`~federated.config.RunConfig` field is a flag (``--n-parties``, ``-
 rows (metrics plus the resolved config) to ``--out`` (CSV, or JSON lines for ``.jsonl``),
 rewritten atomically after every round so the file is always complete.  A run whose
 loss becomes NaN/inf stops at that round, prints ``status: diverged`` and exits with
-status 3; bad values are rejected with one line before any data loads (exit status 2);
+status 3; per-party accuracies go to ``X.parties.csv`` beside the rows file ``X.csv``
+(and Fig. 2's representations, with ``--representations-at``, to ``X.representations/``);
+bad values are rejected with one line before any data loads (exit status 2);
 settings that have no effect on the run are named in ``warning:`` lines.
 """
 
@@ -36,6 +38,7 @@ from federated.input_checks import InputError, OneLineParser, check_output_file
 from federated.partition import PartitionError, size_statistics
 from federated.registry import is_plugin, load_method
 from federated.round_loop import FederatedRun, PackingFallback
+from federated.run_files import RunFiles
 
 
 def _plugin_params(argv: list[str]) -> dict[str, type]:
@@ -188,10 +191,12 @@ def main(argv: list[str] | None = None) -> int:
         )
     settings = config.to_dict()
     rows: list[dict[str, Any]] = []
+    files = RunFiles.beside(out)  # X.parties.csv, X.representations/ next to the rows
     while not run.finished:
         row = run.run_round()
         rows.append({**row, **{k: v for k, v in settings.items() if k not in row}})
         write_rows(out, rows)
+        files.record(run)
         if not args.quiet:
             print(format_row(row, config.rounds), flush=True)
     status = f"diverged at round {run.round} (non-finite loss)" if run.diverged else "completed"

@@ -11,6 +11,10 @@ every random generator.  A restarted trial restores that state and continues exa
 on CPU its remaining per-round
 accuracies equal an uninterrupted run's.
 
+Besides its rows a trial writes ``parties.csv`` (per-party accuracies) and, with
+``representations_at``, ``representations/round_NNNN.npz`` into its trial folder
+(:mod:`federated.run_files`), before it reports the round.
+
 Device: with ``device="auto"`` a trial uses CUDA only when Ray gave it a GPU
 (``ray.get_gpu_ids()``), never merely because one is visible.  CPU threads follow
 ``threads`` (``study.sweep`` sets it to the trial's CPUs).
@@ -33,6 +37,7 @@ import torch
 from federated.atomic_file import atomic_open
 from federated.config import RunConfig, config_values
 from federated.round_loop import FederatedRun
+from federated.run_files import RunFiles
 
 STATE_FILE = "run_state.pt"
 
@@ -93,11 +98,14 @@ def train_federated(config: dict[str, Any]) -> None:
         with checkpoint.as_directory() as folder:
             run.load_state_dict(load_run_state(folder))
     node_id = ray.get_runtime_context().get_node_id()
+    # parties.csv and representations/ go into the trial folder (study/layout.py)
+    files = RunFiles.in_folder(tune.get_context().get_trial_dir(), start_round=run.round)
     every = run_config.checkpoint_every
 
     while not run.finished:
         row = run.run_round()
         row["node_id"] = node_id
+        files.record(run)
         if run_config.fail_at_round == run.round and checkpoint is None:
             raise InjectedFailureError(f"injected failure after round {run.round} (fail_at_round)")
         if every and (run.round % every == 0 or run.finished):

@@ -95,6 +95,9 @@ def test_smoke_sweep_reports_every_round_and_leaves_what_analysis_needs(tmp_path
         config = params(trial)
         assert config["algorithm"] == "moon" and config["rounds"] == 2 and config["threads"] == 1
         assert config["point"] == f"mu={config['mu']}"
+        # per-party outcomes: the row's summary and the trial's parties.csv (10 parties)
+        assert 0 <= rounds(trial)[2]["party_acc_worst10"] <= rounds(trial)[2]["party_acc_mean"]
+        assert len((trial / "parties.csv").read_text().splitlines()) == 1 + 2 * 10
     partitions = json.loads((sweep_dir / "partitions.json").read_text())
     assert len(partitions) == 1 and len(partitions[0]["class_counts"]) == 10
     assert sum(map(sum, partitions[0]["class_counts"])) == 3000  # 5% of 60,000

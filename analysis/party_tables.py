@@ -1,0 +1,152 @@
+"""Per-party outcomes in the report: the table, the distribution figure, data/parties.csv.
+
+A trial's rows carry, per scored round, the global model's accuracy over its parties'
+own class mixes (``party_acc_mean``, ``party_acc_worst10`` ...: federated/party_scores.py
+defines them); its ``parties.csv`` the per-party numbers (federated/run_files.py).
+
+- :func:`per_party_table`: per method/setting, the final scored round's mean over
+  parties and mean of the worst 10% of parties, mean ± std over seeds, each with its
+  paired Δ to the table's baseline and 95% interval (:mod:`analysis.comparisons`, the
+  same rules as every accuracy table).
+- :func:`party_frame`: every trial's per-party accuracies (``data/parties.csv``).
+- :func:`party_distribution_figure`: per method/setting, the final round's per-party
+  accuracies (all seeds' parties pooled): box and points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless, before pyplot is imported
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from analysis.loading import COMPLETED, Results
+from analysis.tables import Table, accuracy_table, key_order, row_label
+
+PARTIES_FILE = "parties.csv"
+METRIC_COLUMN = "party_metric"  # the table's column axis (analysis/naming.py: self-describing)
+MEAN, WORST = "mean over parties", "worst 10% of parties"
+SOURCES = {MEAN: "party_acc_mean", WORST: "party_acc_worst10"}
+
+
+def final_party_columns(rounds: pd.DataFrame) -> pd.DataFrame:
+    """Per trial (``sweep``, ``trial``), the last scored round's ``party_acc_mean`` and
+    ``party_acc_worst10`` (fractions), and that round (``party_round``)."""
+    columns = list(SOURCES.values())
+    if rounds.empty or not set(columns) <= set(rounds):
+        return pd.DataFrame(columns=["sweep", "trial", "party_round", *columns])
+    scored = rounds[["sweep", "trial", "round", *columns]].copy()
+    for column in columns:
+        scored[column] = pd.to_numeric(scored[column], errors="coerce")
+    scored = scored[scored["party_acc_mean"].notna()]
+    last = scored.sort_values("round").groupby(["sweep", "trial"], sort=False).tail(1)
+    return last.rename(columns={"round": "party_round"}).reset_index(drop=True)
+
+
+def per_party_table(
+    trials: pd.DataFrame,
+    rounds: pd.DataFrame,
+    *,
+    rows: Sequence[str],
+    columns: Sequence[str] = (),
+    name: str,
+    reference: tuple | None = None,
+    classes: Mapping[str, int] | None = None,
+) -> Table | None:
+    """Mean over parties and worst 10% of parties per ``rows`` (× ``columns``) cell, or
+    None when no trial has per-party scores."""
+    final = final_party_columns(rounds)
+    if final.empty:
+        return None
+    merged = trials.merge(final, on=["sweep", "trial"], how="inner")
+    if merged.empty:
+        return None
+    long = pd.concat(
+        [
+            merged.assign(**{METRIC_COLUMN: label, "party_value": merged[src]})
+            for label, src in SOURCES.items()
+        ],
+        ignore_index=True,
+    )
+    table = accuracy_table(
+        long,
+        rows=list(rows),
+        columns=[*columns, METRIC_COLUMN],
+        value="party_value",
+        name=name,
+        title="Per-party accuracy (%) of the global model on each party's class mix",
+        metric_text="final scored round's per-party accuracy (%)",
+        reference=reference,
+        classes=classes,
+    )
+    table.notes.append(
+        "Per-party accuracy: the test set re-weighted by each party's training class mix "
+        "(SOLO: each party's own model); worst 10% = mean of the ceil(N/10) lowest parties. "
+        "Class re-weighting does not capture input shift (natural parties, feature skew)."
+    )
+    return table
+
+
+def party_frame(results: Results) -> pd.DataFrame:
+    """Every trial's ``parties.csv`` with its ``sweep``, ``trial``, ``status``, reading
+    order and config columns: one row per (trial, scored round, party)."""
+    frames = []
+    paths = {sweep.name: sweep.path for sweep in results.sweeps}
+    for _, trial in results.trials.iterrows():
+        path = paths[trial["sweep"]] / trial["trial"] / PARTIES_FILE
+        if not path.is_file():
+            continue
+        try:
+            found = pd.read_csv(path)
+        except (OSError, ValueError, pd.errors.ParserError):
+            continue  # being written, or damaged: the rows' summary columns remain
+        if not {"round", "party", "party_acc"} <= set(found):
+            continue
+        named = ["sweep", "trial", "status", "order", "sweep_started", *results.config_columns]
+        labels = {k: trial[k] for k in named}
+        frames.append(found.assign(**labels))
+    if not frames:
+        return pd.DataFrame(columns=["sweep", "trial", "round", "party", "party_acc"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def party_distribution_figure(
+    parties: pd.DataFrame, keys: Sequence[str], *, title: str = ""
+) -> plt.Figure | None:
+    """Per ``keys`` value (methods), the final scored round's per-party accuracies (%)
+    of its completed trials, all seeds' parties pooled: a box (quartiles) and the points."""
+    done = parties[parties["status"] == COMPLETED]
+    if done.empty:
+        return None
+    last = done.groupby(["sweep", "trial"])["round"].transform("max")
+    final = done[done["round"] == last].copy()
+    order = key_order(final, keys)
+    final["cell"] = [row_label(keys, tuple(v)) for v in final[list(keys)].itertuples(index=False)]
+    labels = [row_label(keys, k) for k in order]
+    final["accuracy (%)"] = 100.0 * final["party_acc"].astype(float)
+    fig, ax = plt.subplots(figsize=(max(4.4, 1.3 * len(labels) + 1.5), 3.6))
+    sns.boxplot(
+        final, x="cell", y="accuracy (%)", order=labels, color="0.85", ax=ax, showfliers=False
+    )
+    sns.stripplot(
+        final,
+        x="cell",
+        y="accuracy (%)",
+        order=labels,
+        hue="seed",
+        ax=ax,
+        size=3.5,
+        jitter=0.25,
+        palette="deep",
+    )
+    ax.set_xlabel("")
+    ax.legend(title="seed", fontsize=7, title_fontsize=7, loc="best")
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.subplots_adjust(bottom=0.18, left=0.13, right=0.97, top=0.88)
+    return fig
