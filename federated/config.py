@@ -40,12 +40,21 @@ from federated.params import (
     positive,
     unit_interval,
 )
-from federated.registry import ALGORITHM_PATHS, SERVER_OPTIMIZER_PATHS, load_method
+from federated.registry import (
+    ALGORITHM_PATHS,
+    SERVER_OPTIMIZER_PATHS,
+    TEMPERATURE_SCHEDULE_PATHS,
+    load_method,
+)
 
 PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
-TAU_SCHEDULES = ("fixed", "annealed")
 TAU_SCOPES = ("round", "run")
 EXECUTIONS = ("packed", "sequential", "reference")
+FEATURE_SKEWS = ("none", "noise", "rotation")
+STRAGGLER_POLICIES = ("partial", "drop")
+# Largest noise std (0..1 pixel scale) and rotation (degrees) a feature skew accepts.
+MAX_NOISE_LEVEL = 10.0
+MAX_ROTATION_DEGREES = 180.0
 # execution names of earlier versions, still read from their results and checkpoints
 EXECUTION_ALIASES = {"fast": "sequential"}
 
@@ -53,13 +62,10 @@ EXECUTION_ALIASES = {"fast": "sequential"}
 # redraw rule); validation uses it to reject impossible party counts up front.
 MIN_PARTY_SAMPLES = 10
 
-# Best mu per (algorithm, dataset) from the MOON paper §4.2; other datasets get the
-# paper's "reasonable choice without tuning" (MOON mu = 1) or the FedProx grid's middle.
-_PAPER_MU: dict[str, dict[str, float]] = {
-    "moon": {"cifar10": 5.0, "cifar100": 1.0, "tinyimagenet": 1.0},
-    "fedprox": {"cifar10": 0.01, "cifar100": 0.001, "tinyimagenet": 0.001},
-}
-_DEFAULT_MU = {"moon": 1.0, "fedprox": 0.01, "l2rep": 0.1}
+# What a method-parameter field resolves to when no chosen method declares it: a
+# neutral value, so every run's row carries the column (the declaring methods' own
+# defaults, paper defaults included, live in their Params classes).
+UNDECLARED_DEFAULTS = {"mu": 0.0, "tau": 0.5}
 
 
 def _help(text: str) -> Any:
@@ -149,6 +155,48 @@ class RunConfig:
     holdout_fraction: float | None = field(
         default=None,
         metadata=_help("folder datasets without test/: fraction of each class held out to test"),
+    )
+    # --- heterogeneity beyond label skew (federated/feature_skew.py,
+    # federated/system_heterogeneity.py): drawn from streams of their own
+    feature_skew: str = field(
+        default="none",
+        metadata=_help(
+            "per-party input shift: none, noise (party i of N adds Gaussian noise of std "
+            "level*i/N, 0..1 pixel scale) or rotation (each party's images rotated by its "
+            "own angle, drawn uniformly in [-level, level] degrees)"
+        ),
+    )
+    feature_skew_level: float = field(
+        default=0.0,
+        metadata=_help("feature skew strength: noise std (0..1 pixels) or largest angle (deg)"),
+    )
+    straggler_fraction: float = field(
+        default=0.0,
+        metadata=_help(
+            "share of each round's drawn parties that are stragglers: each does a uniform "
+            "number of local steps in [1, its full count]"
+        ),
+    )
+    straggler_policy: str = field(
+        default="partial",
+        metadata=_help(
+            "partial (stragglers' partial work is aggregated, FedProx) or drop (stragglers "
+            "are not aggregated, FedAvg)"
+        ),
+    )
+    local_epochs_min: int | None = field(
+        default=None,
+        metadata=_help(
+            "per-party local work: each drawn party runs a uniform number of epochs in "
+            "[local_epochs_min, local_epochs] each round (FedNova's setting); none: all E"
+        ),
+    )
+    dropout: float = field(
+        default=0.0,
+        metadata=_help(
+            "probability that a drawn party never reports (aggregation weights over those "
+            "that do)"
+        ),
     )
     # --- execution (never changes results on a given device)
     device: str = field(default="auto", metadata=_execution("auto, cpu, cuda or cuda:N"))
@@ -336,7 +384,7 @@ def _validate(c: RunConfig) -> None:
     spec = check_dataset(c)  # image folders, n_parties and models: federated/config_data.py
     resolve_parties(c, spec)
     check_model_field(c, spec)
-    one_of("tau_schedule", c.tau_schedule, TAU_SCHEDULES)
+    one_of("tau_schedule", c.tau_schedule, tuple(TEMPERATURE_SCHEDULE_PATHS))
     one_of("tau_scope", c.tau_scope, TAU_SCOPES)
     load_method("server_optimizer", c.server_optimizer)
     one_of("execution", EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
@@ -400,8 +448,37 @@ def _validate(c: RunConfig) -> None:
             f"at most {most} for {c.n_train} {c.dataset} training samples "
             f"(each party needs >= {min_size} under partition={c.partition})",
         )
+    _validate_heterogeneity(c)
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
         raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
+
+
+def _validate_heterogeneity(c: RunConfig) -> None:
+    one_of("feature_skew", c.feature_skew, FEATURE_SKEWS)
+    one_of("straggler_policy", c.straggler_policy, STRAGGLER_POLICIES)
+    non_negative("feature_skew_level", c.feature_skew_level)
+    if c.feature_skew == "noise" and c.feature_skew_level > MAX_NOISE_LEVEL:
+        raise ConfigError(
+            "feature_skew_level",
+            c.feature_skew_level,
+            f"a noise std in [0, {MAX_NOISE_LEVEL:g}] on the 0..1 pixel scale",
+        )
+    if c.feature_skew == "rotation" and c.feature_skew_level > MAX_ROTATION_DEGREES:
+        raise ConfigError(
+            "feature_skew_level",
+            c.feature_skew_level,
+            f"a largest angle in [0, {MAX_ROTATION_DEGREES:g}] degrees",
+        )
+    if not 0.0 <= c.straggler_fraction <= 1.0:
+        raise ConfigError("straggler_fraction", c.straggler_fraction, "a number in [0, 1]")
+    if not 0.0 <= c.dropout < 1.0:
+        raise ConfigError("dropout", c.dropout, "a probability in [0, 1)")
+    if c.local_epochs_min is not None and not 1 <= c.local_epochs_min <= c.local_epochs:
+        raise ConfigError(
+            "local_epochs_min",
+            c.local_epochs_min,
+            f"an integer in [1, local_epochs={c.local_epochs}]",
+        )
 
 
 def _types(c: RunConfig) -> None:
@@ -410,10 +487,20 @@ def _types(c: RunConfig) -> None:
 
 
 # ------------------------------------------------------------------------ resolution
+def unset_default(name: str, values: Mapping[str, Any]) -> Any:
+    """What method-parameter field ``name`` (``mu``, ``tau``) resolves to when left unset:
+    the chosen algorithm's declared default for the run's settings ``values`` (flat:
+    ``algorithm``, ``dataset``, ``tau_schedule``), or a neutral value when it declares
+    no such parameter."""
+    params = load_method("algorithm", str(values.get("algorithm", "fedavg"))).Params
+    if name in params.field_types():
+        return params.resolved_default(name, values)
+    return UNDECLARED_DEFAULTS[name]
+
+
 def paper_mu(algorithm: str, dataset: str) -> float:
-    """The mu the MOON paper uses for ``algorithm`` on ``dataset`` (0 where unused)."""
-    table = _PAPER_MU.get(algorithm, {})
-    return table.get(dataset, _DEFAULT_MU.get(algorithm, 0.0))
+    """The mu ``algorithm`` takes on ``dataset`` when unset (0 where it has none)."""
+    return unset_default("mu", {"algorithm": algorithm, "dataset": dataset})
 
 
 def _resolve(c: RunConfig) -> None:
@@ -422,10 +509,10 @@ def _resolve(c: RunConfig) -> None:
         object.__setattr__(c, "model", c.spec.default_model)
     if c.execution in EXECUTION_ALIASES:
         object.__setattr__(c, "execution", EXECUTION_ALIASES[c.execution])
-    if c.mu is None:
-        object.__setattr__(c, "mu", paper_mu(c.algorithm, c.dataset))
-    if c.tau is None:
-        object.__setattr__(c, "tau", 1.0 if c.tau_schedule == "annealed" else 0.5)
+    values = {"algorithm": c.algorithm, "dataset": c.dataset, "tau_schedule": c.tau_schedule}
+    for name in ("mu", "tau"):
+        if getattr(c, name) is None:
+            object.__setattr__(c, name, unset_default(name, values))
 
 
 def _resolve_method_params(c: RunConfig) -> None:

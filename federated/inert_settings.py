@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from federated.config import RunConfig, paper_mu
-
-# Algorithms whose party loss has a second term weighted by mu.
-MU_ALGORITHMS = ("fedprox", "moon", "l2rep")
-CONTRASTIVE = ("moon",)
+from federated.config import RunConfig, field_types, registered_params, unset_default
+from federated.registry import load_method
 
 
 @dataclass(frozen=True)
@@ -27,32 +24,36 @@ class InertRule:
     why: Callable[[RunConfig], str]
 
 
+def method_fields() -> tuple[str, ...]:
+    """Config fields that are some registered method's parameter (``mu``, ``tau``,
+    ``server_lr`` ...): they act only through a method that declares them."""
+    declared = {name for params in registered_params().values() for name in params.field_types()}
+    return tuple(name for name in field_types() if name in declared)
+
+
+def _declared(c: RunConfig) -> set[str]:
+    return set(c.algorithm_params.field_types()) | set(c.server_params.field_types())
+
+
+def _declaration_notes(c: RunConfig) -> dict[str, str]:
+    """Method parameters of ``c`` that have no effect -> why, from the chosen methods'
+    declarations: undeclared by both, or made inert by the declarer's own values."""
+    notes = {
+        name: f"algorithm={c.algorithm} and server_optimizer={c.server_optimizer} declare "
+        f"no parameter {name}"
+        for name in method_fields()
+        if name not in _declared(c)
+    }
+    for params in (c.algorithm_params, c.server_params):
+        notes.update(params.inert())
+    return notes
+
+
 RULES = (
     InertRule(
-        ("mu",),
-        lambda c: c.algorithm not in MU_ALGORITHMS,
-        lambda c: f"algorithm={c.algorithm} has no second loss term "
-        f"(mu is used by {', '.join(MU_ALGORITHMS)})",
-    ),
-    InertRule(
-        ("tau", "tau_schedule", "prev_models"),
-        lambda c: c.algorithm not in CONTRASTIVE,
-        lambda c: f"algorithm={c.algorithm} has no contrastive loss (only moon uses it)",
-    ),
-    InertRule(
-        ("tau_min", "tau_sigma", "tau_scope"),
-        lambda c: c.algorithm not in CONTRASTIVE or c.tau_schedule != "annealed",
-        lambda c: "only moon with tau_schedule=annealed anneals the temperature",
-    ),
-    InertRule(
-        ("server_momentum", "server_lr"),
-        lambda c: c.server_optimizer != "fedavgm",
-        lambda c: f"server_optimizer={c.server_optimizer} (only fedavgm uses it)",
-    ),
-    InertRule(
         ("server_optimizer", "server_momentum", "server_lr", "sample_fraction"),
-        lambda c: c.algorithm == "solo",
-        lambda c: "algorithm=solo trains every party alone: there is no server update",
+        lambda c: load_method("algorithm", c.algorithm).personal_models,
+        lambda c: f"algorithm={c.algorithm} trains every party alone: there is no server update",
     ),
     InertRule(
         ("pack_width",),
@@ -70,6 +71,21 @@ RULES = (
         lambda c: f"partition={c.partition} (only partition=labels uses it)",
     ),
     InertRule(
+        ("feature_skew_level",),
+        lambda c: c.feature_skew == "none",
+        lambda c: "feature_skew=none: there is no feature skew to scale",
+    ),
+    InertRule(
+        ("feature_skew",),
+        lambda c: c.feature_skew_level == 0,
+        lambda c: f"feature_skew_level=0: {c.feature_skew} skew at level 0 changes no image",
+    ),
+    InertRule(
+        ("straggler_policy",),
+        lambda c: c.straggler_fraction == 0,
+        lambda c: "straggler_fraction=0: there are no stragglers to keep or drop",
+    ),
+    InertRule(
         ("out_dim",),
         lambda c: not c.projection_head,
         lambda c: "projection_head=false: there is no projection head to size",
@@ -79,10 +95,8 @@ RULES = (
 
 def changed_fields(config: RunConfig) -> set[str]:
     """Fields whose value differs from what an unset field resolves to."""
-    resolved_default = {
-        "mu": paper_mu(config.algorithm, config.dataset),
-        "tau": 1.0 if config.tau_schedule == "annealed" else 0.5,
-    }
+    values = config.to_dict()
+    resolved_default = {name: unset_default(name, values) for name in ("mu", "tau")}
     changed = set()
     for name, spec in RunConfig.__dataclass_fields__.items():
         default = resolved_default.get(name, spec.default)
@@ -100,6 +114,11 @@ def inert_settings(config: RunConfig, given: Iterable[str] | None = None) -> lis
     names = set(given) if given is not None else changed_fields(config)
     lines: list[str] = []
     warned: set[str] = set()
+    for name, why in _declaration_notes(config).items():
+        if name in names:
+            warned.add(name)
+            value = getattr(config, name)
+            lines.append(f"warning: {name}={value!r} has no effect: {why}")
     for rule in RULES:
         if not rule.applies(config):
             continue

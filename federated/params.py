@@ -146,6 +146,11 @@ class MethodParams:
         """Raise :class:`ConfigError` naming the field of the first bad value."""
         return None
 
+    def inert(self) -> dict[str, str]:
+        """Parameters that these values make inert -> why (one clause), for the
+        inert-setting warnings; e.g. MOON's annealing rates under a fixed temperature."""
+        return {}
+
     @classmethod
     def field_types(cls) -> dict[str, Any]:
         hints = get_type_hints(cls)
@@ -162,6 +167,14 @@ class MethodParams:
             for f in dataclasses.fields(cls)
             if f.default is not dataclasses.MISSING
         }
+
+    @classmethod
+    def resolved_default(cls, name: str, values: Mapping[str, Any]) -> Any:
+        """The value a run takes for parameter ``name`` when nobody set it, given the
+        run's other settings ``values`` (flat: ``dataset``, ``tau_schedule`` ...).  The
+        field's default here; a method whose paper default depends on the setting (MOON's
+        and FedProx's mu per dataset, MOON's tau per schedule) overrides it."""
+        return cls.defaults()[name]
 
     @classmethod
     def build(cls, values: Mapping[str, Any]) -> MethodParams:

@@ -37,9 +37,19 @@ SERVER_OPTIMIZER_PATHS: dict[str, str] = {
     "fedyogi": "federated.server.fedadam:FedYogi",
 }
 
+# MOON's temperature schedules (tau_schedule): a new schedule is one file and one line
+TEMPERATURE_SCHEDULE_PATHS: dict[str, str] = {
+    "fixed": "federated.algorithms.temperature:TemperatureSchedule",
+    "annealed": "federated.algorithms.annealed_temperature:AnnealedTemperature",
+}
+
 KINDS = {
     "algorithm": (ALGORITHM_PATHS, "federated.algorithms.base:Algorithm"),
     "server_optimizer": (SERVER_OPTIMIZER_PATHS, "federated.server.base:ServerOptimizer"),
+    "tau_schedule": (
+        TEMPERATURE_SCHEDULE_PATHS,
+        "federated.algorithms.temperature:TemperatureSchedule",
+    ),
 }
 
 
@@ -65,8 +75,9 @@ def load_method(kind: str, name: str) -> type:
     module_name, _, attribute = name.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ConfigError(kind, name, f"an importable module ({err})") from None
+    except Exception as err:  # a user's module may fail on import in any way: one line
+        what = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+        raise ConfigError(kind, name, f"an importable module ({what.strip()})") from None
     cls = getattr(module, attribute, None)
     base = _import(base_path)
     if not (isinstance(cls, type) and issubclass(cls, base)):

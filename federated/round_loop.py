@@ -33,19 +33,21 @@ from federated.allocator import keep_freed_memory
 from federated.config import RunConfig
 from federated.data import Augmenter, ImageData, load_dataset
 from federated.device import resolve_device, set_threads
-from federated.execution.batch_plan import draw_batches
+from federated.execution.batch_plan import PartyBatches, draw_batches, limited, rotated
 from federated.execution.choice import PackingFallback, local_trainer
 from federated.execution.trainer import PartyResult
+from federated.feature_skew import FeatureSkew
 from federated.inert_settings import inert_settings
 from federated.models import build_model
 from federated.party_data import PartyData
 from federated.party_scores import PartyScorer
 from federated.registry import load_method
 from federated.representations import RepresentationProbe, parse_rounds
-from federated.round_row import RoundRow
+from federated.round_row import RoundRow, work_columns
 from federated.run_state import EXECUTION_FIELDS, STATE_FORMAT, check_compatible, tree_to
 from federated.seeding import RunRandomness, stream_seed
 from federated.server import aggregation_weights
+from federated.system_heterogeneity import RoundWork, draw_round_work
 
 __all__ = ["EXECUTION_FIELDS", "STATE_FORMAT", "FederatedRun", "PackingFallback", "run_rounds"]
 
@@ -85,6 +87,7 @@ class FederatedRun:
         self.server = load_method("server_optimizer", config.server_optimizer)(config)
         self.party_states = [self.algorithm.init_party_state(i) for i in range(config.n_parties)]
         self.augmenter = Augmenter(self.spec, self.device)
+        self.feature_skew = FeatureSkew.from_config(config)
 
         state = self.global_model.state_dict()
         self._float_keys = [k for k, v in state.items() if v.is_floating_point()]
@@ -103,6 +106,7 @@ class FederatedRun:
             self.augmenter,
             self.data.train_x,
             self.data.train_y,
+            self.feature_skew,
         )
         # what the run records besides its results (neither changes them)
         self.party_scorer = PartyScorer(
@@ -172,9 +176,41 @@ class FederatedRun:
         self.round += 1
         return row.as_dict()
 
-    def _local_trainings(self, drawn: list[int]) -> Iterator[tuple[LocalJob, PartyResult]]:
-        """Each drawn party's finished local training, in the drawn order (the trainer
-        sets each job's model)."""
+    def _round_plan(self, drawn: list[int]) -> tuple[RoundWork, list[PartyBatches]]:
+        """This round's work and the batch plans of the parties that train.  Every drawn
+        party's plan is drawn in full first, so stragglers and dropouts change no other
+        party's batches; then the ``system`` stream cuts work and picks who reports."""
+        config = self.config
+        plan = draw_batches(
+            drawn,
+            self.party_sizes,
+            self.data.offsets,
+            self.augmenter,
+            config.batch_size,
+            config.local_epochs,
+            self.rng.batches,
+        )
+        work = draw_round_work(
+            drawn,
+            [p.steps for p in plan],
+            [p.steps // config.local_epochs for p in plan],
+            config,
+            self.rng.system,
+        )
+        by_party = {p.party: p for p in plan}
+        trained = []
+        for party in work.reporting:
+            batches = limited(by_party[party], work.step_limit.get(party))
+            if self.feature_skew is not None:
+                batches = rotated(batches, self.feature_skew.angle(party))
+            trained.append(batches)
+        return work, trained
+
+    def _local_trainings(
+        self, parties: list[int], plan: list[PartyBatches]
+    ) -> Iterator[tuple[LocalJob, PartyResult]]:
+        """Each party's finished local training on its plan, in the given order (the
+        trainer sets each job's model)."""
         jobs = [
             LocalJob(
                 party=party,
@@ -186,17 +222,8 @@ class FederatedRun:
                 device=self.device,
                 server=self.server_state,
             )
-            for party in drawn
+            for party in parties
         ]
-        plan = draw_batches(
-            drawn,
-            self.party_sizes,
-            self.data.offsets,
-            self.augmenter,
-            self.config.batch_size,
-            self.config.local_epochs,
-            self.rng.batches,
-        )
         return self.trainer.train(jobs, plan)
 
     def _evaluate(self, model: torch.nn.Module, party: int | None = None) -> tuple[float, float]:
@@ -214,17 +241,19 @@ class FederatedRun:
 
     def _round(self, start: float) -> RoundRow:
         drawn = self.draw_parties()
+        work, plan = self._round_plan(drawn)
+        reporting = work.reporting
         row = RoundRow(round=self.round + 1, parties=len(drawn), results=[])
         row.cum_bytes = self.cum_bytes
         personal = self.algorithm.personal_models
         self.global_model.eval()
-        weights = aggregation_weights([self.party_sizes[i] for i in drawn])
+        weights = aggregation_weights([self.party_sizes[i] for i in reporting])
         aggregator = self.algorithm.aggregator(self.server_state, self.global_model)
         jobs: list[LocalJob] = []
         scores: list[tuple[float, float]] = []  # personal models: (acc, loss) per party
         personal_eval_seconds = 0.0
         probe_seconds = 0.0  # Fig. 2's forward passes: not training time
-        for (job, result), weight in zip(self._local_trainings(drawn), weights):
+        for (job, result), weight in zip(self._local_trainings(reporting, plan), weights):
             extras = self.algorithm.end_local(job)
             jobs.append(job)
             row.results.append(result)
@@ -247,9 +276,11 @@ class FederatedRun:
                 extras=extras,
             )
             aggregator.add(contribution)
-        combined = aggregator.result()
+        # a round where nobody reported leaves the global model as it was
+        combined = aggregator.result() if jobs else None
         if combined is not None:
             self._server_step(combined)
+        row.extra.update(work_columns(work, row.results))
         row.train_seconds = time.perf_counter() - start - personal_eval_seconds - probe_seconds
 
         if personal:
@@ -258,7 +289,7 @@ class FederatedRun:
             row.test_loss = float(np.mean([loss for _, loss in scores]))
             row.eval_seconds = personal_eval_seconds
             row.extra["test_acc_std"] = float(np.std(accs))
-            row.extra.update({f"party_acc/{p}": a for p, a in zip(drawn, accs)})
+            row.extra.update({f"party_acc/{p}": a for p, a in zip(reporting, accs)})
         else:
             t = time.perf_counter()
             row.test_acc, row.test_loss = self._evaluate(self.global_model)
@@ -268,7 +299,8 @@ class FederatedRun:
 
         row.extra.update(self.party_scorer.columns(row.round))
         down, up = self.algorithm.bytes_per_party(self.model_bytes, self.param_bytes)
-        row.bytes_down, row.bytes_up = len(drawn) * down, len(drawn) * up
+        # every drawn party was sent the model; only those that report send one back
+        row.bytes_down, row.bytes_up = len(drawn) * down, len(reporting) * up
         row.cum_bytes += row.bytes_up + row.bytes_down
         row.extra.update(self.algorithm.round_metrics(jobs, self.server_state))
         row.round_seconds = time.perf_counter() - start

@@ -17,8 +17,12 @@ Keys of :meth:`RoundRow.as_dict`, in this order (stable across rounds of a run):
 ``diverged``         True on the round whose loss became NaN/inf; the run stops there
 ==================== ========================================================
 
-then ``extra``: what the evaluation adds (SOLO's ``test_acc_std``, ``party_acc/<i>``)
-and what the method reports (``tau_end``, ``c_global_norm``, ...).
+then the round's work (:func:`work_columns`, :mod:`federated.system_heterogeneity`):
+``reporting_parties`` (drawn parties whose work was aggregated), ``straggler_parties``,
+``dropped_parties`` (never reported), ``local_steps_min`` / ``_mean`` / ``_max`` (SGD
+steps of the reporting parties); then ``extra``: what the evaluation adds (SOLO's
+``test_acc_std``, ``party_acc/<i>``) and what the method reports (``tau_end``,
+``c_global_norm``, ...).
 
 Per-party outcomes (:mod:`federated.party_scores`; absent when ``party_scores_every``
 is 0, NaN on rounds it skips): the global model (SOLO: each party's own model) scored on
@@ -37,8 +41,23 @@ from typing import Any
 import numpy as np
 
 from federated.execution.trainer import PartyResult
+from federated.system_heterogeneity import RoundWork
 
 NAN = float("nan")
+
+
+def work_columns(work: RoundWork, results: list[PartyResult]) -> dict[str, float]:
+    """The round's work: who reported, how many straggled or dropped out, and the
+    reporting parties' local SGD steps (min / mean / max; NaN when nobody reported)."""
+    steps = [r.steps for r in results]
+    return {
+        "reporting_parties": len(work.reporting),
+        "straggler_parties": len(work.stragglers),
+        "dropped_parties": len(work.dropped),
+        "local_steps_min": min(steps) if steps else NAN,
+        "local_steps_mean": float(np.mean(steps)) if steps else NAN,
+        "local_steps_max": max(steps) if steps else NAN,
+    }
 
 
 def loss_columns(results: list[PartyResult]) -> dict[str, float]:

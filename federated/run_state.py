@@ -9,6 +9,7 @@ run's results on a given device.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import MISSING, fields
 from typing import Any
 
 import torch
@@ -26,6 +27,10 @@ def check_compatible(saved: Mapping[str, Any], config: RunConfig) -> None:
     execution = saved.get("execution")
     if execution in EXECUTION_ALIASES:  # a checkpoint of an earlier version
         saved = {**saved, "execution": EXECUTION_ALIASES[execution]}
+    # a field added after the checkpoint was made holds its default there: the run
+    # that made it behaved as the default says (e.g. no stragglers, no feature skew)
+    defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+    saved = {**{k: v for k, v in defaults.items() if k not in saved}, **saved}
     keys = (set(mine) | set(saved)) - EXECUTION_FIELDS
     differing = sorted(k for k in keys if saved.get(k) != mine.get(k))
     if differing:

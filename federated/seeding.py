@@ -15,7 +15,18 @@ from typing import Any
 import numpy as np
 import torch
 
-STREAMS = {"partition": 0, "init": 1, "sampling": 2, "batches": 3, "algorithm": 4, "dropout": 5}
+STREAMS = {
+    "partition": 0,
+    "init": 1,
+    "sampling": 2,
+    "batches": 3,
+    "algorithm": 4,
+    "dropout": 5,
+    # system heterogeneity: which drawn parties straggle or drop out, and their work
+    "system": 6,
+    # feature skew: each party's rotation angle; its noise is keyed by (round, party, step)
+    "features": 7,
+}
 
 
 def stream_seed(seed: int, stream: str) -> int:
@@ -38,12 +49,15 @@ class RunRandomness:
 
     ``sampling`` draws the parties of each round, ``batches`` the batch order and the
     augmentation parameters, ``algorithm`` any randomness of a method (annealed tau's
-    Metropolis coin).  Dropout uses torch's global generators, seeded here as well.
+    Metropolis coin), ``system`` each round's stragglers, dropouts and per-party work
+    (only runs with system heterogeneity draw from it, so it changes no other stream).
+    Dropout layers use torch's global generators, seeded here as well.
     """
 
     sampling: np.random.Generator
     batches: torch.Generator
     algorithm: torch.Generator
+    system: np.random.Generator
 
     @classmethod
     def from_seed(cls, seed: int) -> RunRandomness:
@@ -52,6 +66,7 @@ class RunRandomness:
             sampling=numpy_stream(seed, "sampling"),
             batches=torch_stream(seed, "batches"),
             algorithm=torch_stream(seed, "algorithm"),
+            system=numpy_stream(seed, "system"),
         )
 
     def state_dict(self) -> dict[str, Any]:
@@ -59,6 +74,7 @@ class RunRandomness:
             "sampling": self.sampling.bit_generator.state,
             "batches": self.batches.get_state(),
             "algorithm": self.algorithm.get_state(),
+            "system": self.system.bit_generator.state,
             "torch_cpu": torch.get_rng_state(),
             "torch_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],
         }
@@ -67,6 +83,8 @@ class RunRandomness:
         self.sampling.bit_generator.state = state["sampling"]
         self.batches.set_state(state["batches"])
         self.algorithm.set_state(state["algorithm"])
+        if "system" in state:  # checkpoints from before system heterogeneity never drew
+            self.system.bit_generator.state = state["system"]
         torch.set_rng_state(state["torch_cpu"])
         if state["torch_cuda"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["torch_cuda"])

@@ -20,6 +20,7 @@ import numpy as np
 from federated.config import RunConfig
 from federated.data import load_dataset
 from federated.device import DeviceUnavailableError, resolve_device
+from federated.feature_skew import FeatureSkew
 from federated.input_checks import InputError
 from federated.partition import PartitionError, class_counts, partition_for_run
 from study.plan import SweepPlan, run_config_fields
@@ -99,7 +100,10 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
     parties = None if data.train_parties is None else data.train_parties.numpy()
     seen: dict[tuple, dict[str, Any]] = {}
     for label, config in configs:
+        skew = FeatureSkew.from_config(config)
         key = tuple(getattr(config, k) for k in PARTITION_KEYS)
+        if skew is not None:  # the same partition under another skew is another row
+            key += (config.feature_skew, config.feature_skew_level)
         if key in seen:
             continue
         try:
@@ -118,6 +122,10 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
             seen[key]["class_names"] = list(data.spec.class_names)
         if config.partition == "natural":
             seen[key]["party_names"] = list(data.spec.party_names)
+        if skew is not None:  # each party's noise std (0..1 pixels) or angle (degrees)
+            seen[key]["feature_skew"] = config.feature_skew
+            seen[key]["feature_skew_level"] = config.feature_skew_level
+            seen[key]["feature_skew_parties"] = skew.per_party()
     return list(seen.values())
 
 

@@ -135,12 +135,15 @@ def cluster_gpus() -> float:
     return float(ray.cluster_resources().get("GPU", 0.0))
 
 
-def write_partitions(plan: SweepPlan, sweep_dir: Path) -> None:
-    """Class counts of every distinct partition in the sweep (Fig. 5), drawn by the
-    driver as the trials will draw them (:func:`study.preflight.partitions`)."""
-    from study.preflight import partitions, trial_configs
+def write_partitions(plan: SweepPlan, sweep_dir: Path, rows: list[dict[str, Any]]) -> None:
+    """``partitions.json`` (``rows``: every distinct partition's class counts, Fig. 5,
+    drawn by :func:`study.preflight.preflight`) and, for a feature-skewed sweep, the
+    parties' example images (:mod:`study.feature_examples`)."""
+    from study.feature_examples import write_feature_examples
+    from study.preflight import trial_configs
 
-    write_json_atomic(sweep_dir / PARTITIONS, partitions(plan, trial_configs(plan)))
+    write_json_atomic(sweep_dir / PARTITIONS, rows)
+    write_feature_examples(trial_configs(plan), sweep_dir)
 
 
 def trainable_with(resources: TrialResources):

@@ -42,7 +42,7 @@ from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import StudyFileError, load_study_file
 from study.driver_liveness import driver_gone
 from study.interruption import StopSignals
-from study.layout import MANIFEST, PARTITIONS, read_manifest
+from study.layout import MANIFEST, read_manifest
 from study.plan import PlanTooLargeError, SweepPlan
 from study.preflight import check_cpus, preflight
 from study.resources import TrialResources
@@ -424,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
             first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
             print(f"error: --track {','.join(args.track)}: {first}", file=sys.stderr)
             return exit_codes.BAD_INPUT
-        runner.write_json_atomic(sweep_dir / PARTITIONS, partitions)
+        runner.write_partitions(plan, sweep_dir, partitions)
         runner.write_json_atomic(
             sweep_dir / runner.MANIFEST,
             runner.manifest_for(plan, sweep_dir.name, execution, tracking=tracking),

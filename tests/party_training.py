@@ -10,7 +10,7 @@ from federated.config import RunConfig
 from federated.execution.batch_plan import draw_party_batches
 from federated.execution.sequential import SequentialTrainer
 from federated.execution.sgd_rule import SgdRule
-from federated.execution.trainer import PartyResult
+from federated.execution.trainer import PartyResult, TrainingSetup
 
 
 def train_party(
@@ -28,7 +28,6 @@ def train_party(
         job.party, len(labels), 0, augmenter, config.batch_size, config.local_epochs, generator
     )
     rule = SgdRule.from_config(config)
-    trainer = SequentialTrainer(
-        algorithm, job.model, job.global_model, augmenter, rule, images, labels
-    )
+    setup = TrainingSetup(algorithm, job.global_model, augmenter, rule, images, labels)
+    trainer = SequentialTrainer(setup, job.model)
     return trainer.train_one(job, plan)

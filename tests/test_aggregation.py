@@ -42,7 +42,8 @@ def test_with_sampling_only_the_drawn_parties_count(synthetic):
     drawn = replay.draw_parties()
     assert len(drawn) == 3
     states, sizes = [], []
-    for job, _ in replay._local_trainings(drawn):
+    work, plan = replay._round_plan(drawn)
+    for job, _ in replay._local_trainings(work.reporting, plan):
         states.append({k: v.clone() for k, v in job.model.state_dict().items()})
         sizes.append(replay.party_sizes[job.party])
     total = sum(sizes)

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -187,11 +188,15 @@ def test_the_users_own_folder_passes(tmp_path):
 
 
 def test_the_report_never_unpickles():
-    """analysis/ reads JSON and CSV only: no pickle, no torch.load (README, --resume)."""
+    """analysis/ reads JSON, CSV and numpy arrays without pickled objects: no pickle
+    module, no torch.load, numpy only with allow_pickle=False (README, --resume)."""
     source = Path(__file__).resolve().parent.parent / "analysis"
+    forbidden = re.compile(r"import pickle|pickle\.load|torch\.load|read_pickle|allow_pickle=True")
     for path in source.glob("*.py"):
         text = path.read_text()
-        assert "pickle" not in text and "torch.load" not in text, path
+        assert not forbidden.search(text), path
+        for call in re.findall(r"np\.load\([^)]*\)", text):
+            assert "allow_pickle=False" in call, (path, call)
 
 
 # ---------------------------------------------------------------------- the summary

@@ -8,6 +8,7 @@ H100.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 
@@ -15,6 +16,7 @@ import pytest
 import torch
 
 from federated.algorithms import LocalJob
+from federated.execution.packed import PackedTrainer
 from federated.round_loop import FederatedRun, run_rounds
 from tests.conftest import tiny
 from tests.party_training import train_party
@@ -105,12 +107,12 @@ def test_data_and_augmentation_live_on_the_gpu(synthetic):
 def _synchronisations_in_one_local_training(run: FederatedRun, party: int) -> tuple[int, int]:
     """(synchronising CUDA calls, steps) of one party's local training, counted by torch's
     sync debug mode, which warns on every call that makes the host wait for the device."""
-    run.local_model.load_state_dict(run.global_model.state_dict())
+    model = copy.deepcopy(run.global_model).requires_grad_(True)
     images, labels = run.party_data(party)
     job = LocalJob(
         party=party,
         round_index=run.round,
-        model=run.local_model,
+        model=model,
         global_model=run.global_model,
         state=run.party_states[party],
         num_samples=labels.shape[0],
@@ -162,7 +164,7 @@ def test_a_packed_round_does_not_synchronise_per_step(synthetic, name):
         run = FederatedRun(
             cuda(local_epochs=epochs, data_fraction=0.08, **METHODS[name]), synthetic
         )
-        assert run.packer is not None
+        assert isinstance(run.trainer, PackedTrainer)
         run.run_round()  # MOON's previous models exist from round 2 on
         drawn = run.draw_parties()
         torch.cuda.synchronize()
@@ -170,7 +172,8 @@ def test_a_packed_round_does_not_synchronise_per_step(synthetic, name):
             warnings.simplefilter("always")
             torch.cuda.set_sync_debug_mode("warn")
             try:
-                trained = list(run._local_trainings(drawn))
+                work, plan = run._round_plan(drawn)
+                trained = list(run._local_trainings(work.reporting, plan))
             finally:
                 torch.cuda.set_sync_debug_mode("default")
         steps = sum(job.steps for job, _ in trained)

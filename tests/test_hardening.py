@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,13 @@ import pytest
 from analysis import report
 from analysis.loading import load_results
 from federated import exit_codes, run
+from federated.algorithms.fedprox import FedProx
 from federated.atomic_file import atomic_open, user_file_mode
 from federated.config import RunConfig
 from federated.data import DatasetUnavailable, load_dataset
 from federated.inert_settings import inert_settings
+from federated.params import MethodParams, describe
+from federated.registry import load_method
 from federated.round_loop import run_rounds
 from federated.trainable import STATE_FILE, CheckpointError, load_run_state
 from study.driver_liveness import driver_gone
@@ -180,12 +184,30 @@ def test_a_corrupt_dataset_file_is_one_line(tmp_path):
 
 
 # ------------------------------------------------------------ 10: inert settings
+@dataclass(frozen=True)
+class ProxPluginParams(MethodParams):
+    mu: float = field(default=0.3, metadata=describe("a plug-in's own proximal weight"))
+
+
+class ProxPlugin(FedProx):
+    """A plug-in method declaring ``mu``, as FedProx does, with another default."""
+
+    name = "prox_plugin"
+    Params = ProxPluginParams
+
+
 def test_inert_settings_are_warned_once_each():
     lines = inert_settings(RunConfig(algorithm="fedavg", mu=0.5, server_momentum=0.5))
     assert len(lines) == 2
     assert lines[0].startswith("warning: mu=0.5 has no effect: algorithm=fedavg")
     assert "server_momentum" in lines[1]
     assert inert_settings(RunConfig(algorithm="fedprox", mu=0.5)) == []
+    # from the declarations: a plug-in method that declares mu gets no warning for it,
+    # and its own default when mu is left unset
+    plugin = "tests.test_hardening:ProxPlugin"
+    assert inert_settings(RunConfig(algorithm=plugin, mu=0.5)) == []
+    assert RunConfig(algorithm=plugin).mu == 0.3
+    assert load_method("algorithm", plugin).Params is ProxPluginParams
     assert "tau" in inert_settings(RunConfig(algorithm="fedprox"), given=["tau"])[0]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from federated import run as run_cli
-from federated.data.export_tree import FMNIST_CLASSES, write_image
+from federated.export_tree import FMNIST_CLASSES, write_image
 from study import sweep as sweep_cli
 
 

@@ -27,6 +27,9 @@ DESIGN_STUDIES = {
     "server_momentum",
     "iid",
     "annealed_tau",
+    # heterogeneity beyond label skew (FedProx's Fig. 1, NIID-Bench's noise setting)
+    "system_heterogeneity",
+    "feature_skew",
 }
 GRID_SIZES = {
     "comparison": 5,
@@ -43,6 +46,8 @@ GRID_SIZES = {
     "server_momentum": 8,
     "iid": 5,
     "annealed_tau": 8,
+    "system_heterogeneity": 25,
+    "feature_skew": 12,
 }
 
 

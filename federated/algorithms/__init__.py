@@ -8,7 +8,6 @@ The registry is :data:`federated.registry.ALGORITHM_PATHS` (name -> ``module:Cla
 from __future__ import annotations
 
 from federated.algorithms.base import Algorithm, Contribution, LocalJob, LossTerms
-from federated.algorithms.schedules import TEMPERATURE_SCHEDULES
 from federated.registry import ALGORITHM_PATHS, load_method
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
@@ -17,7 +16,6 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
 
 __all__ = [
     "ALGORITHMS",
-    "TEMPERATURE_SCHEDULES",
     "Algorithm",
     "Contribution",
     "LocalJob",

@@ -41,7 +41,6 @@ subclass overrides only what differs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
@@ -52,6 +51,7 @@ from federated.execution.frozen_models import FrozenModels, PackedFrozenModels
 from federated.models import FedConModel, ModelOutput
 from federated.params import MethodParams, NoParams
 from federated.server.aggregation import Aggregator, WeightedMean
+from federated.server.contribution import Contribution as Contribution  # re-exported
 
 if TYPE_CHECKING:
     from federated.config import RunConfig
@@ -92,18 +92,6 @@ class LocalJob:
             self.frozen = FrozenModels(self.global_model)
 
 
-@dataclass
-class Contribution:
-    """What one party's local training hands to the server."""
-
-    party: int
-    weights: Mapping[str, torch.Tensor]  # trained model state (valid during add() only)
-    weight: float  # |D_i| / sum of the drawn parties' |D_j|
-    num_samples: int
-    steps: int  # local SGD steps taken
-    extras: dict[str, list[torch.Tensor]]  # what end_local returned
-
-
 class Algorithm:
     """FedAvg's behaviour; subclasses override what their method changes."""
 
@@ -119,7 +107,10 @@ class Algorithm:
 
     def __init__(self, config: RunConfig, generator: torch.Generator) -> None:
         self.config = config  # run-level settings (lr, momentum, n_parties) the method reads
-        self.params = self.Params.build(config.to_dict())
+        # built once, with the config (RunConfig.algorithm_params); a config made for
+        # another method (a test wiring a method by hand) builds them here
+        built = config.algorithm_params
+        self.params = built if type(built) is self.Params else self.Params.build(config.to_dict())
         self.generator = generator  # the run's "algorithm" random stream (CPU)
 
     def packing_obstacle(self) -> str | None:

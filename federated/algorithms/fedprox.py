@@ -8,7 +8,9 @@ still computed each step and logged as ``prox_loss``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import torch
 
@@ -22,6 +24,19 @@ class FedProxParams(MethodParams):
     the dataset, 0.01 elsewhere)."""
 
     mu: float = field(default=0.01, metadata=describe("proximal weight mu >= 0"))
+
+    # the MOON paper's best FedProx mu per dataset (§4.2)
+    PAPER_MU: ClassVar[dict[str, float]] = {
+        "cifar10": 0.01,
+        "cifar100": 0.001,
+        "tinyimagenet": 0.001,
+    }
+
+    @classmethod
+    def resolved_default(cls, name: str, values: Mapping[str, Any]) -> Any:
+        if name == "mu":
+            return cls.PAPER_MU.get(str(values.get("dataset")), cls.defaults()["mu"])
+        return super().resolved_default(name, values)
 
 
 class FedProx(Algorithm):

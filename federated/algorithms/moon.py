@@ -23,16 +23,17 @@ batch).  The temperature is a schedule object made per job
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 
 from federated.algorithms.base import Algorithm, LocalJob, LossTerms, model_state_to_cpu
-from federated.algorithms.schedules import TEMPERATURE_SCHEDULES
 from federated.models import FedConModel, ModelOutput
 from federated.params import MethodParams, describe
+from federated.registry import load_method
 
 
 def contrastive_similarities(
@@ -70,6 +71,24 @@ class MoonParams(MethodParams):
     tau_scope: str = field(default="round", metadata=describe("annealed tau: round or run"))
     prev_models: int = field(default=1, metadata=describe("previous local models kept (k)"))
 
+    # the MOON paper's best mu per dataset (§4.2); elsewhere its "reasonable choice
+    # without tuning", mu = 1
+    PAPER_MU: ClassVar[dict[str, float]] = {"cifar10": 5.0, "cifar100": 1.0, "tinyimagenet": 1.0}
+
+    @classmethod
+    def resolved_default(cls, name: str, values: Mapping[str, Any]) -> Any:
+        if name == "mu":
+            return cls.PAPER_MU.get(str(values.get("dataset")), cls.defaults()["mu"])
+        if name == "tau":  # an annealed schedule starts hot (Li et al.'s NEW-MOON)
+            return 1.0 if values.get("tau_schedule") == "annealed" else cls.defaults()["tau"]
+        return super().resolved_default(name, values)
+
+    def inert(self) -> dict[str, str]:
+        if self.tau_schedule == "annealed":
+            return {}
+        why = "only tau_schedule=annealed anneals the temperature"
+        return {name: why for name in ("tau_min", "tau_sigma", "tau_scope")}
+
 
 class Moon(Algorithm):
     name = "moon"
@@ -90,7 +109,8 @@ class Moon(Algorithm):
         prev = job.state["prev"]
         job.frozen.register("prev", prev)
         job.info["negatives"] = len(prev)
-        schedule = TEMPERATURE_SCHEDULES[self.params.tau_schedule](self.params, self.generator)
+        kind = load_method("tau_schedule", self.params.tau_schedule)
+        schedule = kind(self.params, self.generator)
         schedule.begin(job.state)
         job.scratch["temperature"] = schedule
 

@@ -3,7 +3,7 @@
 MOON reads ``schedule.value`` for every batch and tells the schedule what happened
 through :meth:`TemperatureSchedule.observe`; a fixed temperature ignores it, the
 annealed one (:mod:`federated.algorithms.annealed_temperature`) moves.  A new schedule
-is one file and one line in :data:`federated.algorithms.schedules.TEMPERATURE_SCHEDULES`.
+is one file and one line in :data:`federated.registry.TEMPERATURE_SCHEDULE_PATHS`.
 A schedule object lives for one party's local training (MOON makes one per job).
 """
 

@@ -13,11 +13,12 @@ of all its samples instead of not at all.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from federated.data import Augmenter, AugmentParams
+from federated.data.augment import PAD
 
 
 @dataclass
@@ -91,3 +92,33 @@ def draw_batches(
         )
         for party in parties
     ]
+
+
+def limited(batches: PartyBatches, steps: int | None) -> PartyBatches:
+    """The plan's first ``steps`` steps (all of them for None or more): a party that does
+    less local work sees the very batches it would have started with."""
+    if steps is None or steps >= batches.steps:
+        return batches
+    rows = steps * batches.batch
+    augment = None if batches.augment is None else batches.augment.slice(0, rows)
+    return replace(batches, steps=steps, index=batches.index[:rows], augment=augment)
+
+
+def rotated(batches: PartyBatches, degrees: float) -> PartyBatches:
+    """The plan with every sample also rotated by ``degrees`` (a party's rotated domain,
+    :mod:`federated.feature_skew`); a dataset without random augmentation gets the
+    identity crop, so only the rotation changes its images."""
+    if degrees == 0.0:
+        return batches
+    n = batches.index.shape[0]
+    device = batches.index.device
+    angle = torch.full((n,), float(degrees), device=device)
+    augment = batches.augment
+    if augment is None:
+        centre = torch.full((n,), PAD, dtype=torch.long, device=device)
+        flip = torch.zeros(n, dtype=torch.bool, device=device)
+        augment = AugmentParams(centre, centre.clone(), flip, angle)
+    else:
+        angle = angle if augment.angle is None else augment.angle + angle
+        augment = AugmentParams(augment.dy, augment.dx, augment.flip, angle)
+    return replace(batches, augment=augment)

@@ -15,7 +15,8 @@ from federated.execution.packed import PackedTrainer
 from federated.execution.packed_model import packing_obstacle
 from federated.execution.sequential import ReferenceTrainer, SequentialTrainer
 from federated.execution.sgd_rule import SgdRule
-from federated.execution.trainer import LocalTrainer
+from federated.execution.trainer import LocalTrainer, TrainingSetup
+from federated.feature_skew import FeatureSkew
 from federated.models import FedConModel
 
 
@@ -31,16 +32,17 @@ def local_trainer(
     augmenter: Augmenter,
     images: torch.Tensor,
     labels: torch.Tensor,
+    skew: FeatureSkew | None = None,
 ) -> LocalTrainer:
     """The run's trainer.  ``packed`` whose method or model cannot pack says why, once
     (:class:`PackingFallback`), and trains sequentially."""
-    rule = SgdRule.from_config(config)
+    setup = TrainingSetup(
+        algorithm, global_model, augmenter, SgdRule.from_config(config), images, labels, skew
+    )
     if config.execution == "packed":
         reason = algorithm.packing_obstacle() or packing_obstacle(global_model, spec.shape)
         if reason is None:
-            return PackedTrainer(
-                algorithm, global_model, augmenter, rule, images, labels, config.pack_width
-            )
+            return PackedTrainer(setup, config.pack_width)
         warnings.warn(
             f"packed execution does not apply ({reason}): parties train one by one "
             "(execution=sequential)",
@@ -50,4 +52,4 @@ def local_trainer(
     kind = ReferenceTrainer if config.execution == "reference" else SequentialTrainer
     # the sequential paths' one working model, trained in place party after party
     working = copy.deepcopy(global_model).requires_grad_(True)
-    return kind(algorithm, working, global_model, augmenter, rule, images, labels)
+    return kind(setup, working)

@@ -35,13 +35,12 @@ from collections.abc import Iterator, Sequence
 import torch
 
 from federated.algorithms.base import Algorithm, LocalJob
-from federated.data import Augmenter, AugmentParams
+from federated.data import AugmentParams
 from federated.execution.batch_plan import PartyBatches
 from federated.execution.frozen_models import FrozenPack
 from federated.execution.loss_sums import LossSums, read_means
 from federated.execution.packed_model import PackedModel, fold_images, unfold_output
-from federated.execution.sgd_rule import SgdRule
-from federated.execution.trainer import PartyResult, start_local
+from federated.execution.trainer import PartyResult, TrainingSetup, start_local
 
 # Parties per packed network on a CPU.  Real rounds (CIFAR-shaped, 10 parties, Dir(0.5),
 # one AMD EPYC thread; README, "Speed") at widths 2, 4, 10: FedAvg 1.09x, 1.18x, 1.20x the
@@ -115,25 +114,11 @@ class PackedTrainer:
     (one per pack of a round and width: a round's packs all hold trained weights until
     the round has handed them to the server)."""
 
-    def __init__(
-        self,
-        algorithm: Algorithm,
-        global_model: torch.nn.Module,
-        augmenter: Augmenter,
-        rule: SgdRule,
-        images: torch.Tensor,
-        labels: torch.Tensor,
-        width: int | None,
-    ) -> None:
-        self.algorithm = algorithm
-        self.global_model = global_model
-        self.augmenter = augmenter
-        self.rule = rule
-        self.images = images
-        self.labels = labels
-        self.width = pack_width(width, images.device)
+    def __init__(self, setup: TrainingSetup, width: int | None) -> None:
+        self.setup = setup
+        self.width = pack_width(width, setup.images.device)
         self._nets: dict[tuple[int, int], PackedModel] = {}
-        kind = type(algorithm)
+        kind = type(setup.algorithm)
         self._reads_gradients = kind.after_backward is not Algorithm.after_backward
         self._adjusts_weights = kind.after_step is not Algorithm.after_step
 
@@ -141,7 +126,7 @@ class PackedTrainer:
         """The packed network of the round's ``pack``-th pack, ``slots`` wide."""
         net = self._nets.get((pack, slots))
         if net is None:
-            net = self._nets[pack, slots] = PackedModel(self.global_model, slots)
+            net = self._nets[pack, slots] = PackedModel(self.setup.global_model, slots)
         return net
 
     def train(
@@ -159,11 +144,11 @@ class PackedTrainer:
     def _train_pack(
         self, pack: list[PartyBatches], packed: PackedModel, jobs: dict[int, LocalJob]
     ) -> dict[int, PartyResult]:
-        algorithm = self.algorithm
-        augmenter = self.augmenter
+        algorithm = self.setup.algorithm
+        augmenter = self.setup.augmenter
         slots = len(pack)
-        global_state = self.global_model.state_dict()
-        frozen = FrozenPack(self.global_model)
+        global_state = self.setup.global_model.state_dict()
+        frozen = FrozenPack(self.setup.global_model)
         slot_jobs = []
         for slot, party in enumerate(pack):
             job = jobs[party.party]
@@ -177,7 +162,7 @@ class PackedTrainer:
 
         params = packed.parameters
         shapes = packed.slot_shapes
-        momenta = self.rule.new_momenta(params)
+        momenta = self.setup.rule.new_momenta(params)
         table = _SlotTable(pack)
         sums = [LossSums() for _ in range(slots)]
         batch = table.batch
@@ -187,9 +172,11 @@ class PackedTrainer:
             def side_by_side(images: torch.Tensor, w: int = w) -> torch.Tensor:
                 return fold_images(images.view(w, batch, *images.shape[1:]))
 
-            raw = self.images.index_select(0, index)
+            raw = self.setup.images.index_select(0, index)
             folded = augmenter.train_batch(raw, augment, side_by_side)
-            ys = self.labels.index_select(0, index).view(w, batch)
+            if self.setup.noise is not None:
+                self._add_noise(folded, slot_jobs, w, t)
+            ys = self.setup.labels.index_select(0, index).view(w, batch)
             frozen.begin_step(folded, w)
             outputs = unfold_output(packed.net(folded), w)
             channels = folded.shape[1] // w
@@ -221,6 +208,17 @@ class PackedTrainer:
             for slot, party in enumerate(pack)
         }
 
+    def _add_noise(self, folded: torch.Tensor, jobs: list[LocalJob], w: int, step: int) -> None:
+        """Each slot's feature-skew noise of this step, on its channels of the batch."""
+        channels = folded.shape[1] // w
+        shape = (folded.shape[0], channels, *folded.shape[2:])
+        for slot in range(w):
+            job = jobs[slot]
+            scale = self.setup.augmenter.scale
+            noise = self.setup.noise.noise(job.party, job.round_index, step, 1, shape, scale)
+            if noise is not None:
+                folded[:, slot * channels : (slot + 1) * channels] += noise
+
     def _step(
         self,
         params: list[torch.nn.Parameter],
@@ -229,7 +227,7 @@ class PackedTrainer:
         w: int,
     ) -> None:
         """One SGD update of the first ``w`` slots (the others keep their weights)."""
-        self.rule.step(
+        self.setup.rule.step(
             [p.view(shape)[:w] for p, shape in zip(params, shapes)],
             [p.grad.view(shape)[:w] for p, shape in zip(params, shapes)],
             None if momenta is None else [b.view(shape)[:w] for b, shape in zip(momenta, shapes)],

@@ -19,12 +19,11 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from federated.algorithms.base import Algorithm, LocalJob
-from federated.data import Augmenter, AugmentParams, augment_reference
+from federated.algorithms.base import LocalJob
+from federated.data import AugmentParams, augment_reference
 from federated.execution.batch_plan import PartyBatches
 from federated.execution.loss_sums import LossSums, read_means
-from federated.execution.sgd_rule import SgdRule
-from federated.execution.trainer import PartyResult, start_local
+from federated.execution.trainer import PartyResult, TrainingSetup, start_local
 from federated.models import FedConModel
 
 # Batches gathered and augmented together: a sixteenth of the per-call overhead (about
@@ -33,57 +32,50 @@ AUGMENT_CHUNK_BATCHES = 16
 
 
 class SequentialTrainer:
-    """Trains parties one by one in ``model`` (the run's working model).
-
-    ``images``/``labels`` are the training tensors the plan's rows index (the run's
-    laid-out training set, on the device)."""
+    """Trains parties one by one in ``model`` (the run's working model), from the
+    plan's rows of ``setup.images``/``setup.labels``."""
 
     chunk_batches = AUGMENT_CHUNK_BATCHES
 
-    def __init__(
-        self,
-        algorithm: Algorithm,
-        model: FedConModel,
-        global_model: FedConModel,
-        augmenter: Augmenter,
-        rule: SgdRule,
-        images: torch.Tensor,
-        labels: torch.Tensor,
-    ) -> None:
-        self.algorithm = algorithm
+    def __init__(self, setup: TrainingSetup, model: FedConModel) -> None:
+        self.setup = setup
         self.model = model
-        self.global_model = global_model
-        self.augmenter = augmenter
-        self.rule = rule
-        self.images = images
-        self.labels = labels
 
     def train(
         self, jobs: Sequence[LocalJob], plan: Sequence[PartyBatches]
     ) -> Iterator[tuple[LocalJob, PartyResult]]:
         for job, batches in zip(jobs, plan):
             job.model = self.model
-            start_local(job, self.global_model.state_dict(), self.algorithm)
+            start_local(job, self.setup.global_model.state_dict(), self.setup.algorithm)
             yield job, self.train_one(job, batches)
 
     def augment(self, raw: torch.Tensor, params: AugmentParams | None) -> torch.Tensor:
         """A chunk of uint8 rows -> the normalised, augmented float batch."""
-        return self.augmenter.train_batch(raw, params)
+        return self.setup.augmenter.train_batch(raw, params)
 
     def train_one(self, job: LocalJob, batches: PartyBatches) -> PartyResult:
         """``job.model``'s local training on ``batches`` (started: see ``start_local``)."""
         model = job.model
         model.train()
         params = [p for p in model.parameters() if p.requires_grad]
-        momenta = self.rule.new_momenta(params)
+        setup = self.setup
+        momenta = setup.rule.new_momenta(params)
         sums = LossSums()
         batch = batches.batch
         chunk = self.chunk_batches
         for first in range(0, batches.steps, chunk):
             stop = min(first + chunk, batches.steps)
             index, augment = batches.rows(first, stop)
-            xs = self.augment(self.images.index_select(0, index), augment)
-            ys = self.labels.index_select(0, index)
+            xs = self.augment(setup.images.index_select(0, index), augment)
+            if setup.noise is not None:
+                shape = (batch, *xs.shape[1:])
+                scale = setup.augmenter.scale
+                noise = setup.noise.noise(
+                    job.party, job.round_index, first, stop - first, shape, scale
+                )
+                if noise is not None:
+                    xs += noise
+            ys = setup.labels.index_select(0, index)
             for offset in range(0, (stop - first) * batch, batch):
                 x, y = xs[offset : offset + batch], ys[offset : offset + batch]
                 sums.add(self._step(job, params, momenta, x, y))
@@ -99,7 +91,7 @@ class SequentialTrainer:
         y: torch.Tensor,
     ) -> dict[str, torch.Tensor]:
         """One SGD step on the batch (x, y); returns the loss parts, still on the device."""
-        algorithm = self.algorithm
+        algorithm = self.setup.algorithm
         terms = algorithm.loss(job, job.model(x), x, y)
         for p in params:
             p.grad = None
@@ -110,7 +102,7 @@ class SequentialTrainer:
             parts = {**parts, **extra}
         # a parameter the objective did not reach has no gradient: SGD leaves it be
         live = [i for i, p in enumerate(params) if p.grad is not None]
-        self.rule.step(
+        self.setup.rule.step(
             [params[i] for i in live],
             [params[i].grad for i in live],
             None if momenta is None else [momenta[i] for i in live],
@@ -126,4 +118,4 @@ class ReferenceTrainer(SequentialTrainer):
     chunk_batches = 1
 
     def augment(self, raw: torch.Tensor, params: AugmentParams | None) -> torch.Tensor:
-        return augment_reference(self.augmenter, raw, params)
+        return augment_reference(self.setup.augmenter, raw, params)

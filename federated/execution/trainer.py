@@ -20,7 +20,11 @@ from typing import Protocol
 import torch
 
 from federated.algorithms.base import Algorithm, LocalJob
+from federated.data import Augmenter
 from federated.execution.batch_plan import PartyBatches
+from federated.execution.sgd_rule import SgdRule
+from federated.feature_skew import FeatureSkew
+from federated.models import FedConModel
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,24 @@ class PartyResult:
     @property
     def finite(self) -> bool:
         return all(math.isfinite(v) for v in self.losses.values())
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    """What every execution path trains with, the same for all of a run's rounds."""
+
+    algorithm: Algorithm
+    global_model: FedConModel  # the round's global model (weights change per round)
+    augmenter: Augmenter
+    rule: SgdRule
+    images: torch.Tensor  # the run's laid-out uint8 training images: the plan's rows
+    labels: torch.Tensor
+    skew: FeatureSkew | None = None  # feature skew; trainers add its noise per step
+
+    @property
+    def noise(self) -> FeatureSkew | None:
+        """The skew when it adds noise per step (a rotation is in the batch plan)."""
+        return self.skew if self.skew is not None and self.skew.adds_noise else None
 
 
 class LocalTrainer(Protocol):

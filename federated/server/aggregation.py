@@ -12,12 +12,10 @@ float64 and rounded.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import torch
 
-if TYPE_CHECKING:
-    from federated.algorithms.base import Contribution
+from federated.server.contribution import Contribution
 
 
 def aggregation_weights(sizes: Sequence[int]) -> list[float]:

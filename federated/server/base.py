@@ -28,7 +28,8 @@ class ServerOptimizer:
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
-        self.params = self.Params.build(config.to_dict())
+        built = config.server_params  # built once, with the config
+        self.params = built if type(built) is self.Params else self.Params.build(config.to_dict())
 
     def step(self, current: list[torch.Tensor], average: list[torch.Tensor]) -> None:
         """Overwrite ``current`` (the global model's floating-point state) in place from

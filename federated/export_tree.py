@@ -1,7 +1,7 @@
 """Write Fashion-MNIST as an image folder: PNG files in fedsweep's folder layouts.
 
-    python -m federated.data.export_tree trees/fmnist-parties --parties 5 --data-fraction 0.05
-    python -m federated.data.export_tree trees/fmnist-all --all
+    python -m federated.export_tree trees/fmnist-parties --parties 5 --data-fraction 0.05
+    python -m federated.export_tree trees/fmnist-all --all
 
 The first writes a Dirichlet(beta) draw of ``data-fraction`` of the training images over
 ``parties`` folders (``train/party<k>/<class>/<index>.png``, the draw of
@@ -90,7 +90,7 @@ def _export_split(images: torch.Tensor, labels: torch.Tensor, folder: Path) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m federated.data.export_tree", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m federated.export_tree", description=__doc__)
     p.add_argument("out", type=Path, help="folder to create (must not exist)")
     p.add_argument("--all", action="store_true", help="all 70,000 images, no party folders")
     p.add_argument("--parties", type=int, default=5)
