@@ -277,6 +277,10 @@ def _per_party_section(
     trials, study = group.trials, group.study or "runs"
     several = "algorithm" in trials and trials["algorithm"].nunique() > 1
     rows = ["algorithm"] if several or not group.axes else list(group.axes)
+    # per method *and setting*: the study's other axes are columns (a sweep of methods x
+    # noise levels must not pool, nor drop, the levels of one method)
+    settings = [a for a in group.axes if a not in rows and a in trials]
+    columns = settings + (["dataset"] if len(group.datasets) > 1 else [])
     baseline = (options.baseline,) if rows == ["algorithm"] else None
     if baseline and options.baseline not in set(trials["algorithm"]):
         baseline = None
@@ -286,7 +290,7 @@ def _per_party_section(
         trials,
         group.rounds,
         rows=rows,
-        columns=["dataset"] if len(group.datasets) > 1 else [],
+        columns=columns,
         name=_unique(f"per_party_{study}{group.suffix}", used),
         reference=baseline,
         classes=classes,

@@ -78,7 +78,9 @@ class FeatureSkew:
         generator = torch.Generator().manual_seed(self.seed)
         out = []
         for party in parties:
-            rows = torch.as_tensor(partition[party][:per_party], dtype=torch.long)
+            held = partition[party]  # spread over the party's samples: its classes, not one
+            picks = np.linspace(0, len(held) - 1, per_party).round().astype(int)
+            rows = torch.as_tensor(held[picks], dtype=torch.long)
             x = images.index_select(0, rows).float()
             if self.kind == "rotation":
                 angle = torch.full((x.shape[0],), self.angle(party))
