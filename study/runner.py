@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -65,6 +66,26 @@ class _NoTuneResumeHint(logging.Filter):
 
 
 logging.getLogger("ray.tune.tune").addFilter(_NoTuneResumeHint())
+
+
+class _NoVanishedTempFileSync(logging.Filter):
+    """Drop the syncer's "Last sync command failed" warning (with its traceback) when
+    what failed was a file that vanished while being copied: a trial writes its files
+    (parties.csv, representations) through :func:`federated.atomic_file.atomic_open`,
+    whose ``.NAME….tmp`` exists for a moment before it is renamed into place; the next
+    sync (every SYNC_PERIOD_S, and the final one after the trial) copies the file itself.
+    Any other sync failure is still shown."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (
+            "Last sync command failed" in message
+            and "No such file or directory" in message
+            and re.search(r"/\.[^/']+\.tmp'", message) is not None
+        )
+
+
+logging.getLogger("ray.train._internal.syncer").addFilter(_NoVanishedTempFileSync())
 
 
 SYNC_PERIOD_S = 1
@@ -186,6 +207,8 @@ def tune_run_config(
 def new_tuner(
     plan: SweepPlan, name: str, storage: Path, execution: Execution, callbacks: list | None = None
 ) -> tune.Tuner:
+    """The Tuner of a new sweep: the plan's grid, or its Optuna search (TPE, its study
+    kept in the sweep's folder), with the execution's scheduler."""
     if plan.search == "optuna":
         import optuna
         from ray.tune.search.optuna import OptunaSearch
@@ -208,6 +231,43 @@ def new_tuner(
         search_alg = None
         param_space = plan.param_space()
         num_samples = 1
+    return _tuner(
+        plan,
+        name,
+        storage,
+        execution,
+        param_space,
+        callbacks=callbacks,
+        search_alg=search_alg,
+        scheduler=_scheduler(execution.scheduler, plan.max_rounds),
+        num_samples=num_samples,
+    )
+
+
+def rerun_tuner(
+    plan: SweepPlan, name: str, storage: Path, execution: Execution, config: dict[str, Any]
+) -> tune.Tuner:
+    """The Tuner that runs one ``config`` again over ``plan.seeds`` (``--rerun-best``: the
+    best Optuna configuration).  A grid of seeds with no search and no scheduler: early
+    stopping would cut seeds short, and every seed's last round is what the rerun is for."""
+    space = {**config, "seed": tune.grid_search(list(plan.seeds))}
+    return _tuner(plan, name, storage, execution, space)
+
+
+def _tuner(
+    plan: SweepPlan,
+    name: str,
+    storage: Path,
+    execution: Execution,
+    param_space: dict[str, Any],
+    callbacks: list | None = None,
+    search_alg: Any = None,
+    scheduler: Any = None,
+    num_samples: int = 1,
+) -> tune.Tuner:
+    """The one Tuner construction every sweep goes through: the trial with the
+    execution's resources, test accuracy maximised, fedsweep's trial folder names, and
+    :func:`tune_run_config`'s storage, failures, checkpoints and live view."""
     return tune.Tuner(
         trainable_with(execution.resources),
         param_space=param_space,
@@ -215,7 +275,7 @@ def new_tuner(
             metric="test_acc",
             mode="max",
             search_alg=search_alg,
-            scheduler=_scheduler(execution.scheduler, plan.max_rounds),
+            scheduler=scheduler,
             num_samples=num_samples,
             max_concurrent_trials=execution.max_concurrent,
             trial_dirname_creator=trial_dirname,
@@ -412,6 +472,7 @@ __all__ = [
     "fit",
     "new_tuner",
     "read_manifest",
+    "rerun_tuner",
     "restore_tuner",
     "start_ray",
     "tracking_callbacks",

@@ -245,3 +245,23 @@ def test_a_diverged_run_has_its_own_exit_status(tmp_path, capsys):
     assert "diverged" in capsys.readouterr().out
     assert status == exit_codes.DIVERGED == 3
     assert [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]  # no temporary file left
+
+
+def test_a_sync_of_an_atomic_temp_file_that_vanished_is_not_shown_as_a_failure():
+    """A trial's atomic write leaves ``.NAME….tmp`` for a moment; Ray's syncer may try to
+    copy it after the rename.  That warning (a traceback) is dropped; others stay."""
+    import logging
+
+    from study.runner import _NoVanishedTempFileSync
+
+    def record(message: str) -> logging.LogRecord:
+        return logging.LogRecord("ray.train._internal.syncer", 30, "", 0, message, None, None)
+
+    vanished = (
+        "Last sync command failed with the following error:\nFileNotFoundError: [Errno 2] "
+        "Failed to open local file '/tmp/ray/a/trial/.parties.csv1fbxeozc.tmp'. Detail: "
+        "[errno 2] No such file or directory"
+    )
+    other = "Last sync command failed with the following error:\nPermissionError: denied"
+    assert not _NoVanishedTempFileSync().filter(record(vanished))
+    assert _NoVanishedTempFileSync().filter(record(other))
