@@ -9,6 +9,15 @@ from federated.config import RunConfig
 from federated.data import ImageData, load_dataset
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under pytest-xdist (``--dist loadgroup``, scripts/test.sh) the slow tests form one
+    group, run one after another on one worker: they start real Ray clusters and train
+    on real images, and two at once would fight over the machine's two cores."""
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(pytest.mark.xdist_group("slow"))
+
+
 @pytest.fixture(scope="session")
 def fmnist() -> ImageData:
     """Real Fashion-MNIST (Debian's dataset-fashion-mnist, installed by scripts/bootstrap.sh)."""
