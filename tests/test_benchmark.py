@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from benchmarks import round_time
 from benchmarks.cases import Case
+from benchmarks.round_time_render import MAIN_COLUMNS, SCALING_COLUMNS, TARGET_COLUMNS
 from benchmarks.scaling import linear_fit, parse_parties, scaling_cases
 from benchmarks.side_by_side import (
     SweepSetting,
@@ -26,6 +28,7 @@ from benchmarks.side_by_side import (
 )
 from benchmarks.straightforward import StraightforwardRun
 from benchmarks.targets import check_targets
+from federated.config import RunConfig
 from federated.round_loop import FederatedRun
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,65 +53,89 @@ def positive(row: dict, *keys: str) -> None:
         assert math.isfinite(value) and value > 0, (key, row[key])
 
 
-def test_quick_mode_prints_and_writes_every_table(tmp_path):
-    proc = run_benchmark(tmp_path)
-    out = proc.stdout
-    assert "s/round" in out and "plain samples/s" in out and "bare samples/s" in out
-    assert "target" in out and "scaling" in out
+# One reduced run: synthetic FedAvg and MOON (the pair the FLOP and state checks compare),
+# two scaling rows (E = 1, 2: the fewest that give the fit its line; one row's NaN fit
+# would not render again).  Every table and column is written, with 15 of the default
+# --quick run's 47 measurements.
+SMALL_QUICK = (
+    "--datasets",
+    "synthetic",
+    "--algorithms",
+    "fedavg,moon",
+    "--scaling-algorithms",
+    "moon",
+    "--scaling-parties",
+    "4",
+    "--scaling-epochs",
+    "1,2",
+)
 
+
+def finite(row: dict, *keys: str) -> None:
+    for key in keys:
+        assert math.isfinite(float(row[key])), (key, row[key])
+
+
+def test_a_quick_run_measures_the_users_round_and_render_reprints_it(tmp_path, synthetic, capsys):
+    """The tables carry every column they print; packed-over-sequential ratios are numbers;
+    the row times the round a user's run trains (the same samples); MOON's FLOPs and party
+    state are MOON's; ``--render`` of the saved run prints the same tables and targets."""
+    out = run_benchmark(tmp_path, *SMALL_QUICK).stdout
     main = read_csv(tmp_path / "round_time.csv")
-    pairs = {(r["dataset"], r["algorithm"]) for r in main}
-    assert pairs == {(d, a) for d in ("synthetic", "fmnist") for a in ("fedavg", "fedprox", "moon")}
+    assert [(r["dataset"], r["algorithm"]) for r in main] == [
+        ("synthetic", "fedavg"),
+        ("synthetic", "moon"),
+    ]
+    assert {c.key for c in MAIN_COLUMNS} <= set(main[0])
     for row in main:
-        positive(
-            row,
-            "round_s",
-            "train_s",
-            "eval_s",
-            "samples_round",
-            "samples_per_s",
-            "peak_mem_mib",
-            "sf_round_s",
-            "sf_samples_per_s",
-            "train_speedup",
-            "speedup",
-            "bare_samples_per_s",
-            "bare_fraction",
-            "fwd_mflop",
-            "train_mflop",
-            "gflops",
-            "peak_gflops",
-            "vs_fedavg",
-            "seq_round_s",
-            "packed_speedup",
-        )
-        assert float(row["faults_per_step"]) >= 0 and float(row["bare_faults_per_step"]) >= 0
-    moon = next(r for r in main if r["dataset"] == "synthetic" and r["algorithm"] == "moon")
-    fedavg = next(r for r in main if r["dataset"] == "synthetic" and r["algorithm"] == "fedavg")
+        finite(row, "packed_speedup", "packed_train_speedup", "packed_mib_per_party")
+        assert float(row["packed_speedup"]) > 0 and float(row["packed_train_speedup"]) > 0
+    fedavg, moon = main
+    # the setting the heading names (simple-cnn, 10 parties, Dir(0.5), batch 64, E = 1), as
+    # a user writes it; all parties train every round, so every round trains these samples
+    users = RunConfig(
+        algorithm="fedavg", dataset="synthetic", model="simple-cnn", n_parties=10, beta=0.5,
+        batch_size=64, local_epochs=1, rounds=1, data_fraction=0.02, test_fraction=0.02,
+        device="cpu", threads=1,
+    )  # fmt: skip
+    round_row = FederatedRun(users, synthetic).run_round()
+    assert int(fedavg["samples_round"]) == round_row["samples_this_round"]
+    assert float(fedavg["vs_fedavg"]) == 1.0
     # MOON's arithmetic: 3 forwards' worth plus two frozen projections (5/3 of FedAvg's)
     assert float(moon["train_mflop"]) / float(fedavg["train_mflop"]) == pytest.approx(5 / 3, 0.01)
     assert float(moon["state_kib_per_party"]) > 0 and float(fedavg["state_kib_per_party"]) == 0
 
+    scaling = read_csv(tmp_path / "scaling.csv")
+    assert [(r["parties"], r["local_epochs"]) for r in scaling] == [("4", "1"), ("4", "2")]
+    assert {c.key for c in SCALING_COLUMNS} <= set(scaling[0])
+    for row in scaling:
+        finite(row, "packed_speedup")
     targets = read_csv(tmp_path / "targets.csv")
+    assert {c.key for c in TARGET_COLUMNS} <= set(targets[0])
     assert {r["status"] for r in targets} <= STATUSES
-    # 5x, 3x, 85%, 1.8x, 10%, packed MOON 1.5x, packed FedAvg 1.4x, side by side
-    assert len(targets) == 2 + 2 + 6 + 2 + 6 + 2 + 2 + 1
     side = next(r for r in targets if "side by side" in r["target"])
     assert side["status"] == "not measured"  # --quick skips the sweeps unless asked
 
-    scaling = read_csv(tmp_path / "scaling.csv")
-    assert len(scaling) == 2 * 4  # fedavg, moon x (N = 4, 8, 16:0.25 at E = 1; E = 2)
-    for row in scaling:
-        positive(row, "round_s", "seq_round_s", "samples_round", "us_per_sample", "peak_mem_mib")
-
-    payload = json.loads((tmp_path / "round_time.json").read_text())
-    assert payload["matmul_peak_gflops"] > 0
-    assert len(payload["main"]) == 6 and set(payload["scaling_fits"]) == {"fedavg", "moon"}
-
     # --render reprints a saved run without measuring: the same tables and targets
-    again = run_benchmark(tmp_path / "again", "--render", str(tmp_path / "round_time.json")).stdout
+    saved = tmp_path / "round_time.json"
+    assert round_time.main(["--render", str(saved), "--out", str(tmp_path / "again")]) == 0
+    again = capsys.readouterr().out
     assert again.split("wrote")[0] == out.split("wrote")[0]
     assert read_csv(tmp_path / "again" / "targets.csv") == targets
+
+
+@pytest.mark.slow
+def test_the_default_quick_run_covers_every_dataset_and_method(tmp_path):
+    """``python -m benchmarks.round_time --quick`` (README, CI): a row per dataset and
+    method, the scaling grid, and a target per row."""
+    run_benchmark(tmp_path)
+    main = read_csv(tmp_path / "round_time.csv")
+    pairs = {(r["dataset"], r["algorithm"]) for r in main}
+    assert pairs == {(d, a) for d in ("synthetic", "fmnist") for a in ("fedavg", "fedprox", "moon")}
+    scaling = read_csv(tmp_path / "scaling.csv")
+    assert len(scaling) == 2 * 4  # fedavg, moon x (N = 4, 8, 16:0.25 at E = 1; E = 2)
+    # 5x, 3x, 85%, 1.8x, 10%, packed MOON 1.5x, packed FedAvg 1.4x, side by side
+    assert len(read_csv(tmp_path / "targets.csv")) == 2 + 2 + 6 + 2 + 6 + 2 + 2 + 1
 
 
 @pytest.mark.slow
