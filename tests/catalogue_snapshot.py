@@ -49,10 +49,12 @@ def plan_snapshot() -> dict[str, Any]:
     return json.loads(json.dumps(out, default=str))
 
 
-def report_snapshot(with_definition: bool = True) -> dict[str, list[str]]:
-    """``{study: [markdown of each table]}`` on a fake results folder of each study;
-    ``with_definition=False`` writes manifests without the study's definition (as
-    sweeps did before studies became files)."""
+def report_snapshot(
+    with_definition: bool = True, studies: list[str] | None = None
+) -> dict[str, list[str]]:
+    """``{study: [markdown of each table]}`` on a fake results folder of each study (of
+    ``studies``, default every built-in one); ``with_definition=False`` writes manifests
+    without the study's definition (as sweeps did before studies became files)."""
     from analysis.formats import to_markdown
     from analysis.grouping import study_groups
     from analysis.loading import load_results
@@ -62,7 +64,7 @@ def report_snapshot(with_definition: bool = True) -> dict[str, list[str]]:
 
     out: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name in STUDIES:
+        for name in STUDIES if studies is None else studies:
             configs = plan_configs(name, seeds=2)
             trials = [
                 (c, curve(0.3 + 0.013 * (i % 41) + 0.002 * c["seed"], c["rounds"]))
