@@ -1,0 +1,87 @@
+"""What ``python -m study.sweep`` says about studies and plans before anything runs:
+the ``--list`` table, the ``--dry-run`` listing (its first two lines also head a real
+sweep), what the budget changed, and the ``--set`` fields no trial would use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federated.config import RunConfig
+from federated.inert_settings import inert_settings
+from search_spaces import BUDGETS, STUDIES
+from study.plan import SweepPlan, run_config_fields
+from study.resources import TrialResources
+
+
+def list_studies() -> str:
+    """The ``--list`` table: each built-in study, the paper table it reproduces, its grid
+    and seeds, and the budgets."""
+    lines = [f"{'study':<16} {'reproduces':<26} {'grid':>4} {'seeds':>5}  varies"]
+    for s in STUDIES.values():
+        varies = " x ".join(f"{a.name} ({len(a.values)})" for a in s.axes)
+        lines.append(f"{s.name:<16} {s.paper:<26} {s.grid_size:>4} {s.seeds:>5}  {varies}")
+        lines.append(f"{'':<16} {s.description}; paper datasets: {', '.join(s.paper_datasets)}")
+    lines.append("")
+    lines.append("budgets: " + "; ".join(f"{b.name}: {b.description}" for b in BUDGETS.values()))
+    return "\n".join(lines)
+
+
+def describe_plan(plan: SweepPlan, resources: TrialResources) -> str:
+    """The ``--dry-run`` listing: the study, budget and search, each trial's resources, and
+    one line per trial with the fields that tell trials apart."""
+    paper = f" ({plan.study.paper})" if plan.study.paper else ""
+    head = (
+        f"study {plan.study.name}{paper} on {plan.dataset}, "
+        f"budget {plan.budget.name}, {plan.search} search: {plan.n_trials} trials"
+    )
+    if plan.search == "grid":
+        head += f" ({plan.study.grid_size} grid points x {len(plan.seeds)} seeds)"
+    lines = [head, describe_budget(plan), f"each trial: {resources.describe()}"]
+    if resources.gpus:
+        lines.append("(GPUs fall back to CPU with a warning when the cluster has none)")
+    if plan.search == "optuna":
+        lines.append(f"seed {plan.seeds[0]}; Optuna TPE (seed 0) over:")
+        for axis in plan.study.axes:
+            lines.append(f"  {axis.name}: {axis.search_range.describe()}")
+        lines.append("every trial resolves like this example:")
+    for i, trial in enumerate(plan.trials(), 1):
+        c = trial.config
+        lines.append(
+            f"  {i:>3}. {trial.label:<40} seed={trial.seed}  {c['algorithm']} {c['model']} "
+            f"N={c['n_parties']} frac={c['sample_fraction']:g} rounds={c['rounds']} "
+            f"E={c['local_epochs']} "
+            f"data={c['data_fraction']:g} mu={c['mu']:g} tau={c['tau']:g}"
+        )
+    return "\n".join(lines)
+
+
+def describe_budget(plan: SweepPlan) -> str:
+    """What the budget changed, ``field from -> to`` (the manifest keeps the same), and
+    that values the user wrote stand."""
+    changes = plan.budget_changes()
+
+    def show(value: Any) -> str:
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    if not changes:
+        return f"budget {plan.budget.name}: changes nothing (every value as written)"
+    parts = [
+        f"{name} " + ", ".join(f"{show(a)} -> {show(b)}" for a, b in pairs)
+        for name, pairs in changes.items()
+    ]
+    stands = "" if plan.study.paper_settings else " (your study's own values stand)"
+    return f"budget {plan.budget.name} changed: " + "; ".join(parts) + stands
+
+
+def override_warnings(plan: SweepPlan) -> list[str]:
+    """``warning:`` lines for ``--set`` fields that have no effect in any of the trials."""
+    given = [k for k in plan.overrides if k != "threads"]
+    if not given:
+        return []
+    per_trial = [
+        set(inert_settings(RunConfig.from_dict(run_config_fields(t.config)), given))
+        for t in plan.trials()
+    ]
+    common = set.intersection(*per_trial) if per_trial else set()
+    return sorted(common)
