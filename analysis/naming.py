@@ -17,6 +17,8 @@ METHODS: dict[str, str] = {
     "scaffold": "SCAFFOLD",
     "solo": "SOLO",
     "l2rep": "ℓ2 on representations",
+    "fednova": "FedNova",
+    "feddyn": "FedDyn",
 }
 
 DATASETS: dict[str, str] = {
