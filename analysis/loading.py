@@ -45,7 +45,6 @@ twice (a trial restored from a checkpoint repeats rounds) keeps its last occurre
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable
@@ -56,7 +55,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.trial_files import (
+    DamagedFileError,
+    read_manifest,
+    read_params,
+    read_partitions,
+    read_result_rows,
+)
 from study.driver_liveness import driver_gone
+
+__all__ = ["read_result_rows"]  # re-exported: it has always been read from here
 
 # The names study.layout defines; repeated here so that reading results never imports
 # the study package (which imports Ray).
@@ -169,52 +177,6 @@ def find_sweep_dirs(path: str | Path) -> list[Path]:
 
 
 # ----------------------------------------------------------------------- file reading
-def read_result_rows(path: str | Path, skipped: list[str] | None = None) -> list[dict[str, Any]]:
-    """The rows of a ``result.json``, one per round, the last occurrence of a round kept.
-
-    Lines are JSON objects (NaN allowed, as Tune writes them).  A last line that does not
-    parse is the one being appended by a running trial and is ignored; any other line
-    that does not parse, is not UTF-8 or has no integer ``round`` is skipped and
-    described in ``skipped`` (the caller marks the trial damaged).
-    """
-    path = Path(path)
-    skipped = skipped if skipped is not None else []
-    if not path.is_file():
-        return []
-    by_round: dict[int, dict[str, Any]] = {}
-    lines = path.read_bytes().split(b"\n")
-    last = max((i for i, raw in enumerate(lines) if raw.strip()), default=-1)
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            if number - 1 != last:
-                skipped.append(f"line {number} of {RESULT} is not JSON")
-            continue  # the last line: half-written by a running trial
-        if not isinstance(row, dict) or "round" not in row:
-            continue
-        round_number = row["round"]
-        if isinstance(round_number, bool) or not isinstance(round_number, (int, float)):
-            skipped.append(f"line {number} of {RESULT} has round={round_number!r}")
-            continue
-        if not float(round_number).is_integer() or round_number < 0:
-            skipped.append(f"line {number} of {RESULT} has round={round_number!r}")
-            continue
-        row.pop("config", None)  # params.json holds the config
-        by_round[int(round_number)] = row  # a restore repeats rounds: the last wins
-    return [by_round[r] for r in sorted(by_round)]
-
-
-def _read_json(path: Path) -> Any | None:
-    """Parsed JSON, or None if the file is missing or not complete yet."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
 def _error_line(trial_dir: Path, manifest_entry: dict[str, Any] | None) -> str | None:
     """The failure's one-line message: the manifest's, else error.txt's last line."""
     if manifest_entry and manifest_entry.get("error"):
@@ -300,14 +262,20 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
     """One sweep directory -> (Sweep, trial records, round rows)."""
     path = Path(path)
     problems = problems if problems is not None else []
-    manifest = _read_json(path / MANIFEST)
-    if not isinstance(manifest, dict):
-        raise NoResultsError(f"{path / MANIFEST} is not a readable sweep manifest")
+    try:
+        manifest = dict(read_manifest(path / MANIFEST))
+    except DamagedFileError as err:
+        raise NoResultsError(f"unreadable sweep manifest: {err}") from None
     label = name or path.name
-    manifest = _checked_manifest(manifest, label, problems)
-    partitions = _checked_partitions(_read_json(path / PARTITIONS), label, problems)
+    manifest["status"] = _sweep_status(manifest, label, problems)
+    manifest["trials"] = manifest.get("trials") or {}
+    partitions, partitions_problem = read_partitions(path / PARTITIONS)
+    if partitions_problem:
+        problems.append(f"{label}: {partitions_problem}")
     sweep = Sweep(path, manifest, partitions, label)
     entries: dict[str, Any] = manifest["trials"]
+    # Nothing appends to a sweep that ended: a cut-short last line is lost data then.
+    ended = sweep.status != "running"
 
     trial_dirs = sorted(
         (p for p in path.iterdir() if p.is_dir() and (p / PARAMS).exists()),
@@ -316,19 +284,36 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
     trials: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     for order, trial_dir in enumerate(trial_dirs):
-        config = _read_json(trial_dir / PARAMS)
-        if not isinstance(config, dict):
-            problems.append(f"{sweep.name}/{trial_dir.name}: params.json not readable yet; skipped")
+        try:
+            config = read_params(trial_dir / PARAMS)
+        except (DamagedFileError, FileNotFoundError) as err:
+            if not ended:  # Tune may be writing it right now
+                problems.append(
+                    f"{sweep.name}/{trial_dir.name}: params.json not readable yet; skipped ({err})"
+                )
+                continue
+            trials.append(_damaged_trial(sweep, trial_dir, order, f"damaged: {err}"))
+            problems.append(f"{sweep.name}/{trial_dir.name}: damaged: {err}; not counted")
             continue
         skipped: list[str] = []
-        result_rows = read_result_rows(trial_dir / RESULT, skipped)
+        result_rows = read_result_rows(
+            trial_dir / RESULT, skipped, complete=sweep.status == "finished"
+        )
         entry = entries.get(trial_dir.name)
         failed = _trial_failed(trial_dir, entry, sweep.status)
         last = result_rows[-1] if result_rows else {}
         last_round = int(last.get("round", 0))
         recorded = entry.get("last_round") if entry else None
+        planned = _whole(config.get("rounds"))
+        diverged = any(_is_true(r.get("diverged")) for r in result_rows)
         if isinstance(recorded, int) and recorded > last_round:
             skipped.append(f"{RESULT} ends at round {last_round}, the manifest recorded {recorded}")
+        elif not skipped and _cut_short(sweep, last_round, planned) and not (failed or diverged):
+            # Only a scheduler stops a trial early; without one, missing rounds were lost.
+            skipped.append(
+                f"{RESULT} ends at round {last_round} of {planned}, and the finished sweep "
+                "had no early-stopping scheduler"
+            )
         if skipped:
             problems.append(f"{sweep.name}/{trial_dir.name}: damaged: " + "; ".join(skipped))
         accs = [_number(r.get("test_acc")) for r in result_rows]
@@ -336,8 +321,8 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
         best_acc, best_round = max(finite, key=lambda t: (t[0], -t[1])) if finite else (math.nan, 0)
         status = trial_status(
             last_round=last_round,
-            planned_rounds=_whole(config.get("rounds")),
-            diverged=any(_is_true(r.get("diverged")) for r in result_rows),
+            planned_rounds=planned,
+            diverged=diverged,
             failed=failed,
             sweep_status=sweep.status,
         )
@@ -374,6 +359,37 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
     return sweep, trials, rows
 
 
+def _cut_short(sweep: Sweep, last_round: int, planned: int) -> bool:
+    """A finished sweep that recorded no scheduler (``"scheduler": null``) ran every
+    trial to its last round, so a trial that ends before it lost rounds on disk."""
+    manifest = sweep.manifest
+    no_scheduler = "scheduler" in manifest and manifest["scheduler"] is None
+    return sweep.status == "finished" and no_scheduler and planned > 0 and last_round < planned
+
+
+def _damaged_trial(sweep: Sweep, trial_dir: Path, order: int, error: str) -> dict[str, Any]:
+    """The record of a trial whose params.json is damaged: listed, never counted.
+
+    Its config is unknown; the manifest's study and dataset place it in its sweep's
+    tables' group (so it is named beside its siblings, not in a group of its own)."""
+    return {
+        "sweep": sweep.name,
+        "trial": trial_dir.name,
+        "trial_id": "_".join(trial_dir.name.split("_")[:2]),
+        "order": order,
+        "status": DAMAGED,
+        "error": error,
+        "rounds_done": 0,
+        "last_round": 0,
+        "final_acc": math.nan,
+        "final_acc_std": math.nan,
+        "best_acc": math.nan,
+        "best_round": 0,
+        "sweep_started": sweep.started,
+        **{k: sweep.manifest[k] for k in ("study", "dataset") if sweep.manifest.get(k)},
+    }
+
+
 def _whole(value: Any) -> int:
     """An integer from a JSON value, 0 when it is not one."""
     if isinstance(value, bool):
@@ -385,72 +401,16 @@ def _whole(value: Any) -> int:
     return 0
 
 
-def _checked_manifest(manifest: dict[str, Any], label: str, problems: list[str]) -> dict[str, Any]:
-    """The manifest with wrong-typed fields replaced by safe values (each noted)."""
-    manifest = dict(manifest)
-    expected: dict[str, tuple[type, Any]] = {
-        "trials": (dict, {}),
-        "study": (str, ""),
-        "search": (str, "grid"),
-        "budget": (str, ""),
-        "started": (str, ""),
-        "seeds": (list, []),
-        "axes": (list, []),
-        "label_columns": (list, []),
-        "overrides": (dict, {}),
-    }
-    for key, (kind, default) in expected.items():
-        value = manifest.get(key)
-        if value is not None and not isinstance(value, kind):
-            problems.append(
-                f"{label}: manifest field {key}={value!r:.60} ignored (not a {kind.__name__})"
-            )
-            manifest[key] = default
-        elif value is None:
-            manifest[key] = default
-    manifest["trials"] = {
-        k: v for k, v in manifest["trials"].items() if isinstance(k, str) and isinstance(v, dict)
-    }
-    for key in ("n_trials", "not_started"):
-        if key in manifest and _whole(manifest[key]) != manifest[key]:
-            problems.append(f"{label}: manifest field {key}={manifest[key]!r:.60} ignored")
-            manifest[key] = 0
-    status = manifest.get("status", "running")
+def _sweep_status(manifest: dict[str, Any], label: str, problems: list[str]) -> str:
+    """The sweep's status: an unknown word reads as running, a dead driver as interrupted."""
+    status = manifest.get("status") or "running"
     if status not in SWEEP_STATUSES:
         problems.append(f"{label}: manifest status={status!r:.60} unknown; read as running")
         status = "running"
     if status == "running" and driver_gone(manifest):
         problems.append(f"{label}: its driver process is gone (killed): read as interrupted")
         status = "interrupted"
-    manifest["status"] = status
-    return manifest
-
-
-def _checked_partitions(value: Any, label: str, problems: list[str]) -> list[dict[str, Any]]:
-    """The entries of ``partitions.json`` that hold a table of class counts per party."""
-    if value is None:
-        return []
-    entries = value if isinstance(value, list) else []
-    good = []
-    for entry in entries:
-        counts = entry.get("class_counts") if isinstance(entry, dict) else None
-        table_ok = (
-            isinstance(counts, list)
-            and counts
-            and all(isinstance(row, list) and row for row in counts)
-            and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool)
-                for row in counts
-                for v in row
-            )
-            and len({len(row) for row in counts}) == 1
-            and _whole(entry.get("n_parties", len(counts))) == len(counts)
-        )
-        if table_ok:
-            good.append(entry)
-    if len(good) != len(entries) or not isinstance(value, list):
-        problems.append(f"{label}: {PARTITIONS} has entries of the wrong shape; they are not drawn")
-    return good
+    return status
 
 
 def load_results(paths: str | Path | Iterable[str | Path]) -> Results:

@@ -534,9 +534,14 @@ def _not_counted_section(results: Results) -> list[str]:
     ]
     for _, t in left_out.iterrows():
         error = str(t["error"]).replace("|", "\\|") if isinstance(t["error"], str) else ""
+        planned = t.get("rounds")
+        if planned is None or pd.isna(planned):
+            planned = "?"  # its params.json is damaged
+        elif isinstance(planned, float) and planned.is_integer():
+            planned = int(planned)  # the column is float once a damaged trial's NaN is in it
         lines.append(
             f"| `{t['sweep']}` | `{t['trial']}` | {t['status']} | "
-            f"{t['last_round']} / {t.get('rounds', '?')} | {percent(t['final_acc'])} | {error} |"
+            f"{t['last_round']} / {planned} | {percent(t['final_acc'])} | {error} |"
         )
     return [*lines, ""]
 

@@ -31,6 +31,7 @@ from federated.params import (
     ConfigError,
     MethodParams,
     at_least,
+    at_most,
     check_type,
     coerce_value,
     describe,
@@ -61,6 +62,12 @@ EXECUTION_ALIASES = {"fast": "sequential"}
 # Smallest party a Dirichlet or quantity-skew partition accepts (the reference code's
 # redraw rule); validation uses it to reject impossible party counts up front.
 MIN_PARTY_SAMPLES = 10
+# Sizes beyond any real run (the paper's longest is 500 rounds, batches of 64): a larger
+# value is a typo or a unit mistake, refused at once rather than discovered as an
+# out-of-memory kill or a run that never ends.
+MAX_ROUNDS = 100_000
+MAX_BATCH_SIZE = 65_536  # local and evaluation batches: 2**16 images
+MAX_THREADS = 1024  # torch threads: beyond the largest machines' cores (more only thrash)
 
 # What a method-parameter field resolves to when no chosen method declares it: a
 # neutral value, so every run's row carries the column (the declaring methods' own
@@ -375,7 +382,12 @@ def coerce(name: str, value: Any) -> Any:
 # ----------------------------------------------------------------------- validation
 def _validate(c: RunConfig) -> None:
     # Late import: dataset and model checks load folder datasets and model factories.
-    from federated.config_data import check_dataset, check_model_field, resolve_parties
+    from federated.config_data import (
+        check_dataset,
+        check_folder_memory,
+        check_model_field,
+        resolve_parties,
+    )
     from federated.representations import parse_rounds
 
     _types(c)
@@ -390,6 +402,9 @@ def _validate(c: RunConfig) -> None:
     one_of("execution", EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
 
     at_least("rounds", c.rounds, 1)
+    at_most("rounds", c.rounds, MAX_ROUNDS)
+    at_most("batch_size", c.batch_size, MAX_BATCH_SIZE)
+    at_most("eval_batch_size", c.eval_batch_size, MAX_BATCH_SIZE)
     at_least("n_parties", c.n_parties, 1)
     at_least("local_epochs", c.local_epochs, 1)
     at_least("batch_size", c.batch_size, 1)
@@ -400,6 +415,10 @@ def _validate(c: RunConfig) -> None:
     at_least("checkpoint_every", c.checkpoint_every, 0)
     if c.threads is not None:
         at_least("threads", c.threads, 1)
+        # a fixed bound, not this machine's cores: a config is valid wherever it runs
+        # (a Ray worker may have more cores than the driver); federated.run warns
+        # about threads beyond the machine's cores.
+        at_most("threads", c.threads, MAX_THREADS)
     if c.pack_width is not None:
         at_least("pack_width", c.pack_width, 1)
     if c.fail_at_round is not None:
@@ -408,6 +427,15 @@ def _validate(c: RunConfig) -> None:
     parse_rounds(c.representations_at, c.rounds)
 
     fraction("sample_fraction", c.sample_fraction)
+    if round(c.n_parties * c.sample_fraction) == 0:
+        # parties_per_round would round this to zero and quietly draw one party anyway
+        raise ConfigError(
+            "sample_fraction",
+            c.sample_fraction,
+            f"a fraction > {0.5 / c.n_parties:.4g} for n_parties={c.n_parties}; "
+            f"round({c.n_parties} * sample_fraction) parties are drawn each round, and this "
+            "draws none",
+        )
     fraction("data_fraction", c.data_fraction)
     fraction("test_fraction", c.test_fraction)
     positive("beta", c.beta)
@@ -451,6 +479,7 @@ def _validate(c: RunConfig) -> None:
     _validate_heterogeneity(c)
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
         raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
+    check_folder_memory(c, spec)  # last: it reads the resolved sizes checked above
 
 
 def _validate_heterogeneity(c: RunConfig) -> None:

@@ -40,7 +40,10 @@ def check_dataset(c: Any) -> DatasetSpec:
             if getattr(c, name) is not None:
                 raise ConfigError(name, getattr(c, name), "only with dataset=folder:PATH")
         return dataset_spec(c.dataset)
-    object.__setattr__(c, "dataset", absolute_folder_name(c.dataset))
+    try:
+        object.__setattr__(c, "dataset", absolute_folder_name(c.dataset))
+    except FolderDataError as err:  # the OS refused the path (a symlink loop, too long)
+        raise ConfigError("dataset", c.dataset, f"a usable image folder; {err}") from None
     if c.image_size is not None:
         try:
             parse_image_size(c.image_size)
@@ -90,3 +93,13 @@ def check_model_field(c: Any, spec: DatasetSpec) -> None:
         check_model(c.model, spec)
     except ModelError as err:
         raise ConfigError("model", c.model, f"a working model; {err.problem}") from None
+
+
+def check_folder_memory(c: Any, spec: DatasetSpec) -> None:
+    """An image folder sets the image size, and with it the model and its training memory:
+    refuse a run that would not fit (:mod:`federated.memory_estimate`).  The built-in
+    datasets have fixed, documented sizes and are not estimated."""
+    if is_folder_dataset(c.dataset):
+        from federated.memory_estimate import check_training_memory
+
+        check_training_memory(c, spec)

@@ -112,6 +112,13 @@ def at_least(name: str, value: int, low: int) -> None:
         raise ConfigError(name, value, f"an integer >= {low}")
 
 
+def at_most(name: str, value: int, high: int) -> None:
+    """An upper size limit: the message names the limit (it is fedsweep's, not the value's
+    type's, so the user knows what to change)."""
+    if value > high:
+        raise ConfigError(name, value, f"an integer <= {high:,} (fedsweep's limit for {name})")
+
+
 def positive(name: str, value: float) -> None:
     if not value > 0:
         raise ConfigError(name, value, "a number > 0")

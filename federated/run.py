@@ -21,6 +21,7 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 import time
 import warnings
@@ -39,6 +40,8 @@ from federated.partition import PartitionError, size_statistics
 from federated.registry import is_plugin, load_method
 from federated.round_loop import FederatedRun, PackingFallback
 from federated.run_files import RunFiles
+
+ROW_FORMATS = (".csv", ".jsonl")  # what write_rows writes, chosen by --out's suffix
 
 
 def _plugin_params(argv: list[str]) -> dict[str, type]:
@@ -97,6 +100,21 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--quiet", action="store_true", help="no per-round lines")
     return parser
+
+
+def thread_warnings(config: RunConfig) -> list[str]:
+    """A ``warning:`` line for more torch threads than this machine has cores.
+
+    RunConfig refuses only absurd counts (its bound holds on every machine, as a config
+    may run elsewhere); here the run is about to use this machine, whose cores are known.
+    Threads beyond them only contend for the same cores: slower, same results."""
+    cores = os.cpu_count() or 1
+    if config.threads is not None and config.threads > cores:
+        return [
+            f"warning: threads={config.threads} is more than this machine's {cores} CPU "
+            f"cores (the threads would share them: slower, same results)"
+        ]
+    return []
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -164,11 +182,16 @@ def main(argv: list[str] | None = None) -> int:
         name = f"{config.algorithm}-{dataset_slug(config.dataset)}-seed{config.seed}-{stamp}"
         out = args.out or str(Path("results") / "runs" / f"{name}.csv")
         out = check_output_file(out, "--out")  # before any data loads (a str keeps a final /)
+        if out.suffix not in ROW_FORMATS:  # write_rows would quietly write CSV under it
+            raise InputError(
+                f"--out={args.out!r}: the rows file must end in .csv or .jsonl "
+                + (f"(not {out.suffix!r})" if out.suffix else "(it has no suffix)")
+            )
     except (ConfigError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
     given = [k for k in vars(args) if k not in ("out", "quiet")]
-    for line in inert_settings(config, given):
+    for line in [*inert_settings(config, given), *thread_warnings(config)]:
         print(line, file=sys.stderr)
     try:
         with warnings.catch_warnings(record=True) as notices:

@@ -7,6 +7,7 @@ import copy
 import pytest
 import torch
 
+from federated.config import ConfigError
 from federated.round_loop import FederatedRun
 from federated.server import aggregation_weights, weighted_average
 from tests.conftest import tiny
@@ -68,9 +69,15 @@ def test_draws_follow_the_seeded_generator(synthetic):
 
 
 @pytest.mark.parametrize(
-    ("n", "fraction", "expected"), [(10, 1.0, 10), (100, 0.2, 20), (10, 0.01, 1)]
+    ("n", "fraction", "expected"), [(10, 1.0, 10), (100, 0.2, 20), (10, 0.06, 1)]
 )
 def test_parties_per_round(n, fraction, expected):
     assert (
         tiny(n_parties=n, sample_fraction=fraction, data_fraction=0.1).parties_per_round == expected
     )
+
+
+def test_a_fraction_that_draws_no_party_is_refused():
+    """round(10 * 0.01) is 0: refused, not silently turned into one party a round."""
+    with pytest.raises(ConfigError, match=r"sample_fraction=0\.01 .*> 0\.05 for n_parties=10"):
+        tiny(n_parties=10, sample_fraction=0.01, data_fraction=0.1)

@@ -37,12 +37,12 @@ def new_sweep(root, name="s", status="finished", study="moon_mu", **changes):
 
 def test_every_status_is_read_from_the_files(tmp_path):
     c = configs()
-    sweep_dir = new_sweep(tmp_path, status="finished")
+    sweep_dir = new_sweep(tmp_path, status="finished", scheduler="asha")
     write_trial(sweep_dir, 0, c[0], curve(0.6, 5))  # completed
     write_trial(sweep_dir, 1, c[1], curve(0.5, 3), error="ValueError: boom")  # error
     diverged = [result_row(c[2], 1, 0.2), result_row(c[2], 2, float("nan"), diverged=True)]
     write_trial(sweep_dir, 2, c[2], [], rows=diverged)
-    write_trial(sweep_dir, 3, c[3], curve(0.3, 2))  # finished sweep, fewer rounds: stopped
+    write_trial(sweep_dir, 3, c[3], curve(0.3, 2))  # ASHA's sweep, fewer rounds: stopped
     results = load_results(sweep_dir)
     status = dict(zip(results.trials["mu"], results.trials["status"]))
     assert status == {0.0: "completed", 0.1: "error", 1.0: "diverged", 5.0: "stopped"}

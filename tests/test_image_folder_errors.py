@@ -102,6 +102,30 @@ def natural_without_parties(fmnist, root):
     return root, ["--partition", "natural"]
 
 
+def symlink_loop_root(fmnist, root):
+    root.parent.mkdir(parents=True, exist_ok=True)
+    root.symlink_to(root)  # images -> images
+    return root, []
+
+
+def name_too_long(fmnist, root):
+    root.mkdir(parents=True)  # the long name is the last part: the OS refuses the name itself
+    return root / ("n" * 300), []
+
+
+def symlink_loop_class(fmnist, root):
+    grey_tree(fmnist, root)
+    (root / "train" / "loop").symlink_to(root / "train" / "loop")
+    return root, []
+
+
+def symlink_loop_image(fmnist, root):
+    grey_tree(fmnist, root)
+    link = root / "train" / FMNIST_CLASSES[0] / "loop.png"
+    link.symlink_to(link)
+    return root, []
+
+
 def model(path):
     def case(fmnist, root):
         grey_tree(fmnist, root)
@@ -123,6 +147,11 @@ CASES = {
     "no test folder": (no_test, "holdout_fraction"),
     "n_parties conflicts": (natural_conflict, "n_parties=3 (allowed: 2 (the folder's parties)"),
     "natural without parties": (natural_without_parties, "partition='natural'"),
+    # issue 20: OS errors on the folder's paths are one line naming the path
+    "symlink loop (the folder)": (symlink_loop_root, "images: a symbolic-link loop"),
+    "name too long": (name_too_long, "nnnn: File name too long"),
+    "symlink loop (a class)": (symlink_loop_class, "train/loop: a symbolic-link loop"),
+    "symlink loop (an image)": (symlink_loop_image, "loop.png: a symbolic-link loop"),
     "import fails": (model("tests.no_such_module:f"), "import of 'tests.no_such_module' failed"),
     "not callable": (model("tests.model_factories:NOT_CALLABLE"), "no callable 'NOT_CALLABLE'"),
     "not a module": (model("tests.model_factories:not_a_module"), "not a torch.nn.Module"),
@@ -183,3 +212,121 @@ def test_sweep_refuses_a_bad_folder_before_ray(fmnist, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "notes.txt: not a readable image" in err, err
     assert not storage.exists()
+
+
+# ----------------------------------------------------------- issue 20: sizes and memory
+def folder_argv(root: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return [
+        "--dataset",
+        f"folder:{root}",
+        "--rounds",
+        "1",
+        "--local-epochs",
+        "1",
+        "--data-root",
+        str(tmp_path / "data-root"),
+        "--out",
+        str(tmp_path / "rows.csv"),
+        *extra,
+    ]
+
+
+def test_a_tie_of_sizes_goes_to_the_smallest_never_the_largest():
+    from federated.data.folder_decode import choose_size
+
+    assert choose_size([(300, 200), (28, 28), (300, 200), (28, 28), (64, 64)]) == (28, 28)
+    assert choose_size([(300, 200), (300, 200), (28, 28)]) == (300, 200)  # a majority wins
+
+
+def test_a_mixed_size_tie_decodes_at_the_smaller_size(fmnist, tmp_path):
+    from federated.data.folder_dataset import load_folder
+
+    root = tmp_path / "images"
+    grey_tree(fmnist, root, per_class=12)
+    # as many 56x56 images as 28x28 ones: the tie goes to 28x28, so no image is upscaled
+    big = torch.nn.functional.interpolate(fmnist.train_x[:1].float(), size=(56, 56))
+    for c in range(2):
+        for f in sorted((root / "train" / FMNIST_CLASSES[c]).iterdir())[:6]:
+            write_image(f, big[0].to(torch.uint8))
+    for c in range(2):
+        for f in sorted((root / "test" / FMNIST_CLASSES[c]).iterdir())[:2]:
+            write_image(f, big[0].to(torch.uint8))
+    data = load_folder(f"folder:{root}", data_root=tmp_path / "data-root").data
+    assert (data.spec.height, data.spec.width) == (28, 28)
+
+
+def test_decoding_that_would_not_fit_is_refused_before_decoding(
+    fmnist, tmp_path, capsys, monkeypatch
+):
+    from federated.data import folder_dataset
+
+    root = tmp_path / "images"
+    grey_tree(fmnist, root)
+    monkeypatch.setattr(folder_dataset, "available_memory", lambda: 10_000)
+    decoded = []
+    monkeypatch.setattr(folder_dataset, "decode_files", lambda files: decoded.append(files))
+    assert run_cli.main(folder_argv(root, tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: invalid config: dataset="), err
+    assert "32 images at 28x28 (1 channel(s)) need about 74 KiB" in err, err
+    assert "this machine has 10 KiB available" in err and "--image-size" in err, err
+    assert not decoded and not (tmp_path / "rows.csv").exists()
+
+
+def test_training_that_would_not_fit_is_refused_naming_the_size(
+    fmnist, tmp_path, capsys, monkeypatch
+):
+    from federated import memory_estimate
+
+    root = tmp_path / "images"
+    grey_tree(fmnist, root)
+    monkeypatch.setattr(memory_estimate, "available_memory", lambda: 2**30)
+    argv = folder_argv(
+        root, tmp_path, "--image-size", "300x200", "--device", "cpu", "--n-parties", "2"
+    )
+    assert run_cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("error: invalid config: image_size='300x200'"), err
+    assert "resnet50 at 300x200 needs about" in err and "1.0 GiB available" in err, err
+    assert not (tmp_path / "rows.csv").exists()
+
+
+def test_the_memory_estimate_passes_the_runs_that_fit(fmnist, tmp_path):
+    """The default 28x28 folder with simple-cnn: megabytes, never refused."""
+    from federated.config import RunConfig
+    from federated.memory_estimate import per_sample_bytes
+
+    root = tmp_path / "images"
+    grey_tree(fmnist, root)
+    config = RunConfig(
+        dataset=f"folder:{root}", data_root=str(tmp_path / "d"), device="cpu", n_parties=2
+    )
+    activations, params = per_sample_bytes(config.model, config.spec)
+    assert 0 < activations < 2**20 and 0 < params < 2**22
+
+
+def test_a_damaged_cache_entry_is_decoded_again(fmnist, tmp_path):
+    """A cache file with the right key but foreign contents: decoded again, one load."""
+    from federated.data.folder_dataset import load_folder
+
+    root = tmp_path / "images"
+    grey_tree(fmnist, root)
+    first = load_folder(f"folder:{root}", data_root=tmp_path / "d", use_memory=False)
+    payload = torch.load(first.cache_file, weights_only=True)
+    torch.save({"key": payload["key"], "train_x": "garbage"}, first.cache_file)
+    again = load_folder(f"folder:{root}", data_root=tmp_path / "d", use_memory=False)
+    assert again.source == "decoded"
+    assert torch.equal(again.data.train_x, first.data.train_x)
+
+
+def test_a_cache_folder_that_cannot_be_written_is_one_line(fmnist, tmp_path, capsys):
+    root = tmp_path / "images"
+    grey_tree(fmnist, root)
+    (tmp_path / "data-root").mkdir()
+    (tmp_path / "data-root" / "folder-cache").write_text("a file where the folder goes")
+    assert run_cli.main(folder_argv(root, tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "folder-cache: the decoded-image cache cannot be written" in err, err
+    assert not (tmp_path / "rows.csv").exists()

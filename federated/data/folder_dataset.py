@@ -27,6 +27,7 @@ import hashlib
 import os
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,17 +39,21 @@ from federated.data.catalog import DatasetSpec
 from federated.data.folder_decode import (
     channel_stats,
     check_channels,
+    choose_size,
     decode_files,
+    header_shape,
     most_common_size,
     stack_resized,
 )
 from federated.data.folder_layout import (
     FolderDataError,
     FolderLayout,
+    ImageFile,
     folder_path,
     scan_folder,
 )
 from federated.data.image_data import ImageData, atomic_torch_save, resolve_data_root
+from federated.machine_memory import available_memory, gib
 
 CACHE_FORMAT = 1
 CACHE_FOLDER = "folder-cache"
@@ -177,6 +182,7 @@ def _decode(
     layout: FolderLayout, image_size: str | None, holdout_fraction: float | None, key: str
 ) -> dict[str, Any]:
     files = list(layout.train) + list(layout.test)
+    check_decode_memory(layout.root, files, image_size)
     images = decode_files(files)
     channels = check_channels(images, files)
     size = parse_image_size(image_size) if image_size else most_common_size(images)
@@ -209,6 +215,34 @@ def _decode(
         "mean": list(mean),
         "std": list(std),
     }
+
+
+def check_decode_memory(root: Path, files: Sequence[ImageFile], image_size: str | None) -> None:
+    """Refuse, before decoding, a folder whose decoded images would not fit in memory.
+
+    From the files' headers (no pixels decoded): the originals, all held while decoding,
+    plus the stacked (N, C, H, W) uint8 tensor at the size the run will use (the given
+    ``image_size``, else :func:`choose_size`'s) and the hold-out's copy of it.  A header
+    Pillow cannot read counts as the target size (decoding names that file)."""
+    shapes = [header_shape(item.path) for item in files]
+    known = [s for s in shapes if s is not None]
+    if image_size:
+        size = parse_image_size(image_size)
+    elif known:
+        size = choose_size([(h, w) for _, h, w in known])
+    else:
+        return  # no header readable: decoding will name the first bad file
+    channels = max((c for c, _, _ in known), default=3)
+    target = channels * size[0] * size[1]
+    originals = sum(c * h * w for c, h, w in known) + target * (len(files) - len(known))
+    needed = originals + 2 * target * len(files)
+    available = available_memory()
+    if available is not None and needed > available:
+        raise FolderDataError(
+            f"{root}: {len(files)} images at {size[0]}x{size[1]} ({channels} channel(s)) need "
+            f"about {gib(needed)} to decode and hold, and this machine has {gib(available)} "
+            "available (pass a smaller --image-size, or use fewer images)"
+        )
 
 
 def _holdout(labels: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarray]:
@@ -255,15 +289,44 @@ def _read_cache(path: Path, key: str) -> dict[str, Any] | None:
         payload = torch.load(path, weights_only=True)
     except Exception:  # a truncated or foreign file: decode again and overwrite it
         return None
-    if not isinstance(payload, dict) or payload.get("key") != key:
+    if not isinstance(payload, dict) or payload.get("key") != key or not _payload_ok(payload):
         return None
     return payload
 
 
+def _payload_ok(payload: dict[str, Any]) -> bool:
+    """Whether a cache entry holds what :func:`_decode` writes (a file with the right key
+    but damaged or foreign contents is decoded again, never a traceback later)."""
+    x, test_x = payload.get("train_x"), payload.get("test_x")
+    tensors = ("train_y", "train_parties", "test_y")
+    return (
+        isinstance(x, torch.Tensor)
+        and isinstance(test_x, torch.Tensor)
+        and x.dtype == torch.uint8 == test_x.dtype
+        and x.ndim == 4 == test_x.ndim
+        and x.shape[1:] == test_x.shape[1:]
+        and all(isinstance(payload.get(k), torch.Tensor) for k in tensors)
+        and len(payload["train_y"]) == len(x) == len(payload["train_parties"])
+        and len(payload["test_y"]) == len(test_x)
+        and all(isinstance(payload.get(k), list) for k in ("class_names", "party_names"))
+        and all(
+            isinstance(payload.get(k), list) and len(payload[k]) == x.shape[1]
+            for k in ("mean", "std")
+        )
+    )
+
+
 def _write_cache(path: Path, payload: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_torch_save(payload, path)
-    prefix = path.name.split("-")[0] + "-"
-    for stale in path.parent.glob(prefix + "*.pt"):
-        if stale != path:
-            stale.unlink(missing_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_torch_save(payload, path)
+        prefix = path.name.split("-")[0] + "-"
+        for stale in path.parent.glob(prefix + "*.pt"):
+            if stale != path:
+                stale.unlink(missing_ok=True)
+    except OSError as err:  # a file where the cache folder should be, a full disk ...
+        where = err.filename or path
+        raise FolderDataError(
+            f"{where}: the decoded-image cache cannot be written ({err.strerror or err}); "
+            "fix or remove it, or pass another --data-root"
+        ) from None

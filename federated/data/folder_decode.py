@@ -51,9 +51,35 @@ def check_channels(images: Sequence[torch.Tensor], files: Sequence[ImageFile]) -
 
 
 def most_common_size(images: Sequence[torch.Tensor]) -> tuple[int, int]:
-    """(height, width) shared by most images; ties go to the larger area, then height."""
-    counts = Counter((int(im.shape[1]), int(im.shape[2])) for im in images)
-    return max(counts, key=lambda hw: (counts[hw], hw[0] * hw[1], hw[0]))
+    """(height, width) shared by most images; see :func:`choose_size` for ties."""
+    return choose_size([(int(im.shape[1]), int(im.shape[2])) for im in images])
+
+
+def choose_size(sizes: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """The most common (height, width); a tie goes to the *smallest* area, then height.
+
+    Smallest, not largest: the others are resized to it, and every image is held (and a
+    model trained) at it.  Downscaling a few images loses detail; upscaling many
+    multiplies memory (a tie that picked 300x200 once chose ResNet-50 and was killed
+    for memory).  ``--image-size`` overrides the rule."""
+    counts = Counter(sizes)
+    return max(counts, key=lambda hw: (counts[hw], -hw[0] * hw[1], -hw[0]))
+
+
+def header_shape(path: str) -> tuple[int, int, int] | None:
+    """(channels, height, width) from an image file's header, without decoding its pixels,
+    or None when Pillow cannot read the header (decoding judges that file later).
+
+    Channels are 1 for grey-scale modes, else 3 (alpha is dropped when decoding)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            width, height = image.size
+            grey = image.mode in ("1", "L", "LA", "I", "I;16", "F")
+    except (OSError, ValueError, UnidentifiedImageError, Image.DecompressionBombError):
+        return None
+    return (1 if grey else 3), height, width
 
 
 def stack_resized(images: Sequence[torch.Tensor], size: tuple[int, int]) -> torch.Tensor:

@@ -15,6 +15,7 @@ mtimes) is the key of the decoded-tensor cache.  Problems are one-line
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -75,8 +76,26 @@ def is_folder_dataset(name: str) -> bool:
 
 
 def folder_path(name: str) -> Path:
-    """``folder:PATH`` -> PATH as an absolute path (``~`` expanded, relative to the cwd)."""
-    return Path(name[len(FOLDER_PREFIX) :]).expanduser().resolve()
+    """``folder:PATH`` -> PATH as an absolute path (``~`` expanded, relative to the cwd).
+
+    A path the OS refuses to resolve (a symlink loop, a name too long) is a
+    :class:`FolderDataError` naming it."""
+    given = name[len(FOLDER_PREFIX) :]
+    try:
+        return Path(given).expanduser().resolve()
+    except RuntimeError:  # Python before 3.13 reports a symlink loop so, not as OSError
+        raise FolderDataError(f"{given}: a symbolic-link loop") from None
+    except OSError as err:
+        raise FolderDataError(_os_problem(err, given)) from None
+
+
+def _os_problem(err: OSError, fallback: str | os.PathLike) -> str:
+    """One line for an OS error on a dataset path: the path and the OS's reason."""
+    where = err.filename if err.filename is not None else fallback
+    what = err.strerror or type(err).__name__
+    if err.errno == errno.ELOOP:
+        what = "a symbolic-link loop"
+    return f"{where}: {what}"
 
 
 def absolute_folder_name(name: str) -> str:
@@ -126,8 +145,17 @@ def _subfolders(folder: Path, what: str) -> list[os.DirEntry]:
 
 
 def scan_folder(root: str | os.PathLike) -> FolderLayout:
-    """List a folder dataset's images (see the module docstring); nothing is decoded."""
-    root = Path(root)
+    """List a folder dataset's images (see the module docstring); nothing is decoded.
+
+    OS errors anywhere in the tree (a symlink loop, a name too long, a folder that cannot
+    be listed) are one-line :class:`FolderDataError` messages naming the path."""
+    try:
+        return _scan(Path(root))
+    except OSError as err:
+        raise FolderDataError(_os_problem(err, root)) from None
+
+
+def _scan(root: Path) -> FolderLayout:
     if not root.is_dir():
         raise FolderDataError(f"{root}: no such folder (dataset folder:PATH needs PATH/train/)")
     train_dir = root / "train"
