@@ -40,10 +40,7 @@ def check_dataset(c: Any) -> DatasetSpec:
             if getattr(c, name) is not None:
                 raise ConfigError(name, getattr(c, name), "only with dataset=folder:PATH")
         return dataset_spec(c.dataset)
-    try:
-        object.__setattr__(c, "dataset", absolute_folder_name(c.dataset))
-    except FolderDataError as err:  # the OS refused the path (a symlink loop, too long)
-        raise ConfigError("dataset", c.dataset, f"a usable image folder; {err}") from None
+    object.__setattr__(c, "dataset", absolute_folder_name(c.dataset))
     if c.image_size is not None:
         try:
             parse_image_size(c.image_size)

@@ -103,7 +103,14 @@ def absolute_folder_name(name: str) -> str:
 
     Done where a config is first built (the driver of a sweep), so every trial on every
     node reads the same files whatever its working directory."""
-    return FOLDER_PREFIX + str(folder_path(name)) if is_folder_dataset(name) else name
+    if not is_folder_dataset(name):
+        return name
+    try:
+        return FOLDER_PREFIX + str(folder_path(name))
+    except FolderDataError:
+        # a path the OS refuses stays as given: the config's dataset check, which every
+        # caller (the sweep's plan too) reaches next, refuses it in one line
+        return name
 
 
 def dataset_slug(name: str) -> str:
