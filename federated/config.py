@@ -22,52 +22,22 @@ here, at construction, with everything else: :attr:`RunConfig.algorithm_params`,
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, get_type_hints
 
+from federated.config_checks import EXECUTION_ALIASES, validate
 from federated.params import (
     ConfigError,
     MethodParams,
-    at_least,
-    at_most,
-    check_type,
     coerce_value,
     describe,
-    fraction,
-    non_negative,
-    one_of,
-    positive,
-    unit_interval,
 )
 from federated.registry import (
     ALGORITHM_PATHS,
     SERVER_OPTIMIZER_PATHS,
-    TEMPERATURE_SCHEDULE_PATHS,
     load_method,
 )
-
-PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
-TAU_SCOPES = ("round", "run")
-EXECUTIONS = ("packed", "sequential", "reference")
-FEATURE_SKEWS = ("none", "noise", "rotation")
-STRAGGLER_POLICIES = ("partial", "drop")
-# Largest noise std (0..1 pixel scale) and rotation (degrees) a feature skew accepts.
-MAX_NOISE_LEVEL = 10.0
-MAX_ROTATION_DEGREES = 180.0
-# execution names of earlier versions, still read from their results and checkpoints
-EXECUTION_ALIASES = {"fast": "sequential"}
-
-# Smallest party a Dirichlet or quantity-skew partition accepts (the reference code's
-# redraw rule); validation uses it to reject impossible party counts up front.
-MIN_PARTY_SAMPLES = 10
-# Sizes beyond any real run (the paper's longest is 500 rounds, batches of 64): a larger
-# value is a typo or a unit mistake, refused at once rather than discovered as an
-# out-of-memory kill or a run that never ends.
-MAX_ROUNDS = 100_000
-MAX_BATCH_SIZE = 65_536  # local and evaluation batches: 2**16 images
-MAX_THREADS = 1024  # torch threads: beyond the largest machines' cores (more only thrash)
 
 # What a method-parameter field resolves to when no chosen method declares it: a
 # neutral value, so every run's row carries the column (the declaring methods' own
@@ -260,7 +230,7 @@ class RunConfig:
     )
 
     def __post_init__(self) -> None:
-        _validate(self)
+        validate(self)
         _resolve(self)
         _resolve_method_params(self)
 
@@ -377,142 +347,6 @@ def coerce(name: str, value: Any) -> Any:
         if hint is not None:
             return coerce_value(name, hint, value)
     return value
-
-
-# ----------------------------------------------------------------------- validation
-def _validate(c: RunConfig) -> None:
-    # Late import: dataset and model checks load folder datasets and model factories.
-    from federated.config_data import (
-        check_dataset,
-        check_folder_memory,
-        check_model_field,
-        resolve_parties,
-    )
-    from federated.representations import parse_rounds
-
-    _types(c)
-    load_method("algorithm", c.algorithm)
-    one_of("partition", c.partition, PARTITIONS)
-    spec = check_dataset(c)  # image folders, n_parties and models: federated/config_data.py
-    resolve_parties(c, spec)
-    check_model_field(c, spec)
-    one_of("tau_schedule", c.tau_schedule, tuple(TEMPERATURE_SCHEDULE_PATHS))
-    one_of("tau_scope", c.tau_scope, TAU_SCOPES)
-    load_method("server_optimizer", c.server_optimizer)
-    one_of("execution", EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
-
-    at_least("rounds", c.rounds, 1)
-    at_most("rounds", c.rounds, MAX_ROUNDS)
-    at_most("batch_size", c.batch_size, MAX_BATCH_SIZE)
-    at_most("eval_batch_size", c.eval_batch_size, MAX_BATCH_SIZE)
-    at_least("n_parties", c.n_parties, 1)
-    at_least("local_epochs", c.local_epochs, 1)
-    at_least("batch_size", c.batch_size, 1)
-    at_least("out_dim", c.out_dim, 1)
-    at_least("prev_models", c.prev_models, 1)
-    at_least("seed", c.seed, 0)
-    at_least("eval_batch_size", c.eval_batch_size, 1)
-    at_least("checkpoint_every", c.checkpoint_every, 0)
-    if c.threads is not None:
-        at_least("threads", c.threads, 1)
-        # a fixed bound, not this machine's cores: a config is valid wherever it runs
-        # (a Ray worker may have more cores than the driver); federated.run warns
-        # about threads beyond the machine's cores.
-        at_most("threads", c.threads, MAX_THREADS)
-    if c.pack_width is not None:
-        at_least("pack_width", c.pack_width, 1)
-    if c.fail_at_round is not None:
-        at_least("fail_at_round", c.fail_at_round, 1)
-    at_least("party_scores_every", c.party_scores_every, 0)
-    parse_rounds(c.representations_at, c.rounds)
-
-    fraction("sample_fraction", c.sample_fraction)
-    if round(c.n_parties * c.sample_fraction) == 0:
-        # parties_per_round would round this to zero and quietly draw one party anyway
-        raise ConfigError(
-            "sample_fraction",
-            c.sample_fraction,
-            f"a fraction > {0.5 / c.n_parties:.4g} for n_parties={c.n_parties}; "
-            f"round({c.n_parties} * sample_fraction) parties are drawn each round, and this "
-            "draws none",
-        )
-    fraction("data_fraction", c.data_fraction)
-    fraction("test_fraction", c.test_fraction)
-    positive("beta", c.beta)
-    positive("lr", c.lr)
-    positive("server_lr", c.server_lr)
-    positive("tau_min", c.tau_min)
-    non_negative("weight_decay", c.weight_decay)
-    non_negative("tau_sigma", c.tau_sigma)
-    unit_interval("momentum", c.momentum)
-    unit_interval("server_momentum", c.server_momentum)
-    if c.mu is not None:
-        non_negative("mu", c.mu)
-    if c.tau is not None:
-        positive("tau", c.tau)
-        if c.tau_schedule == "annealed" and c.tau < c.tau_min:
-            raise ConfigError("tau", c.tau, f"a start temperature >= tau_min={c.tau_min}")
-
-    if not 1 <= c.labels_per_party <= spec.n_classes:
-        raise ConfigError(
-            "labels_per_party", c.labels_per_party, f"an integer in [1, {spec.n_classes}]"
-        )
-    min_size = MIN_PARTY_SAMPLES if c.partition in ("dirichlet", "quantity") else 1
-    most = c.n_train // min_size
-    if c.partition != "natural" and c.n_parties > most:
-        needed = c.n_parties * min_size
-        if c.data_fraction < 1 and needed <= spec.train_size:
-            # the data fraction, not the party count, is what makes it impossible
-            raise ConfigError(
-                "data_fraction",
-                c.data_fraction,
-                f"at least {-(-needed * 10_000 // spec.train_size) / 1e4:g} for "
-                f"n_parties={c.n_parties} of >= {min_size} {c.dataset} samples each "
-                f"(partition={c.partition}), or fewer parties",
-            )
-        raise ConfigError(
-            "n_parties",
-            c.n_parties,
-            f"at most {most} for {c.n_train} {c.dataset} training samples "
-            f"(each party needs >= {min_size} under partition={c.partition})",
-        )
-    _validate_heterogeneity(c)
-    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
-        raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
-    check_folder_memory(c, spec)  # last: it reads the resolved sizes checked above
-
-
-def _validate_heterogeneity(c: RunConfig) -> None:
-    one_of("feature_skew", c.feature_skew, FEATURE_SKEWS)
-    one_of("straggler_policy", c.straggler_policy, STRAGGLER_POLICIES)
-    non_negative("feature_skew_level", c.feature_skew_level)
-    if c.feature_skew == "noise" and c.feature_skew_level > MAX_NOISE_LEVEL:
-        raise ConfigError(
-            "feature_skew_level",
-            c.feature_skew_level,
-            f"a noise std in [0, {MAX_NOISE_LEVEL:g}] on the 0..1 pixel scale",
-        )
-    if c.feature_skew == "rotation" and c.feature_skew_level > MAX_ROTATION_DEGREES:
-        raise ConfigError(
-            "feature_skew_level",
-            c.feature_skew_level,
-            f"a largest angle in [0, {MAX_ROTATION_DEGREES:g}] degrees",
-        )
-    if not 0.0 <= c.straggler_fraction <= 1.0:
-        raise ConfigError("straggler_fraction", c.straggler_fraction, "a number in [0, 1]")
-    if not 0.0 <= c.dropout < 1.0:
-        raise ConfigError("dropout", c.dropout, "a probability in [0, 1)")
-    if c.local_epochs_min is not None and not 1 <= c.local_epochs_min <= c.local_epochs:
-        raise ConfigError(
-            "local_epochs_min",
-            c.local_epochs_min,
-            f"an integer in [1, local_epochs={c.local_epochs}]",
-        )
-
-
-def _types(c: RunConfig) -> None:
-    for name, hint in field_types().items():
-        check_type(name, hint, getattr(c, name))
 
 
 # ------------------------------------------------------------------------ resolution

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from federated.config import MIN_PARTY_SAMPLES, RunConfig
+from federated.config import RunConfig
+from federated.config_checks import MIN_PARTY_SAMPLES
 from federated.seeding import numpy_stream
 
 MAX_REDRAWS = 1000

@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from federated.config import EXECUTION_ALIASES, RunConfig, execution_fields
+from federated.config import RunConfig, execution_fields
+from federated.config_checks import EXECUTION_ALIASES
 
 STATE_FORMAT = 1
 EXECUTION_FIELDS = execution_fields()

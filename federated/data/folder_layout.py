@@ -26,7 +26,7 @@ from federated.data.image_data import DatasetUnavailable
 
 FOLDER_PREFIX = "folder:"
 # The smallest party a natural partition accepts: the rule of the synthetic partitions
-# (config.MIN_PARTY_SAMPLES, not imported here: config imports this package).
+# (config_checks.MIN_PARTY_SAMPLES, not imported here: the config checks import this package).
 MIN_PARTY_IMAGES = 10
 
 
