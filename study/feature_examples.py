@@ -11,9 +11,9 @@ import numpy as np
 
 from federated.atomic_file import atomic_open
 from federated.config import RunConfig
-from federated.data import load_dataset
 from federated.feature_skew import FeatureSkew
 from federated.partition import partition_for_run
+from study.preflight import training_data
 
 FEATURE_EXAMPLES = "feature_examples.npz"
 # parties shown per setting (evenly spaced over 0..N-1) and images per party
@@ -30,15 +30,7 @@ def write_feature_examples(configs: list[tuple[str, RunConfig]], sweep_dir: Path
             settings.setdefault((config.feature_skew, config.feature_skew_level), config)
     if not settings:
         return False
-    first = next(iter(settings.values()))
-    data = load_dataset(
-        first.dataset,
-        first.data_root,
-        image_size=first.image_size,
-        holdout_fraction=first.holdout_fraction,
-    )
-    labels = data.train_y.numpy()
-    parties_of = None if data.train_parties is None else data.train_parties.numpy()
+    data, labels, parties_of = training_data(next(iter(settings.values())))
     images, names, shown, levels = [], [], [], []
     # one width for every row, even where settings differ in their number of parties
     count = min(SHOWN_PARTIES, *(c.n_parties for c in settings.values()))

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from federated.config import RunConfig
-from federated.data import load_dataset
+from federated.data import ImageData, load_dataset
 from federated.device import DeviceUnavailableError, resolve_device
 from federated.feature_skew import FeatureSkew
 from federated.input_checks import InputError
@@ -85,19 +85,24 @@ def check_batches(configs: list[tuple[str, RunConfig]]) -> None:
             )
 
 
+def training_data(config: RunConfig) -> tuple[ImageData, np.ndarray, np.ndarray | None]:
+    """The run's dataset as its trials load it, its training labels and (natural
+    folders) each training sample's party, as numpy arrays for partition draws."""
+    data = load_dataset(
+        config.dataset,
+        config.data_root,
+        image_size=config.image_size,
+        holdout_fraction=config.holdout_fraction,
+    )
+    parties = None if data.train_parties is None else data.train_parties.numpy()
+    return data, data.train_y.numpy(), parties
+
+
 def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[dict[str, Any]]:
     """Draw every distinct partition of the plan, as its trials will, and return their
     class counts (Fig. 5).  Loading the data here also checks that the dataset is there.
     Optuna sweeps that vary the partition check and record the example point's only."""
-    first = configs[0][1]
-    data = load_dataset(
-        first.dataset,
-        first.data_root,
-        image_size=first.image_size,
-        holdout_fraction=first.holdout_fraction,
-    )
-    labels = data.train_y.numpy()
-    parties = None if data.train_parties is None else data.train_parties.numpy()
+    data, labels, parties = training_data(configs[0][1])
     seen: dict[tuple, dict[str, Any]] = {}
     for label, config in configs:
         skew = FeatureSkew.from_config(config)
