@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -9,13 +11,26 @@ from federated.config import RunConfig
 from federated.data import ImageData, load_dataset
 
 
+def _starts_ray(path: Path) -> bool:
+    """Whether a test module runs sweeps (a local Ray cluster per test)."""
+    text = path.read_text()
+    return any(mark in text for mark in ("study.sweep", "import ray", "from ray", "sweep("))
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    """Under pytest-xdist (``--dist loadgroup``, scripts/test.sh) the slow tests form one
-    group, run one after another on one worker: they start real Ray clusters and train
-    on real images, and two at once would fight over the machine's two cores."""
+    """Under pytest-xdist (``--dist loadgroup``, scripts/test.sh) the slow tests that
+    start real Ray clusters form one group, run one after another on one worker: two
+    clusters at once would fight over the machine's two cores (and time out).  The other
+    slow tests (real-image training) spread over the workers like the fast ones."""
+    seen: dict[Path, bool] = {}
     for item in items:
-        if item.get_closest_marker("slow") is not None:
-            item.add_marker(pytest.mark.xdist_group("slow"))
+        if item.get_closest_marker("slow") is None:
+            continue
+        path = Path(str(item.fspath))
+        if path not in seen:
+            seen[path] = _starts_ray(path)
+        if seen[path]:
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture(scope="session")

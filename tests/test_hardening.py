@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from analysis import report
-from analysis.loading import load_results
+from analysis.loading import NoResultsError, load_results
 from federated import exit_codes, run
 from federated.algorithms.fedprox import FedProx
 from federated.atomic_file import atomic_open, user_file_mode
@@ -125,17 +125,28 @@ def test_damaged_result_files_of_a_finished_trial_are_marked_damaged(tmp_path, c
     assert results.trials.iloc[0]["status"] == "damaged"
 
 
-def test_wrong_typed_manifest_and_partitions_fields_are_reported_not_raised(tmp_path):
+def test_wrong_typed_partitions_are_reported_and_a_wrong_typed_manifest_refused(
+    tmp_path, capsys
+):
+    """A damaged partitions.json is named among the problems (its figure skipped); a
+    manifest of the wrong types is the sweep's own description, so the report refuses
+    it in one line naming the file and the field (issue 20, item 6)."""
     sweep_dir = _one_trial_sweep(tmp_path, partitions=[{"class_counts": "many"}, 3])
-    manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
-    manifest.update(trials=["x"], seeds="0,1", n_trials="five", status=7)
-    (sweep_dir / "fedsweep_sweep.json").write_text(json.dumps(manifest))
     results = load_results(sweep_dir)
     assert len(results.trials) == 1
     assert any("partitions.json" in p for p in results.problems)
-    assert any("n_trials" in p for p in results.problems)
     out = tmp_path / "report"
     assert report.main([str(sweep_dir), "--out", str(out), "--quiet", "--no-pdf"]) == 0
+
+    manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
+    manifest.update(trials=["x"], seeds="0,1", n_trials="five", status=7)
+    (sweep_dir / "fedsweep_sweep.json").write_text(json.dumps(manifest))
+    with pytest.raises(NoResultsError, match=r"fedsweep_sweep\.json: field trials="):
+        load_results(sweep_dir)
+    capsys.readouterr()
+    assert report.main([str(sweep_dir), "--out", str(tmp_path / "r2"), "--no-pdf"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: unreadable sweep manifest:") and "\n" not in err
 
 
 def test_one_corrupt_manifest_does_not_block_the_other_sweeps(tmp_path, capsys):
