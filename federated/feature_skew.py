@@ -24,11 +24,11 @@ import numpy as np
 import torch
 
 from federated.data.augment import rotate_nearest
-from federated.seeding import numpy_stream
+from federated.seeding import STREAMS, numpy_stream
 
 # Runs' party noise is drawn on the CPU (the numbers do not depend on the device) and
-# moved to the device with the batch.
-_NOISE_KEY = 7  # the "features" stream's index (federated.seeding.STREAMS)
+# moved to the device with the batch, keyed under the "features" stream's index.
+_NOISE_KEY = STREAMS["features"]
 
 
 class FeatureSkew:

@@ -67,7 +67,8 @@ def draw_round_work(
     if config.dropout > 0:
         coins = rng.random(k)
         dropped = {p for p, coin in zip(drawn, coins) if coin < config.dropout}
-    limit = {p: int(s) for p, s in zip(drawn, full_steps)}
+    full = {p: int(s) for p, s in zip(drawn, full_steps)}
+    limit = dict(full)  # each party's steps after the draws below
     if config.local_epochs_min is not None:
         epochs = rng.integers(config.local_epochs_min, config.local_epochs + 1, size=k)
         for p, e, per_epoch in zip(drawn, epochs, steps_per_epoch):
@@ -81,5 +82,5 @@ def draw_round_work(
             limit[p] = int(rng.integers(1, limit[p] + 1))
     skipped = dropped | (set(stragglers) if config.straggler_policy == "drop" else set())
     reporting = [p for p in drawn if p not in skipped]
-    cut = {p: s for p, s in limit.items() if p in reporting and s < full_steps[drawn.index(p)]}
+    cut = {p: s for p, s in limit.items() if p in reporting and s < full[p]}
     return RoundWork(reporting, cut, stragglers, sorted(dropped))
