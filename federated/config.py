@@ -123,7 +123,8 @@ class RunConfig:
         default=1.0, metadata=_help("fraction of the test set evaluated (budgets)")
     )
     data_root: str | None = field(
-        default=None, metadata=_help("dataset folder; default $FEDSWEEP_DATA or ~/.cache/fedsweep")
+        default=None,
+        metadata=_help("dataset folder; default $FEDSWEEP_DATA or ~/.cache/fedsweep/data"),
     )
     image_size: str | None = field(
         default=None,

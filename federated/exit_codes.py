@@ -1,9 +1,10 @@
-"""The exit statuses of fedsweep's command lines (documented in the README).
+"""The exit statuses of fedsweep's command lines (documented in docs/sweeps-and-studies.md).
 
 Scripts can tell the outcomes apart: ``0`` done, ``2`` a bad input refused before any
-work, ``3`` a run that diverged (``federated.run``), ``4`` a sweep in which every trial
-errored, ``130`` interrupted by Ctrl-C (SIGINT), ``143`` stopped by SIGTERM; the two
-interrupted cases print the command that resumes the sweep.
+work, ``3`` a run that diverged (``federated.run``), ``4`` a sweep in which at least one
+trial errored (retries spent; some or all of them: a sweep is "finished" only when every
+trial is), ``130`` interrupted by Ctrl-C (SIGINT), ``143`` stopped by SIGTERM; the errored
+and the two interrupted cases print the command that resumes the sweep.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import signal
 OK = 0
 BAD_INPUT = 2
 DIVERGED = 3
+# Any errored trial, not only all of them (the name predates partial failures).
 ALL_TRIALS_FAILED = 4
 # The shell's convention: 128 + the signal's number.
 INTERRUPTED = 128 + signal.SIGINT

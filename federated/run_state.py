@@ -2,8 +2,9 @@
 
 A checkpoint may be restored under a config that differs only in fields declared
 ``execution_only`` on :class:`~federated.config.RunConfig` (device, threads, evaluation
-batch size, checkpoint period, fault injection, data folder): those never change a
-run's results on a given device.
+batch size, checkpoint period, fault injection, per-party scoring period, representation
+rounds): those never change a run's results on a given device.  The data folder
+(``data_root``) is not among them: another folder may hold other data.
 """
 
 from __future__ import annotations
