@@ -18,17 +18,14 @@
     within a sweep by trial id, as Tune numbers trials in the order it creates them,
     i.e. grid or Optuna order), and the config columns.
 
-Trial status (nothing is silently dropped; tables count only ``completed`` trials):
-
-``completed``  its last round is the config's ``rounds``
-``diverged``   a round reported ``diverged=True`` (the loss became NaN/inf; the run stopped)
-``error``      ``error.txt`` exists or the manifest says ERROR, and it did not complete
-``stopped``    the sweep finished, the trial has fewer rounds and no error (ASHA stopped it)
-``damaged``    its files lost rounds: lines of ``result.json`` that do not parse (not the
-               last one of a running trial), or fewer rounds than the manifest recorded;
-               ``error`` says what was skipped
-``interrupted`` the sweep was interrupted before the trial finished (``--resume`` continues it)
-``running``    the sweep is still running and the trial has not finished
+Trial status (nothing is silently dropped; tables count only ``completed`` trials): the
+words and the one function that decides them are the results contract's
+(:mod:`federated.results_contract`, the sweep's summary uses the same); this module adds
+``damaged``: its files lost rounds (lines of ``result.json`` that do not parse, not the
+last one of a running trial, or fewer rounds than the manifest recorded) or its
+``params.json`` cannot be read; ``error`` says what.  A trial's other files
+(``parties.csv``, ``representations/``) are checked when the report reads them
+(:mod:`analysis.trial_files`): a damaged one leaves that part of the trial out, named.
 
 A sweep whose manifest says ``running`` but whose driver process (recorded in the
 manifest) is gone from this host was killed: it is read as ``interrupted``.  Trials an
@@ -62,27 +59,45 @@ from analysis.trial_files import (
     read_partitions,
     read_result_rows,
 )
+from federated.results_contract import (
+    COMPLETED,
+    DAMAGED,
+    DIVERGED,
+    ERROR,
+    FAILED,
+    INTERRUPTED,
+    MANIFEST,
+    NOT_STARTED,
+    PARAMS,
+    PARTITIONS,
+    RECORDED_ERROR,
+    RESULT,
+    RUNNING,
+    STATUSES,
+    STOPPED,
+    SWEEP_FINISHED,
+    SWEEP_INTERRUPTED,
+    SWEEP_RUNNING,
+    SWEEP_STATUSES,
+    trial_status,
+)
 from study.driver_liveness import driver_gone
 
-__all__ = ["read_result_rows"]  # re-exported: it has always been read from here
+# re-exported: read from here by the rest of analysis (the words are the contract's)
+__all__ = [
+    "COMPLETED",
+    "DAMAGED",
+    "DIVERGED",
+    "FAILED",
+    "INTERRUPTED",
+    "NOT_STARTED",
+    "RUNNING",
+    "STATUSES",
+    "STOPPED",
+    "read_result_rows",
+    "trial_status",
+]
 
-# The names study.layout defines; repeated here so that reading results never imports
-# the study package (which imports Ray).
-MANIFEST = "fedsweep_sweep.json"
-PARTITIONS = "partitions.json"
-PARAMS = "params.json"
-RESULT = "result.json"
-ERROR = "error.txt"
-
-COMPLETED = "completed"
-STOPPED = "stopped"
-DIVERGED = "diverged"
-FAILED = "error"
-RUNNING = "running"
-INTERRUPTED = "interrupted"
-DAMAGED = "damaged"
-STATUSES = (COMPLETED, STOPPED, DIVERGED, FAILED, DAMAGED, INTERRUPTED, RUNNING)
-SWEEP_STATUSES = ("running", "finished", "interrupted", "failed")
 
 # Per-trial columns load_results adds (never config columns).
 TRIAL_COLUMNS = [
@@ -133,7 +148,7 @@ class Sweep:
     @property
     def status(self) -> str:
         """``running``, ``finished`` or ``interrupted``."""
-        return str(self.manifest.get("status", "running"))
+        return str(self.manifest.get("status", SWEEP_RUNNING))
 
     @property
     def started(self) -> str:
@@ -190,30 +205,8 @@ def _error_line(trial_dir: Path, manifest_entry: dict[str, Any] | None) -> str |
     return lines[-1][:300] if lines else "error.txt (empty)"
 
 
-def trial_status(
-    *,
-    last_round: int,
-    planned_rounds: int,
-    diverged: bool,
-    failed: bool,
-    sweep_status: str,
-) -> str:
-    """A trial's status from what its files say (rules in the module docstring)."""
-    if diverged:
-        return DIVERGED
-    if planned_rounds and last_round >= planned_rounds:
-        return COMPLETED
-    if failed:
-        return FAILED
-    if sweep_status == "finished":
-        return STOPPED
-    if sweep_status == "interrupted":
-        return INTERRUPTED
-    return RUNNING
-
-
 def _trial_failed(trial_dir: Path, entry: dict[str, Any] | None, sweep_status: str) -> bool:
-    if entry and entry.get("status") == "ERROR":
+    if entry and entry.get("status") == RECORDED_ERROR:
         return True
     error_file = trial_dir / ERROR
     if not error_file.is_file():
@@ -222,7 +215,7 @@ def _trial_failed(trial_dir: Path, entry: dict[str, Any] | None, sweep_status: s
     # sweep runs, a result.json written after the error means it is going again.
     result = trial_dir / RESULT
     retried = (
-        sweep_status == "running"
+        sweep_status == SWEEP_RUNNING
         and result.is_file()
         and result.stat().st_mtime > error_file.stat().st_mtime
     )
@@ -275,7 +268,7 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
     sweep = Sweep(path, manifest, partitions, label)
     entries: dict[str, Any] = manifest["trials"]
     # Nothing appends to a sweep that ended: a cut-short last line is lost data then.
-    ended = sweep.status != "running"
+    ended = sweep.status != SWEEP_RUNNING
 
     trial_dirs = sorted(
         (p for p in path.iterdir() if p.is_dir() and (p / PARAMS).exists()),
@@ -297,7 +290,7 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
             continue
         skipped: list[str] = []
         result_rows = read_result_rows(
-            trial_dir / RESULT, skipped, complete=sweep.status == "finished"
+            trial_dir / RESULT, skipped, complete=sweep.status == SWEEP_FINISHED
         )
         entry = entries.get(trial_dir.name)
         failed = _trial_failed(trial_dir, entry, sweep.status)
@@ -351,7 +344,7 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
             # A metric never overwrites a config column of the same name.
             metrics = {(f"{k}_metric" if k in config else k): v for k, v in row.items()}
             rows.append({"sweep": sweep.name, "trial": trial_dir.name, **config, **metrics})
-    if sweep.status == "interrupted" and manifest.get("not_started"):
+    if sweep.status == SWEEP_INTERRUPTED and manifest.get("not_started"):
         problems.append(
             f"{sweep.name}: {manifest['not_started']} trial(s) never started "
             "(interrupted; python -m study.sweep ... --resume runs them)"
@@ -364,7 +357,7 @@ def _cut_short(sweep: Sweep, last_round: int, planned: int) -> bool:
     trial to its last round, so a trial that ends before it lost rounds on disk."""
     manifest = sweep.manifest
     no_scheduler = "scheduler" in manifest and manifest["scheduler"] is None
-    return sweep.status == "finished" and no_scheduler and planned > 0 and last_round < planned
+    return sweep.status == SWEEP_FINISHED and no_scheduler and planned > 0 and last_round < planned
 
 
 def _damaged_trial(sweep: Sweep, trial_dir: Path, order: int, error: str) -> dict[str, Any]:
@@ -403,13 +396,13 @@ def _whole(value: Any) -> int:
 
 def _sweep_status(manifest: dict[str, Any], label: str, problems: list[str]) -> str:
     """The sweep's status: an unknown word reads as running, a dead driver as interrupted."""
-    status = manifest.get("status") or "running"
+    status = manifest.get("status") or SWEEP_RUNNING
     if status not in SWEEP_STATUSES:
         problems.append(f"{label}: manifest status={status!r:.60} unknown; read as running")
-        status = "running"
-    if status == "running" and driver_gone(manifest):
+        status = SWEEP_RUNNING
+    if status == SWEEP_RUNNING and driver_gone(manifest):
         problems.append(f"{label}: its driver process is gone (killed): read as interrupted")
-        status = "interrupted"
+        status = SWEEP_INTERRUPTED
     return status
 
 

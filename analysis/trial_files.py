@@ -40,8 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from federated.config import RunConfig
-
-RESULT = "result.json"
+from federated.results_contract import RESULT
 
 # result.json metrics the report computes with: a number or null (NaN) on every row.
 NUMERIC_METRICS = (

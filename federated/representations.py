@@ -34,10 +34,11 @@ import torch
 
 from federated.atomic_file import atomic_open
 from federated.params import ConfigError
+from federated.results_contract import REPRESENTATIONS, representation_file
 
 PROBE_SIZE = 2000
 PROBE_SEED = 2021
-FOLDER = "representations"
+FOLDER = REPRESENTATIONS
 
 
 def parse_rounds(text: str | None, rounds: int) -> tuple[int, ...]:
@@ -127,7 +128,7 @@ class RepresentationProbe:
 
 def save_representations(folder: str | os.PathLike, capture: dict[str, Any]) -> Path:
     """Write one capture as ``<folder>/round_NNNN.npz`` atomically; returns the file."""
-    path = Path(folder) / f"round_{int(capture['round']):04d}.npz"
+    path = Path(folder) / representation_file(int(capture["round"]))
     with atomic_open(path, "wb") as fh:
         np.savez(fh, **capture)
     return path

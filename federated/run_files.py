@@ -25,8 +25,8 @@ from typing import Any
 
 from federated.atomic_file import atomic_open
 from federated.representations import FOLDER, save_representations
+from federated.results_contract import PARTIES
 
-PARTIES = "parties.csv"
 PARTY_COLUMNS = ("round", "party", "party_acc", "party_samples")
 
 

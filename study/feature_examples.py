@@ -13,9 +13,9 @@ from federated.atomic_file import atomic_open
 from federated.config import RunConfig
 from federated.feature_skew import FeatureSkew
 from federated.partition import partition_for_run
+from federated.results_contract import FEATURE_EXAMPLES
 from study.preflight import training_data
 
-FEATURE_EXAMPLES = "feature_examples.npz"
 # parties shown per setting (evenly spaced over 0..N-1) and images per party
 SHOWN_PARTIES = 6
 IMAGES_PER_PARTY = 3

@@ -38,9 +38,19 @@ from pathlib import Path
 from typing import Any
 
 from federated.atomic_file import atomic_open
+from federated.results_contract import MANIFEST, PARTITIONS
 
-MANIFEST = "fedsweep_sweep.json"
-PARTITIONS = "partitions.json"
+# the file names are the results contract's (federated/results_contract.py), read here too
+__all__ = [
+    "MANIFEST",
+    "MANIFEST_FORMAT",
+    "PARTITIONS",
+    "is_sweep_dir",
+    "read_manifest",
+    "update_manifest",
+    "write_json_atomic",
+]
+
 MANIFEST_FORMAT = 1
 
 

@@ -35,6 +35,14 @@ from ray import tune
 from federated.data.folder_dataset import folder_identity
 from federated.data.folder_layout import is_folder_dataset
 from federated.input_checks import check_fits_cluster as check_fits_node
+from federated.results_contract import (
+    RECORDED_DONE,
+    RECORDED_ERROR,
+    RECORDED_INTERRUPTED,
+    SWEEP_FINISHED,
+    SWEEP_INTERRUPTED,
+    trial_status,
+)
 from federated.trainable import train_federated
 from search_spaces.study_file import study_to_dict
 from study.driver_liveness import driver_record
@@ -148,7 +156,7 @@ def failed_trials(sweep_dir: Path) -> dict[str, str]:
     return {
         name: str(entry.get("error") or "error")
         for name, entry in trials.items()
-        if entry.get("status") == "ERROR"
+        if entry.get("status") == RECORDED_ERROR
     }
 
 
@@ -378,9 +386,9 @@ def fit(tuner: tune.Tuner, sweep_dir: Path, signals: StopSignals | None = None) 
         last_round = (result.metrics or {}).get("round")
         planned = (result.config or {}).get("rounds")
         reached_end = bool(planned and last_round and last_round >= planned)
-        status = "ERROR" if error else "TERMINATED"
+        status = RECORDED_ERROR if error else RECORDED_DONE
         if interrupted and not error and not reached_end:
-            status = "INTERRUPTED"
+            status = RECORDED_INTERRUPTED
         trials[Path(result.path).name] = {
             "status": status,
             "error": error,
@@ -399,37 +407,33 @@ def fit(tuner: tune.Tuner, sweep_dir: Path, signals: StopSignals | None = None) 
     return results
 
 
-def trial_status(error: bool, metrics: dict[str, Any], recorded: dict[str, Any] | None) -> str:
-    """A trial's word in the summary: ``ERROR``, ``interrupted`` (cut short),
-    ``not started`` (never reported a round), ``diverged`` or ``ok``.
-
-    ``recorded`` is the trial's entry in the manifest (:func:`fit` wrote it), which knows
-    whether the sweep was interrupted; Tune's result alone reads an unfinished trial as
-    one without an error."""
-    if error or (recorded or {}).get("status") == "ERROR":
-        return "ERROR"
-    if (recorded or {}).get("status") == "INTERRUPTED":
-        return "interrupted" if metrics.get("round") else "not started"
-    return "diverged" if metrics.get("diverged") else "ok"
-
-
 def summary_rows(
     results: tune.ResultGrid, manifest: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    """One row per trial; ``manifest`` (as :func:`fit` left it) tells interrupted and
-    never-started trials from finished ones."""
-    recorded = (manifest or {}).get("trials") or {}
+    """One row per trial, its status in the report's words
+    (:func:`federated.results_contract.trial_status`); ``manifest`` (as :func:`fit` left
+    it) tells interrupted and never-started trials from finished ones."""
+    manifest = manifest or {}
+    recorded = manifest.get("trials") or {}
     rows = []
     for result in results:
         config = result.config or {}
         metrics = result.metrics or {}
+        entry = recorded.get(Path(result.path).name) or {}
+        sweep_status = manifest.get("status") or SWEEP_FINISHED
+        if entry.get("status") == RECORDED_INTERRUPTED:
+            sweep_status = SWEEP_INTERRUPTED
         rows.append(
             {
                 "trial": metrics.get("trial_id") or Path(result.path).name[:11],
                 "point": config.get("point", ""),
                 "seed": config.get("seed"),
                 "status": trial_status(
-                    result.error is not None, metrics, recorded.get(Path(result.path).name)
+                    last_round=int(metrics.get("round") or 0),
+                    planned_rounds=int(config.get("rounds") or 0),
+                    diverged=bool(metrics.get("diverged")),
+                    failed=result.error is not None or entry.get("status") == RECORDED_ERROR,
+                    sweep_status=sweep_status,
                 ),
                 "rounds": metrics.get("round"),
                 "test_acc": metrics.get("test_acc"),

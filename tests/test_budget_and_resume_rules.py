@@ -201,15 +201,26 @@ def test_the_report_never_unpickles():
 
 # ---------------------------------------------------------------------- the summary
 def test_the_summary_marks_interrupted_and_never_started_trials():
-    from study.runner import format_summary, trial_status
+    from federated.results_contract import trial_status
+    from study.runner import format_summary
 
-    assert trial_status(False, {"round": 2}, {"status": "INTERRUPTED"}) == "interrupted"
-    assert trial_status(False, {}, {"status": "INTERRUPTED"}) == "not started"
-    assert trial_status(False, {"round": 3}, {"status": "TERMINATED"}) == "ok"
-    assert trial_status(False, {"round": 3}, {"status": "ERROR"}) == "ERROR"
+    def status(last_round, sweep_status, failed=False):
+        return trial_status(
+            last_round=last_round,
+            planned_rounds=3,
+            diverged=False,
+            failed=failed,
+            sweep_status=sweep_status,
+        )
+
+    assert status(2, "interrupted") == "interrupted"
+    assert status(0, "interrupted") == "not started"
+    assert status(3, "finished") == "completed"
+    assert status(2, "finished", failed=True) == "error"
+    assert status(2, "finished") == "stopped"
     row = {"trial": "a", "point": "mu=1", "seed": 0, "rounds": 2, "test_acc": 0.5}
     text = format_summary([{**row, "status": "interrupted"}], not_started=3)
-    assert "interrupted" in text and " ok " not in text
+    assert "interrupted" in text and " completed " not in text
     assert text.splitlines()[-1] == "(3 more trial(s) not started)"
 
 
