@@ -27,16 +27,21 @@ def all_modules() -> dict[str, Path]:
     }
 
 
-def runtime_imports(path: Path, modules: set[str]) -> set[str]:
-    """The project's modules ``path`` imports outside ``if TYPE_CHECKING:`` blocks,
-    with the packages on the way (but not the importer's own packages)."""
+def runtime_imports(path: Path, modules: set[str], type_only: bool = False) -> set[str]:
+    """The project's modules ``path`` imports outside ``if TYPE_CHECKING:`` blocks (and
+    inside them too with ``type_only``), with the packages on the way (but not the
+    importer's own packages)."""
     tree = ast.parse(path.read_text())
-    hidden = {
-        id(node)
-        for block in ast.walk(tree)
-        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
-        for node in ast.walk(block)
-    }
+    hidden = (
+        set()
+        if type_only
+        else {
+            id(node)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+            for node in ast.walk(block)
+        }
+    )
     targets: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in hidden:
@@ -92,14 +97,14 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(type_only: bool = False) -> dict[str, set[str]]:
     modules = all_modules()
     names = set(modules)
     graph = {}
     for name, path in modules.items():
         # a package's own __init__ importing its submodules is how packages re-export;
         # a submodule importing its package back is the cycle that matters
-        graph[name] = {m for m in runtime_imports(path, names) if m != name}
+        graph[name] = {m for m in runtime_imports(path, names, type_only) if m != name}
     return graph
 
 
@@ -109,3 +114,95 @@ def test_the_package_has_no_import_cycle():
 
 def test_the_checker_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# Inside ``federated/``, lowest layer first (docs/architecture.md): a module imports only
+# modules of its own layer or lower ones (type-only imports included), and within a layer
+# no circle.  Each entry is a module or a package (all of it).
+FEDERATED_LAYERS: tuple[tuple[str, ...], ...] = (
+    # foundations: no method, no config, no torch model
+    (
+        "federated.params",
+        "federated.registry",
+        "federated.atomic_file",
+        "federated.machine_memory",
+        "federated.seeding",
+        "federated.device",
+        "federated.allocator",
+        "federated.exit_codes",
+        "federated.input_checks",
+        "federated.results_contract",
+        "federated.system_heterogeneity",
+    ),
+    # data and models
+    ("federated.data", "federated.models", "federated.memory_estimate", "federated.feature_skew"),
+    # the run's configuration, and what reads only it and the data
+    (
+        "federated.config",
+        "federated.config_data",
+        "federated.config_checks",
+        "federated.config_resolve",
+        "federated.representations",
+        "federated.partition",
+        "federated.holdout",
+        "federated.inert_settings",
+    ),
+    # the methods: server rules, then party rules
+    ("federated.server",),
+    ("federated.algorithms",),
+    # how a party trains
+    ("federated.execution",),
+    # one run
+    (
+        "federated.evaluation",
+        "federated.party_data",
+        "federated.party_scores",
+        "federated.validation",
+        "federated.round_row",
+        "federated.run_state",
+        "federated.round_loop",
+    ),
+    # the entry points
+    (
+        "federated",
+        "federated.run_files",
+        "federated.trainable",
+        "federated.run",
+        "federated.export_tree",
+    ),
+)
+
+
+def layer_of(module: str) -> int:
+    """Index in :data:`FEDERATED_LAYERS` of the longest entry ``module`` falls under."""
+    best, found = -1, None
+    for index, layer in enumerate(FEDERATED_LAYERS):
+        for entry in layer:
+            inside = module == entry or module.startswith(entry + ".")
+            if inside and len(entry) > best:
+                best, found = len(entry), index
+    if found is None:
+        raise AssertionError(f"{module} is in no layer of FEDERATED_LAYERS: place it")
+    return found
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``"importer -> imported"`` for every import of a module of a higher layer."""
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if name.startswith("federated")
+        for target in targets
+        if target.startswith("federated") and layer_of(target) > layer_of(name)
+    )
+
+
+def test_inside_federated_no_module_imports_a_higher_layer():
+    assert upward_imports(import_graph(type_only=True)) == []
+
+
+def test_the_layer_check_finds_an_upward_import():
+    graph = {"federated.algorithms.base": {"federated.execution.frozen_models"}}
+    assert upward_imports(graph) == [
+        "federated.algorithms.base -> federated.execution.frozen_models"
+    ]

@@ -12,7 +12,7 @@ pfl-research's algorithms keep the party's work apart from the server's):
   (``job.server``) and a scratch dict for values that live only during this local
   training (``job.scratch``: FedProx's anchor, SCAFFOLD's correction) and the frozen
   models its objective reads (``job.frozen``: the global model's and registered
-  models' representations of the batch, :mod:`federated.execution.frozen_models`).  The
+  models' representations of the batch, :mod:`federated.algorithms.frozen_reader`).  The
   algorithm object itself holds only its parameters, so parties can train together:
   packed execution (:mod:`federated.execution.packed`) runs the drawn parties' hooks
   side by side, each on a ``job.model`` whose weights are that party's slice of one
@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import torch
 import torch.nn.functional as F
 
-from federated.execution.frozen_models import FrozenModels, PackedFrozenModels
+from federated.algorithms.frozen_reader import FrozenModels, FrozenReader
 from federated.models import FedConModel, ModelOutput
 from federated.params import MethodParams, NoParams
 from federated.server.aggregation import Aggregator, WeightedMean
@@ -85,7 +85,7 @@ class LocalJob:
     server: dict[str, Any] = field(default_factory=dict)  # server state, read-only here
     scratch: dict[str, Any] = field(default_factory=dict)  # lives for this job only
     # the frozen models the objective reads (the global model's by default)
-    frozen: FrozenModels | PackedFrozenModels | None = None
+    frozen: FrozenReader | None = None
 
     def __post_init__(self) -> None:
         if self.frozen is None:

@@ -18,6 +18,7 @@ each step, :mod:`~federated.execution.batch_plan`), the SGD update rule
 weights into the party's model, then the method's ``begin_local``
 (:func:`~federated.execution.trainer.start_local`).
 
-This package's ``__init__`` imports nothing, so that ``federated.algorithms`` may import
-``frozen_models`` without importing the trainers (which import the algorithms).
+The execution layer sits above the methods: it imports :mod:`federated.algorithms`,
+never the other way (a method reads frozen models through
+:class:`~federated.algorithms.frozen_reader.FrozenReader`).
 """

@@ -5,8 +5,10 @@ A method never runs a frozen model itself; it asks ``job.frozen`` for their
 representations ``z`` of the batch it is given (no gradients flow into them).  That lets
 the engine choose how to compute them:
 
-* :class:`FrozenModels` — one party at a time (sequential and reference execution):
-  the global model and one copy per registered state, each run on the party's batch.
+* :class:`~federated.algorithms.frozen_reader.FrozenModels` — one party at a time
+  (sequential and reference execution): the global model and one copy per registered
+  state, each run on the party's batch (it lives with the method interface, which
+  defaults to it).
 * :class:`PackedFrozenModels` — packed execution: per step, the global model runs once
   on every party's batch together (as a frozen packed network of copies of it, on the
   folded batches the trained network reads), and all parties' registered models run as
@@ -19,42 +21,13 @@ copies on the device live for one local training.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import torch
 
+from federated.algorithms.frozen_reader import State
 from federated.execution.packed_model import PackedModel
 from federated.models import FedConModel
-
-State = Mapping[str, torch.Tensor]
-
-
-class FrozenModels:
-    """One party's frozen models, run on its batches one by one."""
-
-    def __init__(self, global_model: FedConModel) -> None:
-        self.global_model = global_model
-        self._models: dict[str, list[FedConModel]] = {}
-
-    def register(self, name: str, states: Sequence[State]) -> None:
-        """Frozen models ``name``: one per state (weights of the global model's shape)."""
-        models = []
-        for state in states:
-            model = copy.deepcopy(self.global_model).eval().requires_grad_(False)
-            model.load_state_dict(state)
-            models.append(model)
-        self._models[name] = models
-
-    @torch.no_grad()
-    def global_projection(self, x: torch.Tensor) -> torch.Tensor:
-        """z of batch ``x`` by the round's global model, (B, out_dim)."""
-        return self.global_model.project(x)
-
-    @torch.no_grad()
-    def projections(self, name: str, x: torch.Tensor) -> list[torch.Tensor]:
-        """z of batch ``x`` by each model registered as ``name``, in registration order."""
-        return [model.project(x) for model in self._models.get(name, [])]
 
 
 class FrozenPack:
@@ -159,7 +132,8 @@ class FrozenPack:
 
 
 class PackedFrozenModels:
-    """One party's view of its pack's frozen models (the :class:`FrozenModels` API)."""
+    """One party's view of its pack's frozen models (a
+    :class:`~federated.algorithms.frozen_reader.FrozenReader`)."""
 
     def __init__(self, pack: FrozenPack, slot: int) -> None:
         self.pack = pack
