@@ -1,8 +1,11 @@
-"""A run's data laid out on its device: the training set party by party, the test subset.
+"""A run's data laid out on its device: the training set party by party, the held-out
+splits, the test subset.
 
-Party i's samples are the contiguous rows ``[offset_i, offset_{i+1})`` of one tensor
-on the device, so handing a party its data is a view, not a copy.  The test subset is
-fixed (seed 0) so that every seed and method sees the same test images.
+Party i's training samples are the contiguous rows ``[offset_i, offset_{i+1})`` of one
+tensor on the device, so handing a party its data is a view, not a copy; its validation
+and local-test samples (federated/holdout.py) are laid out the same way in tensors of
+their own.  The test subset is fixed (seed 0) so that every seed and method sees the
+same test images.
 """
 
 from __future__ import annotations
@@ -12,19 +15,50 @@ import torch
 
 from federated.config import RunConfig
 from federated.data import ImageData
+from federated.holdout import hold_out
 from federated.partition import class_counts, partition_for_run
 
 
+class PartySplit:
+    """One kind of per-party samples (validation or local test) laid out party by party
+    on the device: party i's rows are ``[offsets[i], offsets[i+1])`` of ``x`` and ``y``."""
+
+    def __init__(self, data: ImageData, parts: list[np.ndarray], device: torch.device) -> None:
+        self.sizes = [len(p) for p in parts]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64).tolist()
+        order = torch.from_numpy(np.concatenate(parts).astype(np.int64))
+        self.x = data.train_x[order].to(device)
+        self.y = data.train_y[order].to(device)
+        #: each row's party (int64, on the device): the segment sums' index
+        self.owner = torch.repeat_interleave(
+            torch.arange(len(parts)), torch.tensor(self.sizes, dtype=torch.long)
+        ).to(device)
+
+    @property
+    def empty(self) -> bool:
+        return not self.offsets[-1]
+
+
 class PartyData:
-    """The partitioned training set and the evaluated test set of one run, on ``device``."""
+    """The partitioned training set, its held-out splits and the evaluated test set of
+    one run, on ``device``."""
 
     def __init__(self, data: ImageData, config: RunConfig, device: torch.device) -> None:
         self.spec = data.spec
         labels = data.train_y.numpy()
-        #: per party, indices into the dataset's full training set
         # image folders with one folder per party: each training sample's party
         parties = None if data.train_parties is None else data.train_parties.numpy()
-        self.partition = partition_for_run(labels, config, parties)
+        drawn = partition_for_run(labels, config, parties)
+        held = hold_out(
+            drawn,
+            labels,
+            config.seed,
+            config.val_fraction,
+            config.val_split,
+            config.party_test_fraction,
+        )
+        #: per party, indices into the dataset's full training set of what it trains on
+        self.partition = held.train
         self.class_counts = class_counts(self.partition, labels, self.spec.n_classes)
         self.party_sizes = [len(p) for p in self.partition]
         #: first row of each party (and the total) in the laid-out training set
@@ -32,6 +66,17 @@ class PartyData:
         order = torch.from_numpy(np.concatenate(self.partition))
         self.train_x = data.train_x[order].to(device)
         self.train_y = data.train_y[order].to(device)
+        #: the parties' validation samples (party split), or the server's slice as one
+        #: pseudo-party (server split); None without validation
+        self.validation: PartySplit | None = None
+        if held.server_val is not None:
+            self.validation = PartySplit(data, [held.server_val], device)
+        elif config.val_fraction:
+            self.validation = PartySplit(data, held.val, device)
+        #: each party's own test samples; None unless party_test_fraction is set
+        self.local_test = (
+            PartySplit(data, held.local_test, device) if config.party_test_fraction else None
+        )
 
         test_idx = torch.arange(data.test_y.shape[0])
         if config.n_test < len(test_idx):

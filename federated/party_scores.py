@@ -140,6 +140,17 @@ class PartyScorer:
             self._personal[party] = float(own[0])
         return acc, loss
 
+    def use_own_scores(self, round_number: int, accuracies: np.ndarray) -> None:
+        """Replace this round's class re-weighted scores by the parties' scores on their
+        own local test splits (``party_test_fraction``): the global model's (N,), or,
+        under SOLO, one party's own model as a length-1 array in :meth:`own_score`."""
+        self.last = np.asarray(accuracies, dtype=np.float64)
+        self.last_round = round_number
+
+    def own_score(self, party: int, accuracy: float) -> None:
+        """SOLO with local test splits: party ``party``'s own model on its own split."""
+        self._personal[party] = float(accuracy)
+
     def columns(self, round_number: int) -> dict[str, float]:
         """The row's per-party columns for this round (NaN when not scored); SOLO's own
         scores collected this round become ``last``.  Nothing when scoring is off."""

@@ -6,8 +6,13 @@ For a Tune trial they live in its trial folder (``study/layout.py``), for
 
     parties.csv                   one row per (scored round, party): round (1-based),
                                   party, party_acc (fraction in [0, 1]), party_samples
-                                  (its training samples); rewritten after each scored
-                                  round
+                                  (its training samples); with validation on the
+                                  parties' own data (val_split=party) also
+                                  party_val_acc, party_val_loss (NaN for a party not
+                                  evaluated that round), party_val_samples; with local
+                                  test splits party_test_samples (then party_acc is on
+                                  the party's own test images, not the class re-weighted
+                                  test set); rewritten after each scored round
     representations/round_NNNN.npz   federated/representations.py
 
 Every file is written with :func:`federated.atomic_file.atomic_open`.  A trial restored
@@ -28,6 +33,20 @@ from federated.representations import FOLDER, save_representations
 from federated.results_contract import PARTIES
 
 PARTY_COLUMNS = ("round", "party", "party_acc", "party_samples")
+VALIDATION_COLUMNS = ("party_val_acc", "party_val_loss", "party_val_samples")
+LOCAL_TEST_COLUMNS = ("party_test_samples",)
+NAN = float("nan")
+
+
+def party_columns(run: Any) -> tuple[str, ...]:
+    """``parties.csv``'s columns for ``run`` (a FederatedRun): the base ones, and those
+    of its per-party validation and local test splits when it has them."""
+    columns = PARTY_COLUMNS
+    if run.validator is not None and run.config.val_split == "party":
+        columns += VALIDATION_COLUMNS
+    if run.local_tester is not None:
+        columns += LOCAL_TEST_COLUMNS
+    return columns
 
 
 class RunFiles:
@@ -62,21 +81,17 @@ class RunFiles:
         the files written."""
         written = []
         scorer, probe = run.party_scorer, run.probe
-        if scorer.last is not None and scorer.last_round > self._written:
-            self._written = scorer.last_round
-            for party, acc in enumerate(scorer.last):
-                self.rows.append(
-                    {
-                        "round": scorer.last_round,
-                        "party": party,
-                        "party_acc": float(acc),
-                        "party_samples": run.party_sizes[party],
-                    }
-                )
+        scored = scorer.last_round if scorer.last is not None else 0
+        validated = run.last_validation[0] if run.last_validation is not None else 0
+        latest = max(scored, validated)
+        if latest > self._written:
+            self._written = latest
+            self.rows.extend(party_rows(run, latest, scored == latest, validated == latest))
+            columns = party_columns(run)
             buf = io.StringIO()
-            writer = csv.DictWriter(buf, fieldnames=PARTY_COLUMNS)
+            writer = csv.DictWriter(buf, fieldnames=columns)
             writer.writeheader()
-            writer.writerows(self.rows)
+            writer.writerows({k: row.get(k, "") for k in columns} for row in self.rows)
             with atomic_open(self.parties) as fh:
                 fh.write(buf.getvalue())
             written.append(self.parties)
@@ -84,3 +99,26 @@ class RunFiles:
             written.append(save_representations(self.representations, probe.last))
             probe.last = None
         return written
+
+
+def party_rows(run: Any, round_number: int, scored: bool, validated: bool) -> list[dict]:
+    """``parties.csv``'s rows of ``round_number``: each party's score (NaN when the
+    round was validated but not scored) and its held-out values."""
+    columns = party_columns(run)
+    rows = []
+    for party in range(len(run.party_sizes)):
+        row = {
+            "round": round_number,
+            "party": party,
+            "party_acc": float(run.party_scorer.last[party]) if scored else NAN,
+            "party_samples": run.party_sizes[party],
+        }
+        if "party_val_acc" in columns:
+            scores = run.last_validation[1] if validated else None
+            row["party_val_acc"] = float(scores.party_acc[party]) if scores else NAN
+            row["party_val_loss"] = float(scores.party_loss[party]) if scores else NAN
+            row["party_val_samples"] = run.validator.split.sizes[party]
+        if "party_test_samples" in columns:
+            row["party_test_samples"] = run.local_tester.split.sizes[party]
+        rows.append(row)
+    return rows

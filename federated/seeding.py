@@ -26,6 +26,10 @@ STREAMS = {
     "system": 6,
     # feature skew: each party's rotation angle; its noise is keyed by (round, party, step)
     "features": 7,
+    # held-out data: each party's validation and local-test samples (federated/holdout.py)
+    "validation": 8,
+    # which parties evaluate on their validation data each round (eval_fraction < 1)
+    "evaluation": 9,
 }
 
 
@@ -58,6 +62,8 @@ class RunRandomness:
     batches: torch.Generator
     algorithm: torch.Generator
     system: np.random.Generator
+    #: which parties evaluate on their validation data (eval_fraction < 1 only)
+    evaluation: np.random.Generator
 
     @classmethod
     def from_seed(cls, seed: int) -> RunRandomness:
@@ -67,6 +73,7 @@ class RunRandomness:
             batches=torch_stream(seed, "batches"),
             algorithm=torch_stream(seed, "algorithm"),
             system=numpy_stream(seed, "system"),
+            evaluation=numpy_stream(seed, "evaluation"),
         )
 
     def state_dict(self) -> dict[str, Any]:
@@ -75,6 +82,7 @@ class RunRandomness:
             "batches": self.batches.get_state(),
             "algorithm": self.algorithm.get_state(),
             "system": self.system.bit_generator.state,
+            "evaluation": self.evaluation.bit_generator.state,
             "torch_cpu": torch.get_rng_state(),
             "torch_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],
         }
@@ -85,6 +93,8 @@ class RunRandomness:
         self.algorithm.set_state(state["algorithm"])
         if "system" in state:  # checkpoints from before system heterogeneity never drew
             self.system.bit_generator.state = state["system"]
+        if "evaluation" in state:  # nor before federated evaluation
+            self.evaluation.bit_generator.state = state["evaluation"]
         torch.set_rng_state(state["torch_cpu"])
         if state["torch_cuda"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["torch_cuda"])
