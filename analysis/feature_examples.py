@@ -9,23 +9,26 @@ from pathlib import Path
 
 import numpy as np
 
-FEATURE_EXAMPLES = "feature_examples.npz"
+from analysis.trial_files import DamagedFileError
+from analysis.trial_files import read_feature_examples as read_checked
+from federated.results_contract import FEATURE_EXAMPLES
 
 
-def read_feature_examples(sweep_dir: Path) -> dict[str, np.ndarray] | None:
-    """The arrays of ``sweep_dir``'s examples, or None when it has none or they are
-    unreadable (a damaged file is not a reason to lose the rest of the report)."""
-    path = Path(sweep_dir) / FEATURE_EXAMPLES
-    if not path.is_file():
-        return None
+def read_feature_examples(
+    sweep_dir: Path, not_counted: list[str] | None = None
+) -> dict[str, np.ndarray] | None:
+    """The arrays of ``sweep_dir``'s examples (checked by
+    :func:`analysis.trial_files.read_feature_examples`), or None when it has none or they
+    are damaged: a damaged file is named in ``not_counted`` (path and reason), not a
+    reason to lose the rest of the report."""
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in ("images", "settings", "parties", "levels")}
-    except (OSError, ValueError, KeyError):
+        return read_checked(Path(sweep_dir) / FEATURE_EXAMPLES)
+    except FileNotFoundError:
         return None
-    if arrays["images"].ndim != 6:  # (settings, parties, images, C, H, W)
+    except DamagedFileError as err:
+        if not_counted is not None:
+            not_counted.append(f"{err}: no example-image figure for this sweep")
         return None
-    return arrays
 
 
 def feature_examples_figure(arrays: dict[str, np.ndarray]):

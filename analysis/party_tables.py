@@ -26,11 +26,15 @@ import pandas as pd
 import seaborn as sns
 
 from analysis.loading import COMPLETED, Results
+from analysis.summary import excluded_trials
 from analysis.tables import Table, accuracy_table, key_order, row_label
+from analysis.trial_files import DamagedFileError, read_parties
+from federated.results_contract import PARTIES, STATUSES
 
-PARTIES_FILE = "parties.csv"
+PARTIES_FILE = PARTIES
 METRIC_COLUMN = "party_metric"  # the table's column axis (analysis/naming.py: self-describing)
 MEAN, WORST = "mean over parties", "worst 10% of parties"
+NOT_COUNTED_NOTE = "Not counted:"  # how analysis.tables opens its note of left-out trials
 SOURCES = {MEAN: "party_acc_mean", WORST: "party_acc_worst10"}
 
 
@@ -84,6 +88,15 @@ def per_party_table(
         reference=reference,
         classes=classes,
     )
+    # ``long`` holds each trial once per metric: count the trials left out once each
+    table.notes = [n for n in table.notes if not n.startswith(NOT_COUNTED_NOTE)]
+    left_out = excluded_trials(merged)
+    if not left_out.empty:
+        counts = left_out["status"].value_counts()
+        words = ", ".join(f"{counts[s]} {s}" for s in STATUSES if s in counts.index)
+        table.notes.append(
+            f"{NOT_COUNTED_NOTE} {len(left_out)} trial(s) ({words}); listed in report.md."
+        )
     table.notes.append(
         "Per-party accuracy: the test set re-weighted by each party's training class mix "
         "(SOLO: each party's own model); worst 10% = mean of the ceil(N/10) lowest parties. "
@@ -92,24 +105,31 @@ def per_party_table(
     return table
 
 
-def party_frame(results: Results) -> pd.DataFrame:
+def party_frame(results: Results, not_counted: list[str] | None = None) -> pd.DataFrame:
     """Every trial's ``parties.csv`` with its ``sweep``, ``trial``, ``status``, reading
-    order and config columns: one row per (trial, scored round, party)."""
+    order and config columns: one row per (trial, scored round, party).
+
+    Each file goes through :func:`analysis.trial_files.read_parties`; a damaged one is
+    left out and named in ``not_counted`` (path and reason), the trial's other results
+    still count."""
     frames = []
     paths = {sweep.name: sweep.path for sweep in results.sweeps}
+    named = ["sweep", "trial", "status", "order", "sweep_started", *results.config_columns]
     for _, trial in results.trials.iterrows():
         path = paths[trial["sweep"]] / trial["trial"] / PARTIES_FILE
-        if not path.is_file():
-            continue
         try:
-            found = pd.read_csv(path)
-        except (OSError, ValueError, pd.errors.ParserError):
-            continue  # being written, or damaged: the rows' summary columns remain
-        if not {"round", "party", "party_acc"} <= set(found):
+            rows = read_parties(path)
+        except FileNotFoundError:
+            continue  # the trial scored no party
+        except DamagedFileError as err:
+            if not_counted is not None:
+                not_counted.append(
+                    f"{err}: this trial's per-party accuracies are left out of the per-party "
+                    "figure and data/parties.csv"
+                )
             continue
-        named = ["sweep", "trial", "status", "order", "sweep_started", *results.config_columns]
         labels = {k: trial[k] for k in named}
-        frames.append(found.assign(**labels))
+        frames.append(pd.DataFrame(rows).assign(**labels))
     if not frames:
         return pd.DataFrame(columns=["sweep", "trial", "round", "party", "party_acc"])
     return pd.concat(frames, ignore_index=True)

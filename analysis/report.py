@@ -11,20 +11,26 @@ two columns).  A sweep that is still running is read as far as it is complete.
 Writes into ``--out`` (default ``./report``)::
 
     report.md        every table and figure, the runs (datasets, budgets, seeds), the
-                     trials not counted (errors, divergences, unfinished) and what of
+                     trials not counted (errors, divergences, unfinished), the files
+                     not counted (damaged: path, reason, what was left out) and what of
                      the paper this reproduces
     tables/          <name>.md, <name>.tex, <name>.csv per table
     figures/         <name>.png and <name>.pdf per figure
     data/            rounds.csv (one row per trial and round), trials.csv (one per trial)
 
+The report is written into a fresh folder beside ``--out`` and moved in only when
+complete: a report that fails leaves ``--out`` as it was (exit status 1, one line).
 Exit status 2, with one line on stderr, for a path without a sweep or a bad option.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -264,13 +270,16 @@ def _per_party_section(
     group: StudyGroup,
     options: TableOptions,
     results: Results,
+    party_rows: pd.DataFrame,
     out: Path,
     used: set[str],
     formats: Sequence[str],
+    not_counted: list[str],
 ) -> list[str]:
     """Per-party outcomes (table and distribution figure) and Fig. 2's t-SNE panel of a
     grid group, where its trials recorded them: rows by method when several ran, else by
-    the study's axes."""
+    the study's axes.  ``party_rows``: every trial's checked ``parties.csv``
+    (:func:`analysis.party_tables.party_frame`); damaged captures go to ``not_counted``."""
     from analysis import party_tables, representations
     from analysis.comparisons import dataset_classes
 
@@ -299,7 +308,7 @@ def _per_party_section(
         paths = write_table(table, out / "tables")
         lines += [to_markdown(table), f"Files: {_links(paths, out)}", ""]
         mine = trials[["sweep", "trial"]]
-        parties = party_tables.party_frame(results).merge(mine, on=["sweep", "trial"])
+        parties = party_rows.merge(mine, on=["sweep", "trial"])
         figure = party_tables.party_distribution_figure(
             parties, rows, title=f"{study}: per-party accuracy of the final model"
         )
@@ -311,7 +320,7 @@ def _per_party_section(
                 "box = quartiles over all seeds' parties, points = parties by seed"
             )
             lines += _figure_block(paths, out, caption)
-    captures = representations.representation_captures(results, trials, rows)
+    captures = representations.representation_captures(results, trials, rows, not_counted)
     if captures:
         name = _unique(f"fig2_tsne_{study}{group.suffix}", used)
         figure = representations.tsne_panel(
@@ -448,15 +457,20 @@ def _partition_section(
 
 
 def _feature_examples_section(
-    sweeps: Sequence[Sweep], out: Path, used: set[str], formats: Sequence[str]
+    sweeps: Sequence[Sweep],
+    out: Path,
+    used: set[str],
+    formats: Sequence[str],
+    not_counted: list[str],
 ) -> list[str]:
-    """Example training images per party of every feature-skewed sweep."""
+    """Example training images per party of every feature-skewed sweep (a damaged
+    examples file is named in ``not_counted``)."""
     from analysis import figures
     from analysis.feature_examples import feature_examples_figure, read_feature_examples
 
     lines: list[str] = []
     for sweep in sweeps:
-        arrays = read_feature_examples(sweep.path)
+        arrays = read_feature_examples(sweep.path, not_counted)
         if arrays is None:
             continue
         if not lines:
@@ -546,6 +560,22 @@ def _not_counted_section(results: Results) -> list[str]:
     return [*lines, ""]
 
 
+def _files_not_counted_section(not_counted: Sequence[str]) -> list[str]:
+    """The damaged files of otherwise counted trials and sweeps: path, what is wrong, and
+    what was left out for it (the rest of each trial counts)."""
+    if not not_counted:
+        return []
+    return [
+        "## Files not counted",
+        "",
+        "Damaged files (never read as results): the part each held is left out, the rest "
+        "of its trial or sweep is counted.",
+        "",
+        *[f"- {entry}" for entry in not_counted],
+        "",
+    ]
+
+
 def _reproduction_section(groups: list[StudyGroup]) -> list[str]:
     reproduces = {g.study: g.report.get("reproduces", "") for g in groups if g.study}
     present = sorted(reproduces)
@@ -574,12 +604,60 @@ def write_report(
     sources: Sequence[str] = (),
     formats: Sequence[str] = ("png", "pdf"),
 ) -> Path:
-    """Write every table and figure and ``report.md`` into ``out``; returns report.md."""
-    options = options or TableOptions()
+    """Write every table and figure and ``report.md`` into ``out``; returns report.md.
+
+    Everything is written into a fresh folder beside ``out`` first and moved into
+    ``out`` only once complete (:func:`_move_into`): a report that fails half-way leaves
+    ``out`` as it was, never half a report."""
     out = Path(out)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        _write_report_files(results, staging, options or TableOptions(), sources, formats)
+        _move_into(staging, out)
+    except BaseException:
+        if created:  # leave no empty folder behind either
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out / "report.md"
+
+
+# what a report consists of in its folder (everything else there is left alone)
+REPORT_ENTRIES = ("tables", "figures", "data", "report.md")
+
+
+def _move_into(staging: Path, out: Path) -> None:
+    """Replace the report entries of ``out`` by ``staging``'s: the folders first, the
+    report.md last (so a report.md never links to files of another run)."""
+    retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    try:
+        for name in REPORT_ENTRIES:
+            new, old = staging / name, out / name
+            if old.exists() or old.is_symlink():
+                os.replace(old, retired / name)
+            if new.exists():
+                os.replace(new, old)
+    finally:
+        shutil.rmtree(retired, ignore_errors=True)
+
+
+def _write_report_files(
+    results: Results,
+    out: Path,
+    options: TableOptions,
+    sources: Sequence[str],
+    formats: Sequence[str],
+) -> None:
+    """Every table, figure and data file and report.md, into the (empty) folder ``out``."""
+    from analysis.party_tables import party_frame
+
     used: set[str] = set()
     groups = study_groups(results)
+    not_counted: list[str] = []  # damaged files whose part is left out (path: reason)
+    party_rows = party_frame(results, not_counted)
 
     body = [
         "# fedsweep report",
@@ -599,10 +677,13 @@ def write_report(
             body += _optuna_section(group, out, used, formats)
         else:
             body += _figure_section(group, options, out, used, formats)
-            body += _per_party_section(group, options, results, out, used, formats)
+            body += _per_party_section(
+                group, options, results, party_rows, out, used, formats, not_counted
+            )
     body += _partition_section(results.sweeps, out, used, formats)
-    body += _feature_examples_section(results.sweeps, out, used, formats)
+    body += _feature_examples_section(results.sweeps, out, used, formats, not_counted)
     body += _not_counted_section(results)
+    body += _files_not_counted_section(not_counted)
     if results.problems:
         body += ["## Problems while reading", "", *[f"- {p}" for p in results.problems], ""]
     body += _reproduction_section(groups)
@@ -618,19 +699,9 @@ def write_report(
     data.mkdir(exist_ok=True)
     results.rounds.to_csv(data / "rounds.csv", index=False)
     results.trials.to_csv(data / "trials.csv", index=False)
-    _write_parties(results, data)
-    report = out / "report.md"
-    report.write_text("\n".join(body))
-    return report
-
-
-def _write_parties(results: Results, data: Path) -> None:
-    """``data/parties.csv``: every trial's per-party accuracies, when any were recorded."""
-    from analysis.party_tables import party_frame
-
-    parties = party_frame(results)
-    if not parties.empty:
-        parties.to_csv(data / "parties.csv", index=False)
+    if not party_rows.empty:
+        party_rows.to_csv(data / "parties.csv", index=False)
+    (out / "report.md").write_text("\n".join(body))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -647,7 +718,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = write_report(results, out, options, sources=args.results, formats=formats)
     except OSError as err:  # the disk filled, a folder vanished: one line, not a traceback
-        print(f"error: could not write the report into {out}: {err}", file=sys.stderr)
+        print(
+            f"error: could not write the report into {out}: {err}; nothing of it was written",
+            file=sys.stderr,
+        )
+        return 1
+    except Exception as err:  # a table or figure failed: one line, and nothing half-done
+        first = (str(err).strip().splitlines() or [""])[0][:200]
+        print(
+            f"error: the report failed ({type(err).__name__}: {first}); nothing of it was "
+            f"written into {out}",
+            file=sys.stderr,
+        )
         return 1
     if not args.quiet:
         for sweep in results.sweeps:

@@ -7,8 +7,9 @@ trial of the lowest seed and its latest saved round; :func:`tsne_panel` draws on
 method — the global model the round started from (Fig. 2c) and the first reporting
 party's model after its local training (Fig. 2d) — coloured by class.  The maps are
 scikit-learn's ``TSNE`` (2-D, PCA initialisation, perplexity 30, seeded with
-:data:`TSNE_SEED`), so a report draws the same maps every time.  Files are read with
-``numpy.load(allow_pickle=False)``: the report never unpickles.
+:data:`TSNE_SEED`), so a report draws the same maps every time.  Files are read through
+:func:`analysis.trial_files.read_representation` (``allow_pickle=False``: the report never
+unpickles; a damaged capture is named, never drawn).
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ import pandas as pd
 
 from analysis.loading import COMPLETED, Results
 from analysis.tables import key_order, row_label
+from analysis.trial_files import DamagedFileError, read_representation
+from federated.results_contract import REPRESENTATIONS
 
-FOLDER = "representations"
+FOLDER = REPRESENTATIONS
 TSNE_SEED = 0
 PANEL = 3.2  # inches per map
 
@@ -47,27 +50,33 @@ class Capture:
     local_z: np.ndarray  # (n, d)
 
 
-def read_capture(path: Path, label: str, trial: str, seed: int) -> Capture | None:
-    """One ``round_NNNN.npz`` (no pickle), or None when it is not a complete capture."""
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            return Capture(
-                label,
-                trial,
-                seed,
-                int(npz["round"]),
-                int(npz["party"]),
-                npz["labels"],
-                npz["global_z"],
-                npz["local_z"],
-            )
-    except (OSError, ValueError, KeyError):
-        return None
+def read_capture(path: Path, label: str, trial: str, seed: int) -> Capture:
+    """One ``round_NNNN.npz`` (no pickle), checked by
+    :func:`analysis.trial_files.read_representation`; raises its
+    :class:`~analysis.trial_files.DamagedFileError` when damaged."""
+    arrays = read_representation(path)
+    return Capture(
+        label,
+        trial,
+        seed,
+        int(arrays["round"]),
+        int(arrays["party"]),
+        arrays["labels"],
+        arrays["global_z"],
+        arrays["local_z"],
+    )
 
 
-def representation_captures(results: Results, trials: pd.DataFrame, keys: Sequence[str]):
+def representation_captures(
+    results: Results,
+    trials: pd.DataFrame,
+    keys: Sequence[str],
+    not_counted: list[str] | None = None,
+) -> list[Capture]:
     """Per ``keys`` value in reading order: the lowest-seed completed trial's latest
-    capture (trials without one are passed over)."""
+    readable capture (trials without one are passed over).  A damaged capture is named
+    in ``not_counted`` (path and reason) and the next one (an earlier round, else the
+    next seed) drawn instead."""
     done = trials[trials["status"] == COMPLETED]
     paths = {sweep.name: sweep.path for sweep in results.sweeps}
     out = []
@@ -75,13 +84,20 @@ def representation_captures(results: Results, trials: pd.DataFrame, keys: Sequen
         cell = done
         for column, value in zip(keys, key):
             cell = cell[cell[column] == value]
+        capture = None
         for _, trial in cell.sort_values("seed").iterrows():
             folder = paths[trial["sweep"]] / trial["trial"] / FOLDER
-            files = sorted(folder.glob("round_*.npz")) if folder.is_dir() else []
-            capture = files and read_capture(
-                files[-1], row_label(keys, key), trial["trial"], int(trial["seed"])
-            )
-            if capture:
+            files = sorted(folder.glob("round_*.npz"), reverse=True) if folder.is_dir() else []
+            for path in files:
+                try:
+                    capture = read_capture(
+                        path, row_label(keys, key), trial["trial"], int(trial["seed"])
+                    )
+                    break
+                except DamagedFileError as err:
+                    if not_counted is not None:
+                        not_counted.append(f"{err}: left out of Fig. 2 (t-SNE)")
+            if capture is not None:
                 out.append(capture)
                 break
     return out

@@ -20,6 +20,23 @@ only well-typed values:
     line that fails is skipped and described, so its trial is marked damaged.
 ``partitions.json`` (:func:`read_partitions`)
     a JSON list of partitions, each with a rectangular table of class counts.
+``parties.csv`` (:func:`read_parties`)
+    UTF-8 CSV ending in a line end, with the header ``round,party,party_acc`` (and
+    ``party_samples``), every row complete: ``round`` a whole number >= 1, ``party`` a
+    whole number >= 0 named once per round, ``party_acc`` a fraction in [0, 1].
+``representations/round_NNNN.npz`` (:func:`read_representation`)
+    a numpy archive (no pickled object) with ``round`` and ``party`` whole scalars,
+    ``labels`` (n,) whole classes >= 0, ``global_z`` and ``local_z`` (n, d) finite
+    floats, n >= :data:`MIN_CAPTURE_POINTS`; ``round`` the file name's.
+``feature_examples.npz`` (:func:`read_feature_examples`)
+    a numpy archive (no pickled object) with ``images`` (S, P, K, C, H, W) finite
+    floats in [0, 1], C 1 or 3, ``settings`` (S,) text, ``parties`` (S, P) whole
+    numbers and ``levels`` (S, P) finite numbers.
+
+The per-trial files besides ``params.json`` and ``result.json`` are parts of a trial: a
+damaged one leaves that part out ("not counted": its figure or data file without it)
+and the rest of the trial counts.  Numpy archives are opened with
+``allow_pickle=False``: an archive holding a pickled object is damaged, never unpickled.
 
 A damaged file is never averaged in and never a traceback: the caller names it (the
 report's "Trials not counted" and "Problems while reading") with its path and what is
@@ -29,8 +46,11 @@ nor Ray), so this schema cannot drift from what runs write.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
+import re
 import types
 import typing
 from collections.abc import Iterable
@@ -39,8 +59,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from federated.config import RunConfig
-from federated.results_contract import RESULT
+from federated.results_contract import RESULT, representation_file
 
 # result.json metrics the report computes with: a number or null (NaN) on every row.
 NUMERIC_METRICS = (
@@ -357,3 +379,208 @@ def read_partitions(path: Path) -> tuple[list[dict[str, Any]], str | None]:
             "their figures are skipped)"
         )
     return good, None
+
+
+# ------------------------------------------------------------------------- parties
+PARTY_COLUMNS = ("round", "party", "party_acc")  # party_samples: optional (older runs)
+
+
+def read_parties(path: Path) -> list[dict[str, Any]]:
+    """A trial's ``parties.csv`` as rows ``{round, party, party_acc[, party_samples]}``
+    (numbers), checked; :class:`DamagedFileError` (naming ``path``) otherwise.  A missing
+    file raises :class:`FileNotFoundError` (the trial scored no party)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise DamagedFileError(f"{path}: cannot be read ({err.strerror or err})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DamagedFileError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    if not text.strip():
+        raise DamagedFileError(f"{path}: empty")
+    if not text.endswith("\n"):  # the writer ends every row: a cut file loses rows
+        raise DamagedFileError(f"{path}: cut short (its last line has no line end)")
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader)
+    missing = [c for c in PARTY_COLUMNS if c not in header]
+    if missing:
+        raise DamagedFileError(f"{path}: no {', '.join(missing)} column (header {_shown(header)})")
+    rows: list[dict[str, Any]] = []
+    seen: set[tuple[int, int]] = set()
+    for number, cells in enumerate(reader, 2):
+        if not cells:
+            continue
+        if len(cells) != len(header):
+            raise DamagedFileError(
+                f"{path}: line {number} has {len(cells)} fields, the header {len(header)}"
+            )
+        row = dict(zip(header, cells))
+        problem = _party_row_problem(row)
+        if problem:
+            raise DamagedFileError(f"{path}: line {number}: {problem}")
+        values = {
+            "round": int(row["round"]),
+            "party": int(row["party"]),
+            "party_acc": float(row["party_acc"]),
+        }
+        if "party_samples" in row:
+            values["party_samples"] = int(row["party_samples"])
+        key = (values["round"], values["party"])
+        if key in seen:
+            raise DamagedFileError(f"{path}: line {number}: party {key[1]} twice in round {key[0]}")
+        seen.add(key)
+        rows.append(values)
+    if not rows:
+        raise DamagedFileError(f"{path}: a header and no rows")
+    return rows
+
+
+_WHOLE = re.compile(r"[0-9]+")
+
+
+def _party_row_problem(row: dict[str, str]) -> str | None:
+    if not _WHOLE.fullmatch(row["round"]) or int(row["round"]) < 1:
+        return f"round={_shown(row['round'])} is not a whole number >= 1"
+    if not _WHOLE.fullmatch(row["party"]):
+        return f"party={_shown(row['party'])} is not a whole number >= 0"
+    if "party_samples" in row and not _WHOLE.fullmatch(row["party_samples"]):
+        return f"party_samples={_shown(row['party_samples'])} is not a whole number"
+    try:
+        acc = float(row["party_acc"])
+    except ValueError:
+        return f"party_acc={_shown(row['party_acc'])} is not a number"
+    if not 0.0 <= acc <= 1.0:  # NaN fails too
+        return f"party_acc={_shown(row['party_acc'])} is not a fraction in [0, 1]"
+    return None
+
+
+# ------------------------------------------------------------------ numpy archives
+MIN_CAPTURE_POINTS = 4  # fewer points than this draw no t-SNE map
+CAPTURE_KEYS = ("round", "party", "labels", "global_z", "local_z")
+EXAMPLE_KEYS = ("images", "settings", "parties", "levels")
+ZIP_MAGIC = b"PK\x03\x04"  # a .npz is a zip archive
+
+
+def _read_npz(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """``keys`` of the numpy archive ``path``, never unpickling; :class:`DamagedFileError`
+    (naming ``path``) when it is not an archive holding each of them as a plain array."""
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise DamagedFileError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if magic != ZIP_MAGIC:  # np.load would try it as a pickle (refused) or a lone array
+        raise DamagedFileError(f"{path}: not a numpy archive (.npz); garbage or emptied")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            missing = [k for k in keys if k not in npz.files]
+            if missing:
+                raise DamagedFileError(f"{path}: no {', '.join(missing)} array in it")
+            return {k: npz[k] for k in keys}
+    except DamagedFileError:
+        raise
+    except FileNotFoundError:
+        raise
+    except ValueError as err:
+        if "allow_pickle" in str(err):
+            raise DamagedFileError(
+                f"{path}: holds a pickled object (never unpickled: numpy arrays only)"
+            ) from None
+        raise DamagedFileError(f"{path}: not a numpy archive ({_first_line(err)})") from None
+    except Exception as err:  # zipfile, zlib, EOF errors: a cut or garbage file
+        raise DamagedFileError(
+            f"{path}: not a complete numpy archive ({type(err).__name__}: {_first_line(err)};"
+            " truncated?)"
+        ) from None
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [""])[0][:120]
+
+
+def _whole_scalar(value: np.ndarray) -> bool:
+    return value.shape == () and value.dtype.kind in "iu"
+
+
+def read_representation(path: Path) -> dict[str, np.ndarray]:
+    """One ``representations/round_NNNN.npz``, checked (module docstring);
+    :class:`DamagedFileError` (naming ``path``) otherwise."""
+    arrays = _read_npz(path, CAPTURE_KEYS)
+    for key in ("round", "party"):
+        if not _whole_scalar(arrays[key]):
+            raise DamagedFileError(
+                f"{path}: {key} is a {arrays[key].dtype} array of shape "
+                f"{arrays[key].shape}, not a whole number"
+            )
+    if int(arrays["round"]) < 1 or representation_file(int(arrays["round"])) != path.name:
+        raise DamagedFileError(f"{path}: round={int(arrays['round'])} does not match its name")
+    if int(arrays["party"]) < 0:
+        raise DamagedFileError(f"{path}: party={int(arrays['party'])} is negative")
+    labels = arrays["labels"]
+    if labels.ndim != 1 or labels.dtype.kind not in "iu":
+        raise DamagedFileError(
+            f"{path}: labels is a {labels.dtype} array of shape {labels.shape}, "
+            "not a list of whole classes"
+        )
+    if labels.size and labels.min() < 0:
+        raise DamagedFileError(f"{path}: labels holds a negative class")
+    for key in ("global_z", "local_z"):
+        z = arrays[key]
+        if z.ndim != 2 or z.dtype.kind != "f":
+            raise DamagedFileError(
+                f"{path}: {key} is a {z.dtype} array of shape {z.shape}, not (n, d) floats"
+            )
+        if z.shape[0] != len(labels) or z.shape[1] < 1:
+            raise DamagedFileError(
+                f"{path}: {key} has shape {z.shape}, but there are {len(labels)} labels"
+            )
+        if not np.isfinite(z).all():
+            raise DamagedFileError(f"{path}: {key} holds NaN or infinite values")
+    if arrays["global_z"].shape != arrays["local_z"].shape:
+        raise DamagedFileError(
+            f"{path}: global_z {arrays['global_z'].shape} and local_z "
+            f"{arrays['local_z'].shape} differ in shape"
+        )
+    if len(labels) < MIN_CAPTURE_POINTS:
+        raise DamagedFileError(
+            f"{path}: {len(labels)} points (a map needs at least {MIN_CAPTURE_POINTS})"
+        )
+    return arrays
+
+
+def read_feature_examples(path: Path) -> dict[str, np.ndarray]:
+    """A sweep's ``feature_examples.npz``, checked (module docstring);
+    :class:`DamagedFileError` (naming ``path``) otherwise, :class:`FileNotFoundError`
+    when it has none."""
+    arrays = _read_npz(path, EXAMPLE_KEYS)
+    images, settings = arrays["images"], arrays["settings"]
+    if images.ndim != 6 or images.dtype.kind != "f":
+        raise DamagedFileError(
+            f"{path}: images is a {images.dtype} array of shape {images.shape}, "
+            "not (settings, parties, images, C, H, W) floats"
+        )
+    n_settings, n_parties = images.shape[:2]
+    if 0 in images.shape or images.shape[3] not in (1, 3):
+        raise DamagedFileError(f"{path}: images has shape {images.shape} (C must be 1 or 3)")
+    if not np.isfinite(images).all() or images.min() < 0 or images.max() > 1:
+        raise DamagedFileError(f"{path}: images holds values outside [0, 1] (or NaN)")
+    if settings.shape != (n_settings,) or settings.dtype.kind != "U":
+        raise DamagedFileError(
+            f"{path}: settings is a {settings.dtype} array of shape {settings.shape}, "
+            f"not {n_settings} names"
+        )
+    for key, kinds in (("parties", "iu"), ("levels", "iuf")):
+        value = arrays[key]
+        if value.shape != (n_settings, n_parties) or value.dtype.kind not in kinds:
+            raise DamagedFileError(
+                f"{path}: {key} is a {value.dtype} array of shape {value.shape}, "
+                f"not ({n_settings}, {n_parties}) numbers"
+            )
+        if not np.isfinite(value).all():
+            raise DamagedFileError(f"{path}: {key} holds NaN or infinite values")
+    return arrays
