@@ -21,9 +21,10 @@ only well-typed values:
 ``partitions.json`` (:func:`read_partitions`)
     a JSON list of partitions, each with a rectangular table of class counts.
 ``parties.csv`` (:func:`read_parties`)
-    UTF-8 CSV ending in a line end, with the header ``round,party,party_acc`` (and
-    ``party_samples``), every row complete: ``round`` a whole number >= 1, ``party`` a
-    whole number >= 0 named once per round, ``party_acc`` a fraction in [0, 1].
+    UTF-8 CSV ending in a line end, with the columns ``round``, ``party``, ``party_acc``
+    (and those of federated/run_files.py), every row complete: ``round`` a whole number
+    >= 1, ``party`` a whole number >= 0 named once per round, ``party_acc`` and
+    ``party_val_acc`` fractions in [0, 1] or NaN (not scored that round), counts whole.
 ``representations/round_NNNN.npz`` (:func:`read_representation`)
     a numpy archive (no pickled object) with ``round`` and ``party`` whole scalars,
     ``labels`` (n,) whole classes >= 0, ``global_z`` and ``local_z`` (n, d) finite
@@ -382,13 +383,18 @@ def read_partitions(path: Path) -> tuple[list[dict[str, Any]], str | None]:
 
 
 # ------------------------------------------------------------------------- parties
-PARTY_COLUMNS = ("round", "party", "party_acc")  # party_samples: optional (older runs)
+PARTY_COLUMNS = ("round", "party", "party_acc")  # the rest: optional (older runs lack them)
+# columns of whole counts, and of fractions (NaN, or empty, where a round was not scored
+# or a party not validated: federated/run_files.py)
+PARTY_COUNT_COLUMNS = ("party_samples", "party_val_samples", "party_test_samples")
+PARTY_FRACTION_COLUMNS = ("party_acc", "party_val_acc")
 
 
 def read_parties(path: Path) -> list[dict[str, Any]]:
-    """A trial's ``parties.csv`` as rows ``{round, party, party_acc[, party_samples]}``
-    (numbers), checked; :class:`DamagedFileError` (naming ``path``) otherwise.  A missing
-    file raises :class:`FileNotFoundError` (the trial scored no party)."""
+    """A trial's ``parties.csv`` as rows of numbers (``round``, ``party``, ``party_acc``
+    and whatever other columns it has; NaN where a value is not recorded), checked;
+    :class:`DamagedFileError` (naming ``path``) otherwise.  A missing file raises
+    :class:`FileNotFoundError` (the trial scored no party)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -417,17 +423,12 @@ def read_parties(path: Path) -> list[dict[str, Any]]:
             raise DamagedFileError(
                 f"{path}: line {number} has {len(cells)} fields, the header {len(header)}"
             )
-        row = dict(zip(header, cells))
-        problem = _party_row_problem(row)
-        if problem:
-            raise DamagedFileError(f"{path}: line {number}: {problem}")
-        values = {
-            "round": int(row["round"]),
-            "party": int(row["party"]),
-            "party_acc": float(row["party_acc"]),
-        }
-        if "party_samples" in row:
-            values["party_samples"] = int(row["party_samples"])
+        values: dict[str, Any] = {}
+        for column, cell in zip(header, cells):
+            value, problem = _party_value(column, cell)
+            if problem:
+                raise DamagedFileError(f"{path}: line {number}: {column}={_shown(cell)} {problem}")
+            values[column] = value
         key = (values["round"], values["party"])
         if key in seen:
             raise DamagedFileError(f"{path}: line {number}: party {key[1]} twice in round {key[0]}")
@@ -441,20 +442,29 @@ def read_parties(path: Path) -> list[dict[str, Any]]:
 _WHOLE = re.compile(r"[0-9]+")
 
 
-def _party_row_problem(row: dict[str, str]) -> str | None:
-    if not _WHOLE.fullmatch(row["round"]) or int(row["round"]) < 1:
-        return f"round={_shown(row['round'])} is not a whole number >= 1"
-    if not _WHOLE.fullmatch(row["party"]):
-        return f"party={_shown(row['party'])} is not a whole number >= 0"
-    if "party_samples" in row and not _WHOLE.fullmatch(row["party_samples"]):
-        return f"party_samples={_shown(row['party_samples'])} is not a whole number"
+def _party_value(column: str, cell: str) -> tuple[Any, str | None]:
+    """One cell of ``parties.csv`` as its number, or what is wrong with it."""
+    if column in ("round", "party"):
+        if not _WHOLE.fullmatch(cell) or (column == "round" and int(cell) < 1):
+            return None, f"is not a whole number >= {1 if column == 'round' else 0}"
+        return int(cell), None
+    if cell == "":
+        return math.nan, None  # a value this row does not record
+    if column in PARTY_COUNT_COLUMNS:
+        if not _WHOLE.fullmatch(cell):
+            return None, "is not a whole number"
+        return int(cell), None
     try:
-        acc = float(row["party_acc"])
+        value = float(cell)
     except ValueError:
-        return f"party_acc={_shown(row['party_acc'])} is not a number"
-    if not 0.0 <= acc <= 1.0:  # NaN fails too
-        return f"party_acc={_shown(row['party_acc'])} is not a fraction in [0, 1]"
-    return None
+        if column in PARTY_FRACTION_COLUMNS or column.startswith("party_"):
+            return None, "is not a number"
+        return cell, None  # a column of another tool: kept as text
+    if column in PARTY_FRACTION_COLUMNS and not (math.isnan(value) or 0.0 <= value <= 1.0):
+        return None, "is not a fraction in [0, 1]"
+    if math.isinf(value):
+        return None, "is infinite"
+    return value, None
 
 
 # ------------------------------------------------------------------ numpy archives

@@ -43,7 +43,6 @@ from federated.results_contract import (
     SWEEP_INTERRUPTED,
     trial_status,
 )
-from federated.trainable import train_federated
 from search_spaces.study_file import study_to_dict
 from study.driver_liveness import driver_record
 from study.interruption import StopSignals
@@ -57,10 +56,11 @@ from study.layout import (
 )
 from study.live_view import LiveView
 from study.machine import machine_description
-from study.optuna_storage import OPTUNA_DB, open_storage
+from study.optuna_storage import OPTUNA_DB, SweepOptunaSearch
 from study.plan import OPTUNA_SEED, SweepPlan, trial_dirname
 from study.resources import TrialResources, choose_resources
 from study.tracking_callbacks import tracking_callbacks
+from study.trial_actor import FederatedTrial
 
 
 class _NoTuneResumeHint(logging.Filter):
@@ -176,7 +176,8 @@ def write_partitions(plan: SweepPlan, sweep_dir: Path, rows: list[dict[str, Any]
 
 
 def trainable_with(resources: TrialResources):
-    return tune.with_resources(train_federated, resources.as_ray())
+    # FederatedTrial: train_federated, its Ray actor named by point and seed (dashboard)
+    return tune.with_resources(FederatedTrial, resources.as_ray())
 
 
 def _scheduler(name: str | None, max_rounds: int):
@@ -219,19 +220,18 @@ def new_tuner(
     kept in the sweep's folder), with the execution's scheduler."""
     if plan.search == "optuna":
         import optuna
-        from ray.tune.search.optuna import OptunaSearch
-
         # A define-by-run space makes OptunaSearch ignore TuneConfig's metric and mode:
         # it must be told them itself.
-        search_alg = OptunaSearch(
+        search_alg = SweepOptunaSearch(
             space=plan.optuna_space(),
             metric="test_acc",
             mode="max",
             sampler=optuna.samplers.TPESampler(seed=OPTUNA_SEED),
-            # the study lives in <sweep>/optuna.db: optuna-dashboard reads it, --resume
-            # continues it (study/optuna_storage.py)
+            # the study lives in <sweep>/optuna.db: optuna-dashboard reads it (objective
+            # named after the metric, trials labelled), --resume continues it
+            # (study/optuna_storage.py)
             study_name=name,
-            storage=open_storage(storage / name),
+            sweep_dir=storage / name,
         )
         param_space: dict[str, Any] = {}
         num_samples = plan.num_samples

@@ -31,6 +31,7 @@ from federated.data import DatasetUnavailable
 from federated.input_checks import InputError, check_address, check_output_folder
 from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET
 from search_spaces.study_file import StudyFileError
+from study.dashboard import dashboard_line, keep_dashboard_up
 from study.interruption import StopSignals
 from study.plan import PlanTooLargeError, SweepPlan
 from study.plan_description import describe_plan, list_studies, override_warnings
@@ -51,6 +52,7 @@ from study.tracking import (
     check_tracker_settings,
     start_tracking,
     sweep_tags,
+    tracked_sweep,
 )
 
 if TYPE_CHECKING:  # study.runner imports Ray, which only a sweep that runs may load
@@ -91,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print(list_studies())
         return 0
+    dashboard: str | None = None  # a local Ray's dashboard, kept up after the sweep
     try:
         plan = plan_sweep(args)
         requested = TrialResources(args.cpus_per_trial, args.gpus_per_trial)
@@ -102,18 +105,24 @@ def main(argv: list[str] | None = None) -> int:
         target = check_before_ray(args, plan)
         for line in override_warnings(plan):
             print(line, file=sys.stderr)
-        execution = start_ray(args, target)
+        execution, dashboard = start_ray(args, target)
         tags = sweep_tags(plan.study.name, target.sweep_dir.name, plan.budget.name)
         tracking = None if args.resume else start_sweep_folder(args, plan, target, execution, tags)
-        results = fit_and_summarise(args, plan, target, execution, tracking, tags)
+        with tracked_sweep(target.sweep_dir):  # the MLflow sweep run ends with the outcome
+            results = fit_and_summarise(args, plan, target, execution, tracking, tags)
         if args.rerun_best:
             best_dir = rerun_best(
                 plan, results, target.sweep_dir, target.storage, execution, args.rerun_best
             )
             print(f"report: python -m analysis.report {target.sweep_dir} {best_dir}")
     except SweepStopError as stop:
-        return stop.code
-    return exit_codes.OK
+        code = stop.code
+    else:
+        code = exit_codes.OK
+    # a sweep that ended on its own (not one the user interrupted) stays inspectable
+    if dashboard and code in (exit_codes.OK, exit_codes.ALL_TRIALS_FAILED):
+        keep_dashboard_up(dashboard)
+    return code
 
 
 def plan_sweep(args: argparse.Namespace) -> SweepPlan:
@@ -177,18 +186,21 @@ def check_before_ray(args: argparse.Namespace, plan: SweepPlan) -> SweepTarget:
     except KeyboardInterrupt:
         print("error: interrupted before the sweep started; nothing was written", file=sys.stderr)
         raise SweepStopError(exit_codes.INTERRUPTED) from None
+    # an Optuna sweep is planned as one again (an axis with only a range needs it)
+    search = " --search optuna" if args.search == "optuna" else ""
     resume_command = (
-        f"python -m study.sweep {study_argument(args)} --resume --name {sweep_dir.name} "
-        f"--storage-path {storage}"
+        f"python -m study.sweep {study_argument(args)}{search} --resume --name "
+        f"{sweep_dir.name} --storage-path {storage}"
     )
     return SweepTarget(storage, address, sweep_dir, partitions, resume_command)
 
 
-def start_ray(args: argparse.Namespace, target: SweepTarget) -> Execution:
+def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution, str | None]:
     """Start a local Ray (loopback only) or join ``target.address``, check that a trial
     fits the largest node, print the dashboard's URL when asked, and choose the trials'
     resources (a GPU request on a cluster without GPUs falls back to CPU, with a
-    warning); returns how the trials run."""
+    warning); returns how the trials run and the URL of the dashboard the driver keeps
+    up after the sweep (``--dashboard`` on a local Ray; else None)."""
     if not target.address:
         os.environ.update(LOCAL_ONLY_ENV)
 
@@ -201,23 +213,20 @@ def start_ray(args: argparse.Namespace, target: SweepTarget) -> Execution:
         print(f"error: {err}", file=sys.stderr)
         raise SweepStopError(exit_codes.BAD_INPUT) from None
     if args.dashboard:
-        print(
-            f"Ray dashboard: {url or 'not available'} (Tune results also in TensorBoard: "
-            f"tensorboard --logdir {target.sweep_dir})",
-            flush=True,
-        )
+        print(dashboard_line(url, target.sweep_dir), flush=True)
     resources, warning = runner.choose_resources(
         args.cpus_per_trial, args.gpus_per_trial, runner.cluster_gpus()
     )
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    return runner.Execution(
+    execution = runner.Execution(
         resources=resources,
         max_concurrent=args.max_concurrent,
         scheduler=None if args.scheduler == "fifo" else args.scheduler,
         max_failures=args.max_failures,
         verbose=0 if args.quiet else 1,
     )
+    return execution, (url if args.dashboard and url and not target.address else None)
 
 
 def start_sweep_folder(

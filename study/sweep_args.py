@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dashboard",
         action="store_true",
-        help="start the Ray dashboard on 127.0.0.1 and print its URL",
+        help="start the Ray dashboard on 127.0.0.1, print its URL, keep it up after the sweep "
+        "until Ctrl-C",
     )
     p.add_argument(
         "--dry-run", action="store_true", help="print the trials and their resources; start nothing"

@@ -10,7 +10,12 @@ the tags ``study``, ``sweep``, ``budget`` and ``seed``.
   keeps its plain-file store in maintenance mode and refuses it unless told otherwise, so
   the local default is MLflow's own SQLite backend); ``--track-uri`` names a tracking
   server instead.  The experiment is ``fedsweep-<study>``; the sweep is a parent run named
-  after the sweep and every trial a child run of it, so the MLflow UI nests them.
+  after the sweep and every trial a child run of it, named by its point and seed
+  (``mu=0.1 seed=2``), so the MLflow UI nests them.  The sweep's run ends with the
+  sweep's outcome (:func:`tracked_sweep`): FINISHED, FAILED (a trial errored, or the
+  driver failed) or KILLED (Ctrl-C, SIGTERM); a trial's run that was still open then is
+  KILLED too; ``--resume`` sets them RUNNING again.  Only a driver killed outright
+  (``kill -9``) leaves them RUNNING, until the sweep is resumed.
   Open it with ``mlflow ui --backend-store-uri sqlite:///<sweep>/mlflow.db``.
 * **W&B** (``--track wandb``): project ``fedsweep`` (or ``$WANDB_PROJECT``), one group per
   sweep, one run per trial written under the trial's folder (``<trial>/wandb/``).
@@ -30,9 +35,14 @@ import importlib.util
 import logging
 import netrc
 import os
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from federated import exit_codes
+from study.layout import read_manifest
 
 TRACKERS = ("mlflow", "wandb")
 WANDB_PROJECT = "fedsweep"
@@ -144,6 +154,81 @@ def start_mlflow_sweep(sweep_dir: Path, uri: str | None, tags: dict[str, str]) -
         )
         parent = run.info.run_id
     return {"uri": tracking_uri, "experiment": experiment, "parent_run_id": parent}
+
+
+# MLflow's words for how a run ended (mlflow.entities.RunStatus).
+FINISHED, FAILED, KILLED, RUNNING = "FINISHED", "FAILED", "KILLED", "RUNNING"
+# The manifest's word for a trial that errored (study.runner.fit writes it).
+TRIAL_ERROR = "ERROR"
+
+
+def mlflow_sweep_status(manifest: dict[str, Any], error: BaseException | None) -> str:
+    """The MLflow status a sweep's run ends with, from the manifest's ``status`` as the
+    sweep left it (``study.runner.fit``) and the exception the sweep ended with, if any.
+
+    finished: FINISHED, or FAILED when a trial errored; interrupted: KILLED; failed (the
+    driver itself): FAILED.  A manifest still saying running means the sweep stopped
+    before Tune recorded an outcome: KILLED when that was Ctrl-C or SIGTERM, else FAILED."""
+    status = manifest.get("status")
+    if status == "finished":
+        trials = manifest.get("trials") or {}
+        errored = any(entry.get("status") == TRIAL_ERROR for entry in trials.values())
+        return FAILED if errored else FINISHED
+    if status == "interrupted":
+        return KILLED
+    stopped = getattr(error, "code", None) in (exit_codes.INTERRUPTED, exit_codes.TERMINATED)
+    if status == "running" and (isinstance(error, KeyboardInterrupt) or stopped):
+        return KILLED
+    return FAILED
+
+
+def set_mlflow_sweep_status(info: dict[str, Any], status: str) -> None:
+    """Set the sweep's run to ``status``: RUNNING (again, on ``--resume``), or its end.
+
+    Ending it also ends its trials' runs that are still open, KILLED: Tune ends a trial's
+    run when the trial ends, never when the sweep is interrupted."""
+    from mlflow.tracking import MlflowClient
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    client = MlflowClient(info["uri"])
+    parent = info["parent_run_id"]
+    if status == RUNNING:
+        client.update_run(parent, status=RUNNING)
+        return
+    experiment_id = client.get_run(parent).info.experiment_id
+    query = f"tags.`mlflow.parentRunId` = '{parent}' and attributes.status = '{RUNNING}'"
+    for run in client.search_runs([experiment_id], filter_string=query, max_results=10_000):
+        client.set_terminated(run.info.run_id, status=KILLED)
+    client.set_terminated(parent, status=status)
+
+
+@contextmanager
+def tracked_sweep(sweep_dir: Path) -> Iterator[None]:
+    """Around the fit of a sweep (new or resumed): its MLflow run, when the manifest
+    records one, says RUNNING while the sweep runs and ends with the sweep's outcome
+    (:func:`mlflow_sweep_status`) however the fit ends.  A tracker that cannot be
+    reached then is said in one line on stderr; it never changes the sweep's outcome."""
+    info = (read_manifest(sweep_dir).get("tracking") or {}).get("mlflow")
+    if isinstance(info, dict):
+        _quietly(set_mlflow_sweep_status, info, RUNNING)
+    error: BaseException | None = None
+    try:
+        yield
+    except BaseException as err:
+        error = err
+        raise
+    finally:
+        if isinstance(info, dict):
+            status = mlflow_sweep_status(read_manifest(sweep_dir), error)
+            _quietly(set_mlflow_sweep_status, info, status)
+
+
+def _quietly(step: Any, info: dict[str, Any], status: str) -> None:
+    try:
+        step(info, status)
+    except Exception as err:  # whatever MLflow's client raises: one line, the sweep goes on
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        print(f"warning: MLflow sweep run not set to {status}: {first}", file=sys.stderr)
 
 
 # -------------------------------------------------------------------------------- W&B

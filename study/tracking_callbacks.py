@@ -12,10 +12,14 @@ import ray
 from ray.air.integrations.mlflow import MLflowLoggerCallback
 from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
 
+from study.trial_actor import trial_label
+
 
 class MLflowTrialRuns(MLflowLoggerCallback):
-    """One child run per trial under the sweep's run, tagged with the trial's seed and id;
-    a trial continued after ``--resume`` logs into the run it had before."""
+    """One child run per trial under the sweep's run, named by the trial's point and seed
+    (``mu=0.1 seed=2``) and tagged with its seed and id; a trial continued after
+    ``--resume`` logs into the run it had before, which says RUNNING again until the
+    trial ends (Tune's callback ends it FINISHED or FAILED)."""
 
     def log_trial_start(self, trial) -> None:
         if trial not in self._trial_runs:
@@ -28,14 +32,17 @@ class MLflowTrialRuns(MLflowLoggerCallback):
         query = f"tags.trial_id = '{trial.trial_id}'"
         found = client.search_runs([experiment.experiment_id], query, max_results=1)
         if found:
-            return found[0].info.run_id
+            run_id = found[0].info.run_id
+            client.update_run(run_id, status="RUNNING")  # ended KILLED when interrupted
+            return run_id
         tags = {
             **self.tags,
             "trial_name": str(trial),
             "trial_id": trial.trial_id,
             "seed": str(trial.config.get("seed")),
         }
-        return self.mlflow_util.start_run(tags=tags, run_name=str(trial)).info.run_id
+        run = self.mlflow_util.start_run(tags=tags, run_name=trial_label(trial.config))
+        return run.info.run_id
 
     def log_trial_result(self, iteration: int, trial, result: dict) -> None:
         # the config is the run's params already; as metrics it would double every insert

@@ -112,9 +112,10 @@ PARTY_DAMAGE = {
     "a short row": ("round,party,party_acc\n2,0\n", "has 2 fields"),
     "no party_acc column": ("round,party\n2,0\n", "no party_acc column"),
     "an accuracy of 3": ("round,party,party_acc\n2,0,3\n", "not a fraction"),
-    "NaN": ("round,party,party_acc\n2,0,nan\n", "not a fraction"),
+    "infinite": ("round,party,party_acc,party_val_loss\n2,0,0.5,inf\n", "is infinite"),
+    "a count of 1.5": ("round,party,party_acc,party_samples\n2,0,0.5,1.5\n", "not a whole"),
     "a party twice": ("round,party,party_acc\n2,0,0.5\n2,0,0.5\n", "party 0 twice"),
-    "round 0": ("round,party,party_acc\n0,0,0.5\n", "round='0'"),
+    "round 0": ("round,party,party_acc\n0,0,0.5\n", "round='0' is not a whole number >= 1"),
     "empty": ("", "empty"),
 }
 
@@ -135,6 +136,14 @@ def test_parties_csv_checker_reads_a_good_file(tmp_path):
     path.write_text(good_parties())
     rows = read_parties(path)
     assert [r["party"] for r in rows] == [0, 1, 2] and rows[0]["party_acc"] == pytest.approx(0.5)
+    # a validated but unscored round (NaN), a party not validated (empty): not damage
+    path.write_text(
+        "round,party,party_acc,party_samples,party_val_acc,party_val_loss,party_val_samples\n"
+        "1,0,nan,50,0.5,1.2,5\n1,1,nan,50,,,5\n"
+    )
+    rows = read_parties(path)
+    assert np.isnan(rows[0]["party_acc"]) and np.isnan(rows[1]["party_val_acc"])
+    assert rows[0]["party_val_samples"] == 5
 
 
 class Pickled:

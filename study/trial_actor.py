@@ -1,0 +1,43 @@
+"""What a trial is called where a user looks: the Ray dashboard's actor and the trackers.
+
+Tune runs a function trainable as an actor of a class it makes (``ImplicitFunc``) whose
+``repr`` is the function's name, so the Ray dashboard's Actors page listed every trial as
+``train_federated``.  Ray takes an actor's ``Repr`` from ``repr(actor)`` once the actor is
+built (Ray's "Customizing prefixes for Actor logs"), and a Tune trainable holds its
+trial's config and id by then: :class:`FederatedTrial` is Tune's own wrapper of
+:func:`federated.trainable.train_federated` with a ``__repr__`` that names the trial by
+its point and seed, e.g. ``mu=0.1 seed=2 [c1bca_00003]``.  The dashboard shows that next
+to the actor's state (ALIVE while the trial runs, DEAD once it ended); Ray's log lines of
+the trial carry it as their prefix too.  Tune makes a new actor per trial (actors are
+not reused: ``TuneConfig.reuse_actors`` is off), so the name set at creation stays true.
+
+The trainable keeps the name ``train_federated`` (Tune's ``_name``): sweeps started
+before this class existed resume with it (``Tuner.restore`` checks the name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ray.tune.trainable.function_trainable import wrap_function
+
+from federated.trainable import train_federated
+
+
+def trial_label(config: Mapping[str, Any]) -> str:
+    """``"<point> seed=<seed>"``: a trial in words (MLflow run names, actor reprs)."""
+    point = config.get("point") or "-"
+    return f"{point} seed={config.get('seed')}"
+
+
+class FederatedTrial(wrap_function(train_federated)):
+    """:func:`~federated.trainable.train_federated` as a Tune trainable whose actor is
+    named after its trial (see the module docstring)."""
+
+    def __repr__(self) -> str:
+        # Ray may ask before the trainable's __init__ has stored its config and id
+        config = getattr(self, "config", None) or {}
+        trial_id = getattr(getattr(self, "_trial_info", None), "trial_id", None)
+        label = trial_label(config) if config else "train_federated"
+        return f"{label} [{trial_id}]" if trial_id else label

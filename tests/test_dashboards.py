@@ -1,0 +1,267 @@
+"""Monitoring a sweep in the browser (docs/dashboards.md), read through each tool's own API.
+
+One tiny Optuna sweep (synthetic data, smoke budget, three trials one at a time) with
+``--dashboard --track mlflow``, interrupted with Ctrl-C while a trial runs and resumed:
+
+* Ray's state API (``ray.util.state.list_actors``, what the dashboard's Actors page
+  shows): while the sweep runs, the running trial's actor is named by its point and
+  seed; after the resumed sweep every trial's actor is, with its state;
+* ``--dashboard`` keeps the dashboard up after the sweep until Ctrl-C, then exits 0;
+* MLflow's client: the sweep's run is KILLED after Ctrl-C and FINISHED after
+  ``--resume``; the trials' runs are named by point and seed, none left RUNNING;
+* the Optuna storage: the objective is named after the ranking metric and every Optuna
+  trial carries its Tune trial id and results folder.
+
+The fast tests hold the MLflow outcome rules on a real MLflow store, and the wait for
+Ctrl-C on the real signal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from federated import exit_codes
+from study.dashboard import keep_dashboard_up
+from study.sweep import SweepStopError as Stop
+from study.tracking import (
+    FAILED,
+    FINISHED,
+    KILLED,
+    RUNNING,
+    mlflow_sweep_status,
+    start_mlflow_sweep,
+    tracked_sweep,
+)
+
+SWEEP = [
+    "--vary", "mu=loguniform:0.01:10", "--set", "algorithm=moon", "--search", "optuna",
+    "--num-samples", "3", "--budget", "smoke", "--dataset", "synthetic", "--set", "rounds=3",
+    "--max-concurrent", "1", "--track", "mlflow", "--dashboard", "--name", "watched",
+]  # fmt: skip
+
+# Ray's state API, run in a process of its own: the client must be told that the
+# cluster wants its token (~/.ray/auth_token), which Ray reads when it starts.
+LIST_ACTORS = """
+import json, sys
+from ray.util.state import list_actors
+actors = list_actors(address=sys.argv[1], detail=True, limit=1000, raise_on_missing_output=False)
+print(json.dumps([[a.class_name, a.repr_name, a.state] for a in actors]))
+"""
+
+
+def trial_actors(url: str) -> list[tuple[str, str]]:
+    """(repr, state) of every trial actor of the cluster the dashboard at ``url`` serves."""
+    env = {**os.environ, "RAY_AUTH_MODE": "token"}
+    proc = subprocess.run(
+        [sys.executable, "-c", LIST_ACTORS, url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    actors = json.loads(proc.stdout.strip().splitlines()[-1])
+    return [(repr_name, state) for cls, repr_name, state in actors if "Trainable" in cls]
+
+
+def wait_for(predicate, driver: subprocess.Popen, log: Path, timeout: float, what: str):
+    """``predicate()``'s first true value, polled while the sweep's driver runs."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if driver.poll() is not None:
+            ended = f"the sweep ended ({driver.returncode})"
+            raise AssertionError(f"{ended}: {log.read_text()[-3000:]}")
+        time.sleep(1.0)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def start(cmd: list[str], log: Path) -> subprocess.Popen:
+    with log.open("w") as out:
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def dashboard_url(log: Path) -> str | None:
+    for line in log.read_text().splitlines():
+        if line.startswith("Ray dashboard: http"):
+            return line.split()[2]
+    return None
+
+
+def trial_dirs(sweep_dir: Path) -> list[Path]:
+    return sorted(p for p in sweep_dir.iterdir() if (p / "params.json").is_file())
+
+
+def mlflow_runs(sweep_dir: Path):
+    """(the sweep's run, its trials' runs), read with MLflow's client."""
+    from mlflow.tracking import MlflowClient
+
+    info = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())["tracking"]["mlflow"]
+    client = MlflowClient(info["uri"])
+    parent = client.get_run(info["parent_run_id"])
+    query = f"tags.`mlflow.parentRunId` = '{info['parent_run_id']}'"
+    children = client.search_runs([parent.info.experiment_id], query, max_results=100)
+    return parent, children
+
+
+@pytest.mark.slow
+def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(tmp_path):
+    import optuna
+
+    sweep_dir = tmp_path / "watched"
+    base = [sys.executable, "-m", "study.sweep", *SWEEP, "--storage-path", str(tmp_path)]
+
+    # 1. the sweep runs: the running trial's actor is named by its point and seed
+    first_log = tmp_path / "first.log"
+    driver = start(base, first_log)
+    try:
+        url = wait_for(lambda: dashboard_url(first_log), driver, first_log, 180, "its URL")
+        assert url.startswith("http://127.0.0.1:")  # loopback only
+        assert "TensorBoard" in first_log.read_text()  # where rounds and accuracy are
+
+        def running_trial():
+            alive = [r for r, state in trial_actors(url) if state == "ALIVE" and " seed=" in r]
+            reported = list(sweep_dir.glob("*/result.json"))
+            return alive if reported else None
+
+        (alive,) = wait_for(running_trial, driver, first_log, 300, "a reporting trial")
+        driver.send_signal(signal.SIGINT)  # Ctrl-C while a trial runs
+        assert driver.wait(timeout=180) == exit_codes.INTERRUPTED
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    assert alive.startswith("mu=") and " seed=0 [" in alive
+    manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
+    assert manifest["status"] == "interrupted"
+    parent, children = mlflow_runs(sweep_dir)
+    assert parent.info.status == KILLED
+    assert children and all(run.info.status in (FINISHED, KILLED) for run in children)
+    assert "stays up" not in first_log.read_text()  # interrupted: no waiting
+
+    # 2. --resume (the command the sweep printed) to the end; the dashboard stays up
+    resume = next(
+        line.removeprefix("continue it with: ")
+        for line in first_log.read_text().splitlines()
+        if line.startswith("continue it with: ")
+    )
+    resume_cmd = [sys.executable, *shlex.split(resume)[1:], "--dashboard"]
+    second_log = tmp_path / "second.log"
+    driver = start(resume_cmd, second_log)
+    try:
+        wait_for(lambda: "stays up" in second_log.read_text(), driver, second_log, 600, "the end")
+        url = dashboard_url(second_log)
+        actors = trial_actors(url)
+        driver.send_signal(signal.SIGINT)  # the user is done looking
+        assert driver.wait(timeout=120) == exit_codes.OK
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    text = second_log.read_text()
+    assert f"the Ray dashboard stays up at {url} until Ctrl-C" in text
+    assert json.loads((sweep_dir / "fedsweep_sweep.json").read_text())["status"] == "finished"
+
+    trials = trial_dirs(sweep_dir)
+    assert len(trials) == 3
+    params = {t.name: json.loads((t / "params.json").read_text()) for t in trials}
+    trial_ids = {
+        t.name: json.loads((t / "result.json").read_text().splitlines()[0])["trial_id"]
+        for t in trials
+    }
+    labels = {name: f"{p['point']} seed={p['seed']}" for name, p in params.items()}
+
+    # Ray: the trials that ran in this session (all three: the interrupted one continued)
+    reprs = {r for r, _ in actors}
+    for name in params:
+        assert f"{labels[name]} [{trial_ids[name]}]" in reprs, (name, reprs)
+    assert all(state == "DEAD" for _, state in actors)  # ended, and still listed
+
+    # MLflow: the sweep's run FINISHED, one run per trial named by point and seed
+    parent, children = mlflow_runs(sweep_dir)
+    assert parent.info.status == FINISHED
+    assert sorted(run.info.run_name for run in children) == sorted(labels.values())
+    assert all(run.info.status == FINISHED for run in children)
+
+    # Optuna: the objective's name is the ranking metric; trials lead to their folders
+    study = optuna.load_study(study_name="watched", storage=f"sqlite:///{sweep_dir}/optuna.db")
+    (metric,) = study.metric_names
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(done) == 3
+    for trial in done:
+        folder = Path(trial.user_attrs["results_folder"])
+        assert folder.parent == sweep_dir.resolve() and folder.name in params
+        assert trial.user_attrs["tune_trial_id"] == trial_ids[folder.name]
+        assert params[folder.name]["mu"] == pytest.approx(trial.params["mu"], rel=1e-12)
+        rows = [json.loads(line) for line in (folder / "result.json").read_text().splitlines()]
+        assert trial.value == pytest.approx(max(rows, key=lambda r: r["round"])[metric])
+
+
+@pytest.mark.parametrize(
+    ("status", "trials", "error", "expected"),
+    [
+        ("finished", {"a": {"status": "TERMINATED"}}, None, FINISHED),
+        ("finished", {"a": {"status": "ERROR"}}, Stop(exit_codes.ALL_TRIALS_FAILED), FAILED),
+        ("interrupted", {}, Stop(exit_codes.INTERRUPTED), KILLED),
+        ("interrupted", {}, Stop(exit_codes.TERMINATED), KILLED),
+        ("failed", {}, RuntimeError("driver"), FAILED),
+        ("running", {}, Stop(exit_codes.INTERRUPTED), KILLED),  # Ctrl-C before Tune's loop
+        ("running", {}, KeyboardInterrupt(), KILLED),
+        ("running", {}, ValueError("restore failed"), FAILED),
+    ],
+)
+def test_the_sweeps_outcome_in_mlflows_words(status, trials, error, expected):
+    assert mlflow_sweep_status({"status": status, "trials": trials}, error) == expected
+
+
+@pytest.mark.slow  # MLflow's SQLite set-up: ~20 s on a loaded 2-core machine
+def test_a_resumed_sweep_run_says_running_then_ends_with_the_outcome(tmp_path):
+    """On a real MLflow store: a sweep run KILLED by an interruption is RUNNING again while
+    the resumed sweep runs, and ends FAILED when a trial errored; a trial's run still open
+    then is KILLED."""
+    from mlflow.tracking import MlflowClient
+
+    sweep_dir = tmp_path / "s"
+    sweep_dir.mkdir()
+    info = start_mlflow_sweep(sweep_dir, None, {"study": "st", "sweep": "s", "budget": "smoke"})
+    manifest = {"status": "interrupted", "tracking": {"mlflow": info}, "trials": {}}
+    (sweep_dir / "fedsweep_sweep.json").write_text(json.dumps(manifest))
+    client = MlflowClient(info["uri"])
+    parent = info["parent_run_id"]
+    experiment = client.get_run(parent).info.experiment_id
+    open_trial = client.create_run(experiment, tags={"mlflow.parentRunId": parent})
+    client.set_terminated(parent, status=KILLED)
+
+    with pytest.raises(Stop), tracked_sweep(sweep_dir):
+        assert client.get_run(parent).info.status == RUNNING
+        manifest.update(status="finished", trials={"t": {"status": "ERROR"}})
+        (sweep_dir / "fedsweep_sweep.json").write_text(json.dumps(manifest))
+        raise Stop(exit_codes.ALL_TRIALS_FAILED)
+    assert client.get_run(parent).info.status == FAILED
+    assert client.get_run(open_trial.info.run_id).info.status == KILLED
+
+
+def test_the_dashboard_waits_for_ctrl_c_and_says_so(capsys):
+    before = signal.getsignal(signal.SIGINT)
+    sent = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    sent.start()
+    keep_dashboard_up("http://127.0.0.1:8265")
+    waited = time.monotonic() - started
+    sent.join()
+    assert 0.9 <= waited < 10
+    line = "the Ray dashboard stays up at http://127.0.0.1:8265 until Ctrl-C\n"
+    assert capsys.readouterr().out == line
+    assert signal.getsignal(signal.SIGINT) is before  # the sweep's handlers are back
