@@ -101,7 +101,18 @@ def test_overriding_a_varied_field_or_a_bad_value_is_rejected():
             "error: invalid config: rounds='x' (allowed: an integer)",
         ),
         (["moon_mu", "--set", "rounds"], "error: --set 'rounds': expected FIELD=VALUE"),
-        (["moon_mu", "--rerun-best", "3"], "error: --rerun-best needs --search optuna"),
+        (
+            ["moon_mu", "--metric", "test_acc"],
+            "error: --metric='test_acc' (allowed: val_acc, val_loss)",
+        ),
+        (
+            ["moon_mu", "--search", "optuna", "--set", "val_fraction=0"],
+            "error: --search optuna selects on validation, and val_fraction=0 holds none out",
+        ),
+        (
+            ["moon_mu", "--rerun-best", "2", "--set", "val_fraction=0"],
+            "error: --rerun-best selects on validation, and val_fraction=0 holds none out",
+        ),
     ],
 )
 def test_cli_errors_are_one_line(argv, message, capsys):

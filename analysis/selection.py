@@ -1,0 +1,218 @@
+"""How a sweep chose, and how far to trust the choice: the numbers behind the report's
+selection section (docs/validation.md).
+
+For a sweep that selects (an Optuna search, ASHA, a grid rerun with ``--rerun-best``):
+
+- :func:`trial_outcomes`: per trial, its final ranking metric (validation), its final
+  test accuracy and what it cost (rounds, party updates — drawn parties that reported,
+  summed over rounds — and CPU/GPU seconds of training and evaluation);
+- :func:`best_so_far`: the best ranking value after each trial, in proposal order;
+- :func:`point_choice`: the point the metric chooses (its trials' mean), the best test
+  accuracy in hindsight and the chosen point's regret against it (labelled hindsight:
+  no tool could have chosen on it without selecting on test);
+- :func:`rank_correlation`: Spearman's ρ of validation vs test over completed trials;
+- :func:`rerun_outcome`: the chosen configuration's test accuracy over the rerun's
+  fresh seeds (mean, t-interval) and the optimism: the search-time test accuracy of the
+  chosen trials minus the rerun's mean;
+- :func:`evaluation_noise`: the selection re-simulated with k of the N parties
+  evaluating (seeded draws, each trial drawing its own k, as each trial of a real
+  cross-device sweep would), from the per-party validation values each trial logged at
+  its last round: how often the chosen point changes and the expected test regret
+  against the full-evaluation choice.  Kuo et al. (2023) show this noise can make good
+  tuners no better than random search; here it is measured on the sweep's own trials.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from analysis.paired_stats import t_quantile
+
+#: metric -> +1 when larger is better
+DIRECTION = {"val_acc": 1.0, "val_loss": -1.0, "test_acc": 1.0}
+#: the parties.csv column holding each party's value of a ranking metric
+PARTY_COLUMN = {"val_acc": "party_val_acc", "val_loss": "party_val_loss"}
+NOISE_DRAWS = 200
+
+
+def trial_outcomes(rounds: pd.DataFrame, trials: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One row per trial of ``trials`` (a sweep's, in proposal order): ``trial``,
+    ``point``, ``seed``, ``status``, ``value`` (final ``metric``), ``test_acc`` (final),
+    ``rounds``, ``party_updates``, ``seconds``."""
+    out = []
+    ordered = trials.sort_values(["sweep_started", "order"], kind="stable")
+    for _, trial in ordered.iterrows():
+        own = rounds[rounds["trial"] == trial["trial"]].sort_values("round")
+        last = own.iloc[-1] if len(own) else {}
+        seconds = sum(
+            float(own[c].fillna(0).sum()) for c in ("train_seconds", "eval_seconds") if c in own
+        )
+        updates = own["reporting_parties"] if "reporting_parties" in own else own.get("parties")
+        out.append(
+            {
+                "trial": trial["trial"],
+                "point": trial.get("point", trial["trial"]),
+                "seed": trial.get("seed"),
+                "status": trial["status"],
+                "value": _number(last.get(metric) if len(own) else math.nan),
+                "test_acc": _number(last.get("test_acc") if len(own) else math.nan),
+                "rounds": int(last.get("round", 0)) if len(own) else 0,
+                "party_updates": float(updates.fillna(0).sum()) if updates is not None else 0.0,
+                "seconds": seconds,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _number(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def best_so_far(outcomes: pd.DataFrame, metric: str) -> pd.Series:
+    """The best ranking value after each trial (NaN before the first finite one)."""
+    sign = DIRECTION.get(metric, 1.0)
+    return (outcomes["value"] * sign).cummax() * sign
+
+
+def point_means(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Per point: mean ranking value and mean test accuracy over its finite trials."""
+    finite = outcomes[np.isfinite(outcomes["value"]) & np.isfinite(outcomes["test_acc"])]
+    return finite.groupby("point", sort=True)[["value", "test_acc"]].mean()
+
+
+def point_choice(outcomes: pd.DataFrame, metric: str) -> dict[str, float | str]:
+    """The chosen point (best mean ranking value), its mean test accuracy, the best
+    test accuracy of any point in hindsight, and the regret (hindsight − chosen)."""
+    means = point_means(outcomes)
+    if means.empty:
+        return {}
+    sign = DIRECTION.get(metric, 1.0)
+    chosen = (means["value"] * sign).idxmax()
+    hindsight = means["test_acc"].max()
+    return {
+        "point": str(chosen),
+        "value": float(means.loc[chosen, "value"]),
+        "test_acc": float(means.loc[chosen, "test_acc"]),
+        "hindsight_point": str(means["test_acc"].idxmax()),
+        "hindsight_test_acc": float(hindsight),
+        "regret": float(hindsight - means.loc[chosen, "test_acc"]),
+    }
+
+
+def rank_correlation(outcomes: pd.DataFrame, completed: str = "completed") -> float:
+    """Spearman's ρ of the ranking value vs test accuracy over completed trials (NaN
+    with fewer than 3, or when either is constant)."""
+    done = outcomes[(outcomes["status"] == completed) & np.isfinite(outcomes["value"])]
+    done = done[np.isfinite(done["test_acc"])]
+    if len(done) < 3:
+        return math.nan
+    a, b = done["value"].rank(), done["test_acc"].rank()
+    if a.std() == 0 or b.std() == 0:
+        return math.nan
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def rerun_outcome(
+    rerun_tests: Sequence[float], search_tests: Sequence[float], level: float = 0.95
+) -> dict[str, float]:
+    """The rerun's test accuracy (mean, t-interval over its seeds) and the optimism:
+    the search-time test accuracy of the chosen trials (their mean) minus the rerun's."""
+    values = np.asarray([v for v in rerun_tests if math.isfinite(v)], dtype=float)
+    seen = np.asarray([v for v in search_tests if v is not None and math.isfinite(v)])
+    if values.size == 0:
+        return {}
+    mean = float(values.mean())
+    half = math.nan
+    if values.size > 1:
+        half = t_quantile(values.size - 1, level) * float(values.std(ddof=1)) / math.sqrt(
+            values.size
+        )
+    search = float(seen.mean()) if seen.size else math.nan
+    return {
+        "n": float(values.size),
+        "mean": mean,
+        "low": mean - half,
+        "high": mean + half,
+        "search_test_acc": search,
+        "optimism": search - mean,
+    }
+
+
+def evaluation_noise(
+    outcomes: pd.DataFrame,
+    party_values: dict[str, tuple[np.ndarray, np.ndarray]],
+    metric: str,
+    ks: Sequence[int],
+    draws: int = NOISE_DRAWS,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """The selection re-simulated with ``k`` evaluating parties, for each k in ``ks``.
+
+    ``party_values``: per trial, (values, samples) of the parties that evaluated at its
+    last round.  For each of ``draws`` seeded draws every trial draws its own k parties
+    (without replacement; all of them when it has fewer) and scores the size-weighted
+    mean; the point with the best mean score is chosen.  Returns one row per k:
+    ``changed`` (share of draws choosing another point than the full evaluation),
+    ``regret`` (mean test-accuracy loss against the full-evaluation choice, fraction)
+    and ``regret_hindsight`` (against the best test accuracy in hindsight)."""
+    usable = outcomes[outcomes["trial"].isin(party_values)]
+    usable = usable[np.isfinite(usable["test_acc"])]
+    full = point_choice(usable, metric)
+    if not full:
+        return pd.DataFrame(columns=["k", "changed", "regret", "regret_hindsight"])
+    tests = point_means(usable)["test_acc"]
+    sign = DIRECTION.get(metric, 1.0)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k in ks:
+        changed = regret = hindsight = 0.0
+        for _ in range(draws):
+            scores: dict[str, list[float]] = {}
+            for _, trial in usable.iterrows():
+                values, samples = party_values[trial["trial"]]
+                take = min(k, len(values))
+                pick = rng.choice(len(values), size=take, replace=False)
+                score = float((values[pick] * samples[pick]).sum() / samples[pick].sum())
+                scores.setdefault(trial["point"], []).append(score)
+            chosen = max(sorted(scores), key=lambda p: sign * float(np.mean(scores[p])))
+            changed += chosen != full["point"]
+            regret += full["test_acc"] - tests[chosen]
+            hindsight += full["hindsight_test_acc"] - tests[chosen]
+        rows.append(
+            {
+                "k": int(k),
+                "changed": changed / draws,
+                "regret": regret / draws,
+                "regret_hindsight": hindsight / draws,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def final_party_values(
+    parties: pd.DataFrame, metric: str
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per trial, (values, samples) of the parties with a finite ``metric`` value at
+    the trial's last validated round in ``parties`` (parties.csv rows with a ``trial``
+    column); trials without per-party validation are left out."""
+    column = PARTY_COLUMN.get(metric)
+    if column is None or column not in parties or "party_val_samples" not in parties:
+        return {}
+    out = {}
+    for trial, rows in parties.groupby("trial"):
+        finite = rows[np.isfinite(rows[column].astype(float))]
+        if finite.empty:
+            continue
+        last = finite[finite["round"] == finite["round"].max()]
+        out[str(trial)] = (
+            last[column].to_numpy(dtype=float),
+            last["party_val_samples"].to_numpy(dtype=float),
+        )
+    return out

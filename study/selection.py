@@ -1,0 +1,130 @@
+"""Which metric ranks a sweep's trials, the validation every selection needs, and the
+fresh seeds a chosen configuration is rerun on.
+
+Select on validation, report on test (docs/validation.md).  A sweep *selects* when it
+searches (``--search optuna``), stops trials early (``--scheduler asha``) or picks a best
+configuration to rerun (``--rerun-best``); each ranks trials by one metric, named here
+once and used by Optuna, ASHA, the best configuration, the live view and the summary:
+``val_acc`` (maximised, the default) or ``val_loss`` (minimised), the size-weighted
+federated validation of federated/validation.py.  A selecting sweep whose trials hold
+out no validation data is refused in one line; where the user wrote no ``val_fraction``
+the sweep holds out :data:`DEFAULT_VAL_FRACTION` (FederatedScope's 0.1) and says so.  A
+plain grid selects nothing and keeps the paper's protocol (no hold-out) unless asked.
+
+The chosen configuration is rerun on seeds no searched trial used
+(:func:`rerun_seeds`), so its test accuracy is measured on runs that did not choose it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from federated.input_checks import InputError
+
+#: metric -> Tune mode
+SELECTION_METRICS = {"val_acc": "max", "val_loss": "min"}
+DEFAULT_METRIC = "val_acc"
+#: what sweeps from before the validation protocol ranked by (their manifests name none)
+LEGACY_METRIC = "test_acc"
+DEFAULT_VAL_FRACTION = 0.1
+#: reruns use seeds from here on (or past the largest searched seed): never a search's
+RERUN_SEED_BASE = 10_000
+
+
+class SelectionError(InputError):
+    """A selecting sweep without validation data (one line, before any work)."""
+
+
+def mode_of(metric: str) -> str:
+    """``"max"`` or ``"min"``: how ``metric`` ranks (test accuracy, of old sweeps: max)."""
+    return SELECTION_METRICS.get(metric, "max")
+
+
+def selector(search: str, scheduler: str, rerun_best: int) -> str | None:
+    """The flag that makes a sweep select (None: it selects nothing)."""
+    if search == "optuna":
+        return "--search optuna"
+    if scheduler == "asha":
+        return "--scheduler asha"
+    if rerun_best:
+        return "--rerun-best"
+    return None
+
+
+def writes_val_fraction(study: Any, overrides: Mapping[str, Any]) -> bool:
+    """Whether the user wrote ``val_fraction`` (``--set``, the study's fixed settings or
+    one of its axes)."""
+    if "val_fraction" in overrides or "val_fraction" in study.fixed:
+        return True
+    for axis in study.axes:
+        if axis.name == "val_fraction":
+            return True
+        if any("val_fraction" in dict(s) for s in (axis.settings or {}).values()):
+            return True
+    return False
+
+
+def with_validation(
+    study: Any, overrides: Mapping[str, Any], by: str | None
+) -> tuple[dict[str, Any], str | None]:
+    """``overrides`` with :data:`DEFAULT_VAL_FRACTION` added when the sweep selects
+    (``by``) and the user wrote no ``val_fraction``; and the line that says so (None
+    when nothing was added)."""
+    out = dict(overrides)
+    if by is None or writes_val_fraction(study, overrides):
+        return out, None
+    out["val_fraction"] = DEFAULT_VAL_FRACTION
+    return out, (
+        f"note: {by} selects on validation: each party holds out "
+        f"val_fraction={DEFAULT_VAL_FRACTION:g} of its samples (docs/validation.md; "
+        "--set val_fraction=... to choose)"
+    )
+
+
+def check_validated(configs: Iterable[Mapping[str, Any]], by: str | None) -> None:
+    """Refuse a selecting sweep (``by``) whose trials hold out no validation data."""
+    if by is None:
+        return
+    for config in configs:
+        if not config.get("val_fraction"):
+            raise SelectionError(
+                f"{by} selects on validation, and val_fraction=0 holds none out (allowed: "
+                "val_fraction in (0, 1), e.g. --set val_fraction=0.1; a plain grid without "
+                "--rerun-best keeps the paper's protocol)"
+            )
+
+
+def rerun_seeds(searched: Sequence[int], k: int) -> list[int]:
+    """``k`` seeds no searched trial used: from :data:`RERUN_SEED_BASE`, or past the
+    largest searched seed when a search used seeds that high."""
+    start = max(RERUN_SEED_BASE, max(searched, default=-1) + 1)
+    return list(range(start, start + k))
+
+
+def best_point(
+    trials: Iterable[tuple[str, Mapping[str, Any], Mapping[str, Any]]], metric: str
+) -> tuple[str, float, list[Mapping[str, Any]]]:
+    """The point whose trials' final ``metric`` is best on average, from ``(point
+    label, config, final metrics)`` per trial (NaN, missing and diverged values are
+    left out).  Returns (the point, its mean metric, its trials' metrics); raises
+    :class:`SelectionError` when no trial has a finite value."""
+    by_point: dict[str, list[Mapping[str, Any]]] = {}
+    for point, _config, metrics in trials:
+        value = metrics.get(metric)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            by_point.setdefault(point, []).append(metrics)
+    if not by_point:
+        raise SelectionError(
+            f"no trial reported a finite {metric}: nothing to select (did every trial fail "
+            "or diverge?)"
+        )
+    sign = 1.0 if mode_of(metric) == "max" else -1.0
+
+    def mean(point: str) -> float:
+        values = [m[metric] for m in by_point[point]]
+        return sum(values) / len(values)
+
+    chosen = max(sorted(by_point), key=lambda p: sign * mean(p))
+    return chosen, mean(chosen), by_point[chosen]

@@ -1,0 +1,134 @@
+"""Selection on validation (study/selection.py): the metric that ranks, the validation a
+selecting sweep needs, the fresh rerun seeds, and a planted case where test and
+validation disagree."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from search_spaces import STUDIES
+from study.selection import (
+    DEFAULT_VAL_FRACTION,
+    SelectionError,
+    best_point,
+    check_validated,
+    mode_of,
+    rerun_seeds,
+    selector,
+    with_validation,
+)
+from study.sweep import fixed_at
+
+
+def trial(point, seed, val_acc, test_acc, val_loss=1.0):
+    return point, {"point": point, "seed": seed}, {
+        "val_acc": val_acc, "test_acc": test_acc, "val_loss": val_loss
+    }
+
+
+def test_a_planted_disagreement_is_decided_by_validation():
+    """mu=1 wins on test, mu=5 on validation: the selection takes mu=5."""
+    trials = [
+        trial("mu=1", 0, 0.70, 0.90),
+        trial("mu=1", 1, 0.72, 0.91),
+        trial("mu=5", 0, 0.80, 0.60),
+        trial("mu=5", 1, 0.78, 0.61),
+    ]
+    point, value, chosen = best_point(trials, "val_acc")
+    assert point == "mu=5" and value == pytest.approx(0.79)
+    assert [m["test_acc"] for m in chosen] == [0.60, 0.61]
+
+
+def test_val_loss_is_minimised_and_nan_or_missing_values_are_left_out():
+    trials = [
+        trial("a", 0, 0.5, 0.5, val_loss=0.9),
+        trial("b", 0, 0.4, 0.4, val_loss=0.3),
+        trial("c", 0, 0.9, 0.9, val_loss=math.nan),
+    ]
+    assert mode_of("val_loss") == "min"
+    assert best_point(trials, "val_loss")[0] == "b"
+    with pytest.raises(SelectionError, match="no trial reported a finite val_acc"):
+        best_point([trial("a", 0, math.nan, 0.5)], "val_acc")
+
+
+def test_rerun_seeds_are_disjoint_from_the_searched_ones():
+    assert rerun_seeds([0, 1, 2], 3) == [10_000, 10_001, 10_002]
+    assert rerun_seeds([10_000, 10_005], 2) == [10_006, 10_007]
+    assert not set(rerun_seeds(range(20_000), 4)) & set(range(20_000))
+
+
+def test_a_selecting_sweep_holds_out_validation_unless_the_user_wrote_a_value():
+    study = STUDIES["moon_mu"]
+    assert selector("grid", "fifo", 0) is None
+    assert selector("grid", "asha", 0) == "--scheduler asha"
+    overrides, note = with_validation(study, {}, "--search optuna")
+    assert overrides == {"val_fraction": DEFAULT_VAL_FRACTION} and "selects on validation" in note
+    written, note = with_validation(study, {"val_fraction": 0.2}, "--search optuna")
+    assert written == {"val_fraction": 0.2} and note is None
+    assert with_validation(study, {}, None) == ({}, None)  # a plain grid: the paper's protocol
+    with pytest.raises(SelectionError, match=r"--rerun-best selects on validation"):
+        check_validated([{"val_fraction": 0.0}], "--rerun-best")
+
+
+def test_a_rerun_holds_every_axis_at_the_chosen_value():
+    study = STUDIES["moon_mu"]
+    fixed = fixed_at(study, {"mu": 0.37, "seed": 3})
+    assert fixed.grid() == [{"mu": 0.37}]
+
+
+def outcomes_frame():
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "trial": ["a", "b", "c"],
+            "point": ["mu=0", "mu=1", "mu=5"],
+            "seed": [0, 0, 0],
+            "status": ["completed"] * 3,
+            "value": [0.60, 0.70, 0.65],
+            "test_acc": [0.80, 0.75, 0.90],
+            "rounds": [4, 4, 2],
+            "party_updates": [8.0, 8.0, 4.0],
+            "seconds": [1.0, 1.0, 0.5],
+        }
+    )
+
+
+def test_the_report_numbers_of_a_selection_by_hand():
+    import numpy as np
+
+    from analysis.selection import (
+        best_so_far,
+        evaluation_noise,
+        point_choice,
+        rank_correlation,
+        rerun_outcome,
+    )
+
+    outcomes = outcomes_frame()
+    assert best_so_far(outcomes, "val_acc").tolist() == [0.60, 0.70, 0.70]
+    choice = point_choice(outcomes, "val_acc")
+    assert choice["point"] == "mu=1" and choice["hindsight_point"] == "mu=5"
+    assert choice["regret"] == pytest.approx(0.15)
+    assert rank_correlation(outcomes) == pytest.approx(-0.5)  # ranks (1,3,2) vs (2,1,3)
+    rerun = rerun_outcome([0.70, 0.72], [0.75])
+    assert rerun["mean"] == pytest.approx(0.71) and rerun["optimism"] == pytest.approx(0.04)
+    # half-width t(0.975, 1) * sd / sqrt(2) = 12.706 * 0.01414 / 1.414
+    assert rerun["high"] - rerun["mean"] == pytest.approx(0.12706, rel=1e-3)
+    # two parties each: with both evaluating the choice is the full one; with one, the
+    # draw decides between mu=1's parties (0.9 / 0.5) and the others' constant values
+    values = {
+        "a": (np.array([0.6, 0.6]), np.array([10.0, 10.0])),
+        "b": (np.array([0.9, 0.5]), np.array([10.0, 10.0])),
+        "c": (np.array([0.65, 0.65]), np.array([10.0, 10.0])),
+    }
+    noise = evaluation_noise(outcomes, values, "val_acc", [1, 2], draws=400)
+    full = noise[noise["k"] == 2].iloc[0]
+    assert full["changed"] == 0.0 and full["regret"] == 0.0
+    assert full["regret_hindsight"] == pytest.approx(0.15)
+    one = noise[noise["k"] == 1].iloc[0]
+    assert 0.4 < one["changed"] < 0.6  # mu=1 loses whenever its 0.5 party is drawn
+    # losing mu=1 picks mu=5 (test 0.90): a negative regret against the full choice
+    assert one["regret"] == pytest.approx(-0.15 * one["changed"])
