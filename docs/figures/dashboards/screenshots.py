@@ -1,10 +1,12 @@
 """How the screenshots in docs/dashboards.md were taken: headless Chromium, driven
 through its DevTools protocol (aiohttp, which Ray's dashboard installs), one PNG per page.
 
-    python docs/figures/dashboards/screenshots.py OUT.png URL [WAIT_S] [COOKIE=VALUE]
+    python docs/figures/dashboards/screenshots.py OUT.png URL [WAIT_S] [COOKIE=VALUE] [JS]
 
-``COOKIE=VALUE`` is set for the page's host first: the Ray dashboard's
+``COOKIE=VALUE`` (or ``-``) is set for the page's host first: the Ray dashboard's
 ``ray-authentication-token`` (the token in ``~/.ray/auth_token``) spares its token dialog.
+``JS`` runs in the page once it has loaded (e.g. a click that expands a row), and the
+picture is taken a few seconds later.
 Needs Debian's ``chromium`` (``apt-get install -y chromium``).
 """
 
@@ -25,9 +27,12 @@ import aiohttp
 
 DEVTOOLS_PORT = 9339
 WINDOW = "1500,950"
+SCRIPT_WAIT_S = 4.0
 
 
-async def capture(url: str, out: Path, wait_s: float, cookie: str | None) -> None:
+async def capture(
+    url: str, out: Path, wait_s: float, cookie: str | None, script: str | None
+) -> None:
     """Open ``url`` in the browser listening on DEVTOOLS_PORT and save the page as ``out``."""
     with urlopen(f"http://127.0.0.1:{DEVTOOLS_PORT}/json") as answer:
         page = next(p for p in json.load(answer) if p["type"] == "page")
@@ -52,6 +57,9 @@ async def capture(url: str, out: Path, wait_s: float, cookie: str | None) -> Non
             await call("Network.setCookie", name=name, value=value, url=url)
         await call("Page.navigate", url=url)
         await asyncio.sleep(wait_s)  # the single-page apps fetch their data after load
+        if script:
+            await call("Runtime.evaluate", expression=script)
+            await asyncio.sleep(SCRIPT_WAIT_S)
         shot = await call("Page.captureScreenshot", format="png")
     out.write_bytes(base64.b64decode(shot["data"]))
 
@@ -59,7 +67,8 @@ async def capture(url: str, out: Path, wait_s: float, cookie: str | None) -> Non
 def main(argv: list[str]) -> int:
     out, url = Path(argv[0]), argv[1]
     wait_s = float(argv[2]) if len(argv) > 2 else 8.0
-    cookie = argv[3] if len(argv) > 3 else None
+    cookie = argv[3] if len(argv) > 3 and argv[3] != "-" else None
+    script = argv[4] if len(argv) > 4 else None
     with tempfile.TemporaryDirectory() as profile:
         command = [
             "chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
@@ -73,7 +82,7 @@ def main(argv: list[str]) -> int:
         )
         try:
             time.sleep(3)  # the DevTools endpoint comes up
-            asyncio.run(capture(url, out, wait_s, cookie))
+            asyncio.run(capture(url, out, wait_s, cookie, script))
         finally:
             browser.terminate()
             browser.wait()
