@@ -22,6 +22,9 @@ shape names it).  Rules, all in accuracy points:
   seeds - 1), with n = the table's seed count (the largest in a cell); a table with only
   unpaired comparisons uses :func:`~analysis.paired_stats.resolvable_unpaired` over its
   cells' values.
+- **Seeds to resolve** a stated difference (the report's ``--resolve-target``): the same
+  arithmetic inverted (:func:`analysis.seed_plan.seeds_to_resolve`) on the table's pooled
+  sd, and on each Δ cell's own (a noisier estimate, for the CSV and the note).
 """
 
 from __future__ import annotations
@@ -40,9 +43,11 @@ from analysis.paired_stats import (
     WELCH,
     Difference,
     compare,
+    pooled_sd,
     resolvable_difference,
     resolvable_unpaired,
 )
+from analysis.seed_plan import DEFAULT_TARGET, seeds_text
 
 # A trial's partition is drawn from these config fields and its seed: cells that differ in
 # one of them do not share partitions, so their seeds cannot be paired.
@@ -112,11 +117,14 @@ class CellSample:
         by_seed: ``{seed: accuracy points}`` of its counted trials.
         partition: the distinct values of :data:`PARTITION_FIELDS` among its trials.
         chance: its dataset's chance accuracy in points (None: unknown).
+        climb_by_seed: ``{seed: points}``, each trial's climb over its last rounds up to
+            the reported round (:mod:`analysis.trial_statistic`); empty when unknown.
     """
 
     by_seed: dict[int, float]
     partition: frozenset
     chance: float | None = None
+    climb_by_seed: dict[int, float] = field(default_factory=dict)
 
     @property
     def mean(self) -> float:
@@ -126,8 +134,10 @@ class CellSample:
 def cell_samples(
     trials: pd.DataFrame, keys: Sequence[str], value: str, classes: Mapping[str, int] | None
 ) -> dict[tuple, CellSample]:
-    """``{key tuple: CellSample}`` from counted, one-per-seed trials (``value`` a fraction)."""
+    """``{key tuple: CellSample}`` from counted, one-per-seed trials (``value`` a fraction;
+    its climbs from the column ``<value>_climb`` where the trials have one)."""
     fields = [f for f in PARTITION_FIELDS if f in trials]
+    climb = f"{value}_climb"
     out: dict[tuple, CellSample] = {}
     groups = trials.groupby(list(keys), dropna=False, sort=False) if keys else [((), trials)]
     for key, group in groups:
@@ -138,10 +148,16 @@ def cell_samples(
         )
         datasets = set(group["dataset"]) if "dataset" in group else set()
         chances = {chance_points(d, classes) for d in datasets}
+        climbs = (
+            {int(s): 100.0 * float(c) for s, c in zip(group["seed"], group[climb])}
+            if climb in group
+            else {}
+        )
         out[key] = CellSample(
             {int(s): 100.0 * v for s, v in zip(group["seed"], values)},
             signatures,
             chances.pop() if len(chances) == 1 else None,
+            climbs,
         )
     return out
 
@@ -160,6 +176,10 @@ class GridComparison:
         at_chance: lines whose best cell is resolved but not above chance.
         resolvable: the smallest resolvable difference (points; NaN: none computable).
         seeds: the table's seed count (the largest in a cell).
+        pooled_sd: the sd behind ``resolvable`` (points): of the paired differences pooled
+            over the Δ cells, or the within-cell sd for an unpaired table.
+        spreads: each Δ cell's own sd (points): of its paired differences, or (Welch)
+            the root mean square of the two cells' sds.
     """
 
     along: str | None
@@ -171,6 +191,8 @@ class GridComparison:
     resolvable: float = math.nan
     resolvable_kind: str = PAIRED
     seeds: int = 0
+    pooled_sd: float = math.nan
+    spreads: dict[tuple[int, int], float] = field(default_factory=dict)
 
     @property
     def no_claim(self) -> bool:
@@ -214,6 +236,11 @@ def compare_grid(
                 if diff.kind == PAIRED and diff.n >= 2:
                     seeds = sorted(sample.by_seed)
                     paired_sets.append([sample.by_seed[s] - ref.by_seed[s] for s in seeds])
+                    result.spreads[cell(line, position)] = float(np.std(paired_sets[-1], ddof=1))
+                elif diff.kind == WELCH and diff.has_interval:
+                    a, b = list(sample.by_seed.values()), list(ref.by_seed.values())
+                    squares = (np.var(a, ddof=1) + np.var(b, ddof=1)) / 2
+                    result.spreads[cell(line, position)] = float(np.sqrt(squares))
         ranked = sorted(cells.items(), key=lambda item: -item[1].mean)
         if len(ranked) < 2:
             continue  # a lone cell is not the best of anything
@@ -229,10 +256,11 @@ def compare_grid(
             result.bold.add(cell(line, top))
     if paired_sets:
         result.resolvable = resolvable_difference(paired_sets, n=result.seeds)
+        result.pooled_sd = pooled_sd(paired_sets)[0]
     else:
-        result.resolvable = resolvable_unpaired(
-            [list(s.by_seed.values()) for s in samples.values()], n=result.seeds
-        )
+        values = [list(s.by_seed.values()) for s in samples.values()]
+        result.resolvable = resolvable_unpaired(values, n=result.seeds)
+        result.pooled_sd = pooled_sd(values)[0]
         result.resolvable_kind = WELCH
     return result
 
@@ -313,3 +341,44 @@ def comparison_notes(
             f"{result.seeds} seeds tell from 0 at {LEVEL:.0%} ({how})."
         )
     return notes
+
+
+# A note lists each comparison's seeds up to this many Δ cells, else their range.
+LISTED_COMPARISONS = 8
+
+
+def cell_seeds_needed(result: GridComparison, cell: tuple[int, int], target: float) -> str:
+    """Seeds the Δ of ``cell`` would need to resolve ``target`` points, from its own sd
+    (``"–"`` where it has no interval)."""
+    sd = result.spreads.get(cell, math.nan)
+    return seeds_text(sd, target, paired=result.deltas[cell].kind == PAIRED)
+
+
+def planning_note(
+    result: GridComparison,
+    cell_labels: Mapping[tuple[int, int], str],
+    target: float = DEFAULT_TARGET,
+) -> list[str]:
+    """The line saying how many seeds would resolve ``target`` points: for the table (its
+    pooled sd) and for each comparison (its own sd); empty without an sd."""
+    if result.along is None or result.no_claim or math.isnan(result.pooled_sd):
+        return []
+    paired = result.resolvable_kind == PAIRED
+    table = seeds_text(result.pooled_sd, target, paired=paired)
+    sd_words = "paired differences" if paired else "cells (unpaired)"
+    line = (
+        f"Seeds to resolve {target:g} points at {LEVEL:.0%}: {table} for the table "
+        f"(sd of the {sd_words} {result.pooled_sd:.1f} points, the arithmetic of "
+        f"Resolvable inverted; {result.seeds} run)"
+    )
+    cells = [c for c in sorted(result.deltas) if c in result.spreads]
+    needs = {c: cell_seeds_needed(result, c, target) for c in cells}
+    if cells and len(cells) <= LISTED_COMPARISONS:
+        line += "; per comparison, from its own sd: " + ", ".join(
+            f"{cell_labels.get(c, str(c))}: {needs[c]}" for c in cells
+        )
+    elif cells:
+        counts = [int(n) for n in needs.values() if n != "–"]
+        if counts:
+            line += f"; per comparison {min(counts)}–{max(counts)} (CSV column seeds_to_resolve)"
+    return [line + "."]

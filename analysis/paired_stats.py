@@ -135,8 +135,11 @@ def compare(
     return welch_interval(list(a.values()), list(b.values()), level)
 
 
-def _pooled_sd(samples: Sequence[Sequence[float]]) -> tuple[float, int]:
-    """(sd pooled over samples, each weighted by its size - 1; the largest size)."""
+def pooled_sd(samples: Sequence[Sequence[float]]) -> tuple[float, int]:
+    """(sd pooled over samples, each weighted by its size - 1; the largest size).
+
+    ``s_p² = Σ (n_i - 1) s_i² / Σ (n_i - 1)`` over the samples of two or more values;
+    NaN when there is none."""
     squares, dof, largest = 0.0, 0, 0
     for sample in samples:
         values = np.asarray(sample, dtype=float)
@@ -160,7 +163,7 @@ def resolvable_difference(
     ``t(1 - α/2, n - 1) · s_p / √n`` with ``n`` the table's seed count (default: the
     largest number of pairs).  NaN when no cell has two pairs.
     """
-    sd, largest = _pooled_sd(paired_differences)
+    sd, largest = pooled_sd(paired_differences)
     n = n or largest
     if math.isnan(sd) or n < 2:
         return math.nan
@@ -176,7 +179,7 @@ def resolvable_unpaired(
     above (``s_w``); two cells of ``n`` seeds each differ resolvably from
     ``t(1 - α/2, 2(n - 1)) · s_w · √(2/n)``.  NaN when no cell has two seeds.
     """
-    sd, largest = _pooled_sd(samples)
+    sd, largest = pooled_sd(samples)
     n = n or largest
     if math.isnan(sd) or n < 2:
         return math.nan

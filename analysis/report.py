@@ -2,7 +2,8 @@
 
     python -m analysis.report results/moon_mu-fmnist-laptop-20261121-181954
     python -m analysis.report results --out report            # every sweep in ./results
-    python -m analysis.report results --baseline fedprox --target mean --metric best
+    python -m analysis.report results --baseline fedprox --target mean --statistic best
+    python -m analysis.report results --statistic last:5 --resolve-target 1
 
 RESULTS_DIR is a sweep directory (it holds ``fedsweep_sweep.json``) or a folder of them;
 several may be given and their sweeps combine (two datasets of the same study become
@@ -51,13 +52,22 @@ from analysis.loading import (
 )
 from analysis.naming import dataset_name, format_value, parameter_name, percent, value_label
 from analysis.study_spec import shipped_reports
-from analysis.study_tables import TableOptions, study_tables
+from analysis.study_tables import TableOptions, metric_text, reported_group, study_tables
 from analysis.summary import excluded_trials
-from analysis.tables import METRICS, Table
+from analysis.tables import Table
 from analysis.tracker_upload import TrackerUploadError, check_report_trackers, upload_report
+from analysis.trial_statistic import (
+    DEFAULT_STATISTIC,
+    REPORTED,
+    Statistic,
+    StatisticError,
+    check_validation,
+    parse_statistic,
+    resolve_statistic,
+)
 from federated.input_checks import InputError, OneLineParser, check_output_folder
 
-METRIC_CHOICES = {"final": "final_acc", "best": "best_acc"}
+METRIC_CHOICES = ("final", "best")  # --metric: the older spelling of --statistic final|best
 TARGET_CHOICES = ("per-seed", "mean")
 MAX_PARTITION_FIGURES = 6
 
@@ -89,9 +99,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", metavar="RESULTS_DIR", help="sweep dir or folder of them")
     p.add_argument("--out", default="report", help="output folder (default ./report)")
     p.add_argument(
+        "--statistic",
+        default=None,
+        help="what a trial's accuracy is: final (the last round), last:K (mean of the last K "
+        "rounds), val (test accuracy at the round of best validation accuracy) or best "
+        "(over rounds, chosen on test); default: the study file's [report] statistic, else "
+        f"{DEFAULT_STATISTIC} (docs/reported-statistic.md)",
+    )
+    p.add_argument(
         "--metric",
-        default="final",
-        help="final (accuracy at the last round, the paper's; default) or best (over rounds)",
+        default=None,
+        help="final or best: the older spelling of --statistic final|best",
+    )
+    p.add_argument(
+        "--resolve-target",
+        default="2",
+        metavar="POINTS",
+        help="the difference (accuracy points) the notes say how many seeds would resolve "
+        "(default 2)",
     )
     p.add_argument(
         "--baseline",
@@ -122,8 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_options(args: argparse.Namespace, results: Results) -> TableOptions:
     """Validate the options against what was loaded; raise :class:`UsageError`."""
-    if args.metric not in METRIC_CHOICES:
-        raise UsageError(f"--metric={args.metric!r} (allowed: {', '.join(METRIC_CHOICES)})")
+    statistic = _chosen_statistic(args)
+    resolve_target = _resolve_target(args.resolve_target)
+    _check_validation_data(statistic, results)
     if args.target not in TARGET_CHOICES:
         raise UsageError(f"--target={args.target!r} (allowed: {', '.join(TARGET_CHOICES)})")
     # (nothing to check against before the first trial has started)
@@ -140,11 +166,53 @@ def check_options(args: argparse.Namespace, results: Results) -> TableOptions:
             f"{', '.join(methods) or 'none'})"
         )
     return TableOptions(
-        value=METRIC_CHOICES[args.metric],
+        statistic=statistic,
         column=args.column or "dataset",
         baseline=args.baseline or "fedavg",
         target=args.target,
+        resolve_target=resolve_target,
     )
+
+
+def _chosen_statistic(args: argparse.Namespace) -> Statistic | None:
+    """``--statistic`` (or its older spelling ``--metric``); None when neither is given."""
+    if args.metric is not None and args.metric not in METRIC_CHOICES:
+        raise UsageError(f"--metric={args.metric!r} (allowed: {', '.join(METRIC_CHOICES)})")
+    try:
+        statistic = None if args.statistic is None else parse_statistic(args.statistic)
+    except StatisticError as err:
+        raise UsageError(str(err)) from None
+    if args.metric is None:
+        return statistic
+    if statistic is not None and str(statistic) != args.metric:
+        raise UsageError(
+            f"--metric={args.metric!r} and --statistic={args.statistic!r} disagree "
+            "(give --statistic only)"
+        )
+    return parse_statistic(args.metric, "--metric")
+
+
+def _resolve_target(text: str) -> float:
+    """``--resolve-target``: accuracy points, a finite number > 0."""
+    try:
+        points = float(text)
+    except ValueError:
+        points = float("nan")
+    if not (points > 0 and points != float("inf")):
+        raise UsageError(f"--resolve-target={text!r} (allowed: accuracy points, a number > 0)")
+    return points
+
+
+def _check_validation_data(statistic: Statistic | None, results: Results) -> None:
+    """``val`` (chosen here or by a study file) needs every counted trial's val_acc."""
+    for group in study_groups(results):
+        try:
+            chosen = resolve_statistic(statistic, group.report)
+            if group.search != "optuna" and chosen.needs_validation:
+                where = "--statistic" if statistic is not None else "[report] statistic"
+                check_validation(group.rounds, group.trials, where)
+        except StatisticError as err:
+            raise UsageError(str(err)) from None
 
 
 # ------------------------------------------------------------------------- sections
@@ -218,6 +286,8 @@ def _figure_section(
     from analysis import figures
 
     lines: list[str] = []
+    group, statistic = reported_group(group, options)
+    words = metric_text(group, statistic)
     layout = layout_for(group.report.get("figure", {}), group.axes)
     done = group.trials[group.trials["status"] == COMPLETED]
     study = group.study or "runs"
@@ -240,13 +310,13 @@ def _figure_section(
             figure = figures.sensitivity_plot(
                 group.trials,
                 layout,
-                value=options.value,
+                value=REPORTED,
                 title=f"{study}: accuracy vs {parameter_name(x)}",
             )
             paths = figures.save_figure(figure, out / "figures" / name, formats)
             caption = (
                 f"{layout.x_figure + ': ' if layout.x_figure else ''}"
-                f"{METRICS[options.value]} vs {parameter_name(x)} on {where}; "
+                f"{words} vs {parameter_name(x)} on {where}; "
                 "point = mean over seeds, bar = ±1 std"
             )
             lines += _figure_block(paths, out, caption)
@@ -254,12 +324,10 @@ def _figure_section(
         if len(numeric) >= 2:
             y, x = numeric[:2]
             name = _unique(f"fig_{study}_heatmap{group.suffix}", used)
-            figure = figures.accuracy_heatmap(
-                done, x, y, value=options.value, title=f"{study}: {METRICS[options.value]}"
-            )
+            figure = figures.accuracy_heatmap(done, x, y, value=REPORTED, title=f"{study}: {words}")
             paths = figures.save_figure(figure, out / "figures" / name, formats)
             caption = (
-                f"{METRICS[options.value]} over {parameter_name(y)} × {parameter_name(x)} "
+                f"{words} over {parameter_name(y)} × {parameter_name(x)} "
                 f"on {where}; cell = mean over seeds"
             )
             lines += _figure_block(paths, out, caption)
@@ -484,6 +552,16 @@ def _feature_examples_section(
     return lines
 
 
+def _statistic_words(statistic: Statistic | None) -> str:
+    """The report's opening line on what a trial's accuracy is."""
+    if statistic is not None:
+        return statistic.text()
+    return (
+        f"each study's [report] statistic, else {DEFAULT_STATISTIC.text()} (the default; "
+        "each table's title names its own)"
+    )
+
+
 def _budget_words(trials: pd.DataFrame) -> str:
     if trials.empty:
         return "no trial started yet"
@@ -663,7 +741,7 @@ def _write_report_files(
         "# fedsweep report",
         "",
         f"Generated {time.strftime('%Y-%m-%d %H:%M')} by `python -m analysis.report "
-        f"{' '.join(sources)}`. Accuracy: {METRICS[options.value]}.",
+        f"{' '.join(sources)}`. Accuracy: {_statistic_words(options.statistic)}.",
         "",
     ]
     body += _runs_section(results)

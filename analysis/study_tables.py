@@ -26,10 +26,17 @@ generic            (any other study) every combination of the axes, the last axi
 
 Columns are datasets unless the study varies something else along them; then a
 second dataset shows up as part of the column label.
+
+Every accuracy table reports one statistic of each trial (:mod:`analysis.trial_statistic`:
+the final round, the mean of the last K rounds, the round chosen by validation), the
+user's choice, else the study file's ``[report] statistic``, else the default; its
+title names it.  The communication table keeps the baseline's final-round accuracy as
+its target (its title says so).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,14 +46,21 @@ import pandas as pd
 from analysis.comparisons import dataset_classes
 from analysis.grouping import StudyGroup
 from analysis.naming import dataset_name, format_value, method_name
-from analysis.summary import accuracy_at_round
+from analysis.seed_plan import DEFAULT_TARGET
 from analysis.tables import (
-    METRICS,
     Table,
     accuracy_table,
     best_of_table,
     communication_table,
     key_order,
+)
+from analysis.trial_statistic import (
+    REPORTED,
+    Statistic,
+    resolve_statistic,
+    shortest_rounds,
+    trial_values,
+    with_statistic,
 )
 
 
@@ -55,16 +69,32 @@ class TableOptions:
     """What the user chose on the command line.
 
     Attributes:
-        value: ``final_acc`` (accuracy at the last round, the paper's) or ``best_acc``.
+        statistic: what a trial's accuracy is (None: the study file's ``[report]
+            statistic``, else :data:`~analysis.trial_statistic.DEFAULT_STATISTIC`).
         column: the comparison table's columns (any config column; default datasets).
         baseline: the communication table's baseline method.
         target: ``per-seed`` or ``mean`` (see :mod:`analysis.communication`).
+        resolve_target: the difference (accuracy points) the notes plan seeds for.
     """
 
-    value: str = "final_acc"
+    statistic: Statistic | None = None
     column: str = "dataset"
     baseline: str = "fedavg"
     target: str = "per-seed"
+    resolve_target: float = DEFAULT_TARGET
+
+
+def reported_group(group: StudyGroup, options: TableOptions) -> tuple[StudyGroup, Statistic]:
+    """``group`` with its trials' reported statistic (the column
+    :data:`~analysis.trial_statistic.REPORTED` and its companions), and that statistic."""
+    statistic = resolve_statistic(options.statistic, group.report)
+    trials = with_statistic(group.trials, group.rounds, statistic)
+    return dataclasses.replace(group, trials=trials), statistic
+
+
+def metric_text(group: StudyGroup, statistic: Statistic) -> str:
+    """The words naming ``statistic`` for ``group`` (says where trials ran fewer rounds)."""
+    return statistic.text(shortest_rounds(group.trials))
 
 
 def _columns(group: StudyGroup, *extra: str) -> list[str]:
@@ -74,9 +104,11 @@ def _columns(group: StudyGroup, *extra: str) -> list[str]:
     return (["dataset"] if len(group.datasets) > 1 else []) + list(extra)
 
 
-def _title(group: StudyGroup, head: str, value: str) -> str:
+def _title(group: StudyGroup, head: str, options: TableOptions | None) -> str:
+    """``head: the statistic — datasets; condition`` (no statistic when ``options`` is
+    None: the communication table's own words say what it counts)."""
     where = ", ".join(dataset_name(d) for d in group.datasets)
-    title = f"{head}: {METRICS[value]}"
+    title = head if options is None else f"{head}: {metric_text(group, options.statistic)}"
     extra = [where] + ([group.condition_text] if group.condition else [])
     return f"{title} — {'; '.join(extra)}"
 
@@ -93,9 +125,9 @@ def _classes(group: StudyGroup) -> dict[str, int]:
 def _claims(
     group: StudyGroup, options: TableOptions, keys: list[str], trials: pd.DataFrame | None = None
 ) -> dict[str, Any]:
-    """A table's baseline and chance levels: the baseline method's row (or column) when
-    ``keys`` name the method, else the first in reading order (the study's first value:
-    μ = 0, k = 1, ...)."""
+    """A table's baseline, chance levels, reported column, its words and the seed plan's
+    target: the baseline method's row (or column) when ``keys`` name the method, else the
+    first in reading order (the study's first value: μ = 0, k = 1, ...)."""
     trials = group.trials if trials is None else trials
     reference = None
     if "algorithm" in keys:
@@ -105,7 +137,13 @@ def _claims(
     elif keys == ["method"] and "algorithm" in trials:
         labels = trials.loc[trials["algorithm"] == options.baseline, "method"]
         reference = (labels.iloc[0],) if not labels.empty else None
-    return {"reference": reference, "classes": _classes(group)}
+    return {
+        "reference": reference,
+        "classes": _classes(group),
+        "value": REPORTED,
+        "metric_text": metric_text(group, options.statistic),
+        "resolve_target": options.resolve_target,
+    }
 
 
 # -------------------------------------------------------------------------- studies
@@ -117,9 +155,8 @@ def comparison(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]
             rows=["algorithm"],
             **_claims(group, options, ["algorithm"]),
             columns=[column],
-            value=options.value,
             name=_name("table1_comparison", group),
-            title=_title(group, "Table 1 — methods compared", options.value),
+            title=_title(group, "Table 1 — methods compared", options),
         )
     ]
     if options.baseline in set(trials["algorithm"]):
@@ -140,8 +177,8 @@ def comparison(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]
                     group,
                     f"Table 2 — rounds to reach {method_name(options.baseline)}'s final "
                     "accuracy, and speed-up",
-                    "final_acc",
-                ).replace(": final-round top-1 test accuracy (%)", ""),
+                    None,
+                ),
             )
         )
     return tables
@@ -155,9 +192,8 @@ def one_parameter(group: StudyGroup, options: TableOptions, spec: Mapping[str, A
             rows=[spec["parameter"]],
             **_claims(group, options, [spec["parameter"]]),
             columns=_columns(group),
-            value=options.value,
             name=_name(spec["name"], group),
-            title=_title(group, spec["head"], options.value),
+            title=_title(group, spec["head"], options),
         )
     ]
 
@@ -170,61 +206,52 @@ def methods_by(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]
             rows=["algorithm"],
             **_claims(group, options, ["algorithm"]),
             columns=_columns(group, spec["parameter"]),
-            value=options.value,
             name=_name(spec["name"], group),
-            title=_title(group, spec["head"], options.value),
+            title=_title(group, spec["head"], options),
         )
     ]
 
 
-def _accuracy_up_to(rounds: pd.DataFrame, trials: pd.DataFrame, at: int, value: str) -> pd.Series:
-    """Per trial, accuracy at round ``at`` (``final_acc``) or the best up to it."""
-    if value == "best_acc":
-        upto = rounds[rounds["round"] <= at]
-        return upto.groupby(["sweep", "trial"])["test_acc"].max().astype(float)
-    return accuracy_at_round(rounds, at)
-
-
 def parties(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> list[Table]:
-    """Table 3: each setting at half of its rounds and at all of them."""
-    trials = group.trials
-    rounds = group.rounds
-    std_at = (
-        rounds.set_index(["sweep", "trial", "round"])["test_acc_std"].astype(float)
-        if "test_acc_std" in rounds
-        else None
-    )
+    """Table 3: each setting at half of its rounds and at all of them (the statistic
+    computed as if the trials had stopped at the column's round)."""
+    trials, rounds, statistic = group.trials, group.rounds, options.statistic
     parts = []
     for planned in sorted(set(trials["rounds"].astype(int))):
         these = trials[trials["rounds"] == planned]
         for at in dict.fromkeys([max(1, planned // 2), planned]):
-            acc = _accuracy_up_to(rounds, these, at, options.value)
+            values = trial_values(rounds, statistic, upto=at)
             part = these.copy()
             keys = list(zip(part["sweep"], part["trial"]))
             part["at_round"] = at
-            part["acc_at"] = [acc.get(k, float("nan")) for k in keys]
-            part["acc_at_std"] = [
-                std_at.get((*k, at), float("nan")) if std_at is not None else float("nan")
-                for k in keys
-            ]
+            for column, name in (
+                ("value", "acc_at"),
+                ("std", "acc_at_std"),
+                ("climb", "acc_at_climb"),
+                ("round", "acc_at_round"),
+            ):
+                part[name] = [values[column].get(k, float("nan")) for k in keys]
             parts.append(part)
     derived = pd.concat(parts, ignore_index=True)
-    words = "top-1 test accuracy (%) at the round in the column header" + (
-        " (best up to it)" if options.value == "best_acc" else ""
-    )
+    keys = ["method"] if "method" in derived else ["algorithm"]
+    claims = {
+        **_claims(group, options, keys, derived),
+        "value": "acc_at",
+        "metric_text": "top-1 test accuracy (%) at the round in the column header"
+        + statistic.upto_words("it"),
+    }
     table = accuracy_table(
         derived,
-        rows=["method"] if "method" in derived else ["algorithm"],
-        **_claims(group, options, ["method"] if "method" in derived else ["algorithm"], derived),
+        rows=keys,
+        **claims,
         columns=_columns(group, "setting" if "setting" in derived else "n_parties", "at_round"),
-        value="acc_at",
-        metric_text=words,
         name=_name("table3_parties", group),
-        title=_title(group, "Table 3 — number of parties", options.value).replace(
-            METRICS[options.value],
-            "top-1 test accuracy (%)"
-            + (" (best up to the round)" if options.value == "best_acc" else "")
+        title=_title(
+            group,
+            "Table 3 — number of parties: top-1 test accuracy (%)"
+            + statistic.upto_words("the round")
             + " at half and all of each setting's rounds",
+            None,
         ),
     )
     return [table]
@@ -240,9 +267,8 @@ def loss_ablation(group: StudyGroup, options: TableOptions, spec: Mapping[str, A
         **_claims(group, options, ["term"], trials),
         columns=_columns(group),
         tuned="mu",
-        value=options.value,
         name=_name("table5_loss_ablation", group),
-        title=_title(group, "Table 5 — second term of the local loss", options.value),
+        title=_title(group, "Table 5 — second term of the local loss", options),
     )
     every = accuracy_table(
         group.trials,
@@ -253,9 +279,8 @@ def loss_ablation(group: StudyGroup, options: TableOptions, spec: Mapping[str, A
             ["second_term"] if "second_term" in group.trials else ["algorithm", "mu"],
         ),
         columns=_columns(group),
-        value=options.value,
         name=_name("table5_loss_ablation_all", group),
-        title=_title(group, "Table 5, every ℓ2 μ", options.value),
+        title=_title(group, "Table 5, every ℓ2 μ", options),
     )
     return [best, every]
 
@@ -269,9 +294,8 @@ def projection_head(
             rows=["projection_head", "algorithm"],
             **_claims(group, options, ["projection_head", "algorithm"]),
             columns=_columns(group),
-            value=options.value,
             name=_name("table7_projection_head", group),
-            title=_title(group, "Table 7 — with and without the projection head", options.value),
+            title=_title(group, "Table 7 — with and without the projection head", options),
             row_labeller=lambda key: (
                 f"{'with' if key[0] else 'without'} head · {method_name(key[1])}"
             ),
@@ -286,18 +310,16 @@ def negatives(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any])
         **_claims(group, options, ["prev_models"]),
         columns=_columns(group),
         tuned="mu",
-        value=options.value,
         name=_name("table12_negatives", group),
-        title=_title(group, "Table 12 — negatives k (previous models), best μ", options.value),
+        title=_title(group, "Table 12 — negatives k (previous models), best μ", options),
     )
     every = accuracy_table(
         group.trials,
         rows=["prev_models"],
         **_claims(group, options, ["prev_models"]),
         columns=_columns(group, "mu"),
-        value=options.value,
         name=_name("table12_negatives_all", group),
-        title=_title(group, "Table 12, every (k, μ)", options.value),
+        title=_title(group, "Table 12, every (k, μ)", options),
     )
     return [best, every]
 
@@ -320,19 +342,17 @@ def server_momentum(
         **_claims(group, options, ["combo"], trials),
         columns=["combo"],
         tuned="server_momentum",
-        value=options.value,
         best="row",
         name=_name("table10_server_momentum", group),
-        title=_title(group, "Table 10 — MOON with FedAvgM, best server momentum", options.value),
+        title=_title(group, "Table 10 — MOON with FedAvgM, best server momentum", options),
     )
     every = accuracy_table(
         group.trials,
         rows=["algorithm"],
         **_claims(group, options, ["algorithm"]),
         columns=_columns(group, "server" if "server" in group.trials else "server_momentum"),
-        value=options.value,
         name=_name("table10_server_momentum_all", group),
-        title=_title(group, "Table 10, every server setting", options.value),
+        title=_title(group, "Table 10, every server setting", options),
     )
     return [best, every]
 
@@ -348,9 +368,8 @@ def iid(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -> li
             rows=["mu"],
             **_claims(group, options, ["mu"]),
             columns=_columns(group),
-            value=options.value,
             name=_name("table8_iid", group),
-            title=_title(group, "Table 8 — MOON and FedAvg, IID partition", options.value),
+            title=_title(group, "Table 8 — MOON and FedAvg, IID partition", options),
             row_labeller=label,
         )
     ]
@@ -363,12 +382,9 @@ def annealed_tau(group: StudyGroup, options: TableOptions, spec: Mapping[str, An
             rows=["tau"],
             **_claims(group, options, ["tau_schedule"]),
             columns=_columns(group, "tau_schedule"),
-            value=options.value,
             best="row",
             name=_name("annealed_table2_tau", group),
-            title=_title(
-                group, "Annealing paper Table 2 — fixed vs annealed τ from τ0", options.value
-            ),
+            title=_title(group, "Annealing paper Table 2 — fixed vs annealed τ from τ0", options),
         )
     ]
 
@@ -389,9 +405,8 @@ def generic_tables(
             rows=rows,
             **_claims(group, options, rows),
             columns=_columns(group, *across),
-            value=options.value,
             name=_name(f"{study}_accuracy", group),
-            title=_title(group, head, options.value),
+            title=_title(group, head, options),
         )
     ]
     trials = group.trials
@@ -411,8 +426,8 @@ def generic_tables(
                     group,
                     f"{study} — rounds to reach {method_name(options.baseline)}'s final "
                     "accuracy, and speed-up",
-                    "final_acc",
-                ).replace(": final-round top-1 test accuracy (%)", ""),
+                    None,
+                ),
             )
         )
     return tables
@@ -443,5 +458,7 @@ def study_tables(group: StudyGroup, options: TableOptions | None = None) -> list
     options = options or TableOptions()
     if group.search == "optuna" or group.trials.empty:
         return []
+    group, statistic = reported_group(group, options)
+    options = dataclasses.replace(options, statistic=statistic)
     spec = group.report.get("table") or {"kind": "generic"}
     return SHAPES.get(spec["kind"], generic_tables)(group, options, spec)

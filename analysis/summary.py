@@ -93,12 +93,3 @@ def summarise(
             }
         )
     return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
-
-
-def accuracy_at_round(rounds: pd.DataFrame, round_number: int) -> pd.Series:
-    """Test accuracy of every trial at ``round_number``, indexed by (sweep, trial).
-
-    Trials that never reported that round are absent.
-    """
-    at = rounds[rounds["round"] == round_number]
-    return at.set_index(["sweep", "trial"])["test_acc"].astype(float)

@@ -6,7 +6,12 @@ style), then ``Δ`` to the table's baseline with its 95% interval; bold marks th
 cell of each column (or row) only where the seeds tell it from the runner-up, and the
 title says the smallest difference the seeds resolve (rules: :mod:`analysis.comparisons`).
 The numbers behind every cell (fractions in [0, 1], and percentages, the intervals in
-accuracy points) go to the CSV, one row per cell.
+accuracy points) go to the CSV, one row per cell.  What a trial's accuracy is (the final
+round, the mean of the last rounds, the round chosen by validation) is the caller's
+column ``value`` and is named by ``metric_text`` (:mod:`analysis.trial_statistic`).
+Under every comparison the notes say how many seeds would resolve a stated difference
+(:mod:`analysis.seed_plan`) and whether the trials had converged by the reported round
+(:mod:`analysis.convergence`).
 
 Builders:
 
@@ -37,14 +42,19 @@ from analysis.comparisons import (
     GridComparison,
     caption_text,
     cell_samples,
+    cell_seeds_needed,
     chance_points,
     compare_grid,
     comparison_notes,
     delta_text,
+    planning_note,
 )
+from analysis.convergence import Convergence, convergence_note, judge_convergence
 from analysis.loading import COMPLETED, is_number_column, status_counts
 from analysis.naming import parameter_name, percent, value_label
+from analysis.seed_plan import DEFAULT_TARGET
 from analysis.summary import counted_trials, excluded_trials, latest_per_seed, summarise
+from analysis.trial_statistic import CLIMB_WINDOW
 
 PARTY_MARK = "†"
 METRICS = {
@@ -157,9 +167,10 @@ def _compare(
     along: str | None,
     reference: tuple | None,
     classes: Mapping[str, int] | None,
-) -> GridComparison:
-    """The table's claims (:func:`analysis.comparisons.compare_grid`) from the counted
-    trials of each cell, one per seed (the latest sweep's, as in the means)."""
+) -> tuple[GridComparison, Convergence]:
+    """The table's claims (:func:`analysis.comparisons.compare_grid`) and convergence
+    (:func:`analysis.convergence.judge_convergence`) from the counted trials of each
+    cell, one per seed (the latest sweep's, as in the means)."""
     rows, columns = keys
     row_keys, col_keys = grid
     by = [*rows, *columns]
@@ -176,7 +187,13 @@ def _compare(
     lines = col_keys if along == "row" else row_keys
     # the baseline: the named line, else the first in reading order (the study's first value)
     ref_index = lines.index(reference) if reference in lines else (0 if lines else None)
-    return compare_grid(on_grid, along, ref_index)
+    claims = compare_grid(on_grid, along, ref_index)
+    # the climbs' window: CLIMB_WINDOW rounds, or as many as a trial had by its reported
+    # round (the same for every cell, or "up to" the longest)
+    reported = f"{value}_round"
+    at = counted[reported].dropna() if reported in counted else pd.Series(dtype=float)
+    windows = {min(CLIMB_WINDOW, int(r)) for r in at} or {CLIMB_WINDOW}
+    return claims, judge_convergence(on_grid, claims, max(windows), len(windows) == 1)
 
 
 def _exclusion_note(trials: pd.DataFrame, statuses: Sequence[str]) -> list[str]:
@@ -209,6 +226,19 @@ def _seed_note(
 
 
 # ----------------------------------------------------------------------- builders
+@dataclass
+class _Assembled:
+    """A grid laid out: cell texts, bold, the CSV rows, the claims and what they rest on."""
+
+    display: pd.DataFrame
+    bold: pd.DataFrame
+    data: pd.DataFrame
+    claims: GridComparison
+    convergence: Convergence
+    reference: str | None
+    cell_labels: dict[tuple[int, int], str]
+
+
 def _party_std(trials: pd.DataFrame, value: str) -> str | None:
     """The column holding SOLO's std over parties for ``value`` (``final_acc_std``), if
     there is one: best-over-rounds accuracies have none."""
@@ -230,8 +260,9 @@ def _assemble(
     sample_trials: pd.DataFrame | None = None,
     reference: tuple | None = None,
     classes: Mapping[str, int] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, GridComparison, str | None]:
-    """Lay summary rows out as a grid: (display, bold, data, claims, reference's name).
+    resolve_target: float = DEFAULT_TARGET,
+) -> _Assembled:
+    """Lay summary rows out as a grid (:class:`_Assembled`).
 
     ``sample_trials`` (default ``trials``) are the trials behind the cells' numbers, for
     the comparisons; ``reference`` the baseline row key (``best="column"``) or column key
@@ -253,7 +284,7 @@ def _assemble(
     row_names = [labeller(k) for k in row_keys]
     col_names = [column_label(columns, k) for k in col_keys]
     text = pd.DataFrame("–", index=row_names, columns=_columns_index(col_names), dtype=object)
-    claims = _compare(
+    claims, convergence = _compare(
         trials if sample_trials is None else sample_trials,
         keys=(rows, columns),
         grid=(row_keys, col_keys),
@@ -263,6 +294,13 @@ def _assemble(
         reference=reference,
         classes=classes,
     )
+    one_column = len(col_names) == 1
+    named_rows = [_named(label, rows) for label in row_names]
+    cell_labels = {
+        (ri, ci): named_rows[ri] if one_column else f"{named_rows[ri]} · {_flat(col_names[ci])}"
+        for ri in range(len(row_names))
+        for ci in range(len(col_names))
+    }
     data_rows = []
     for ri, rk in enumerate(row_keys):
         for ci, ck in enumerate(col_keys):
@@ -290,7 +328,8 @@ def _assemble(
                     if isinstance(col_names[ci], tuple)
                     else col_names[ci],
                     **{k: stat[k] for k in stat.index if k not in (*rows, *columns)},
-                    **_delta_columns(claims, ri, ci),
+                    **_delta_columns(claims, ri, ci, resolve_target),
+                    "climb_pct": round(convergence.climbs.get((ri, ci), np.nan), 4),
                     "_ri": ri,
                     "_ci": ci,
                 }
@@ -305,11 +344,23 @@ def _assemble(
         data["mean_pct"] = (100 * data["mean"]).round(4)
         data["std_pct"] = (100 * data["std"]).round(4)
         data["resolvable_pct"] = round(claims.resolvable, 4)
+        data["converged"] = convergence.converged
     ref_name = None
     if claims.references:
         ri, ci = next(iter(claims.references))
         ref_name = _reference_name(row_names[ri] if best != "row" else col_names[ci], rows, best)
-    return text, bold, data, claims, ref_name
+    return _Assembled(text, bold, data, claims, convergence, ref_name, cell_labels)
+
+
+def _flat(label: Any) -> str:
+    return label if isinstance(label, str) else ", ".join(label)
+
+
+def _named(label: str, rows: Sequence[str]) -> str:
+    """A row label that names its parameter when it is a bare number (``μ=0.1``)."""
+    if len(rows) == 1 and not any(c.isalpha() for c in label):
+        return f"{parameter_name(rows[0])}={label}"
+    return label
 
 
 def _unlearned_targets(
@@ -339,8 +390,9 @@ def _unlearned_targets(
     return out
 
 
-def _delta_columns(claims: GridComparison, ri: int, ci: int) -> dict[str, Any]:
-    """The CSV's interval columns of one cell (accuracy points; empty for the baseline)."""
+def _delta_columns(claims: GridComparison, ri: int, ci: int, target: float) -> dict[str, Any]:
+    """The CSV's interval columns of one cell (accuracy points; empty for the baseline),
+    and the seeds its Δ would need to resolve ``target`` points (from its own sd)."""
     diff = claims.deltas.get((ri, ci))
     if diff is None:
         kind = "reference" if (ri, ci) in claims.references and claims.deltas else ""
@@ -351,6 +403,7 @@ def _delta_columns(claims: GridComparison, ri: int, ci: int) -> dict[str, Any]:
             "delta_high_pct": np.nan,
             "delta_n": np.nan,
             "delta_claim": "",
+            "seeds_to_resolve": "",
         }
     return {
         "delta_kind": diff.kind,
@@ -359,6 +412,7 @@ def _delta_columns(claims: GridComparison, ri: int, ci: int) -> dict[str, Any]:
         "delta_high_pct": round(diff.high, 4),
         "delta_n": diff.n,
         "delta_claim": {1: "better", -1: "worse"}.get(diff.direction, "within resolution"),
+        "seeds_to_resolve": cell_seeds_needed(claims, (ri, ci), target),
     }
 
 
@@ -379,12 +433,23 @@ def _line_labels(display: pd.DataFrame, along: str | None) -> list[str]:
 
 
 def _with_claims(
-    title: str, notes: list[str], claims: GridComparison, ref: str | None, display: pd.DataFrame
+    title: str, notes: list[str], grid: _Assembled, target: float
 ) -> tuple[str, list[str]]:
-    """The caption gets what the seeds resolve; the notes how to read Δ and bold."""
+    """The caption gets what the seeds resolve (and a mid-climb warning); the notes how
+    to read Δ and bold, the seeds that would resolve ``target`` points and whether the
+    trials had converged."""
+    claims = grid.claims
     tail = caption_text(claims)
+    if tail and grid.convergence.mid_climb:
+        tail += "; ⚠ mid-climb"
     title = f"{title} — {tail}" if tail else title
-    return title, notes + comparison_notes(claims, ref, _line_labels(display, claims.along))
+    notes = notes + comparison_notes(
+        claims, grid.reference, _line_labels(grid.display, claims.along)
+    )
+    notes += planning_note(claims, grid.cell_labels, target)
+    if claims.along is not None:
+        notes += convergence_note(grid.convergence, grid.cell_labels)
+    return title, notes
 
 
 def accuracy_table(
@@ -401,6 +466,7 @@ def accuracy_table(
     metric_text: str | None = None,
     reference: tuple | None = None,
     classes: Mapping[str, int] | None = None,
+    resolve_target: float = DEFAULT_TARGET,
 ) -> Table:
     """Mean ± std over seeds of ``value`` for every (rows, columns) combination, each
     cell's Δ to the baseline, and bold where the seeds resolve the best.
@@ -410,11 +476,12 @@ def accuracy_table(
     ``best="row"``), default the first in reading order.  ``classes``: ``{dataset:
     classes}`` for the chance level (:func:`analysis.comparisons.dataset_classes`).
     ``metric_text`` names ``value`` in the notes (default: :data:`METRICS`).
+    ``resolve_target``: the difference (accuracy points) the seed plan is made for.
     """
     by = [*rows, *columns]
     party_std = _party_std(trials, value)
     stats = summarise(trials, by, value, statuses=statuses, party_std=party_std)
-    display, bold, data, claims, ref = _assemble(
+    grid = _assemble(
         stats,
         trials,
         rows=rows,
@@ -425,11 +492,12 @@ def accuracy_table(
         value=value,
         reference=reference,
         classes=classes,
+        resolve_target=resolve_target,
     )
     notes = _seed_note(stats, statuses, value, metric_text) + _exclusion_note(trials, statuses)
-    title, notes = _with_claims(title, notes, claims, ref, display)
+    title, notes = _with_claims(title, notes, grid, resolve_target)
     header = " · ".join(parameter_name(k) for k in rows)
-    return Table(name, title, display, bold, data, header, notes)
+    return Table(name, title, grid.display, grid.bold, grid.data, header, notes)
 
 
 def best_of_table(
@@ -446,6 +514,8 @@ def best_of_table(
     row_labeller: Callable[[tuple], str] | None = None,
     reference: tuple | None = None,
     classes: Mapping[str, int] | None = None,
+    metric_text: str | None = None,
+    resolve_target: float = DEFAULT_TARGET,
 ) -> Table:
     """Like :func:`accuracy_table`, but ``tuned`` is chosen per cell: the value with the
     highest mean (the paper: "we tune μ ... and report the best accuracy").  The cell
@@ -469,7 +539,7 @@ def best_of_table(
     winners = set(map(tuple, stats[[*by, tuned]].itertuples(index=False, name=None)))
     keys = trials[[*by, tuned]].itertuples(index=False, name=None)
     chosen_trials = trials[[tuple(k) in winners for k in keys]]
-    display, bold, data, claims, ref = _assemble(
+    grid = _assemble(
         stats,
         trials,
         rows=rows,
@@ -482,18 +552,20 @@ def best_of_table(
         sample_trials=chosen_trials,
         reference=reference,
         classes=classes,
+        resolve_target=resolve_target,
     )
+    data = grid.data
     if not data.empty:
         data = data.rename(columns={tuned: f"best_{tuned}"})
-    notes = _seed_note(stats, statuses, value)
+    notes = _seed_note(stats, statuses, value, metric_text)
     notes.append(
         f"Each cell: the best {parameter_name(tuned)} by mean accuracy, chosen on the "
         "test accuracy as in the paper (optimistic: no separate validation set)."
     )
     notes += _exclusion_note(trials, statuses)
-    title, notes = _with_claims(title, notes, claims, ref, display)
+    title, notes = _with_claims(title, notes, grid, resolve_target)
     header = " · ".join(parameter_name(k) for k in rows)
-    return Table(name, title, display, bold, data, header, notes)
+    return Table(name, title, grid.display, grid.bold, data, header, notes)
 
 
 def communication_table(

@@ -27,6 +27,8 @@
     reproduces = "Table 9"
     table = { kind = "one_parameter", parameter = "mu", head = "...", name = "..." }
     figure = { lines = ["mu"], x = "mu" }
+    statistic = "last:3"                    # optional: a trial's accuracy (final, last:K,
+                                            # val, best; docs/reported-statistic.md)
 
 Optuna kinds: ``uniform`` / ``loguniform`` (``low``, ``high``), ``int`` / ``logint``
 (integer ``low``, ``high``), ``categorical`` (``choices``).  Without ``optuna`` an
@@ -56,7 +58,12 @@ else:  # Python 3.10: the same parser, as the tomli package (a dependency there)
 
 TOP_KEYS = ("name", "description", "paper", "dataset", "seeds", "paper_datasets", "fixed", "axes")
 AXIS_KEYS = ("name", "values", "joint", "optuna")
-REPORT_KEYS = ("reproduces", "table", "figure")
+REPORT_KEYS = ("reproduces", "table", "figure", "statistic")
+# [report] statistic: what a trial's accuracy is (analysis/trial_statistic.py parses it;
+# named here without importing analysis, tests/test_analysis_statistic_report.py holds
+# the two to the same forms)
+STATISTIC_FORM = re.compile(r"final|val|best|last:[1-9][0-9]*")
+STATISTIC_ALLOWED = "final, last:K (K a whole number >= 1), val, best"
 FIGURE_KEYS = ("lines", "panels", "x", "x_lines", "figure", "x_figure")
 RANGE_KINDS = ("uniform", "loguniform", "int", "logint", "categorical")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -294,6 +301,9 @@ def _report(fail, raw: Any) -> dict[str, Any]:
             raise fail(f"report.{k}", raw[k], "one of the keys " + ", ".join(REPORT_KEYS))
     if not isinstance(raw.get("reproduces", ""), str):
         raise fail("report.reproduces", raw["reproduces"], "a string")
+    statistic = raw.get("statistic", "final")
+    if not isinstance(statistic, str) or not STATISTIC_FORM.fullmatch(statistic):
+        raise fail("report.statistic", statistic, STATISTIC_ALLOWED)
     table = raw.get("table", {"kind": "generic"})
     if not isinstance(table, dict) or table.get("kind") not in TABLE_KINDS:
         kind = table.get("kind") if isinstance(table, dict) else table

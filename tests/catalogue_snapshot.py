@@ -58,7 +58,8 @@ def report_snapshot(
     from analysis.formats import to_markdown
     from analysis.grouping import study_groups
     from analysis.loading import load_results
-    from analysis.study_tables import study_tables
+    from analysis.study_tables import TableOptions, study_tables
+    from analysis.trial_statistic import FINAL
     from search_spaces import STUDIES
     from tests.analysis_fakes import curve, plan_configs, write_sweep
 
@@ -79,7 +80,8 @@ def report_snapshot(
             out[name] = [
                 to_markdown(table)
                 for group in study_groups(results)
-                for table in study_tables(group)
+                # the final round, as when the snapshot was taken (the fakes set it)
+                for table in study_tables(group, TableOptions(statistic=FINAL))
             ]
     return out
 

@@ -11,6 +11,7 @@ import pytest
 from analysis.grouping import study_groups
 from analysis.loading import load_results
 from analysis.study_tables import SHAPES, TableOptions, study_tables
+from analysis.trial_statistic import BEST, FINAL
 from search_spaces import STUDIES
 from tests.analysis_fakes import curve, plan_configs, write_sweep
 
@@ -35,8 +36,10 @@ def fake_study(root, study: str, seeds: int = 2, **changes):
 
 
 def tables_of(root, options: TableOptions | None = None) -> dict[str, object]:
+    """The study's tables; by default of the final round's accuracy, which the fakes set
+    (tests/test_analysis_statistic_report.py holds the other statistics)."""
     (group,) = study_groups(load_results(root))
-    return {t.name: t for t in study_tables(group, options)}
+    return {t.name: t for t in study_tables(group, options or TableOptions(statistic=FINAL))}
 
 
 MEAN_STD = f"± {100 * math.sqrt(SEED_STEP**2 / 2):.1f}"  # two seeds SEED_STEP apart: 0.7
@@ -74,7 +77,7 @@ def test_comparison_gives_table1_and_table2(tmp_path):
 
 def test_comparison_columns_and_metric_are_options(tmp_path):
     fake_study(tmp_path, "comparison")
-    options = TableOptions(value="best_acc", column="model")
+    options = TableOptions(statistic=BEST, column="model")
     t1 = tables_of(tmp_path, options)["table1_comparison"]
     assert t1.column_labels == ["model=simple-cnn"]
     assert "best top-1 test accuracy over rounds" in t1.title
@@ -255,7 +258,7 @@ def test_table_numbers_equal_the_per_round_rows(tmp_path):
     fake_study(tmp_path, "heterogeneity")
     results = load_results(tmp_path)
     (group,) = study_groups(results)
-    (table,) = study_tables(group)
+    (table,) = study_tables(group, TableOptions(statistic=FINAL))
     last = results.rounds.sort_values("round").groupby("trial").tail(1)
     expected = last.groupby(["algorithm", "beta"])["test_acc"].agg(["mean", "std"])
     got = table.data.set_index(["algorithm", "beta"])[["mean", "std"]]

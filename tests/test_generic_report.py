@@ -12,6 +12,8 @@ import pytest
 
 from analysis.loading import load_results
 from analysis.report import write_report
+from analysis.study_tables import TableOptions
+from analysis.trial_statistic import FINAL
 from search_spaces import BUDGETS
 from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import load_study_file, study_to_dict
@@ -47,7 +49,8 @@ def test_two_axes_give_one_cell_per_combination_and_a_heatmap(tmp_path):
     study = load_study_file(EXAMPLE)
     fake_sweep(tmp_path / "results", study, mu_beta_accuracy)
     out = tmp_path / "report"
-    write_report(load_results([str(tmp_path / "results")]), out, formats=("png",))
+    final = TableOptions(statistic=FINAL)  # the fakes set each trial's final accuracy
+    write_report(load_results([str(tmp_path / "results")]), out, final, formats=("png",))
     rows = list(csv.DictReader((out / "tables" / "mu_by_beta_accuracy.csv").open()))
     cells = {(float(r["mu"]), float(r["beta"])): (float(r["mean"]), int(r["n"])) for r in rows}
     assert set(cells) == {(mu, beta) for mu in (0.1, 5.0) for beta in (0.1, 0.5)}

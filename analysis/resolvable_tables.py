@@ -1,0 +1,58 @@
+"""What a results folder's tables resolve now: the sweep's stopping rule reads it.
+
+``python -m study.sweep ... --seeds until:T`` adds seeds until every table's resolvable
+difference (the half-width of a Δ's 95% interval for the table's spread and seeds,
+:mod:`analysis.comparisons`) is at most ``T`` points.  The tables are the report's own
+(:func:`analysis.study_tables.study_tables`, the same statistic), so the sweep stops on
+exactly what the report will print.  Stopping on the width, which does not depend on
+the differences observed, keeps the intervals honest (:mod:`analysis.seed_plan`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from analysis.grouping import study_groups
+from analysis.loading import Results, load_results
+from analysis.study_tables import TableOptions, study_tables
+from analysis.trial_statistic import Statistic, check_validation, resolve_statistic
+
+
+def resolvable_differences(
+    source: str | Path | Iterable[str | Path] | Results,
+    statistic: Statistic | None = None,
+) -> dict[str, float]:
+    """``{table name: resolvable difference in accuracy points}`` of every table of the
+    results (a sweep folder, a folder of them, several, or loaded :class:`Results`) that
+    compares cells, as the report builds them with ``statistic`` (default: each study's
+    own, else the report's default).  NaN for a table that cannot say yet (one seed).
+    Tables of the same name in two groups are told apart as the report does (``_2``).
+
+    Raises :class:`~analysis.loading.NoResultsError` when a path holds no sweep, and
+    :class:`~analysis.trial_statistic.StatisticError` for ``val`` on trials without
+    validation accuracy."""
+    results = source if isinstance(source, Results) else load_results(source)
+    out: dict[str, float] = {}
+    for group in study_groups(results):
+        if resolve_statistic(statistic, group.report).needs_validation:
+            check_validation(group.rounds, group.trials)
+        for table in study_tables(group, TableOptions(statistic=statistic)):
+            if "resolvable_pct" not in table.data or table.data.empty:
+                continue
+            name, k = table.name, 2
+            while name in out:
+                name, k = f"{table.name}_{k}", k + 1
+            out[name] = float(table.data["resolvable_pct"].iloc[0])
+    return out
+
+
+def tables_above(resolvable: Mapping[str, float], target: float) -> dict[str, float]:
+    """The tables of ``resolvable`` that do not resolve ``target`` points yet (NaN: no
+    interval yet counts as not resolving)."""
+    return {
+        name: value
+        for name, value in resolvable.items()
+        if not (math.isfinite(value) and value <= target)
+    }

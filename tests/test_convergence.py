@@ -1,0 +1,82 @@
+"""The convergence check: a table's cells still moving by more than the seeds' spread
+of the statistic, and the warning when a comparison is made mid-climb."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.comparisons import CellSample, compare_grid
+from analysis.convergence import convergence_note, judge_convergence
+
+PARTITION = frozenset({("fmnist",)})
+
+
+def cell(values: list[float], climbs: list[float]) -> CellSample:
+    """A cell of seeds 0, 1, 2: accuracies and climbs in points."""
+    return CellSample(dict(enumerate(values)), PARTITION, None, dict(enumerate(climbs)))
+
+
+def test_flat_curves_have_converged():
+    # seeds' sd 1.0 in every cell; no cell moved more than 0.4 points over its last rounds
+    samples = {
+        (0, 0): cell([70.0, 71.0, 72.0], [0.2, -0.1, 0.2]),
+        (1, 0): cell([73.0, 74.0, 75.0], [0.4, 0.3, 0.5]),
+    }
+    claims = compare_grid(samples, "column", 0)
+    result = judge_convergence(samples, claims)
+    assert result.spread == pytest.approx(1.0)
+    assert result.climbs[(1, 0)] == pytest.approx(0.4)
+    assert result.converged is True
+    assert not result.mid_climb
+    (note,) = convergence_note(result, {(0, 0): "μ=0", (1, 0): "μ=1"})
+    assert note.startswith("Converged by the reported round")
+    assert "0.4 points" in note and "(1.0 points)" in note
+
+
+def test_a_climbing_cell_makes_its_comparison_mid_climb():
+    # μ=5 still gains 6 points over its last rounds; the seeds' sd is 1.0
+    samples = {
+        (0, 0): cell([70.0, 71.0, 72.0], [0.5, 0.5, 0.5]),
+        (1, 0): cell([60.0, 61.0, 62.0], [5.0, 6.0, 7.0]),
+    }
+    claims = compare_grid(samples, "column", 0)
+    result = judge_convergence(samples, claims)
+    assert result.converged is False
+    assert list(result.moving) == [(1, 0)]
+    assert result.mid_climb
+    notes = convergence_note(result, {(0, 0): "μ=0", (1, 0): "μ=5"})
+    assert notes[0].startswith("Not converged by the reported round: 1 of 2 cells")
+    assert "μ=5: +6.0" in notes[0]
+    assert notes[1].startswith("⚠ Mid-climb comparison")
+
+
+def test_a_falling_curve_is_moving_too():
+    samples = {
+        (0, 0): cell([70.0, 71.0, 72.0], [-3.0, -3.0, -3.0]),
+        (1, 0): cell([70.0, 71.0, 72.0], [0.0, 0.0, 0.0]),
+    }
+    result = judge_convergence(samples, compare_grid(samples, "column", 0))
+    assert list(result.moving) == [(0, 0)]
+    assert "μ=0: -3.0" in convergence_note(result, {(0, 0): "μ=0"})[0]
+
+
+def test_a_moving_cell_outside_every_comparison_is_no_mid_climb_comparison():
+    samples = {
+        (0, 0): cell([70.0, 71.0, 72.0], [0.0, 0.0, 0.0]),
+        (0, 1): cell([50.0, 51.0, 52.0], [9.0, 9.0, 9.0]),
+    }
+    # no comparison at all (along=None): the moving cell is reported, no Δ warned about
+    result = judge_convergence(samples, compare_grid(samples, None, None))
+    assert result.converged is False
+    assert not result.mid_climb
+    assert len(convergence_note(result, {})) == 1
+
+
+def test_one_seed_is_not_judged():
+    samples = {
+        (0, 0): CellSample({0: 70.0}, PARTITION, None, {0: 9.0}),
+        (1, 0): CellSample({0: 60.0}, PARTITION, None, {0: 9.0}),
+    }
+    result = judge_convergence(samples, compare_grid(samples, "column", 0))
+    assert result.converged is None
+    assert convergence_note(result, {}) == []
