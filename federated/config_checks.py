@@ -9,6 +9,7 @@ import re
 from dataclasses import fields
 from typing import TYPE_CHECKING, get_type_hints
 
+from federated.data.folder_layout import is_folder_dataset
 from federated.params import (
     ConfigError,
     at_least,
@@ -45,6 +46,16 @@ MIN_PARTY_SAMPLES = 10
 MAX_ROUNDS = 100_000
 MAX_BATCH_SIZE = 65_536  # local and evaluation batches: 2**16 images
 MAX_THREADS = 1024  # torch threads: beyond the largest machines' cores (more only thrash)
+# Counts that size a run's memory (the batch plan is drawn in full, epochs x samples; the
+# projection head is out_dim wide): far beyond any paper's (E <= 20, out_dim 256).
+MAX_LOCAL_EPOCHS = 1_000
+MAX_OUT_DIM = 65_536
+# A round's batch plan holds, per drawn sample and epoch, its row (int64) and augmentation
+# parameters (two int64 offsets, a flip, an angle; federated/execution/batch_plan.py):
+# about PLAN_BYTES_PER_ROW bytes.  At most MAX_PLAN_ROWS rows (~1.9 GB): 67 times the
+# papers' largest round (all 50,000 CIFAR images x 20 epochs), so only a typo reaches it.
+PLAN_BYTES_PER_ROW = 8 + 8 + 8 + 1 + 4
+MAX_PLAN_ROWS = 2**26
 
 
 def validate(c: RunConfig) -> None:
@@ -76,8 +87,10 @@ def validate(c: RunConfig) -> None:
     at_most("eval_batch_size", c.eval_batch_size, MAX_BATCH_SIZE)
     at_least("n_parties", c.n_parties, 1)
     at_least("local_epochs", c.local_epochs, 1)
+    at_most("local_epochs", c.local_epochs, MAX_LOCAL_EPOCHS)
     at_least("batch_size", c.batch_size, 1)
     at_least("out_dim", c.out_dim, 1)
+    at_most("out_dim", c.out_dim, MAX_OUT_DIM)
     at_least("prev_models", c.prev_models, 1)
     at_least("seed", c.seed, 0)
     at_least("eval_batch_size", c.eval_batch_size, 1)
@@ -122,11 +135,15 @@ def validate(c: RunConfig) -> None:
         if c.tau_schedule == "annealed" and c.tau < c.tau_min:
             raise ConfigError("tau", c.tau, f"a start temperature >= tau_min={c.tau_min}")
 
-    if not 1 <= c.labels_per_party <= spec.n_classes:
+    if c.partition == "labels" and not 1 <= c.labels_per_party <= spec.n_classes:
+        # only partition=labels reads it: never an error about a field that does nothing
         raise ConfigError(
             "labels_per_party", c.labels_per_party, f"an integer in [1, {spec.n_classes}]"
         )
-    min_size = MIN_PARTY_SAMPLES if c.partition in ("dirichlet", "quantity") else 1
+    # an image folder's parties follow one rule whatever its layout and partition: at
+    # least MIN_PARTY_SAMPLES images each (federated/data/folder_layout.py, natural parties)
+    sized = c.partition in ("dirichlet", "quantity") or is_folder_dataset(c.dataset)
+    min_size = MIN_PARTY_SAMPLES if sized else 1
     most = c.n_train // min_size
     if c.partition != "natural" and c.n_parties > most:
         needed = c.n_parties * min_size
@@ -145,10 +162,26 @@ def validate(c: RunConfig) -> None:
             f"at most {most} for {c.n_train} {c.dataset} training samples "
             f"(each party needs >= {min_size} under partition={c.partition})",
         )
+    _check_plan_size(c.local_epochs, c.n_train * c.parties_per_round // c.n_parties)
     _validate_heterogeneity(c)
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
         raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
     check_folder_memory(c, spec)  # last: it reads the resolved sizes checked above
+
+
+def _check_plan_size(local_epochs: int, samples_per_round: int) -> None:
+    """Refuse a round whose batch plan would hold more than :data:`MAX_PLAN_ROWS` rows
+    (``local_epochs`` x the samples drawn in a round): the plan is drawn in full before
+    the first step, so its memory grows with ``local_epochs`` whatever a party then does."""
+    samples = max(1, samples_per_round)
+    if local_epochs * samples > MAX_PLAN_ROWS:
+        raise ConfigError(
+            "local_epochs",
+            local_epochs,
+            f"at most {max(1, MAX_PLAN_ROWS // samples)} for the {samples} samples drawn "
+            f"each round: a round's batch plan (epochs x samples) is drawn in full and holds "
+            f"at most {MAX_PLAN_ROWS} rows (~{MAX_PLAN_ROWS * PLAN_BYTES_PER_ROW / 2**30:.1f} GiB)",
+        )
 
 
 def _validate_heterogeneity(c: RunConfig) -> None:
@@ -169,6 +202,16 @@ def _validate_heterogeneity(c: RunConfig) -> None:
         )
     if not 0.0 <= c.straggler_fraction <= 1.0:
         raise ConfigError("straggler_fraction", c.straggler_fraction, "a number in [0, 1]")
+    drawn = c.parties_per_round
+    if c.straggler_policy == "drop" and round(drawn * c.straggler_fraction) >= drawn:
+        # every drawn party is a straggler, and dropped: no round would train anything
+        raise ConfigError(
+            "straggler_fraction",
+            c.straggler_fraction,
+            f"with straggler_policy=drop, a fraction leaving some of the {drawn} parties "
+            f"drawn each round to report, round({drawn} * straggler_fraction) < {drawn} "
+            "(this drops them all, every round: nothing would train)",
+        )
     if not 0.0 <= c.dropout < 1.0:
         raise ConfigError("dropout", c.dropout, "a probability in [0, 1)")
     if c.local_epochs_min is not None and not 1 <= c.local_epochs_min <= c.local_epochs:

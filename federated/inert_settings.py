@@ -49,6 +49,11 @@ def _declaration_notes(c: RunConfig) -> dict[str, str]:
     return notes
 
 
+def _stragglers_per_round(c: RunConfig) -> int:
+    """Stragglers among a round's drawn parties (federated/system_heterogeneity.py)."""
+    return round(c.parties_per_round * c.straggler_fraction)
+
+
 RULES = (
     InertRule(
         ("server_optimizer", "server_momentum", "server_lr", "sample_fraction"),
@@ -84,6 +89,18 @@ RULES = (
         ("straggler_policy",),
         lambda c: c.straggler_fraction == 0,
         lambda c: "straggler_fraction=0: there are no stragglers to keep or drop",
+    ),
+    InertRule(
+        ("straggler_fraction", "straggler_policy"),
+        lambda c: c.straggler_fraction > 0 and _stragglers_per_round(c) == 0,
+        lambda c: f"round({c.parties_per_round} parties drawn per round x "
+        f"straggler_fraction={c.straggler_fraction:g}) = 0: no party is ever a straggler",
+    ),
+    InertRule(
+        ("local_epochs_min",),
+        lambda c: c.local_epochs_min is not None and c.local_epochs_min == c.local_epochs,
+        lambda c: f"local_epochs_min = local_epochs={c.local_epochs}: every party runs every "
+        "epoch",
     ),
     InertRule(
         ("out_dim",),

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-# A plain name: one path component of letters, digits, '.', '_', '-', not starting with
+# A plain name: one path component of ASCII letters, digits, '.', '_', '-', not starting with
 # '.' or '-' (so never '.', '..', a hidden file or an option).
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
 # Config fields that hold paths: made absolute in the driver, because every Tune trial
@@ -46,8 +46,8 @@ def check_plain_name(value: str, flag: str) -> str:
     """``value`` if it is a plain name (no '/', not '.' or '..', not hidden)."""
     if not PLAIN_NAME.fullmatch(value):
         raise InputError(
-            f"{flag}={value!r} (allowed: a plain name of letters, digits, '.', '_', '-', "
-            "not starting with '.' or '-', no '/')"
+            f"{flag}={value!r} (allowed: a plain name of ASCII letters and digits (A-Z, a-z, "
+            "0-9), '.', '_', '-', at most 200 characters, not starting with '.' or '-')"
         )
     return value
 

@@ -61,6 +61,11 @@ def _plugin_params(argv: list[str]) -> dict[str, type]:
     return out
 
 
+# RunConfig fields for the test suite's fault drills (Python, a sweep's --set), not for
+# users: no flag offers them.
+TEST_HOOKS = ("fail_at_round",)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """Flags: every RunConfig field, then each method's own parameters (one group per
     method; a plug-in's appear when ``--algorithm pkg.mod:Class`` is on ``argv``)."""
@@ -70,6 +75,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     helps = field_help()
     for name in field_types():
+        if name in TEST_HOOKS:
+            continue
         default = getattr(RunConfig, name, None)
         parser.add_argument(
             "--" + name.replace("_", "-"),

@@ -1,6 +1,7 @@
 """What ``python -m study.sweep`` says about studies and plans before anything runs:
 the ``--list`` table, the ``--dry-run`` listing (its first two lines also head a real
-sweep), what the budget changed, and the ``--set`` fields no trial would use.
+sweep), what the budget changed, and the ``warning:`` lines for the ``--set`` fields and
+study axes no trial would use.
 """
 
 from __future__ import annotations
@@ -74,14 +75,44 @@ def describe_budget(plan: SweepPlan) -> str:
     return f"budget {plan.budget.name} changed: " + "; ".join(parts) + stands
 
 
-def override_warnings(plan: SweepPlan) -> list[str]:
+def plan_warnings(plan: SweepPlan) -> list[str]:
+    """Every ``warning:`` line of a plan, printed by a dry run and a real sweep alike:
+    the ``--set`` fields (:func:`override_warnings`) and the study's axes
+    (:func:`axis_warnings`) that have no effect in any trial."""
+    configs = [RunConfig.from_dict(run_config_fields(t.config)) for t in plan.trials()]
+    return override_warnings(plan, configs) + axis_warnings(plan, configs)
+
+
+def axis_warnings(plan: SweepPlan, configs: list[RunConfig] | None = None) -> list[str]:
+    """One ``warning:`` line per plain axis of the study whose field has no effect in any
+    trial, given the trial's other settings (``feature_skew_level`` under
+    ``feature_skew = "none"``, ``straggler_policy`` with ``straggler_fraction = 0``):
+    its trials differ only in it and train alike.  ``configs``: the trials' configs."""
+    axes = [a for a in plan.study.axes if not a.joint and len(set(map(str, a.values))) > 1]
+    if not axes:
+        return []
+    if configs is None:
+        configs = [RunConfig.from_dict(run_config_fields(t.config)) for t in plan.trials()]
+    lines = []
+    for axis in axes:
+        notes = [inert_settings(c, [axis.name]) for c in configs]
+        if configs and all(notes):
+            why = notes[0][0].split(" has no effect: ", 1)[-1]
+            values = ", ".join(str(v) for v in axis.values)
+            lines.append(
+                f"warning: axis {axis.name} ({values}) has no effect: {why}; the trials that "
+                "differ only in it train alike"
+            )
+    return lines
+
+
+def override_warnings(plan: SweepPlan, configs: list[RunConfig] | None = None) -> list[str]:
     """``warning:`` lines for ``--set`` fields that have no effect in any of the trials."""
     given = [k for k in plan.overrides if k != "threads"]
     if not given:
         return []
-    per_trial = [
-        set(inert_settings(RunConfig.from_dict(run_config_fields(t.config)), given))
-        for t in plan.trials()
-    ]
+    if configs is None:
+        configs = [RunConfig.from_dict(run_config_fields(t.config)) for t in plan.trials()]
+    per_trial = [set(inert_settings(c, given)) for c in configs]
     common = set.intersection(*per_trial) if per_trial else set()
     return sorted(common)

@@ -34,8 +34,8 @@ from search_spaces.study_file import StudyFileError
 from study.dashboard import dashboard_line, keep_dashboard_up
 from study.interruption import StopSignals
 from study.plan import PlanTooLargeError, SweepPlan
-from study.plan_description import describe_plan, list_studies, override_warnings
-from study.preflight import check_cpus, preflight
+from study.plan_description import describe_plan, list_studies, plan_warnings
+from study.preflight import check_batches, check_cpus, check_devices, preflight, trial_configs
 from study.resources import TrialResources
 from study.resume_discovery import sweep_to_resume
 from study.sweep_args import (
@@ -47,6 +47,7 @@ from study.sweep_args import (
     resolve_study,
     study_argument,
 )
+from study.terminal_errors import install_one_line_trial_errors
 from study.tracking import (
     TrackerUnavailableError,
     check_tracker_settings,
@@ -100,10 +101,13 @@ def main(argv: list[str] | None = None) -> int:
         # torch threads follow the CPUs a trial gets, unless --set threads=... says otherwise
         plan.overrides.setdefault("threads", requested.threads)
         if args.dry_run:
+            check_machine(args, plan)  # what the real run would refuse of this machine
+            for line in plan_warnings(plan):
+                print(line, file=sys.stderr)
             print(describe_plan(plan, requested))
             return 0
         target = check_before_ray(args, plan)
-        for line in override_warnings(plan):
+        for line in plan_warnings(plan):
             print(line, file=sys.stderr)
         execution, dashboard = start_ray(args, target)
         tags = sweep_tags(plan.study.name, target.sweep_dir.name, plan.budget.name)
@@ -150,6 +154,21 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan:
     except KeyboardInterrupt:  # Ctrl-C while planning: nothing has been written yet
         print("error: interrupted while planning; nothing was written", file=sys.stderr)
         raise SweepStopError(exit_codes.INTERRUPTED) from None
+
+
+def check_machine(args: argparse.Namespace, plan: SweepPlan) -> None:
+    """A dry run's share of :func:`check_before_ray`, refused in the same one line: the
+    CPUs a trial asks for and the devices the trials name, when a local Ray would run
+    them on this machine, and parties smaller than a batch.  Loads no data."""
+    try:
+        configs = trial_configs(plan)
+        if not (args.address or os.environ.get("RAY_ADDRESS")):
+            check_cpus(args.cpus_per_trial)
+            check_devices(configs)
+        check_batches(configs)
+    except (InputError, ConfigError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SweepStopError(exit_codes.BAD_INPUT) from None
 
 
 def check_before_ray(args: argparse.Namespace, plan: SweepPlan) -> SweepTarget:
@@ -204,6 +223,8 @@ def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution,
     if not target.address:
         os.environ.update(LOCAL_ONLY_ENV)
 
+    # a failed trial is one line on the terminal (its traceback stays in its error.txt)
+    install_one_line_trial_errors()
     from study import runner  # imports Ray: only now that there is something to run
 
     try:
@@ -301,13 +322,27 @@ def restored_tuner(sweep_dir: Path, execution: Execution) -> Tuner:
     from study import runner
 
     print(f"resuming {sweep_dir}", flush=True)
+    before = runner.read_manifest(sweep_dir)
     manifest = runner.update_manifest(sweep_dir, status="running", driver=runner.driver_record())
-    if "wandb" in manifest.get("tracking", {}):  # Tune's restored callback checks it
-        os.environ["WANDB_MODE"] = manifest["tracking"]["wandb"]["mode"]
-    space = None
-    if manifest["search"] == "grid":
-        space = SweepPlan.from_manifest(manifest).param_space()
-    return runner.restore_tuner(sweep_dir, execution.resources, space)
+    try:
+        if "wandb" in manifest.get("tracking", {}):  # Tune's restored callback checks it
+            os.environ["WANDB_MODE"] = manifest["tracking"]["wandb"]["mode"]
+        space = None
+        if manifest["search"] == "grid":
+            space = SweepPlan.from_manifest(manifest).param_space()
+        return runner.restore_tuner(sweep_dir, execution.resources, space)
+    except BaseException as err:
+        # nothing ran: the manifest says again what it said before this resume
+        runner.update_manifest(sweep_dir, status=before.get("status"), driver=before.get("driver"))
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        first = (str(err).strip().splitlines() or [""])[0][:200]
+        print(
+            f"error: could not resume {sweep_dir} ({type(err).__name__}: {first}); "
+            "its manifest and results are as they were",
+            file=sys.stderr,
+        )
+        raise SweepStopError(exit_codes.BAD_INPUT) from None
 
 
 def summarise(results: ResultGrid, elapsed: float, target: SweepTarget, stop_code: int) -> None:

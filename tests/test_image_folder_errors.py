@@ -126,6 +126,46 @@ def symlink_loop_image(fmnist, root):
     return root, []
 
 
+# issue 31: one rule for too few images in every layout; the real culprit named
+def dotdot_link(fmnist, root):
+    grey_tree(fmnist, root)
+    (root / "train" / FMNIST_CLASSES[0] / "up").symlink_to("..")
+    return root, []
+
+
+def folder_beside_images(fmnist, root):
+    grey_tree(fmnist, root)
+    write_image(root / "train" / FMNIST_CLASSES[1] / "extra" / "x.png", fmnist.train_x[0])
+    return root, []
+
+
+def one_class(fmnist, root):
+    grey_tree(fmnist, root, classes=1, per_class=30)
+    return root, []
+
+
+def party_of_empty_classes(fmnist, root):
+    grey_tree(fmnist, root, parties=2)
+    for c in range(2):
+        (root / "train" / "p2" / FMNIST_CLASSES[c]).mkdir(parents=True)
+    return root, ["--partition", "natural"]
+
+
+def party_emptied_by_holdout(fmnist, root):
+    grey_tree(fmnist, root, parties=2, per_class=6)  # 12 images per party: enough ...
+    for f in (root / "test").rglob("*.png"):
+        f.unlink()
+    for d in sorted((root / "test").iterdir()):
+        d.rmdir()
+    (root / "test").rmdir()
+    return root, ["--partition", "natural", "--holdout-fraction", "0.5"]  # ... until held out
+
+
+def pooled_parties_under_10(fmnist, root):
+    grey_tree(fmnist, root)  # 24 images: 3 parties of 8, fewer than a natural party may hold
+    return root, ["--partition", "iid", "--n-parties", "3"]
+
+
 def model(path):
     def case(fmnist, root):
         grey_tree(fmnist, root)
@@ -152,6 +192,15 @@ CASES = {
     "name too long": (name_too_long, "nnnn: File name too long"),
     "symlink loop (a class)": (symlink_loop_class, "train/loop: a symbolic-link loop"),
     "symlink loop (an image)": (symlink_loop_image, "loop.png: a symbolic-link loop"),
+    "'..' link in a class folder": (dotdot_link, "/up: a link to"),
+    "folder beside images": (folder_beside_images, "/extra: a folder beside the images of"),
+    "one class": (one_class, "train: one class (0-tshirt) (allowed: at least 2 class folders"),
+    "party of empty class folders": (party_of_empty_classes, "p2/0-tshirt: class folder with no"),
+    "party under 10 after hold-out": (
+        party_emptied_by_holdout,
+        "p0: party with 6 images left after holdout_fraction=0.5 (allowed: at least 10)",
+    ),
+    "pooled parties under 10": (pooled_parties_under_10, "n_parties=3 (allowed: at most 2 for"),
     "import fails": (model("tests.no_such_module:f"), "import of 'tests.no_such_module' failed"),
     "not callable": (model("tests.model_factories:NOT_CALLABLE"), "no callable 'NOT_CALLABLE'"),
     "not a module": (model("tests.model_factories:not_a_module"), "not a torch.nn.Module"),
@@ -161,7 +210,11 @@ CASES = {
 
 
 MODEL_CASES = {k for k, (make, _) in CASES.items() if make.__name__ == "case"}
-FIELDS = {"n_parties conflicts": "n_parties", "natural without parties": "partition"}
+FIELDS = {
+    "n_parties conflicts": "n_parties",
+    "natural without parties": "partition",
+    "pooled parties under 10": "n_parties",
+}
 
 
 @pytest.mark.parametrize("case", list(CASES))

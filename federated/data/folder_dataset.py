@@ -49,6 +49,7 @@ from federated.data.folder_layout import (
     FolderDataError,
     FolderLayout,
     ImageFile,
+    check_party_size,
     folder_path,
     scan_folder,
 )
@@ -138,8 +139,11 @@ def load_folder(
         source = "disk cache"
         if payload is None:
             payload = _decode(layout, image_size, holdout_fraction, key)
-            _write_cache(cache_file, payload)
             source = "decoded"
+        if holdout_fraction is not None:  # the scan counted the parties before it
+            _check_parties_after_holdout(layout, payload["train_parties"], holdout_fraction)
+        if source == "decoded":
+            _write_cache(cache_file, payload)
         data = _image_data(payload, f"folder:{root}")
         if use_memory:
             _memory[key] = data
@@ -147,6 +151,23 @@ def load_folder(
                 _memory.pop(next(iter(_memory)))
     _specs[spec_key] = data.spec
     return FolderLoad(data, fingerprint, source, time.perf_counter() - start, cache_file)
+
+
+def _check_parties_after_holdout(
+    layout: FolderLayout, train_parties: torch.Tensor, holdout_fraction: float
+) -> None:
+    """The one rule for a party's images (:func:`check_party_size`) on what the hold-out
+    left each natural party to train on (decoded or read from the cache alike), before
+    anything is written."""
+    if not layout.party_names:
+        return
+    kept = np.bincount(train_parties.numpy(), minlength=len(layout.party_names))
+    for party, name in enumerate(layout.party_names):
+        check_party_size(
+            layout.root / "train" / name,
+            int(kept[party]),
+            f" left after holdout_fraction={holdout_fraction}",
+        )
 
 
 def folder_spec(

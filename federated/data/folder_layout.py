@@ -7,7 +7,12 @@ Two layouts are read (class and party names are folder names, sorted)::
     PATH/test/<class>/<image>             the test set (optional: else holdout_fraction)
 
 Hidden files and folders (names starting with ``.``) are ignored; every other file under
-a class folder must be an image torchvision can decode (PNG, JPEG, GIF, WebP, ...).  The
+a class folder must be an image torchvision can decode (PNG, JPEG, GIF, WebP, ...).
+Links are followed; a link that loops, dangles or points to a folder above itself (a
+``..`` link) is named as such.  One rule for too few images, whatever the layout: a
+party needs at least :data:`MIN_PARTY_IMAGES` training images (natural parties here and
+after a hold-out, federated/data/folder_dataset.py; drawn parties by the config's
+check), and a dataset at least two classes.  The
 scan only lists and stats files, so it is cheap; its fingerprint (relative paths, sizes,
 mtimes) is the key of the decoded-tensor cache.  Problems are one-line
 :class:`FolderDataError` messages naming the path.
@@ -19,6 +24,7 @@ import errno
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,15 +127,45 @@ def dataset_slug(name: str) -> str:
     return "folder-" + re.sub(r"[^A-Za-z0-9._-]+", "_", folder_path(name).name)
 
 
+LAYOUTS = "layout: train/<class>/<image> or train/<party>/<class>/<image>"
+
+
 def _visible(folder: Path) -> list[os.DirEntry]:
     with os.scandir(folder) as entries:
         return sorted((e for e in entries if not e.name.startswith(".")), key=lambda e: e.name)
 
 
+def _is_folder(entry: os.DirEntry) -> bool:
+    """Whether ``entry`` is a folder, links followed.  A link that loops or dangles
+    raises the OS's error (named by :func:`scan_folder`); a link to a folder above it
+    (``..``, which would list the dataset inside itself) is a :class:`FolderDataError`."""
+    if entry.is_symlink():
+        try:
+            target = Path(entry.path).resolve(strict=True)
+        except RuntimeError:  # Python before 3.13 reports a symlink loop so
+            raise FolderDataError(f"{entry.path}: a symbolic-link loop") from None
+        here = Path(entry.path).parent.resolve()
+        if target.is_dir() and (target == here or target in here.parents):
+            raise FolderDataError(
+                f"{entry.path}: a link to {target}, a folder above it (it would loop; "
+                "allowed: links to images or to folders outside it)"
+            )
+    return stat.S_ISDIR(os.stat(entry.path).st_mode)
+
+
+def check_party_size(party_dir: Path, images: int, after: str = "") -> None:
+    """The one rule for a party's training images (:data:`MIN_PARTY_IMAGES`);
+    ``after``: what left it with ``images`` (a hold-out), named in the message."""
+    if images < MIN_PARTY_IMAGES:
+        raise FolderDataError(
+            f"{party_dir}: party with {images} images{after} (allowed: at least {MIN_PARTY_IMAGES})"
+        )
+
+
 def _images_of(class_dir: Path, label: int, party: int) -> list[ImageFile]:
     files = []
     for entry in _visible(class_dir):
-        if entry.is_dir():
+        if _is_folder(entry):
             raise FolderDataError(
                 f"{entry.path}: a folder inside a class folder (allowed: image files only)"
             )
@@ -142,13 +178,35 @@ def _images_of(class_dir: Path, label: int, party: int) -> list[ImageFile]:
 
 def _subfolders(folder: Path, what: str) -> list[os.DirEntry]:
     entries = _visible(folder)
-    loose = [e for e in entries if not e.is_dir()]
+    loose = [e for e in entries if not _is_folder(e)]
     if loose:
         raise FolderDataError(
-            f"{loose[0].path}: a file where {what} folders are expected "
-            f"(layout: train/<class>/<image> or train/<party>/<class>/<image>)"
+            f"{loose[0].path}: a file where {what} folders are expected ({LAYOUTS})"
         )
     return entries
+
+
+def _is_party_layout(train_dir: Path, top: list[os.DirEntry]) -> bool:
+    """Whether ``train/``'s folders are parties (they hold class folders) or classes
+    (they hold images); a mix names the folder that breaks the layout."""
+    holds_folders = {t.name: [e for e in _visible(Path(t.path)) if _is_folder(e)] for t in top}
+    parties = [t for t in top if holds_folders[t.name]]
+    if not parties:
+        return False
+    for t in parties:
+        files = [e for e in _visible(Path(t.path)) if not _is_folder(e)]
+        if files:  # images and folders side by side: the folder is the odd one out
+            raise FolderDataError(
+                f"{holds_folders[t.name][0].path}: a folder beside the images of "
+                f"{t.path} ({LAYOUTS}, not both)"
+            )
+    classes = [t for t in top if not holds_folders[t.name] and _visible(Path(t.path))]
+    if classes:
+        raise FolderDataError(
+            f"{classes[0].path}: holds images while {parties[0].path} holds folders "
+            f"({LAYOUTS}, not both)"
+        )
+    return True
 
 
 def scan_folder(root: str | os.PathLike) -> FolderLayout:
@@ -174,8 +232,7 @@ def _scan(root: Path) -> FolderLayout:
     top = _subfolders(train_dir, "class or party")
     if not top:
         raise FolderDataError(f"{train_dir}: no class folders")
-    party_layout = any(e.is_dir() for t in top for e in _visible(Path(t.path)))
-    if party_layout:
+    if _is_party_layout(train_dir, top):
         party_names = tuple(t.name for t in top)
         per_party = {t.name: _subfolders(Path(t.path), "class") for t in top}
         for name, classes in per_party.items():
@@ -190,16 +247,17 @@ def _scan(root: Path) -> FolderLayout:
                 for c in per_party[name]
                 for f in _images_of(Path(c.path), label_of[c.name], party)
             ]
-            if len(files) < MIN_PARTY_IMAGES:
-                raise FolderDataError(
-                    f"{train_dir / name}: party with {len(files)} images "
-                    f"(allowed: at least {MIN_PARTY_IMAGES})"
-                )
+            check_party_size(train_dir / name, len(files))
             train += files
     else:
         party_names = ()
         class_names = tuple(t.name for t in top)
         train = [f for i, t in enumerate(top) for f in _images_of(Path(t.path), i, -1)]
+    if len(class_names) < 2:
+        raise FolderDataError(
+            f"{train_dir}: one class ({class_names[0]}) (allowed: at least 2 class folders; "
+            f"a classifier needs two classes; {LAYOUTS})"
+        )
     test = _scan_test(root / "test", class_names)
     return FolderLayout(root, class_names, party_names, tuple(train), tuple(test))
 

@@ -16,6 +16,7 @@ keeps the whole set on its device and augments batches there.
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -187,8 +188,15 @@ def _load_tinyimagenet(spec: DatasetSpec, root: Path):
     folder = root / "tiny-imagenet-200"
     cache = folder / "fedsweep-uint8.pt"
     if cache.is_file():
-        blob = torch.load(cache, weights_only=True)
-        return blob["train_x"], blob["train_y"], blob["test_x"], blob["test_y"]
+        try:
+            blob = torch.load(cache, weights_only=True)
+            return blob["train_x"], blob["train_y"], blob["test_x"], blob["test_y"]
+        except (pickle.UnpicklingError, OSError, ValueError, EOFError, RuntimeError) as err:
+            # the safe load refuses it, or it is cut short: one line, not torch's 24
+            raise DatasetUnavailable(
+                f"dataset 'tinyimagenet': its cache {cache} cannot be loaded safely "
+                f"({_short(err)}); remove it and it is decoded again from {folder}"
+            ) from None
     if not (folder / "wnids.txt").is_file():
         download_error = "downloads disabled (FEDSWEEP_OFFLINE)"
         if downloads_allowed():
