@@ -73,6 +73,14 @@ class RunConfig:
             "default: the paper's for the dataset"
         ),
     )
+    init: str | None = field(
+        default=None,
+        metadata=_help(
+            "start of the global model: a torch.save(state_dict) file, fedsweep:NAME (a "
+            "shipped start) or torchvision:WEIGHTS (DEFAULT, IMAGENET1K_V1) of "
+            "model=torchvision:ARCH; none: random (docs/pretrained-starts.md)"
+        ),
+    )
     rounds: int = field(default=100, metadata=_help("communication rounds"))
     n_parties: int | None = field(
         default=None,

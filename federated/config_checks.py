@@ -65,6 +65,7 @@ def validate(c: RunConfig) -> None:
     from federated.config_data import (
         check_dataset,
         check_folder_memory,
+        check_init_field,
         check_model_field,
         resolve_parties,
     )
@@ -76,6 +77,7 @@ def validate(c: RunConfig) -> None:
     spec = check_dataset(c)  # image folders, n_parties and models: federated/config_data.py
     resolve_parties(c, spec)
     check_model_field(c, spec)
+    check_init_field(c, spec)  # after the model: a start is matched to it
     one_of("tau_schedule", c.tau_schedule, tuple(TEMPERATURE_SCHEDULE_PATHS))
     one_of("tau_scope", c.tau_scope, TAU_SCOPES)
     load_method("server_optimizer", c.server_optimizer)

@@ -4,18 +4,26 @@ from the data) and models named by import path.
 
 ``RunConfig`` calls these during validation, so a bad folder or model is refused with one
 :class:`~federated.config.ConfigError` line before any training: an image folder is loaded
-here (from its disk cache after the first time) for its spec, and an import-path model is
-built once on a dummy batch.
+here (from its disk cache after the first time) for its spec, an import-path model is
+built once on a dummy batch, and a start (``init``) is read and matched to the model.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from federated.data.catalog import DATASETS, DatasetSpec, dataset_spec
 from federated.data.folder_dataset import folder_spec, parse_image_size
 from federated.data.folder_layout import FolderDataError, absolute_folder_name, is_folder_dataset
-from federated.models import MODELS, ModelError, check_model, is_import_path
+from federated.models import MODELS, ModelError, build_model, check_model, is_import_path
+from federated.models.pretrained_start import (
+    StartError,
+    absolute_start,
+    check_start,
+    start_file,
+)
 from federated.params import ConfigError
 
 DEFAULT_PARTIES = 10
@@ -90,6 +98,40 @@ def check_model_field(c: Any, spec: DatasetSpec) -> None:
         check_model(c.model, spec)
     except ModelError as err:
         raise ConfigError("model", c.model, f"a working model; {err.problem}") from None
+
+
+def check_init_field(c: Any, spec: DatasetSpec) -> None:
+    """``init``: a start that fits the run's model (:mod:`federated.models.pretrained_start`);
+    a file's path is made absolute (in the driver: every trial on every node then reads
+    the same file)."""
+    if c.init is None:
+        return
+    object.__setattr__(c, "init", absolute_start(c.init))
+    model = c.model or spec.default_model
+    try:
+        _check_start_fits(c.init, model, spec, c.out_dim, c.projection_head)
+    except (StartError, ModelError) as err:
+        raise ConfigError("init", c.init, f"a start that fits the model; {err}") from None
+
+
+_fitting_starts: set[tuple[Any, ...]] = set()
+
+
+def _check_start_fits(
+    init: str, model: str, spec: DatasetSpec, out_dim: int, projection_head: bool
+) -> None:
+    """Match start ``init`` to the model the run builds; each (start file version, model,
+    shape) is checked once per process.  The model is built under a forked torch RNG, so
+    checking changes no run's random numbers."""
+    path = start_file(init, model)
+    stat = path.stat()
+    key = (init, stat.st_size, stat.st_mtime_ns, model, spec, out_dim, projection_head)
+    if key in _fitting_starts:
+        return
+    with torch.random.fork_rng(devices=[]):
+        built = build_model(model, spec, out_dim, projection_head)
+    check_start(built, init, model)
+    _fitting_starts.add(key)
 
 
 def check_folder_memory(c: Any, spec: DatasetSpec) -> None:

@@ -39,6 +39,7 @@ from federated.execution.trainer import PartyResult
 from federated.feature_skew import FeatureSkew
 from federated.inert_settings import inert_settings
 from federated.models import build_model
+from federated.models.pretrained_start import StartNotice, apply_start
 from federated.party_data import PartyData
 from federated.party_scores import PartyScorer
 from federated.registry import load_method
@@ -79,6 +80,13 @@ class FederatedRun:
 
         torch.manual_seed(stream_seed(config.seed, "init"))
         model = build_model(config.model, self.spec, config.out_dim, config.projection_head)
+        if config.init is not None:
+            # after the init stream's draws, drawing none itself: every other random
+            # number of the run is as without a start; a resumed run's restored weights
+            # replace it (load_state_dict)
+            notice = apply_start(model, config.init, config.model)
+            if notice is not None:
+                warnings.warn(notice, StartNotice, stacklevel=2)
         self.global_model = model.to(self.device).requires_grad_(False)
         self.rng = RunRandomness.from_seed(config.seed)
 

@@ -36,6 +36,7 @@ from federated.data.folder_layout import dataset_slug
 from federated.device import DeviceUnavailableError
 from federated.inert_settings import inert_settings
 from federated.input_checks import InputError, OneLineParser, check_output_file
+from federated.models.pretrained_start import StartNotice
 from federated.partition import PartitionError, size_statistics
 from federated.registry import is_plugin, load_method
 from federated.round_loop import FederatedRun, PackingFallback
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
     for notice in notices:
-        if issubclass(notice.category, PackingFallback):  # one line, not a Python warning
+        if issubclass(notice.category, (PackingFallback, StartNotice)):  # one line each
             print(f"notice: {notice.message}", file=sys.stderr)
         else:
             warnings.showwarning(notice.message, notice.category, notice.filename, notice.lineno)

@@ -35,6 +35,7 @@ from ray import tune
 from federated.data.folder_dataset import folder_identity
 from federated.data.folder_layout import is_folder_dataset
 from federated.input_checks import check_fits_cluster as check_fits_node
+from federated.models.pretrained_start import start_hashes
 from federated.results_contract import (
     RECORDED_DONE,
     RECORDED_ERROR,
@@ -320,6 +321,8 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "dataset": plan.dataset,
         # the trials' dataset (a study may fix its own), as every trial resolves it
         **dataset_identity(plan.trials()[0].config["dataset"]),
+        # which weights the trials start from (init): {init: {file, sha256}}
+        "starts": start_hashes(t.config for t in plan.trials()),
         "search": plan.search,
         "seeds": plan.seeds,
         "axes": [a.name for a in plan.study.axes],

@@ -18,7 +18,9 @@ wherever the run happens (every Ray node): installed, or on ``PYTHONPATH``.
 adapted: its last ``Linear`` layer (the ImageNet classifier) is removed so the rest is
 the encoder, its first convolution takes the data's channel count, and a ResNet on
 images of at most 64 pixels a side gets the CIFAR stem (3x3 stride-1 first convolution,
-no max-pool), as fedsweep's ``resnet50``.
+no max-pool), as fedsweep's ``resnet50``.  Its ImageNet weights are a start, applied
+after the model is built: ``init=torchvision:IMAGENET1K_V1``
+(:mod:`federated.models.pretrained_start`).
 """
 
 from __future__ import annotations
