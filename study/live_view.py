@@ -51,7 +51,10 @@ class LiveView(ProgressReporter):
         stream: TextIO | None = None,
         file_period_s: float = FILE_PERIOD_S,
         tty_period_s: float = TTY_PERIOD_S,
+        metric: str | None = None,
     ) -> None:
+        #: what ranks the trials (a validation metric; None: nothing ranks, test shown)
+        self.metric = metric or "test_acc"
         self.title = title
         self.total_trials = total_trials
         self.rounds_per_trial = rounds_per_trial
@@ -114,13 +117,15 @@ class LiveView(ProgressReporter):
         done = sum(t.status in DONE for t in trials)
         errored = sum(t.status in FAILED for t in trials)
         pending = max(0, self.total_trials - done - errored - len(running))
-        accs = [
-            (t.last_result or {}).get("test_acc")
+        metric = self.metric
+        values = [
+            (t.last_result or {}).get(metric)
             for t in trials
-            if isinstance((t.last_result or {}).get("test_acc"), float)
+            if isinstance((t.last_result or {}).get(metric), float)
         ]
-        accs = [a for a in accs if a == a]  # NaN (diverged) never counts as best
-        best = f"best test_acc {max(accs):.4f}" if accs else "best test_acc -"
+        values = [a for a in values if a == a]  # NaN (diverged) never counts as best
+        pick = min if metric == "val_loss" else max
+        best = f"best {metric} {pick(values):.4f}" if values else f"best {metric} -"
         summary = (
             f"{self.title} {clock(elapsed_s)} | {self.total_trials} trials: {done} done, "
             f"{len(running)} running, {pending} pending, {errored} errored | {best}"
@@ -146,4 +151,7 @@ class LiveView(ProgressReporter):
         acc = result.get("test_acc")
         progress = f"round {round_:>3}/{self.rounds_per_trial}" if round_ else "starting"
         acc_text = f"  test_acc {acc:.4f}" if isinstance(acc, float) else ""
+        ranked = result.get(self.metric) if self.metric != "test_acc" else None
+        if isinstance(ranked, float):
+            acc_text = f"  {self.metric} {ranked:.4f}{acc_text}"
         return f"  {label or trial.trial_id:<30} {progress}{acc_text}"

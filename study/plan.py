@@ -91,6 +91,8 @@ class SweepPlan:
     seeds: list[int]
     overrides: dict[str, Any] = field(default_factory=dict)
     num_samples: int = 0  # Optuna trials
+    # the metric that ranks trials (study/selection.py); test_acc only in old sweeps
+    metric: str = "val_acc"
 
     @classmethod
     def build(
@@ -103,6 +105,7 @@ class SweepPlan:
         seeds: str | list[int] | None = None,
         overrides: Mapping[str, Any] | None = None,
         num_samples: int | None = None,
+        metric: str = "val_acc",
     ) -> SweepPlan:
         """``seeds``: the ``--seeds`` text, or the list a manifest recorded.
         ``overrides`` may change a plain axis's values (``algorithm+=fednova``, see
@@ -130,6 +133,7 @@ class SweepPlan:
             seeds=seed_values,
             overrides=overrides,
             num_samples=num_samples or max(8, study.grid_size),
+            metric=metric,
         )
         plan.trials()  # validates every trial config now, before anything starts
         return plan
@@ -197,6 +201,17 @@ class SweepPlan:
         return self.study.grid_size * len(self.seeds) if self.search == "grid" else self.num_samples
 
     @property
+    def ranking_metric(self) -> str | None:
+        """What ranks this sweep's trials (Optuna, ASHA, the best configuration, the
+        summary): :attr:`metric` when its trials hold out validation data, else None
+        (a plain grid of the paper's protocol ranks nothing; study/selection.py)."""
+        if self.metric == "test_acc":  # a sweep from before the validation protocol
+            return self.metric
+        trials = self.trials() or [self._resolve(self.study.example_point(), self.seeds[0])]
+        first = trials[0].config if isinstance(trials[0], TrialSpec) else trials[0][0]
+        return self.metric if first.get("val_fraction") else None
+
+    @property
     def max_rounds(self) -> int:
         return max(t.config["rounds"] for t in self.trials())
 
@@ -250,6 +265,8 @@ class SweepPlan:
             seeds=list(manifest["seeds"]),
             overrides=manifest["overrides"],
             num_samples=manifest.get("num_samples"),
+            # sweeps from before the validation protocol ranked by test accuracy
+            metric=manifest.get("metric", "test_acc"),
         )
 
     def default_name(self, stamp: str) -> str:

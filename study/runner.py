@@ -60,6 +60,7 @@ from study.machine import machine_description
 from study.optuna_storage import OPTUNA_DB, SweepOptunaSearch
 from study.plan import OPTUNA_SEED, SweepPlan, trial_dirname
 from study.resources import TrialResources, choose_resources
+from study.selection import SELECTION_METRICS, best_point, mode_of
 from study.tracking_callbacks import tracking_callbacks
 from study.trial_actor import FederatedTrial
 
@@ -196,7 +197,13 @@ def _scheduler(name: str | None, max_rounds: int):
 
 def _reporter(plan: SweepPlan) -> LiveView:
     trials = plan.num_samples if plan.search == "optuna" else plan.n_trials
-    return LiveView(plan.study.name, trials, plan.max_rounds, plan.parameter_columns)
+    return LiveView(
+        plan.study.name,
+        trials,
+        plan.max_rounds,
+        plan.parameter_columns,
+        metric=plan.ranking_metric,
+    )
 
 
 def tune_run_config(
@@ -221,12 +228,13 @@ def new_tuner(
     kept in the sweep's folder), with the execution's scheduler."""
     if plan.search == "optuna":
         import optuna
+
         # A define-by-run space makes OptunaSearch ignore TuneConfig's metric and mode:
         # it must be told them itself.
         search_alg = SweepOptunaSearch(
             space=plan.optuna_space(),
-            metric="test_acc",
-            mode="max",
+            metric=plan.ranking_metric,
+            mode=mode_of(plan.ranking_metric),
             sampler=optuna.samplers.TPESampler(seed=OPTUNA_SEED),
             # the study lives in <sweep>/optuna.db: optuna-dashboard reads it (objective
             # named after the metric, trials labelled), --resume continues it
@@ -253,14 +261,11 @@ def new_tuner(
     )
 
 
-def rerun_tuner(
-    plan: SweepPlan, name: str, storage: Path, execution: Execution, config: dict[str, Any]
-) -> tune.Tuner:
-    """The Tuner that runs one ``config`` again over ``plan.seeds`` (``--rerun-best``: the
-    best Optuna configuration).  A grid of seeds with no search and no scheduler: early
-    stopping would cut seeds short, and every seed's last round is what the rerun is for."""
-    space = {**config, "seed": tune.grid_search(list(plan.seeds))}
-    return _tuner(plan, name, storage, execution, space)
+def rerun_tuner(plan: SweepPlan, name: str, storage: Path, execution: Execution) -> tune.Tuner:
+    """The Tuner of ``--rerun-best``: ``plan`` is the chosen point over fresh seeds
+    (study.sweep.rerun_best), a grid with no search and no scheduler: early stopping
+    would cut seeds short, and every seed's last round is what the rerun is for."""
+    return _tuner(plan, name, storage, execution, plan.param_space())
 
 
 def _tuner(
@@ -281,8 +286,9 @@ def _tuner(
         trainable_with(execution.resources),
         param_space=param_space,
         tune_config=tune.TuneConfig(
-            metric="test_acc",
-            mode="max",
+            # what ASHA and the best result rank by (study/selection.py)
+            metric=plan.ranking_metric,
+            mode=mode_of(plan.ranking_metric) if plan.ranking_metric else None,
             search_alg=search_alg,
             scheduler=scheduler,
             num_samples=num_samples,
@@ -320,10 +326,12 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "budget": plan.budget.name,
         "dataset": plan.dataset,
         # the trials' dataset (a study may fix its own), as every trial resolves it
-        **dataset_identity(plan.trials()[0].config["dataset"]),
+        **dataset_identity(_trial_dataset(plan)),
         # which weights the trials start from (init): {init: {file, sha256}}
         "starts": start_hashes(t.config for t in plan.trials()),
         "search": plan.search,
+        # the metric that ranks trials (study/selection.py): validation, never test
+        "metric": plan.ranking_metric,
         "seeds": plan.seeds,
         "axes": [a.name for a in plan.study.axes],
         "label_columns": plan.study.label_columns,
@@ -353,6 +361,15 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "trials": {},
         **extra,
     }
+
+
+def _trial_dataset(plan: SweepPlan) -> str:
+    """The trials' dataset (a study may fix its own): a planned trial's, or for a plan
+    with no grid (a rerun of a range-only search) the example point's."""
+    trials = plan.trials()
+    if trials:
+        return trials[0].config["dataset"]
+    return plan.resolve(plan.study.example_point(), plan.seeds[0])["dataset"]
 
 
 def dataset_identity(dataset: str) -> dict[str, Any]:
@@ -440,35 +457,65 @@ def summary_rows(
                 ),
                 "rounds": metrics.get("round"),
                 "test_acc": metrics.get("test_acc"),
+                "val_acc": metrics.get("val_acc"),
+                "val_loss": metrics.get("val_loss"),
             }
         )
     return sorted(rows, key=lambda r: str(r["trial"]))  # trial ids follow the grid order
 
 
-def format_summary(rows: list[dict[str, Any]], not_started: int = 0) -> str:
+def format_summary(
+    rows: list[dict[str, Any]], not_started: int = 0, metric: str | None = None
+) -> str:
     """The end-of-sweep table; ``not_started``: trials Tune never created (an
-    interrupted sweep), named in a last line since they have no row."""
-    head = f"{'trial':<14} {'point':<34} {'seed':>4} {'status':<11} {'rounds':>6} {'test_acc':>8}"
-    lines = [head]
+    interrupted sweep), named in a last line since they have no row.  ``metric``: what
+    ranks the trials (a validation metric gets a column of its own and a first line
+    saying so)."""
+    shown = metric if metric in SELECTION_METRICS else None
+    head = f"{'trial':<14} {'point':<34} {'seed':>4} {'status':<11} {'rounds':>6}"
+    head += f" {shown:>8}" if shown else ""
+    lines = [head + f" {'test_acc':>8}"]
+    if shown:
+        lines.insert(0, f"trials ranked by {shown} (validation); test_acc is reported")
     for r in rows:
         acc = "-" if r["test_acc"] is None else f"{r['test_acc']:.4f}"
         rounds = "-" if r["rounds"] is None else str(r["rounds"])
         seed = "-" if r["seed"] is None else str(r["seed"])
+        ranked = ""
+        if shown:
+            value = r.get(shown)
+            ranked = " " + (f"{value:.4f}" if isinstance(value, float) else "-").rjust(8)
         lines.append(
             f"{r['trial']:<14} {str(r['point'])[:34]:<34} {seed:>4} "
-            f"{r['status']:<11} {rounds:>6} {acc:>8}"
+            f"{r['status']:<11} {rounds:>6}{ranked} {acc:>8}"
         )
     if not_started:
         lines.append(f"({not_started} more trial(s) not started)")
     return "\n".join(lines)
 
 
-def best_config(results: tune.ResultGrid) -> dict[str, Any]:
-    """The best trial's config (highest final test accuracy, NaN/diverged ignored)."""
-    best = results.get_best_result(
-        metric="test_acc", mode="max", scope="last", filter_nan_and_inf=True
-    )
-    return dict(best.config)
+def best_config(results: tune.ResultGrid, metric: str) -> dict[str, Any]:
+    """The best point's config (seed removed) by its trials' mean final ``metric`` (a
+    grid's seeds averaged, an Optuna trial alone; NaN and diverged left out), with
+    ``selection``: the metric, its value and the chosen trials' search-time test
+    accuracies and seeds (the report's optimism)."""
+    trials = [
+        (str((r.config or {}).get("point", "")), r.config or {}, r.metrics or {})
+        for r in results
+        if r.metrics and not r.metrics.get("diverged")
+    ]
+    point, value, chosen = best_point(trials, metric)
+    config = next(dict(c) for p, c, _ in trials if p == point)
+    config.pop("seed", None)
+    selection = {
+        "metric": metric,
+        "mode": mode_of(metric),
+        "value": value,
+        "point": point,
+        "search_test_acc": [m.get("test_acc") for m in chosen],
+        "search_seeds": [c.get("seed") for p, c, m in trials if p == point and m in chosen],
+    }
+    return {"config": config, "selection": selection}
 
 
 __all__ = [

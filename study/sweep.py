@@ -17,10 +17,12 @@ Results go to ``<storage path>/<name>/`` (layout: :mod:`study.layout`); read the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +31,7 @@ from federated import exit_codes
 from federated.config import ConfigError
 from federated.data import DatasetUnavailable
 from federated.input_checks import InputError, check_address, check_output_folder
-from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET
+from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET, Study
 from search_spaces.study_file import StudyFileError
 from study.dashboard import dashboard_line, keep_dashboard_up
 from study.interruption import StopSignals
@@ -38,6 +40,14 @@ from study.plan_description import describe_plan, list_studies, plan_warnings
 from study.preflight import check_batches, check_cpus, check_devices, preflight, trial_configs
 from study.resources import TrialResources
 from study.resume_discovery import sweep_to_resume
+from study.seed_batches import SeedTarget, next_batch, parse_seed_target
+from study.selection import (
+    SelectionError,
+    check_validated,
+    rerun_seeds,
+    selector,
+    with_validation,
+)
 from study.sweep_args import (
     UsageError,
     build_parser,
@@ -114,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         tracking = None if args.resume else start_sweep_folder(args, plan, target, execution, tags)
         with tracked_sweep(target.sweep_dir):  # the MLflow sweep run ends with the outcome
             results = fit_and_summarise(args, plan, target, execution, tracking, tags)
+        seed_target = parse_seed_target(args.seeds)
+        if seed_target:
+            add_seed_batches(args, plan, target, execution, tags, seed_target)
         if args.rerun_best:
             best_dir = rerun_best(
                 plan, results, target.sweep_dir, target.storage, execution, args.rerun_best
@@ -139,15 +152,30 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan:
         # a built-in study's values are the paper's, which budgets scale; a user's study
         # runs as written unless a budget is asked for (search_spaces/budgets.py)
         budget = args.budget or (DEFAULT_BUDGET if study.paper_settings else USER_DEFAULT_BUDGET)
-        return SweepPlan.build(
+        # Optuna, ASHA and --rerun-best select on validation (study/selection.py)
+        by = selector(args.search, args.scheduler, args.rerun_best)
+        overrides, note = with_validation(study, parse_overrides(args.overrides), by)
+        seed_target = parse_seed_target(args.seeds)
+        if seed_target and (args.resume or args.search == "optuna"):
+            raise UsageError(
+                f"--seeds={args.seeds} runs a grid in seed batches: not with --resume (resume "
+                "each batch's folder by its --name) nor --search optuna (a search runs one seed)"
+            )
+        plan = SweepPlan.build(
             study,
             BUDGETS[budget],
             dataset=args.dataset,
             search=args.search,
-            seeds=args.seeds,
-            overrides=parse_overrides(args.overrides),
+            # until:T starts with the budget's seeds and adds batches after the sweep
+            seeds=None if seed_target else args.seeds,
+            overrides=overrides,
             num_samples=args.num_samples,
+            metric=args.metric,
         )
+        check_validated((t.config for t in plan.trials()), by)
+        if note:
+            print(note, file=sys.stderr)
+        return plan
     except (InputError, ConfigError, StudyFileError, PlanTooLargeError) as err:
         print(f"error: {err}", file=sys.stderr)
         raise SweepStopError(exit_codes.BAD_INPUT) from None
@@ -355,7 +383,9 @@ def summarise(results: ResultGrid, elapsed: float, target: SweepTarget, stop_cod
     recorded = runner.read_manifest(sweep_dir)
     print(
         runner.format_summary(
-            runner.summary_rows(results, recorded), int(recorded.get("not_started") or 0)
+            runner.summary_rows(results, recorded),
+            int(recorded.get("not_started") or 0),
+            recorded.get("metric"),
         )
     )
     status = recorded["status"]
@@ -386,6 +416,49 @@ def summarise(results: ResultGrid, elapsed: float, target: SweepTarget, stop_cod
     print(f"report: python -m analysis.report {sweep_dir}")
 
 
+def add_seed_batches(
+    args: argparse.Namespace,
+    plan: SweepPlan,
+    target: SweepTarget,
+    execution: Execution,
+    tags: dict[str, str],
+    seed_target: SeedTarget,
+) -> list[Path]:
+    """``--seeds until:T[:CAP]``: after the first sweep, run further seed batches as
+    sweeps beside it until every table resolves T points or CAP seeds are spent
+    (study/seed_batches.py); prints each decision and the report command over all
+    batches; returns the batch folders."""
+    from analysis.resolvable_tables import resolvable_differences
+
+    folders = [target.sweep_dir]
+    done = len(plan.seeds)
+    while True:
+        try:
+            resolvable = resolvable_differences(folders)
+        except ValueError as err:  # NoResultsError, StatisticError: one line
+            print(f"error: --seeds {args.seeds}: {err}", file=sys.stderr)
+            raise SweepStopError(exit_codes.BAD_INPUT) from None
+        seeds, why = next_batch(resolvable, seed_target, done, len(plan.seeds))
+        print(f"--seeds {args.seeds}: {why}", flush=True)
+        if not seeds:
+            break
+        batch_plan = dataclasses.replace(plan, seeds=seeds)
+        batch_dir = target.storage / f"{target.sweep_dir.name}-seeds{seeds[0]}-{seeds[-1]}"
+        batch = dataclasses.replace(
+            target,
+            sweep_dir=batch_dir,
+            partitions=preflight(batch_plan, local=not target.address),
+            resume_command=target.resume_command.replace(target.sweep_dir.name, batch_dir.name),
+        )
+        tracking = start_sweep_folder(args, batch_plan, batch, execution, tags)
+        with tracked_sweep(batch_dir):
+            fit_and_summarise(args, batch_plan, batch, execution, tracking, tags)
+        folders.append(batch_dir)
+        done = seeds[-1] + 1
+    print("report: python -m analysis.report " + " ".join(str(f) for f in folders))
+    return folders
+
+
 def rerun_best(
     plan: SweepPlan,
     results: ResultGrid,
@@ -394,28 +467,52 @@ def rerun_best(
     execution: Execution,
     k: int,
 ) -> Path:
-    """Run the best Optuna configuration again over seeds 0..k-1 (a sweep of its own)."""
+    """Run the configuration the sweep chose on validation again over ``k`` seeds that
+    no searched trial used (a sweep of its own, ``<sweep>-best``), recording what the
+    search saw of it for the report's optimism (study/selection.py)."""
     from study import runner
 
-    best = runner.best_config(results)
-    best.pop("seed", None)
+    try:
+        best = runner.best_config(results, plan.ranking_metric or plan.metric)
+    except SelectionError as err:
+        print(f"error: --rerun-best: {err}", file=sys.stderr)
+        raise SweepStopError(exit_codes.ALL_TRIALS_FAILED) from None
+    config, selection = best["config"], best["selection"]
     name = f"{sweep_dir.name}-best"
-    rerun_plan = SweepPlan(
-        plan.study, plan.budget, plan.dataset, "grid", list(range(k)), plan.overrides
+    rerun_plan = SweepPlan.build(
+        fixed_at(plan.study, config),
+        plan.budget,
+        dataset=plan.dataset,
+        seeds=rerun_seeds(plan.seeds, k),
+        overrides=plan.overrides,
+        metric=plan.metric,
     )
     manifest = runner.manifest_for(
-        rerun_plan, name, execution, rerun_of=sweep_dir.name, best_point=best.get("point")
+        rerun_plan,
+        name,
+        execution,
+        rerun_of=sweep_dir.name,
+        best_point=selection["point"],
+        selection=selection,
     )
     manifest.update(search="rerun-best", n_trials=k)
     runner.write_json_atomic(storage / name / runner.MANIFEST, manifest)
+    seeds = rerun_plan.seeds
     print(
-        f"re-running the best configuration ({best.get('point')}) over seeds 0..{k - 1}", flush=True
+        f"re-running the configuration chosen on {selection['metric']} "
+        f"({selection['point']}) over fresh seeds {seeds[0]}..{seeds[-1]}",
+        flush=True,
     )
-    rerun = runner.fit(
-        runner.rerun_tuner(rerun_plan, name, storage, execution, best), storage / name
-    )
-    print(runner.format_summary(runner.summary_rows(rerun)))
+    rerun = runner.fit(runner.rerun_tuner(rerun_plan, name, storage, execution), storage / name)
+    print(runner.format_summary(runner.summary_rows(rerun), metric=rerun_plan.ranking_metric))
     return storage / name
+
+
+def fixed_at(study: Study, config: Mapping[str, Any]) -> Study:
+    """``study`` with each axis held at the value a trial ``config`` took (a plain
+    axis's field, a joint axis's label): a one-point grid, ranges included."""
+    axes = tuple(dataclasses.replace(a, values=(config[a.name],)) for a in study.axes)
+    return dataclasses.replace(study, axes=axes)
 
 
 if __name__ == "__main__":

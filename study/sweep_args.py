@@ -22,6 +22,7 @@ from federated.input_checks import (
 from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES, USER_DEFAULT_BUDGET, Study
 from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import load_study_file
+from study.selection import DEFAULT_METRIC, SELECTION_METRICS
 from study.tracking import TrackerUnavailableError, check_trackers
 
 
@@ -63,8 +64,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--search", default="grid", help="grid (the paper's) or optuna (TPE)")
     p.add_argument("--num-samples", type=int, help="Optuna trials (default: max(8, grid size))")
-    p.add_argument("--scheduler", default="fifo", help="fifo or asha (early stopping on test_acc)")
-    p.add_argument("--seeds", help="seed count (3 -> 0,1,2) or list (0,4); default: the budget's")
+    p.add_argument(
+        "--scheduler",
+        default="fifo",
+        help="fifo or asha (early stopping on --metric, a validation metric)",
+    )
+    p.add_argument(
+        "--metric",
+        default=DEFAULT_METRIC,
+        help=f"what ranks trials for Optuna, ASHA and --rerun-best: "
+        f"{' or '.join(SELECTION_METRICS)} (default {DEFAULT_METRIC}; validation, never test)",
+    )
+    p.add_argument(
+        "--seeds",
+        help="seed count (3 -> 0,1,2), list (0,4), or until:T[:CAP]: add seed batches until "
+        "every table resolves T accuracy points or CAP seeds (default 10) are spent; "
+        "default: the budget's",
+    )
     p.add_argument(
         "--cpus-per-trial", type=float, default=1.0, help="CPUs (and torch threads) per trial"
     )
@@ -107,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         metavar="K",
-        help="after an Optuna search, rerun the best config over K seeds",
+        help="rerun the configuration chosen on --metric over K fresh seeds (no searched "
+        "trial's seed)",
     )
     p.add_argument("--quiet", action="store_true", help="no live progress view")
     p.add_argument(
@@ -153,8 +170,7 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--num-samples={args.num_samples!r} (allowed: an integer >= 1)")
     if args.max_concurrent is not None and args.max_concurrent < 1:
         raise UsageError(f"--max-concurrent={args.max_concurrent!r} (allowed: an integer >= 1)")
-    if args.rerun_best and args.search != "optuna":
-        raise UsageError("--rerun-best needs --search optuna (a grid already runs every seed)")
+    one_of("--metric", args.metric, tuple(SELECTION_METRICS))
     if args.rerun_best < 0:
         raise UsageError(f"--rerun-best={args.rerun_best!r} (allowed: an integer >= 1)")
     if args.track_uri and "mlflow" not in args.track:

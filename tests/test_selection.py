@@ -132,3 +132,30 @@ def test_the_report_numbers_of_a_selection_by_hand():
     assert 0.4 < one["changed"] < 0.6  # mu=1 loses whenever its 0.5 party is drawn
     # losing mu=1 picks mu=5 (test 0.90): a negative regret against the full choice
     assert one["regret"] == pytest.approx(-0.15 * one["changed"])
+
+
+def test_seed_batches_stop_at_the_target_or_the_cap():
+    import math
+
+    from study.seed_batches import SeedTarget, SeedTargetError, next_batch, parse_seed_target
+
+    assert parse_seed_target("3") is None
+    assert parse_seed_target("until:2") == SeedTarget(2.0, 10)
+    assert parse_seed_target("until:1.5:12") == SeedTarget(1.5, 12)
+    for bad in ("until:", "until:0", "until:x", "until:2:1", "until:2:3:4", "until:nan"):
+        with pytest.raises(SeedTargetError, match=r"--seeds='until"):
+            parse_seed_target(bad)
+    target = SeedTarget(2.0, 8)
+    # a table above the target, cap not reached: three more seeds
+    seeds, why = next_batch({"table9": 5.1, "other": 1.0}, target, 3, 3)
+    assert seeds == [3, 4, 5] and "table9 5.10" in why and "other" not in why
+    # the last batch stops at the cap
+    assert next_batch({"table9": 2.5}, target, 6, 3)[0] == [6, 7]
+    # cap reached: stop, and say which table still does not resolve
+    seeds, why = next_batch({"table9": 2.5}, target, 8, 3)
+    assert seeds == [] and why.startswith("cap reached: 8 seeds") and "table9 2.50" in why
+    # target reached
+    seeds, why = next_batch({"table9": 1.9, "t2": 2.0}, target, 4, 3)
+    assert seeds == [] and why.startswith("target reached")
+    # no interval yet (one seed) counts as not resolving
+    assert next_batch({"table9": math.nan}, target, 1, 1)[0] == [1]

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import optuna
 import pytest
 
 from federated.config import RunConfig
@@ -244,11 +245,34 @@ def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(tmp_path):
     assert len(set(mus)) == 6 and all(0.01 <= m <= 10 for m in mus)
     lengths = [len(rounds(t)) for t in trials]
     assert max(lengths) == 4 and min(lengths) < 4, lengths
+    # the search selected on validation: every trial held out val_fraction=0.1 (the
+    # searches' default, said on stderr) and Optuna's values are the final val_acc
+    assert {params(t)["val_fraction"] for t in trials} == {0.1}
+    assert "selects on validation" in proc.stderr
+    assert manifest(search_dir)["metric"] == "val_acc"
+    study = optuna.load_study(
+        study_name=search_dir.name, storage=f"sqlite:///{search_dir / 'optuna.db'}"
+    )
+    finals = sorted(rounds(t)[max(rounds(t))]["val_acc"] for t in trials)
+    values = sorted(t.value for t in study.trials if t.value is not None)
+    assert values == pytest.approx(finals)
+    # the rerun: the chosen point on fresh seeds, none of the search's
     reruns = trial_dirs(best_dir)
-    assert sorted(params(t)["seed"] for t in reruns) == [0, 1]
+    assert sorted(params(t)["seed"] for t in reruns) == [10_000, 10_001]
     assert len({params(t)["mu"] for t in reruns}) == 1
+    selection = manifest(best_dir)["selection"]
     assert manifest(best_dir)["rerun_of"] == search_dir.name
-    assert "re-running the best configuration" in proc.stdout
+    assert selection["metric"] == "val_acc" and selection["search_seeds"] == [0]
+    assert "re-running the configuration chosen on val_acc" in proc.stdout
+    # the report: validation-selected, test-reported, the optimism and the noise table
+    from analysis.report import main as report
+
+    out = tmp_path / "report"
+    assert report([str(search_dir), str(best_dir), "--out", str(out), "--no-pdf"]) == 0
+    text = (out / "report.md").read_text()
+    assert f"## Selection: {search_dir.name}" in text
+    assert "Trials ranked by **val_acc**" in text and "optimism (search − rerun)" in text
+    assert "| k | choice changed (%)" in text
 
 
 def test_gpu_request_on_a_cpu_only_machine_runs_on_cpu(tmp_path):
