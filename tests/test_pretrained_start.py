@@ -213,6 +213,23 @@ def test_the_manifest_records_each_start_file_by_its_hash(tmp_path):
     }
 
 
+def test_the_pretraining_sweeps_manifest_names_its_start_and_hash():
+    """The built-in study's plan: random and pretrained trials; the manifest records the
+    one start file they read, with its sha256 (what ``fedsweep_sweep.json`` holds)."""
+    from search_spaces import BUDGETS, STUDIES
+    from study.plan import SweepPlan
+    from study.resources import TrialResources
+    from study.runner import Execution, manifest_for
+
+    plan = SweepPlan.build(STUDIES["pretraining"], BUDGETS["smoke"])
+    assert {t.config["init"] for t in plan.trials()} == {None, SHIPPED}
+    manifest = manifest_for(plan, "x", Execution(TrialResources(1, 0)))
+    shipped = SHIPPED_FOLDER / "fmnist-0to4-simple-cnn.pt"
+    assert manifest["starts"] == {
+        SHIPPED: {"file": str(shipped), "sha256": hashlib.sha256(shipped.read_bytes()).hexdigest()}
+    }
+
+
 def test_a_relative_path_is_made_absolute(tmp_path, monkeypatch):
     save(tmp_path, seeded_model(1).state_dict())
     monkeypatch.chdir(tmp_path)
