@@ -74,6 +74,12 @@ class LiveView(ProgressReporter):
         state["_stream"] = None
         return state
 
+    # --resume unpickles the view the sweep started with: one saved before the view knew
+    # its ranking metric shows test accuracy, as it did then.
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("metric", "test_acc")
+        self.__dict__.update(state)
+
     @property
     def stream(self) -> TextIO:
         return self._stream or sys.stdout

@@ -63,3 +63,18 @@ def test_a_terminal_is_redrawn_in_place():
     view.report([trial(0, "RUNNING", 1, 0.1), trial(1, "RUNNING", 1, 0.1)], done=False)
     view.report([trial(0, "TERMINATED", 5, 0.3), trial(1, "RUNNING", 2, 0.2)], done=False)
     assert out.getvalue().count("\x1b[3F\x1b[J") == 1  # back over the first 3-line block
+
+
+def test_a_view_pickled_before_it_knew_its_metric_resumes_showing_test_accuracy():
+    """--resume unpickles the view a sweep started with; one saved by an older fedsweep
+    has no ``metric`` and must still draw (it stopped a resumed sweep with AttributeError)."""
+    import pickle
+
+    view = LiveView("s", 2, 5, ["mu"], metric="val_acc")
+    assert pickle.loads(pickle.dumps(view)).metric == "val_acc"
+    state = view.__getstate__()
+    del state["metric"]
+    old = LiveView.__new__(LiveView)
+    old.__setstate__(state)
+    lines = old.lines([trial(0, "TERMINATED", 5, 0.3)], elapsed_s=10)
+    assert "best test_acc 0.3000" in lines[0]
