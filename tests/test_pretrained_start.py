@@ -106,6 +106,13 @@ def test_a_folder_is_one_line(tmp_path):
     assert "not a file" in refusal(init=str(tmp_path))
 
 
+def test_a_path_the_os_refuses_is_one_line(tmp_path):
+    loop = tmp_path / "loop.pt"
+    loop.symlink_to(loop)
+    refusal(init=str(loop))
+    assert "cannot be read" in refusal(init=str(tmp_path / ("x" * 300)))
+
+
 @pytest.mark.parametrize(
     "content, words",
     [

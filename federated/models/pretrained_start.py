@@ -154,9 +154,13 @@ def start_file(init: str, model: str) -> Path:
             raise StartError(f"no shipped start {name!r} (shipped: {known})")
         return path
     path = Path(init).expanduser()
-    if not path.exists():
+    try:
+        found, is_file = path.exists(), path.is_file()
+    except OSError as err:  # a name too long, a symlink loop: the OS's word, one line
+        raise StartError(f"{init!r} cannot be read ({err.strerror or err})") from None
+    if not found:
         raise StartError(f"file {path} not found")
-    if not path.is_file():
+    if not is_file:
         raise StartError(f"{path} is not a file (a torch.save(model.state_dict()) file)")
     return path
 
