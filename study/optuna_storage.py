@@ -20,6 +20,7 @@ before moving it, or not at all.
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -77,3 +78,15 @@ class SweepOptunaSearch(OptunaSearch):
             trial.set_user_attr(TUNE_TRIAL_ID_ATTR, trial_id)
             trial.set_user_attr(RESULTS_FOLDER_ATTR, str(folder))
         return config
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict | None = None, error: bool = False
+    ) -> None:
+        # A diverged trial's metric is NaN: Optuna refuses it with a warning on the
+        # terminal ("The value nan is not acceptable") and fails the trial anyway; tell
+        # it the trial failed, without a value, and nothing is printed.
+        value = (result or {}).get(self._metric) if isinstance(self._metric, str) else None
+        if isinstance(value, float) and not math.isfinite(value):
+            result = {k: v for k, v in result.items() if k != self._metric}
+            error = True
+        super().on_trial_complete(trial_id, result, error)

@@ -159,3 +159,31 @@ def test_seed_batches_stop_at_the_target_or_the_cap():
     assert seeds == [] and why.startswith("target reached")
     # no interval yet (one seed) counts as not resolving
     assert next_batch({"table9": math.nan}, target, 1, 1)[0] == [1]
+
+
+def test_a_diverged_trial_fails_in_optuna_without_a_warning(tmp_path, caplog):
+    """A NaN validation value (a diverged trial) is told to Optuna as a failed trial,
+    not as a value Optuna refuses with "The value nan is not acceptable"."""
+    import logging
+
+    import optuna
+    from ray import tune
+
+    from study.optuna_storage import SweepOptunaSearch, storage_url
+
+    search = SweepOptunaSearch(
+        space={"mu": tune.uniform(0.0, 1.0)},
+        metric="val_acc",
+        mode="max",
+        study_name="s",
+        sweep_dir=tmp_path,
+    )
+    assert search.suggest("t1") is not None and search.suggest("t2") is not None
+    with caplog.at_level(logging.WARNING):
+        search.on_trial_complete("t1", {"val_acc": math.nan, "test_acc": 0.1})
+        search.on_trial_complete("t2", {"val_acc": 0.5, "test_acc": 0.4})
+    assert "not acceptable" not in caplog.text
+    study = optuna.load_study(study_name="s", storage=storage_url(tmp_path))
+    states = [t.state for t in study.trials]
+    assert states == [optuna.trial.TrialState.FAIL, optuna.trial.TrialState.COMPLETE]
+    assert study.metric_names == ["val_acc"] and study.trials[1].value == 0.5
