@@ -97,12 +97,33 @@ def per_party_table(
         table.notes.append(
             f"{NOT_COUNTED_NOTE} {len(left_out)} trial(s) ({words}); listed in report.md."
         )
-    table.notes.append(
-        "Per-party accuracy: the test set re-weighted by each party's training class mix "
-        "(SOLO: each party's own model); worst 10% = mean of the ceil(N/10) lowest parties. "
-        "Class re-weighting does not capture input shift (natural parties, feature skew)."
-    )
+    table.notes.append(party_accuracy_note(merged))
     return table
+
+
+def party_accuracy_note(trials: pd.DataFrame) -> str:
+    """What the per-party accuracies of ``trials`` were measured on: each party's own
+    local test split (``party_test_fraction`` > 0, docs/validation.md) or, the fallback,
+    the pooled test set re-weighted by the party's class mix."""
+    share = trials.get("party_test_fraction")
+    own = share is not None and bool((pd.to_numeric(share, errors="coerce") > 0).any())
+    mixed = own and not bool((pd.to_numeric(share, errors="coerce") > 0).all())
+    worst = "worst 10% = mean of the ceil(N/10) lowest parties."
+    if own and not mixed:
+        return (
+            "Per-party accuracy: the global model (SOLO: each party's own) on each party's "
+            "own held-out local test split (party_test_fraction), its own images: input shift "
+            f"(natural parties, feature skew) is seen; {worst}"
+        )
+    text = (
+        "Per-party accuracy: the test set re-weighted by each party's training class mix "
+        f"(SOLO: each party's own model); {worst} Class re-weighting does not capture input "
+        "shift (natural parties, feature skew); party_test_fraction > 0 scores each party on "
+        "its own images instead."
+    )
+    if mixed:
+        text += " Trials with party_test_fraction > 0 were scored on their own local test splits."
+    return text
 
 
 def party_frame(results: Results, not_counted: list[str] | None = None) -> pd.DataFrame:

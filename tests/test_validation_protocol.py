@@ -148,3 +148,15 @@ def test_local_test_scores_each_party_on_its_own_images(synthetic):
     row = next(run_rounds(tiny(rounds=1, party_test_fraction=0.3), synthetic))
     reweighted = next(run_rounds(tiny(rounds=1), synthetic))
     assert row["party_acc_mean"] != reweighted["party_acc_mean"]
+
+
+def test_the_per_party_note_names_what_the_parties_were_scored_on():
+    import pandas as pd
+
+    from analysis.party_tables import party_accuracy_note
+
+    own = party_accuracy_note(pd.DataFrame({"party_test_fraction": [0.1, 0.1]}))
+    assert "own held-out local test split" in own
+    pooled = party_accuracy_note(pd.DataFrame({"party_test_fraction": [0.0]}))
+    assert pooled.startswith("Per-party accuracy: the test set re-weighted")
+    assert "re-weighted" in party_accuracy_note(pd.DataFrame({"beta": [0.5]}))
