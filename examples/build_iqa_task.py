@@ -32,8 +32,11 @@ score-task folder (federated/data/scores_file.py)::
 The attribute columns are each distortion's level as a fraction ``k / L`` (0 where the
 image has not that distortion).  Sources are drawn without replacement, seeded, from
 the training images (train/) and the test images (test/), so no source is on both
-sides.  The tree is written into a hidden temporary folder beside OUT and renamed to
-OUT at the end: OUT is complete or absent.  Bad input is one ``error:`` line, exit 2.
+sides.  A test/ folder is always written: until fedsweep's runs read scores files, its
+loose images make the classification folder reader refuse the tree in one line, where a
+tree of train/<distortion>/ folders alone would be read, silently, as three classes.
+The tree is written into a hidden temporary folder beside OUT and renamed to OUT at
+the end: OUT is complete or absent.  Bad input is one ``error:`` line, exit 2.
 """
 
 from __future__ import annotations
@@ -274,8 +277,6 @@ def build(args: argparse.Namespace) -> int:
     data = Path(args.data).expanduser()
     sources, entries = {}, []
     for split, count in (("train", args.train_sources), ("test", args.test_sources)):
-        if count == 0:
-            continue
         images, labels = read_fashion_mnist(data, split)
         sources[split] = images
         entries += plan_split(images, labels, count, split, args)
@@ -326,9 +327,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--test-sources",
-        type=_bounded_int(0, 10000),
+        type=_bounded_int(1, 10000),
         default=50,
-        help="test source images drawn from Fashion-MNIST's test set; 0: no test/ (default 50)",
+        help="test source images drawn from Fashion-MNIST's test set (default 50; at least 1: "
+        "see the module docstring)",
     )
     parser.add_argument(
         "--levels",

@@ -118,11 +118,11 @@ def test_the_same_seed_builds_the_same_files_and_another_seed_other_sources(tmp_
 
 def test_class_parties_and_a_pool(tmp_path):
     by_class = tmp_path / "by-class"
-    argv = ["--train-sources", "40", "--test-sources", "0", "--parties", "class", "--levels", "4"]
+    argv = ["--train-sources", "40", "--test-sources", "1", "--parties", "class", "--levels", "4"]
     assert builder.main([str(by_class), *argv]) == 0
     scores = read_scores(by_class)
     assert scores.party_names == builder.FMNIST_CLASSES
-    assert not scores.has_test and not (by_class / "test").exists()
+    assert len(scores.test) == 3 * 4 and set(scores.test.party.tolist()) == {-1}
     assert set(np.round(scores.train.scores.astype(float), 6).tolist()) == {0.0, 0.25, 0.5, 0.75}
     pool = tmp_path / "pool"
     assert (
@@ -156,6 +156,7 @@ def leftovers(folder: Path) -> list[str]:
     ("argv", "what"),
     [
         (["--levels", "0"], "--levels: 0 (allowed: 1 to 20)"),
+        (["--test-sources", "0"], "--test-sources: 0 (allowed: 1 to 10000)"),
         (["--train-sources", "many"], "'many' is not an integer"),
         (["--train-sources", "60001"], "(allowed: 1 to 60000)"),
         (["--parties", "camera"], "invalid choice: 'camera'"),
@@ -197,3 +198,11 @@ def test_help_describes_the_task(capsys):
     assert exit_.value.code == 0
     text = capsys.readouterr().out
     assert "--parties {distortion,class,pool}" in text and "scores.csv" in text
+
+
+def test_todays_classification_reader_refuses_the_tree_rather_than_misreading_it(task):
+    # until runs read scores files, the distortion folders must not pass for classes
+    from federated.data.folder_layout import FolderDataError, scan_folder
+
+    with pytest.raises(FolderDataError, match="a file where class folders are expected"):
+        scan_folder(task)
