@@ -107,7 +107,7 @@ def jpeg_quality(level: int, levels: int) -> int:
 
 def quality_score(level: int, levels: int) -> float:
     """The image's score: 1 - level / levels (1 = pristine, 0 = strongest level)."""
-    return 1.0 - level / levels
+    return (levels - level) / levels  # not 1 - level/levels: 0.2, not 0.19999...
 
 
 def degrade(
