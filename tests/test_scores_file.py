@@ -121,6 +121,7 @@ def test_a_party_below_the_minimum_is_named(tmp_path):
         ("test/a/img0.png,0.5,1", "path", "allowed: train/<image>"),
         ("train/.hidden.png,0.5,1", "path", "hidden"),
         ("train\\img0.png,0.5,1", "path", "no '\\'"),
+        ('"train/a\nb.png",0.5,1', "path", "'train/a\\nb.png' holds a control character"),
     ],
 )
 def test_a_bad_row_is_named_by_file_line_and_column(tmp_path, row, column, what):
@@ -148,6 +149,7 @@ def test_a_row_with_too_few_fields_is_named_by_line(tmp_path):
         ("image,score,sharpness", "line 1: no 'path' column"),
         ("path,score,score", "line 1, column 'score': named twice"),
         ("path,score,", "line 1: column #3 has no name"),
+        ('path,score,"two\nlines"', "line 1: column #3 is named 'two\\nlines', with a control"),
     ],
 )
 def test_a_bad_header_is_named(tmp_path, header, what):

@@ -25,8 +25,8 @@ without a scores file is read as classes, as before.
 Every problem is one :class:`ScoresFileError` line naming the file, the line and the
 column (or the image path, for the tree), before anything is decoded: rows naming
 missing images, paths outside ``train/``/``test/``, non-numeric, NaN or infinite
-values, duplicate rows, a header without ``path`` or ``score``, bytes that are not
-UTF-8, a pool image beside party folders, a party under
+values, duplicate rows, a header without ``path`` or ``score``, control characters in
+a path or a column name, bytes that are not UTF-8, a pool image beside party folders, a party under
 :data:`~federated.data.folder_layout.MIN_PARTY_IMAGES` images, scores that are all
 equal (nothing to regress, no rank to correlate).
 """
@@ -54,6 +54,8 @@ PATH_RULE = "train/<image>, train/<party>/<image> or test/<image>, relative to t
 # A plain decimal number: what spreadsheets write; no '1_000', no 'nan', no 'inf'.
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+# Control characters (a quoted field may hold a line break) would split a one-line message.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class ScoresFileError(FolderDataError):
@@ -168,10 +170,13 @@ def _parse(file: Path, text: str) -> tuple[list[str], list[_Row]]:
         names = _check_header(file, [name.strip() for name in header])
         rows: list[_Row] = []
         first_line: dict[str, int] = {}
+        end = reader.line_num
         for record in reader:
+            # a row is named by its first line (a quoted field may span lines)
+            start, end = end + 1, reader.line_num
             if not record or all(not field.strip() for field in record):
                 continue  # blank lines carry nothing
-            rows.append(_row(file, reader.line_num, names, record, first_line))
+            rows.append(_row(file, start, names, record, first_line))
     except csv.Error as err:
         raise ScoresFileError(f"{_where(file, reader.line_num)}: {err} (allowed: CSV)") from None
     if not rows:
@@ -181,6 +186,11 @@ def _parse(file: Path, text: str) -> tuple[list[str], list[_Row]]:
 
 def _check_header(file: Path, names: list[str]) -> list[str]:
     for index, name in enumerate(names):
+        if _CONTROL.search(name):
+            raise ScoresFileError(
+                f"{_where(file, 1)}: column #{index + 1} is named {name!r}, with a control "
+                f"character (allowed: {HEADER_RULE}, printable names)"
+            )
         if not name:
             raise ScoresFileError(
                 f"{_where(file, 1)}: column #{index + 1} has no name (allowed: {HEADER_RULE})"
@@ -244,6 +254,10 @@ def _check_path(file: Path, line: int, given: str) -> tuple[str, str, str | None
     where = _where(file, line, PATH_COLUMN)
     if not given:
         raise ScoresFileError(f"{where}: empty (allowed: {PATH_RULE})")
+    if _CONTROL.search(given):
+        raise ScoresFileError(
+            f"{where}: {given!r} holds a control character (allowed: {PATH_RULE}, printable)"
+        )
     pure = PurePosixPath(given)
     parts = pure.parts
     if pure.is_absolute() or "\\" in given or any(p in (".", "..") for p in given.split("/")):
