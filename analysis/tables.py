@@ -536,9 +536,14 @@ def best_of_table(
             return ""
         return f" ({symbol}={value_label(tuned, stat[tuned])})"
 
-    winners = set(map(tuple, stats[[*by, tuned]].itertuples(index=False, name=None)))
+    def matchable(key: tuple) -> tuple:
+        # a method that does not declare the tuned parameter has no value for it (NaN,
+        # e.g. FedAvg's mu): NaN never equals itself, so it is matched as None
+        return tuple(None if isinstance(v, float) and v != v else v for v in key)
+
+    winners = {matchable(k) for k in stats[[*by, tuned]].itertuples(index=False, name=None)}
     keys = trials[[*by, tuned]].itertuples(index=False, name=None)
-    chosen_trials = trials[[tuple(k) in winners for k in keys]]
+    chosen_trials = trials[[matchable(tuple(k)) in winners for k in keys]]
     grid = _assemble(
         stats,
         trials,

@@ -56,7 +56,9 @@ def step_function(config: RunConfig, device: torch.device):
     )
     x = torch.randn(BATCH_SIZE, *spec.shape, device=device)
     y = torch.randint(0, spec.n_classes, (BATCH_SIZE,), device=device)
-    algorithm, mu, tau = config.algorithm, config.mu, config.tau
+    method = config.resolved().algorithm_params  # FedAvg declares neither mu nor tau
+    algorithm = config.algorithm
+    mu, tau = getattr(method, "mu", 0.0), getattr(method, "tau", 0.5)
 
     def step() -> None:
         out = model(x)

@@ -44,26 +44,30 @@ class Case:
     execution: str = "packed"  # packed (parties together) or sequential (one by one)
 
     def run_config(self) -> RunConfig:
-        """The fedsweep configuration of this case (mu and tau: fedsweep's defaults)."""
-        return RunConfig(
-            algorithm=self.algorithm,
-            dataset=self.dataset,
-            model=MODEL,
-            rounds=self.warmup_rounds + self.rounds,
-            n_parties=self.n_parties,
-            sample_fraction=self.sample_fraction,
-            beta=BETA,
-            local_epochs=self.local_epochs,
-            batch_size=BATCH_SIZE,
-            data_fraction=self.data_fraction,
-            test_fraction=self.test_fraction,
-            device=self.device,
-            threads=self.threads,
-            seed=self.seed,
-            mu=self.mu,
-            execution=self.execution,
-            checkpoint_every=0,
-        )
+        """The fedsweep configuration of this case (resolved; mu and tau: fedsweep's
+        defaults, unless the case sets mu)."""
+        mu = {} if self.mu is None else {"mu": self.mu}
+        return RunConfig.from_dict(
+            dict(
+                algorithm=self.algorithm,
+                dataset=self.dataset,
+                model=MODEL,
+                rounds=self.warmup_rounds + self.rounds,
+                n_parties=self.n_parties,
+                sample_fraction=self.sample_fraction,
+                beta=BETA,
+                local_epochs=self.local_epochs,
+                batch_size=BATCH_SIZE,
+                data_fraction=self.data_fraction,
+                test_fraction=self.test_fraction,
+                device=self.device,
+                threads=self.threads,
+                seed=self.seed,
+                execution=self.execution,
+                checkpoint_every=0,
+                **mu,
+            )
+        ).resolved()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

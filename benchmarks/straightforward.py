@@ -136,15 +136,16 @@ def local_train(
                 with torch.no_grad():
                     z_glob = global_net.project(x)
                     z_prev = previous_net.project(x)
-                con = moon_contrastive_loss(out.projection, z_glob, [z_prev], config.tau)
-                loss = loss + config.mu * con
+                method = config.resolved().algorithm_params
+                con = moon_contrastive_loss(out.projection, z_glob, [z_prev], method.tau)
+                loss = loss + method.mu * con
             elif config.algorithm == "fedprox":
                 global_net.to(device)
                 prox = sum(
                     (w - w_g).norm() ** 2
                     for w, w_g in zip(net.parameters(), global_net.parameters())
                 )
-                loss = loss + config.mu / 2 * prox
+                loss = loss + config.resolved().algorithm_params.mu / 2 * prox
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

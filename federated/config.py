@@ -1,32 +1,36 @@
-"""The one configuration of a federated run: typed, validated in one place, resolved.
+"""The one configuration of a federated run: a typed value, resolved in one explicit step.
 
 Every entry point (Python, ``python -m federated.run``, Tune trials, ``study.sweep``)
-builds a :class:`RunConfig`.  Construction validates every field before any data is
-loaded and raises :class:`ConfigError` with one line naming the field, the bad value
-and what is allowed.  Fields left as ``None`` are resolved to the MOON paper's settings
-(§4.1) for the chosen algorithm and dataset, so a constructed config is always complete.
+builds a :class:`RunConfig`.  Constructing one does no I/O and changes nothing: it is
+the values given.  :meth:`RunConfig.resolved` is the one step that checks every field
+(before any data is loaded; :class:`ConfigError` with one line naming the field, the bad
+value and what is allowed) and returns a new, complete config: fields left as ``None``
+take the MOON paper's settings (§4.1) for the chosen algorithm and dataset, a folder
+dataset's path is made absolute, its parties counted, the model checked, and the chosen
+methods' parameters built.
 
 Defaults are the paper's reference settings: 10 parties, Dir(0.5), 10 local epochs,
 SGD lr 0.01 / momentum 0.9 / weight decay 1e-5, batch 64, out_dim 256, tau 0.5.
 
 The chosen algorithm and server optimizer (registered names or ``package.module:Class``
 plug-ins, :mod:`federated.registry`) bring their own typed parameters
-(:class:`~federated.params.MethodParams`).  A parameter named like a field here (``mu``,
-``tau``, ``server_lr`` ...) takes that field's value — the flat names of the studies and
-results on disk keep working; any other one is a *method option*, kept in
-``method_options`` and flat in :meth:`RunConfig.to_dict`.  Both are built and checked
-here, at construction, with everything else: :attr:`RunConfig.algorithm_params`,
-:attr:`RunConfig.server_params`.
+(:class:`~federated.params.MethodParams`), each declared once, by its ``Params`` class
+(default, range, help): :attr:`RunConfig.algorithm_params`,
+:attr:`RunConfig.server_params`.  Users write them by flat name (``--mu 1``, ``mu = 1``
+in a study file, the ``mu`` column of results); :func:`flat_names` is the one table from
+those names to where they live, read by :meth:`RunConfig.from_dict` and
+:meth:`RunConfig.to_dict` and through them by the command lines, study files and results.
+A run's rows hold the parameters of its chosen methods only: a FedAvg row has no ``mu``.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, get_type_hints
 
-from federated.config_checks import EXECUTION_ALIASES, validate
+from federated.config_checks import EXECUTION_ALIASES, check_types, validate
 from federated.params import (
     ConfigError,
     MethodParams,
@@ -39,10 +43,8 @@ from federated.registry import (
     load_method,
 )
 
-# What a method-parameter field resolves to when no chosen method declares it: a
-# neutral value, so every run's row carries the column (the declaring methods' own
-# defaults, paper defaults included, live in their Params classes).
-UNDECLARED_DEFAULTS = {"mu": 0.0, "tau": 0.5}
+# RunConfig's fields that hold the chosen methods' parameters (the rest are run-level)
+METHOD_FIELDS = ("method_options", "algorithm_params", "server_params")
 
 
 def _help(text: str) -> Any:
@@ -99,29 +101,10 @@ class RunConfig:
     lr: float = field(default=0.01, metadata=_help("local SGD learning rate"))
     momentum: float = field(default=0.9, metadata=_help("local SGD momentum"))
     weight_decay: float = field(default=1e-5, metadata=_help("local SGD weight decay"))
-    # --- method hyperparameters
-    mu: float | None = field(
-        default=None, metadata=_help("weight of the second loss term; default: paper's best")
-    )
-    tau: float | None = field(
-        default=None,
-        metadata=_help("MOON temperature (start value when annealed); default 0.5, annealed 1.0"),
-    )
-    tau_schedule: str = field(default="fixed", metadata=_help("MOON temperature schedule"))
-    tau_min: float = field(default=0.001, metadata=_help("annealed tau floor"))
-    tau_sigma: float = field(default=0.005, metadata=_help("annealed tau rate sigma"))
-    tau_scope: str = field(
-        default="round",
-        metadata=_help("annealed tau restarts each local training (round) or carries on (run)"),
-    )
+    # --- the model's heads (the methods' own parameters live in their Params classes)
     out_dim: int = field(default=256, metadata=_help("projection head output dimension"))
     projection_head: bool = field(default=True, metadata=_help("use the projection head"))
-    prev_models: int = field(
-        default=1, metadata=_help("MOON: previous local models kept as negatives (k)")
-    )
     server_optimizer: str = field(default="avg", metadata=_help("server update rule"))
-    server_momentum: float = field(default=0.9, metadata=_help("FedAvgM momentum beta"))
-    server_lr: float = field(default=1.0, metadata=_help("FedAvgM server learning rate"))
     # --- data and reproducibility
     seed: int = field(default=0, metadata=_help("seeds partition, init, sampling, batches"))
     data_fraction: float = field(
@@ -141,6 +124,37 @@ class RunConfig:
     holdout_fraction: float | None = field(
         default=None,
         metadata=_help("folder datasets without test/: fraction of each class held out to test"),
+    )
+    # --- the evaluation protocol (federated/holdout.py, federated/validation.py):
+    # selection on validation, reporting on test; held out from their own stream
+    val_fraction: float = field(
+        default=0.0,
+        metadata=_help(
+            "share of each party's samples held out for validation, stratified by class "
+            "(0: no validation; every search needs it); the party trains on the rest"
+        ),
+    )
+    val_split: str = field(
+        default="party",
+        metadata=_help(
+            "where validation data live: party (each party's own held-out samples, "
+            "evaluated federated) or server (one class-stratified slice of the training "
+            "pool the server holds)"
+        ),
+    )
+    eval_fraction: float = field(
+        default=1.0,
+        metadata=_help(
+            "share of parties evaluating on their validation data each scored round, a "
+            "seeded draw (Flower's fraction_evaluate; the cross-device setting)"
+        ),
+    )
+    party_test_fraction: float = field(
+        default=0.0,
+        metadata=_help(
+            "share of each party's samples held out as its local test split: per-party "
+            "outcomes on the party's own images (0: re-weight the pooled test set by class)"
+        ),
     )
     # --- heterogeneity beyond label skew (federated/feature_skew.py,
     # federated/system_heterogeneity.py): drawn from streams of their own
@@ -231,53 +245,69 @@ class RunConfig:
             "the first party's local model are saved"
         ),
     )
-    # --- parameters of the chosen methods that are not fields above (FedDyn's alpha,
-    # FedAdam's betas, a plug-in's own): name -> value, resolved to every parameter of
-    # the chosen algorithm and server optimizer.  Flat in to_dict(), the CLI and sweeps.
+    # --- the chosen methods' parameters.  ``method_options``: values given by flat name
+    # (``mu``, ``alpha``, a plug-in's own) and not yet built; resolved() builds them, with
+    # the paper defaults, into ``algorithm_params`` and ``server_params`` and keeps here
+    # only the given names that neither chosen method declares (inert, warned about).
     method_options: Mapping[str, Any] = field(
-        default_factory=dict, metadata=_help("method parameters beyond the fields above")
+        default_factory=dict, metadata=_help("method parameters by flat name, not yet built")
+    )
+    algorithm_params: MethodParams | None = field(
+        default=None, metadata=_help("the chosen algorithm's typed parameters (resolved)")
+    )
+    server_params: MethodParams | None = field(
+        default=None, metadata=_help("the chosen server optimizer's typed parameters (resolved)")
     )
 
-    def __post_init__(self) -> None:
-        validate(self)
-        _resolve(self)
-        _resolve_method_params(self)
+    # ------------------------------------------------------------------- resolution
+    @property
+    def is_resolved(self) -> bool:
+        """Whether :meth:`resolved` made this config (the methods' parameters built)."""
+        return self.algorithm_params is not None and self.server_params is not None
+
+    def resolved(self) -> RunConfig:
+        """The complete, checked config: a new value (this one is left as it is); a
+        resolved config returns itself.  Raises :class:`ConfigError` naming the first
+        bad field.  Reads an image folder (``folder:PATH``, cached) and builds an
+        import-path model once, to check them."""
+        if self.is_resolved:
+            return self
+        return _resolve(self)
 
     # ------------------------------------------------------------------ conversions
     def to_dict(self) -> dict[str, Any]:
-        """Plain flat dict of every field and method option (resolved values)."""
+        """Plain flat dict: every run-level field, then every method parameter by its
+        flat name (the built ones once resolved, else those given)."""
         values = {f: getattr(self, f) for f in field_types()}
         values.update(self.method_options)
+        for params in (self.server_params, self.algorithm_params):
+            if params is not None:
+                values.update(params.flat())
         return values
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> RunConfig:
-        """Build from a flat mapping (fields and method options); unknown keys and
-        strings of the wrong type are errors."""
+        """Build from a flat mapping (run-level fields and method parameters by flat
+        name, :func:`flat_names`), typed; not resolved.  Names neither a field nor a
+        parameter of the chosen methods are refused by :meth:`resolved`."""
         known = field_types()
         plain = {k: coerce(k, v) for k, v in values.items() if k in known}
-        options = {k: v for k, v in values.items() if k not in known}
-        return cls(**plain, method_options=options)
+        given = {k: v for k, v in values.items() if k not in known and k not in METHOD_FIELDS}
+        given.update(values.get("method_options") or {})  # a nested mapping (Python callers)
+        return cls(**plain, method_options={k: coerce(k, v) for k, v in given.items()})
 
     def replace(self, **changes: Any) -> RunConfig:
-        """A copy with ``changes`` applied, validated again.  Method options of a method
-        that ``changes`` swaps out are dropped with it."""
+        """A copy with ``changes`` (flat names) applied, resolved again when this one was.
+        Method parameters of a method that ``changes`` swaps out are dropped with it."""
         values = self.to_dict()
-        if {"algorithm", "server_optimizer"} & set(changes):
-            for key in self.method_options:
-                values.pop(key)
+        chosen = (("algorithm", self.algorithm_params), ("server_optimizer", self.server_params))
+        for kind, params in chosen:
+            if kind in changes and changes[kind] != getattr(self, kind):
+                for key in params.flat() if params is not None else self.method_options:
+                    values.pop(key, None)
         values.update(changes)
-        return RunConfig.from_dict(values)
-
-    @property
-    def algorithm_params(self) -> MethodParams:
-        """The chosen algorithm's typed parameters (its ``Params`` dataclass)."""
-        return self.__dict__["_algorithm_params"]
-
-    @property
-    def server_params(self) -> MethodParams:
-        """The chosen server optimizer's typed parameters."""
-        return self.__dict__["_server_params"]
+        config = RunConfig.from_dict(values)
+        return config.resolved() if self.is_resolved else config
 
     @property
     def spec(self):
@@ -305,14 +335,16 @@ class RunConfig:
 
 # ---------------------------------------------------------------------- field helpers
 def field_types() -> dict[str, Any]:
-    """Scalar field name -> annotated type (resolved), in declaration order (every field
-    but ``method_options``)."""
+    """Run-level field name -> annotated type (resolved), in declaration order (every
+    field but those holding the methods' parameters, :data:`METHOD_FIELDS`)."""
     hints = get_type_hints(RunConfig)
-    return {f.name: hints[f.name] for f in fields(RunConfig) if f.name != "method_options"}
+    return {f.name: hints[f.name] for f in fields(RunConfig) if f.name not in METHOD_FIELDS}
 
 
 def field_help() -> dict[str, str]:
-    return {f.name: f.metadata.get("help", "") for f in fields(RunConfig)}
+    """Run-level field name -> its help text."""
+    run_level = field_types()
+    return {f.name: f.metadata.get("help", "") for f in fields(RunConfig) if f.name in run_level}
 
 
 def execution_fields() -> frozenset[str]:
@@ -331,6 +363,20 @@ def registered_params() -> dict[str, type[MethodParams]]:
         for name in paths:
             out[f"{kind} {name}"] = load_method(kind, name).Params
     return out
+
+
+@functools.cache
+def flat_names() -> dict[str, tuple[str, ...]]:
+    """The one table of the flat names users write (``--mu``, ``mu = 1`` in a study file,
+    the ``mu`` column of results) -> where each lives: ``("run",)`` for a run-level
+    field, else the registered methods that declare it as a parameter
+    (``("algorithm fedprox", "algorithm moon", "algorithm l2rep")`` for ``mu``).  A
+    plug-in's own parameters are found through the plug-in, when it is chosen."""
+    table: dict[str, tuple[str, ...]] = {name: ("run",) for name in field_types()}
+    for owner, params in registered_params().items():
+        for name in params.field_types():
+            table[name] = (*table.get(name, ()), owner)
+    return table
 
 
 def config_values(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -359,60 +405,56 @@ def coerce(name: str, value: Any) -> Any:
 
 
 # ------------------------------------------------------------------------ resolution
-def unset_default(name: str, values: Mapping[str, Any]) -> Any:
-    """What method-parameter field ``name`` (``mu``, ``tau``) resolves to when left unset:
-    the chosen algorithm's declared default for the run's settings ``values`` (flat:
-    ``algorithm``, ``dataset``, ``tau_schedule``), or a neutral value when it declares
-    no such parameter."""
-    params = load_method("algorithm", str(values.get("algorithm", "fedavg"))).Params
-    if name in params.field_types():
-        return params.resolved_default(name, values)
-    return UNDECLARED_DEFAULTS[name]
+def _resolve(c: RunConfig) -> RunConfig:
+    """:meth:`RunConfig.resolved`: each step returns a new value, none rewrites one."""
+    # Late import: the dataset and model checks load folder datasets and model factories.
+    from federated.config_data import check_dataset, folder_path_resolved, resolved_parties
+    from federated.models.pretrained_start import absolute_start
+
+    check_types(c)
+    load_method("algorithm", c.algorithm)
+    load_method("server_optimizer", c.server_optimizer)
+    spec = check_dataset(c)
+    complete = replace(
+        c,
+        dataset=folder_path_resolved(c.dataset),
+        n_parties=resolved_parties(c, spec),
+        model=spec.default_model if c.model is None else c.model,
+        init=None if c.init is None else absolute_start(c.init),
+        execution=EXECUTION_ALIASES.get(c.execution, c.execution),
+    )
+    validate(complete)
+    algorithm_params, server_params, inert = _method_params(complete)
+    return replace(
+        complete,
+        method_options=inert,
+        algorithm_params=algorithm_params,
+        server_params=server_params,
+    )
 
 
-def paper_mu(algorithm: str, dataset: str) -> float:
-    """The mu ``algorithm`` takes on ``dataset`` when unset (0 where it has none)."""
-    return unset_default("mu", {"algorithm": algorithm, "dataset": dataset})
-
-
-def _resolve(c: RunConfig) -> None:
-    # frozen dataclass: resolution writes through object.__setattr__ once, at construction
-    if c.model is None:
-        object.__setattr__(c, "model", c.spec.default_model)
-    if c.execution in EXECUTION_ALIASES:
-        object.__setattr__(c, "execution", EXECUTION_ALIASES[c.execution])
-    values = {"algorithm": c.algorithm, "dataset": c.dataset, "tau_schedule": c.tau_schedule}
-    for name in ("mu", "tau"):
-        if getattr(c, name) is None:
-            object.__setattr__(c, name, unset_default(name, values))
-
-
-def _resolve_method_params(c: RunConfig) -> None:
-    """Build the chosen methods' parameters from the fields and ``method_options``; keep
-    as options every parameter that is not a field (with its default when not given)."""
+def _method_params(c: RunConfig) -> tuple[MethodParams, MethodParams, dict[str, Any]]:
+    """The chosen methods' parameters from ``c.method_options`` (the paper defaults for
+    the rest), and the given values that neither declares but some registered method
+    does (inert: warned about, kept so that a run records what its user wrote)."""
     algorithm = load_method("algorithm", c.algorithm).Params
     server = load_method("server_optimizer", c.server_optimizer).Params
-    fields_ = field_types()
     given = dict(c.method_options)
     declared = {**server.field_types(), **algorithm.field_types()}
+    names = flat_names()
     for key in given:
-        if key not in declared:
+        if key not in declared and key not in names:
             raise ConfigError(
                 key,
                 given[key],
-                f"a known field: {', '.join(fields_)}, or a parameter of algorithm "
+                f"a known field: {', '.join(field_types())}, or a parameter of algorithm "
                 f"{c.algorithm} / server_optimizer {c.server_optimizer} "
-                f"({', '.join(k for k in declared if k not in fields_) or 'none'})",
+                f"({', '.join(declared) or 'none'})",
             )
-    values = {**given, **{k: getattr(c, k) for k in fields_}}
-    algorithm_params = algorithm.build(values)
-    server_params = server.build(values)
-    options = {}
-    for params in (server_params, algorithm_params):
-        for key in type(params).field_types():
-            if key not in fields_:
-                options[key] = getattr(params, key)
-    object.__setattr__(c, "method_options", options)
-    # cached typed views (not dataclass fields: to_dict and equality ignore them)
-    c.__dict__["_algorithm_params"] = algorithm_params
-    c.__dict__["_server_params"] = server_params
+    context = {f: getattr(c, f) for f in field_types()}
+    chosen = {k: v for k, v in given.items() if k in declared}
+    return (
+        algorithm.build(chosen, context),
+        server.build(chosen, context),
+        {k: v for k, v in given.items() if k not in declared},
+    )

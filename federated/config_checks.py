@@ -1,13 +1,18 @@
-"""Every check of a :class:`~federated.config.RunConfig`, in one place: the allowed
-values and limits of its fields and :func:`validate`, which the config runs at
-construction (before any data loads) and which raises :class:`ConfigError` with one line
-naming the field, the value and what is allowed."""
+"""Every check of a :class:`~federated.config.RunConfig`'s run-level fields, in one
+place: the allowed values and limits of its fields and :func:`validate`, which
+resolution (:meth:`~federated.config.RunConfig.resolved`) runs before any data loads and
+which raises :class:`ConfigError` with one line naming the field, the value and what is
+allowed.  The methods' parameters are checked by their own ``Params`` classes
+(:meth:`~federated.params.MethodParams.check`).
+
+The config reaches these functions as a plain object (``Any``): this module sits below
+:mod:`federated.config`, which imports it, and imports nothing of it back."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import fields
-from typing import TYPE_CHECKING, get_type_hints
+from typing import Any, get_type_hints
 
 from federated.data.folder_layout import is_folder_dataset
 from federated.params import (
@@ -21,16 +26,13 @@ from federated.params import (
     positive,
     unit_interval,
 )
-from federated.registry import TEMPERATURE_SCHEDULE_PATHS, load_method
-
-if TYPE_CHECKING:
-    from federated.config import RunConfig
+from federated.registry import load_method
 
 PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
-TAU_SCOPES = ("round", "run")
 EXECUTIONS = ("packed", "sequential", "reference")
 FEATURE_SKEWS = ("none", "noise", "rotation")
 STRAGGLER_POLICIES = ("partial", "drop")
+VAL_SPLITS = ("party", "server")
 # Largest noise std (0..1 pixel scale) and rotation (degrees) a feature skew accepts.
 MAX_NOISE_LEVEL = 10.0
 MAX_ROTATION_DEGREES = 180.0
@@ -58,28 +60,27 @@ PLAN_BYTES_PER_ROW = 8 + 8 + 8 + 1 + 4
 MAX_PLAN_ROWS = 2**26
 
 
-def validate(c: RunConfig) -> None:
-    """Raise :class:`ConfigError` naming the first field of ``c`` whose value is not
-    allowed (types, ranges, what the data and the machine allow)."""
+def validate(c: Any) -> None:
+    """Raise :class:`ConfigError` naming the first run-level field of ``c`` (a
+    :class:`~federated.config.RunConfig` whose dataset, parties and model are resolved)
+    whose value is not allowed (types, ranges, what the data and the machine allow)."""
     # Late import: dataset and model checks load folder datasets and model factories.
     from federated.config_data import (
         check_dataset,
         check_folder_memory,
         check_init_field,
         check_model_field,
-        resolve_parties,
+        check_parties,
     )
     from federated.representations import parse_rounds
 
-    _types(c)
+    check_types(c)
     load_method("algorithm", c.algorithm)
     one_of("partition", c.partition, PARTITIONS)
     spec = check_dataset(c)  # image folders, n_parties and models: federated/config_data.py
-    resolve_parties(c, spec)
+    check_parties(c, spec)
     check_model_field(c, spec)
     check_init_field(c, spec)  # after the model: a start is matched to it
-    one_of("tau_schedule", c.tau_schedule, tuple(TEMPERATURE_SCHEDULE_PATHS))
-    one_of("tau_scope", c.tau_scope, TAU_SCOPES)
     load_method("server_optimizer", c.server_optimizer)
     one_of("execution", EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
 
@@ -93,7 +94,6 @@ def validate(c: RunConfig) -> None:
     at_least("batch_size", c.batch_size, 1)
     at_least("out_dim", c.out_dim, 1)
     at_most("out_dim", c.out_dim, MAX_OUT_DIM)
-    at_least("prev_models", c.prev_models, 1)
     at_least("seed", c.seed, 0)
     at_least("eval_batch_size", c.eval_batch_size, 1)
     at_least("checkpoint_every", c.checkpoint_every, 0)
@@ -124,18 +124,8 @@ def validate(c: RunConfig) -> None:
     fraction("test_fraction", c.test_fraction)
     positive("beta", c.beta)
     positive("lr", c.lr)
-    positive("server_lr", c.server_lr)
-    positive("tau_min", c.tau_min)
     non_negative("weight_decay", c.weight_decay)
-    non_negative("tau_sigma", c.tau_sigma)
     unit_interval("momentum", c.momentum)
-    unit_interval("server_momentum", c.server_momentum)
-    if c.mu is not None:
-        non_negative("mu", c.mu)
-    if c.tau is not None:
-        positive("tau", c.tau)
-        if c.tau_schedule == "annealed" and c.tau < c.tau_min:
-            raise ConfigError("tau", c.tau, f"a start temperature >= tau_min={c.tau_min}")
 
     if c.partition == "labels" and not 1 <= c.labels_per_party <= spec.n_classes:
         # only partition=labels reads it: never an error about a field that does nothing
@@ -166,6 +156,7 @@ def validate(c: RunConfig) -> None:
         )
     _check_plan_size(c.local_epochs, c.n_train * c.parties_per_round // c.n_parties)
     _validate_heterogeneity(c)
+    _validate_evaluation(c)
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
         raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
     check_folder_memory(c, spec)  # last: it reads the resolved sizes checked above
@@ -186,7 +177,7 @@ def _check_plan_size(local_epochs: int, samples_per_round: int) -> None:
         )
 
 
-def _validate_heterogeneity(c: RunConfig) -> None:
+def _validate_heterogeneity(c: Any) -> None:
     one_of("feature_skew", c.feature_skew, FEATURE_SKEWS)
     one_of("straggler_policy", c.straggler_policy, STRAGGLER_POLICIES)
     non_negative("feature_skew_level", c.feature_skew_level)
@@ -224,8 +215,30 @@ def _validate_heterogeneity(c: RunConfig) -> None:
         )
 
 
-def _types(c: RunConfig) -> None:
+def _validate_evaluation(c: Any) -> None:
+    """The held-out shares: each a fraction of a party's samples, with room left to
+    train (a party left with no training sample is refused when the partition is
+    drawn, federated/holdout.py, where its size is known)."""
+    one_of("val_split", c.val_split, VAL_SPLITS)
+    for name in ("val_fraction", "party_test_fraction"):
+        value = getattr(c, name)
+        if value != 0.0 and not 0.0 < value < 1.0:
+            raise ConfigError(name, value, "0 (off) or a fraction in (0, 1)")
+    if c.val_fraction + c.party_test_fraction >= 1.0:
+        raise ConfigError(
+            "party_test_fraction",
+            c.party_test_fraction,
+            f"a fraction < 1 - val_fraction={c.val_fraction:g}: the parties need samples "
+            "left to train on",
+        )
+    if not 0.0 < c.eval_fraction <= 1.0:
+        raise ConfigError("eval_fraction", c.eval_fraction, "a fraction in (0, 1]")
+
+
+def check_types(c: Any) -> None:
+    """Raise :class:`ConfigError` naming the first run-level field of ``c`` whose value
+    is not of its annotated type."""
     hints = get_type_hints(type(c))
     for f in fields(c):
-        if f.name != "method_options":
+        if f.name not in ("method_options", "algorithm_params", "server_params"):
             check_type(f.name, hints[f.name], getattr(c, f.name))

@@ -2,7 +2,7 @@
 (``folder:PATH``, ``image_size``, ``holdout_fraction``), natural partitions (``n_parties``
 from the data) and models named by import path.
 
-``RunConfig`` calls these during validation, so a bad folder or model is refused with one
+``RunConfig.resolved`` calls these, so a bad folder or model is refused with one
 :class:`~federated.config.ConfigError` line before any training: an image folder is loaded
 here (from its disk cache after the first time) for its spec, an import-path model is
 built once on a dummy batch, and a start (``init``) is read and matched to the model.
@@ -36,9 +36,14 @@ def run_spec(c: Any) -> DatasetSpec:
     return dataset_spec(c.dataset)
 
 
+def folder_path_resolved(dataset: str) -> str:
+    """``dataset`` with a folder's path made absolute (in the driver: every trial on
+    every node then reads the same files); a built-in name as it is."""
+    return absolute_folder_name(dataset) if is_folder_dataset(dataset) else dataset
+
+
 def check_dataset(c: Any) -> DatasetSpec:
-    """Check the dataset fields and return the spec; a folder's path is made absolute
-    (in the driver: every trial on every node then reads the same files)."""
+    """Check the dataset fields and return the spec (changes nothing)."""
     if not is_folder_dataset(c.dataset):
         if c.dataset not in DATASETS:
             raise ConfigError(
@@ -48,7 +53,6 @@ def check_dataset(c: Any) -> DatasetSpec:
             if getattr(c, name) is not None:
                 raise ConfigError(name, getattr(c, name), "only with dataset=folder:PATH")
         return dataset_spec(c.dataset)
-    object.__setattr__(c, "dataset", absolute_folder_name(c.dataset))
     if c.image_size is not None:
         try:
             parse_image_size(c.image_size)
@@ -64,11 +68,19 @@ def check_dataset(c: Any) -> DatasetSpec:
         raise ConfigError("dataset", c.dataset, f"a usable image folder; {err}") from None
 
 
-def resolve_parties(c: Any, spec: DatasetSpec) -> None:
-    """``n_parties``: the folder's party count under ``partition="natural"`` (a different
-    explicit value is an error), else 10 when unset."""
+def resolved_parties(c: Any, spec: DatasetSpec) -> int:
+    """``n_parties`` once resolved: the folder's party count under
+    ``partition="natural"`` (a different explicit value is an error), else 10 when unset."""
     if c.partition != "natural":
-        object.__setattr__(c, "n_parties", DEFAULT_PARTIES if c.n_parties is None else c.n_parties)
+        return DEFAULT_PARTIES if c.n_parties is None else c.n_parties
+    check_parties(c, spec)
+    return len(spec.party_names)
+
+
+def check_parties(c: Any, spec: DatasetSpec) -> None:
+    """Under ``partition="natural"``: a folder of parties, and ``n_parties`` unset or
+    their count."""
+    if c.partition != "natural":
         return
     if not spec.party_names:
         raise ConfigError(
@@ -81,7 +93,6 @@ def resolve_parties(c: Any, spec: DatasetSpec) -> None:
         raise ConfigError(
             "n_parties", c.n_parties, f"{found} (the folder's parties) or unset, under natural"
         )
-    object.__setattr__(c, "n_parties", found)
 
 
 def check_model_field(c: Any, spec: DatasetSpec) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from federated.config import RunConfig, field_types, registered_params, unset_default
+from federated.config import RunConfig, field_types, flat_names
 from federated.registry import load_method
 
 
@@ -24,29 +24,36 @@ class InertRule:
     why: Callable[[RunConfig], str]
 
 
-def method_fields() -> tuple[str, ...]:
-    """Config fields that are some registered method's parameter (``mu``, ``tau``,
-    ``server_lr`` ...): they act only through a method that declares them."""
-    declared = {name for params in registered_params().values() for name in params.field_types()}
-    return tuple(name for name in field_types() if name in declared)
-
-
-def _declared(c: RunConfig) -> set[str]:
-    return set(c.algorithm_params.field_types()) | set(c.server_params.field_types())
-
-
 def _declaration_notes(c: RunConfig) -> dict[str, str]:
-    """Method parameters of ``c`` that have no effect -> why, from the chosen methods'
-    declarations: undeclared by both, or made inert by the declarer's own values."""
+    """Method parameters of ``c`` (resolved) that have no effect -> why, from the chosen
+    methods' declarations: given but declared by neither (``c.method_options`` keeps
+    those), or made inert by the declarer's own values."""
+    declared = set(c.algorithm_params.flat()) | set(c.server_params.flat())
     notes = {
         name: f"algorithm={c.algorithm} and server_optimizer={c.server_optimizer} declare "
         f"no parameter {name}"
-        for name in method_fields()
-        if name not in _declared(c)
+        for name, owners in flat_names().items()
+        if owners != ("run",) and name not in declared
     }
+    notes.update(
+        (
+            name,
+            f"algorithm={c.algorithm} and server_optimizer={c.server_optimizer} declare "
+            f"no parameter {name}",
+        )
+        for name in c.method_options
+    )
     for params in (c.algorithm_params, c.server_params):
         notes.update(params.inert())
     return notes
+
+
+# every registered server optimizer's parameters: inert where there is no server update
+SERVER_PARAMETERS = tuple(
+    name
+    for name, owners in flat_names().items()
+    if any(owner.startswith("server_optimizer ") for owner in owners)
+)
 
 
 def _stragglers_per_round(c: RunConfig) -> int:
@@ -56,7 +63,7 @@ def _stragglers_per_round(c: RunConfig) -> int:
 
 RULES = (
     InertRule(
-        ("server_optimizer", "server_momentum", "server_lr", "sample_fraction"),
+        ("server_optimizer", *SERVER_PARAMETERS, "sample_fraction"),
         lambda c: load_method("algorithm", c.algorithm).personal_models,
         lambda c: f"algorithm={c.algorithm} trains every party alone: there is no server update",
     ),
@@ -93,14 +100,15 @@ RULES = (
     InertRule(
         ("straggler_fraction", "straggler_policy"),
         lambda c: c.straggler_fraction > 0 and _stragglers_per_round(c) == 0,
-        lambda c: f"round({c.parties_per_round} parties drawn per round x "
-        f"straggler_fraction={c.straggler_fraction:g}) = 0: no party is ever a straggler",
+        lambda c: (
+            f"round({c.parties_per_round} parties drawn per round x "
+            f"straggler_fraction={c.straggler_fraction:g}) = 0: no party is ever a straggler"
+        ),
     ),
     InertRule(
         ("local_epochs_min",),
         lambda c: c.local_epochs_min is not None and c.local_epochs_min == c.local_epochs,
-        lambda c: f"local_epochs_min = local_epochs={c.local_epochs}: every party runs every "
-        "epoch",
+        lambda c: f"local_epochs_min = local_epochs={c.local_epochs}: every party runs every epoch",
     ),
     InertRule(
         ("out_dim",),
@@ -111,15 +119,21 @@ RULES = (
 
 
 def changed_fields(config: RunConfig) -> set[str]:
-    """Fields whose value differs from what an unset field resolves to."""
+    """Flat names whose value differs from what it resolves to when unset: run-level
+    fields against their defaults, method parameters against their declarations'
+    defaults for the run (the paper's), and every given parameter no chosen method
+    declares."""
     values = config.to_dict()
-    resolved_default = {name: unset_default(name, values) for name in ("mu", "tau")}
-    changed = set()
-    for name, spec in RunConfig.__dataclass_fields__.items():
-        default = resolved_default.get(name, spec.default)
-        if getattr(config, name) != default:
-            changed.add(name)
-    return changed
+    changed = {
+        name
+        for name in field_types()
+        if getattr(config, name) != RunConfig.__dataclass_fields__[name].default
+    }
+    for params in (config.algorithm_params, config.server_params):
+        for name, value in params.flat().items():
+            if value != type(params).resolved_default(name, values):
+                changed.add(name)
+    return changed | set(config.method_options)
 
 
 def inert_settings(config: RunConfig, given: Iterable[str] | None = None) -> list[str]:
@@ -127,21 +141,23 @@ def inert_settings(config: RunConfig, given: Iterable[str] | None = None) -> lis
 
     ``given`` limits the check to fields the user set (a command line's flags); by
     default every field whose value differs from RunConfig's default is checked.
+    ``config`` is resolved first (a resolved one is taken as it is).
     """
+    config = config.resolved()
     names = set(given) if given is not None else changed_fields(config)
+    flat = config.to_dict()
     lines: list[str] = []
     warned: set[str] = set()
     for name, why in _declaration_notes(config).items():
         if name in names:
             warned.add(name)
-            value = getattr(config, name)
-            lines.append(f"warning: {name}={value!r} has no effect: {why}")
+            lines.append(f"warning: {name}={flat.get(name)!r} has no effect: {why}")
     for rule in RULES:
         if not rule.applies(config):
             continue
         for name in rule.fields:
             if name in names and name not in warned:
                 warned.add(name)
-                value = getattr(config, name)
-                lines.append(f"warning: {name}={value!r} has no effect: {rule.why(config)}")
+                why = rule.why(config)
+                lines.append(f"warning: {name}={flat.get(name)!r} has no effect: {why}")
     return lines

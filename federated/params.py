@@ -143,11 +143,10 @@ def unit_interval(name: str, value: float) -> None:
 @dataclasses.dataclass(frozen=True)
 class MethodParams:
     """Base of a method's parameters: a frozen dataclass whose fields have defaults and
-    ``describe(...)`` metadata.  A field whose name is also a :class:`RunConfig` field
-    (``mu``, ``tau``, ``server_lr`` ...) takes that field's value, so the flat names of
-    the paper studies keep working; any other field is a method option, set as
-    ``--name value`` / ``name=value`` like a config field.  Subclasses override
-    :meth:`check` for their ranges."""
+    ``describe(...)`` metadata — the one declaration of each parameter (its default, its
+    allowed range in :meth:`check`, its help text).  Users set a parameter by its flat
+    name (``--mu 1``, ``mu = 1`` in a study file, the ``mu`` column of results), which
+    :func:`federated.config.flat_names` maps to the chosen methods that declare it."""
 
     def check(self) -> None:
         """Raise :class:`ConfigError` naming the field of the first bad value."""
@@ -184,18 +183,31 @@ class MethodParams:
         return cls.defaults()[name]
 
     @classmethod
-    def build(cls, values: Mapping[str, Any]) -> MethodParams:
-        """The parameters from ``values`` (missing fields take their defaults), typed
-        and checked."""
+    def build(
+        cls, values: Mapping[str, Any], context: Mapping[str, Any] | None = None
+    ) -> MethodParams:
+        """The parameters from ``values`` (flat; other keys are ignored), typed and
+        checked.  A field not in ``values`` takes :meth:`resolved_default` for the run's
+        settings ``context`` (flat run-level fields and the given parameters: the paper
+        defaults that depend on the dataset), or its plain default without a context."""
         types = cls.field_types()
+        setting = {**(context or {}), **values}
         picked = {}
         for name, hint in types.items():
             if name in values:
                 picked[name] = coerce_value(name, hint, values[name])
-                check_type(name, hint, picked[name])
+            elif context is not None:
+                picked[name] = cls.resolved_default(name, setting)
+            else:
+                continue
+            check_type(name, hint, picked[name])
         params = cls(**picked)
         params.check()
         return params
+
+    def flat(self) -> dict[str, Any]:
+        """Every parameter by its flat name (as ``RunConfig.to_dict`` writes it)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 @dataclasses.dataclass(frozen=True)

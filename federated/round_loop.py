@@ -64,6 +64,7 @@ class FederatedRun:
     """
 
     def __init__(self, config: RunConfig, data: ImageData | None = None) -> None:
+        config = config.resolved()  # a resolved config (the driver's) is taken as it is
         self.config = config
         set_threads(config.threads)
         keep_freed_memory()
@@ -371,6 +372,7 @@ def run_rounds(config: RunConfig, data: ImageData | None = None) -> Iterator[dic
     """Yield one metrics row per round until ``config.rounds`` or divergence.
 
     Settings that have no effect on this run are warned about (``UserWarning``)."""
+    config = config.resolved()
     for line in inert_settings(config):
         warnings.warn(line.removeprefix("warning: "), UserWarning, stacklevel=2)
     run = FederatedRun(config, data)

@@ -86,23 +86,28 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             metavar=name.upper(),
             help=f"{helps[name]} (default: {default})",
         )
+    # each method parameter once, its help and default from every Params declaring it
     seen = set(field_types())
     methods = {**registered_params(), **_plugin_params(sys.argv[1:] if argv is None else argv)}
+    declared: dict[str, list[str]] = {}
     for owner, params in methods.items():
-        own = [k for k in params.field_types() if k not in seen]
-        if not own:
-            continue
-        group = parser.add_argument_group(f"parameters of {owner}")
         defaults, helps_ = params.defaults(), params.field_help()
-        for name in own:
-            seen.add(name)
-            group.add_argument(
-                "--" + name.replace("_", "-"),
-                dest=name,
-                default=argparse.SUPPRESS,
-                metavar=name.upper(),
-                help=f"{helps_[name]} (default: {defaults.get(name)})",
-            )
+        for name in params.field_types():
+            if name not in seen:
+                line = f"{owner.split(' ', 1)[1]}: {helps_[name]} (default: {defaults.get(name)})"
+                declared.setdefault(name, []).append(line)
+    group = parser.add_argument_group(
+        "method parameters (each declared by its method's Params; set only with a method "
+        "that declares it)"
+    )
+    for name, lines in declared.items():
+        group.add_argument(
+            "--" + name.replace("_", "-"),
+            dest=name,
+            default=argparse.SUPPRESS,
+            metavar=name.upper(),
+            help="; ".join(dict.fromkeys(lines)),
+        )
     parser.add_argument(
         "--out", default=None, help="rows file (.csv or .jsonl); default results/runs/<name>.csv"
     )
@@ -126,8 +131,9 @@ def thread_warnings(config: RunConfig) -> list[str]:
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
+    """The resolved config of the flags (flat names, :func:`~federated.config.flat_names`)."""
     values = {k: v for k, v in vars(args).items() if k not in ("out", "quiet")}
-    return RunConfig.from_dict(values)
+    return RunConfig.from_dict(values).resolved()
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from federated.config import RunConfig, execution_fields
+from federated.config import RunConfig, execution_fields, field_types
 from federated.config_checks import EXECUTION_ALIASES
 
 STATE_FORMAT = 1
@@ -33,7 +33,14 @@ def check_compatible(saved: Mapping[str, Any], config: RunConfig) -> None:
     # that made it behaved as the default says (e.g. no stragglers, no feature skew)
     defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
     saved = {**{k: v for k, v in defaults.items() if k not in saved}, **saved}
-    keys = (set(mine) | set(saved)) - EXECUTION_FIELDS
+    # what acts on this run: its run-level fields and its chosen methods' parameters; a
+    # saved method parameter that this run's methods do not declare had no effect there
+    # either (a FedAvg checkpoint of a version whose rows carried mu and tau for all)
+    acting = set(field_types())
+    for params in (config.algorithm_params, config.server_params):
+        if params is not None:
+            acting |= set(params.flat())
+    keys = ((set(mine) | set(saved)) & acting) - EXECUTION_FIELDS
     differing = sorted(k for k in keys if saved.get(k) != mine.get(k))
     if differing:
         k = differing[0]

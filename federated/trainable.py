@@ -53,7 +53,9 @@ def run_config_from_trial(config: dict[str, Any]) -> RunConfig:
     fields = config_values(config)
     if fields.get("device", "auto") == "auto" and ray.is_initialized():
         fields["device"] = "cuda" if ray.get_gpu_ids() else "cpu"
-    return RunConfig.from_dict(fields)
+    # the driver resolved this trial's values (study/); resolving them here builds its
+    # typed parameters, checks the node's view of the data and makes no other change
+    return RunConfig.from_dict(fields).resolved()
 
 
 def save_run_state(run: FederatedRun, folder: str | os.PathLike) -> Path:

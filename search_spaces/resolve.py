@@ -102,7 +102,8 @@ def trial_fields_and_changes(
     fields.update(overrides)
     fields["seed"] = seed
     changes = {k: v for k, v in changes.items() if k not in overrides}
-    return RunConfig.from_dict(fields).to_dict(), changes
+    # the one resolution of this trial in the driver: the plan keeps its values
+    return RunConfig.from_dict(fields).resolved().to_dict(), changes
 
 
 def trial_fields(

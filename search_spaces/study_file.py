@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from federated.config import ConfigError, RunConfig, field_types
+from federated.config import ConfigError, RunConfig, flat_names
 from search_spaces.study import Axis, OptunaRange, Study
 
 if sys.version_info >= (3, 11):
@@ -133,7 +133,7 @@ def study_from_dict(data: Mapping[str, Any], source: str) -> Study:
     fixed = data.get("fixed", {})
     if not isinstance(fixed, dict):
         raise fail("fixed", fixed, "a table of RunConfig fields")
-    known = field_types()
+    known = flat_names()  # run-level fields and every registered method's parameters
     for key, value in fixed.items():
         if key not in known:
             raise fail(f"fixed.{key}", value, "a RunConfig field: " + ", ".join(known))
@@ -186,7 +186,7 @@ def _check_fields(
     """Validate ``fields`` through RunConfig; one line naming ``key`` (and the field, when
     ``key`` is a table of several)."""
     try:
-        return RunConfig.from_dict(dict(fields)).to_dict()
+        return RunConfig.from_dict(dict(fields)).resolved().to_dict()
     except ConfigError as err:
         where = f"{key}.{err.field}" if name_field and key != "dataset" else key
         raise fail(where, err.value, err.allowed) from None
@@ -203,7 +203,7 @@ def _axis(fail, key: str, raw: Any, fixed: Mapping[str, Any]) -> Axis:
     name = raw.get("name")
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise fail(f"{key}.name", name, "a name of letters, digits, _ and -")
-    known = field_types()
+    known = flat_names()  # run-level fields and every registered method's parameters
     if "joint" in raw:
         if "values" in raw:
             raise fail(f"{key}.values", raw["values"], "no values on a joint axis (its labels are)")

@@ -68,4 +68,5 @@ def tiny(**overrides) -> RunConfig:
         out_dim=32,
     )
     values.update(overrides)
-    return RunConfig(**values)
+    # flat names (mu=...) through the one table; resolved, so a bad value raises here
+    return RunConfig.from_dict(values).resolved()

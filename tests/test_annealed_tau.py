@@ -27,7 +27,8 @@ EPS = 1e-8
 def schedule(seed: int = 0, **overrides) -> AnnealedTemperature:
     values = dict(algorithm="moon", tau_schedule="annealed", tau=1.0, tau_min=0.001)
     values.update(overrides)
-    return AnnealedTemperature(RunConfig(**values), torch.Generator().manual_seed(seed))
+    params = RunConfig.from_dict(values).resolved().algorithm_params
+    return AnnealedTemperature(params, torch.Generator().manual_seed(seed))
 
 
 class ScriptedLoss:
@@ -173,7 +174,8 @@ def test_run_scope_carries_the_temperature_across_rounds(synthetic):
 def test_round_acceptance_ignores_parties_that_made_no_proposal():
     """A party with a single local step proposes nothing (rate NaN); it must not turn
     the round's acceptance rate into NaN for the parties that did propose."""
-    moon = Moon(RunConfig(algorithm="moon", tau_schedule="annealed"), torch.Generator())
+    config = RunConfig.from_dict({"algorithm": "moon", "tau_schedule": "annealed"}).resolved()
+    moon = Moon(config, torch.Generator())
     infos = [
         {"negatives": 1, "tau": 0.9, "tau_acceptance": 0.5},
         {"negatives": 1, "tau": 1.0, "tau_acceptance": float("nan")},

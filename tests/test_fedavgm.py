@@ -24,7 +24,7 @@ def fmnist_config(**overrides) -> RunConfig:
         device="cpu",
     )
     values.update(overrides)
-    return RunConfig(**values)
+    return RunConfig.from_dict(values).resolved()
 
 
 @pytest.mark.parametrize("algorithm", ["fedavg", "moon"])
@@ -58,7 +58,8 @@ def test_beta_zero_and_server_lr_one_is_exactly_plain_averaging(fmnist, algorith
     ],
 )
 def test_two_steps_follow_the_momentum_formula(beta, lr, w1, w2):
-    server = FedAvgM(RunConfig(server_optimizer="fedavgm", server_momentum=beta, server_lr=lr))
+    values = {"server_optimizer": "fedavgm", "server_momentum": beta, "server_lr": lr}
+    server = FedAvgM(RunConfig.from_dict(values).resolved())
     weights = [torch.tensor([1.0, -2.0], dtype=torch.float64)]
     server.step(weights, [torch.tensor([0.6, -1.0], dtype=torch.float64)])
     torch.testing.assert_close(weights[0], torch.tensor(w1, dtype=torch.float64))
@@ -67,7 +68,7 @@ def test_two_steps_follow_the_momentum_formula(beta, lr, w1, w2):
 
 
 def test_velocity_survives_a_state_dict_round_trip():
-    config = RunConfig(server_optimizer="fedavgm", server_momentum=0.7)
+    config = RunConfig.from_dict({"server_optimizer": "fedavgm", "server_momentum": 0.7}).resolved()
     first, second = [torch.tensor([0.6, -1.0])], [torch.tensor([0.5, -2.5])]
     straight = FedAvgM(config)
     w = [torch.tensor([1.0, -2.0])]

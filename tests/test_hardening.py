@@ -208,16 +208,17 @@ class ProxPlugin(FedProx):
 
 
 def test_inert_settings_are_warned_once_each():
-    lines = inert_settings(RunConfig(algorithm="fedavg", mu=0.5, server_momentum=0.5))
+    flat = RunConfig.from_dict
+    lines = inert_settings(flat({"algorithm": "fedavg", "mu": 0.5, "server_momentum": 0.5}))
     assert len(lines) == 2
     assert lines[0].startswith("warning: mu=0.5 has no effect: algorithm=fedavg")
     assert "server_momentum" in lines[1]
-    assert inert_settings(RunConfig(algorithm="fedprox", mu=0.5)) == []
+    assert inert_settings(flat({"algorithm": "fedprox", "mu": 0.5})) == []
     # from the declarations: a plug-in method that declares mu gets no warning for it,
     # and its own default when mu is left unset
     plugin = "tests.test_hardening:ProxPlugin"
-    assert inert_settings(RunConfig(algorithm=plugin, mu=0.5)) == []
-    assert RunConfig(algorithm=plugin).mu == 0.3
+    assert inert_settings(flat({"algorithm": plugin, "mu": 0.5})) == []
+    assert RunConfig(algorithm=plugin).resolved().algorithm_params.mu == 0.3
     assert load_method("algorithm", plugin).Params is ProxPluginParams
     assert "tau" in inert_settings(RunConfig(algorithm="fedprox"), given=["tau"])[0]
     with warnings.catch_warnings(record=True) as caught:

@@ -48,7 +48,7 @@ def folder_config(root: Path, data_root: str, **overrides) -> RunConfig:
         out_dim=32,
     )
     values.update(overrides)
-    return RunConfig(**values)
+    return RunConfig(**values).resolved()
 
 
 def test_natural_partition_equals_the_same_index_partition(fmnist, party_tree, cache):

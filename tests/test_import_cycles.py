@@ -201,6 +201,10 @@ def test_inside_federated_no_module_imports_a_higher_layer():
     assert upward_imports(import_graph(type_only=True)) == []
 
 
+def test_no_import_cycle_even_counting_type_only_imports():
+    assert cycles(import_graph(type_only=True)) == []
+
+
 def test_the_layer_check_finds_an_upward_import():
     graph = {"federated.algorithms.base": {"federated.execution.frozen_models"}}
     assert upward_imports(graph) == [

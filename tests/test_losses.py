@@ -85,7 +85,7 @@ def test_fedprox_gradient_is_ce_gradient_plus_mu_times_drift(mu):
     ce_grads = [p.grad.clone() for p in local.parameters()]
     local.zero_grad()
 
-    config = RunConfig(algorithm="fedprox", mu=mu)
+    config = RunConfig.from_dict({"algorithm": "fedprox", "mu": mu}).resolved()
     algo = ALGORITHMS["fedprox"](config, torch.Generator())
     job = _job(local, global_model)
     algo.begin_local(job)
@@ -112,7 +112,8 @@ def test_fedprox_gradient_matches_autograd_of_the_proximal_term():
     autograd = [p.grad.clone() for p in local.parameters()]
     local.zero_grad()
 
-    algo = ALGORITHMS["fedprox"](RunConfig(algorithm="fedprox", mu=mu), torch.Generator())
+    config = RunConfig.from_dict({"algorithm": "fedprox", "mu": mu}).resolved()
+    algo = ALGORITHMS["fedprox"](config, torch.Generator())
     job = _job(local, global_model)
     algo.begin_local(job)
     algo.loss(job, local(x), x, y).total.backward()
@@ -126,7 +127,8 @@ def test_l2rep_objective_is_ce_plus_mu_times_distance_to_the_frozen_global_repre
     local, global_model = _tiny_model(0), _tiny_model(1).requires_grad_(False)
     x = torch.randn(8, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])
-    algo = ALGORITHMS["l2rep"](RunConfig(algorithm="l2rep", mu=mu), torch.Generator())
+    config = RunConfig.from_dict({"algorithm": "l2rep", "mu": mu}).resolved()
+    algo = ALGORITHMS["l2rep"](config, torch.Generator())
     job = _job(local, global_model)
     out = local(x)
     terms = algo.loss(job, out, x, y)

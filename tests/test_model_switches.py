@@ -65,7 +65,7 @@ def fmnist_config(**overrides) -> RunConfig:
         out_dim=64,
     )
     values.update(overrides)
-    return RunConfig(**values)
+    return RunConfig.from_dict(values).resolved()
 
 
 def assert_trained(rows: list[dict], rounds: int) -> None:

@@ -36,11 +36,11 @@ def test_a_plugin_with_neutral_parameters_is_exactly_fedavg(synthetic):
 def test_plugin_parameters_are_typed_defaulted_and_checked():
     config = RunConfig.from_dict(
         {"algorithm": PLUGIN, "server_optimizer": SERVER, "smoothing": "0.2"}
-    )
+    ).resolved()
     assert config.algorithm_params.smoothing == 0.2
     assert config.to_dict()["step_fraction"] == 0.5  # the default, resolved into the config
     with pytest.raises(ConfigError, match=r"smoothing=1\.0 .*\[0, 1\)"):
-        RunConfig.from_dict({"algorithm": PLUGIN, "smoothing": 1.0})
+        RunConfig.from_dict({"algorithm": PLUGIN, "smoothing": 1.0}).resolved()
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ def test_a_bad_plugin_is_refused_in_one_line(name, allowed, capsys):
 
 
 def test_partial_step_moves_the_given_share_of_the_way():
-    config = RunConfig(server_optimizer=SERVER, method_options={"step_fraction": 0.25})
+    config = RunConfig(server_optimizer=SERVER, method_options={"step_fraction": 0.25}).resolved()
     current, target = [torch.tensor([1.0, 2.0])], [torch.tensor([3.0, 0.0])]
     PartialStep(config).step(current, target)
     assert current[0].tolist() == [1.5, 1.5]
@@ -107,7 +107,7 @@ def test_help_lists_each_method_parameter():
         text=True,
         check=True,
     )
-    for flag in ("--alpha", "--adaptive-lr", "--smoothing", "parameters of algorithm feddyn"):
+    for flag in ("--alpha", "--adaptive-lr", "--smoothing", "feddyn: FedDyn's regularisation"):
         assert flag in proc.stdout, flag
 
 

@@ -108,7 +108,7 @@ def _comparable(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def rows_of(case: str, data: ImageData) -> list[dict[str, Any]]:
-    config = RunConfig(**{**BASE, **CASES[case]})
+    config = RunConfig.from_dict({**BASE, **CASES[case]}).resolved()
     return [_comparable(row) for row in run_rounds(config, data)]
 
 

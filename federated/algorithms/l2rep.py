@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from federated.algorithms.base import Algorithm, LocalJob, LossTerms
 from federated.models import ModelOutput
-from federated.params import MethodParams, describe
+from federated.params import MethodParams, describe, non_negative
 
 
 def l2_representation_term(z: torch.Tensor, z_glob: torch.Tensor) -> torch.Tensor:
@@ -24,9 +24,12 @@ def l2_representation_term(z: torch.Tensor, z_glob: torch.Tensor) -> torch.Tenso
 
 @dataclass(frozen=True)
 class L2RepresentationParams(MethodParams):
-    """The weight of the representation term: the config field ``mu`` (default 0.1)."""
+    """The weight ``mu`` of the representation term (default 0.1)."""
 
     mu: float = field(default=0.1, metadata=describe("weight of ||z - z_glob|| >= 0"))
+
+    def check(self) -> None:
+        non_negative("mu", self.mu)
 
 
 class L2Representation(Algorithm):

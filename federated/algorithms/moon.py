@@ -32,8 +32,19 @@ import torch.nn.functional as F
 
 from federated.algorithms.base import Algorithm, LocalJob, LossTerms, model_state_to_cpu
 from federated.models import FedConModel, ModelOutput
-from federated.params import MethodParams, describe
-from federated.registry import load_method
+from federated.params import (
+    ConfigError,
+    MethodParams,
+    at_least,
+    describe,
+    non_negative,
+    one_of,
+    positive,
+)
+from federated.registry import TEMPERATURE_SCHEDULE_PATHS, load_method
+
+# where an annealed temperature lives: one local training, or the party's whole run
+TAU_SCOPES = ("round", "run")
 
 
 def contrastive_similarities(
@@ -60,16 +71,31 @@ def moon_contrastive_loss(
 
 @dataclass(frozen=True)
 class MoonParams(MethodParams):
-    """MOON's parameters, all config fields of the same names (their ranges are checked
-    with the config's fields; ``mu`` and ``tau`` default to the paper's settings)."""
+    """MOON's parameters (their one declaration): ``mu`` and ``tau`` default to the
+    paper's settings for the run (:meth:`resolved_default`)."""
 
-    mu: float = field(default=1.0, metadata=describe("weight of the contrastive term"))
-    tau: float = field(default=0.5, metadata=describe("temperature (start value when annealed)"))
-    tau_schedule: str = field(default="fixed", metadata=describe("fixed or annealed"))
-    tau_min: float = field(default=0.001, metadata=describe("annealed tau floor"))
-    tau_sigma: float = field(default=0.005, metadata=describe("annealed tau rate sigma"))
-    tau_scope: str = field(default="round", metadata=describe("annealed tau: round or run"))
-    prev_models: int = field(default=1, metadata=describe("previous local models kept (k)"))
+    mu: float = field(
+        default=1.0,
+        metadata=describe(
+            "weight of the contrastive term >= 0 (paper's best: 5 on cifar10, else 1)"
+        ),
+    )
+    tau: float = field(
+        default=0.5,
+        metadata=describe("temperature > 0 (start value when annealed; then default 1.0)"),
+    )
+    tau_schedule: str = field(
+        default="fixed", metadata=describe("temperature schedule, fixed or annealed")
+    )
+    tau_min: float = field(default=0.001, metadata=describe("annealed tau floor > 0"))
+    tau_sigma: float = field(default=0.005, metadata=describe("annealed tau rate sigma >= 0"))
+    tau_scope: str = field(
+        default="round",
+        metadata=describe("annealed tau restarts each local training (round) or carries on (run)"),
+    )
+    prev_models: int = field(
+        default=1, metadata=describe("previous local models kept as negatives (k) >= 1")
+    )
 
     # the MOON paper's best mu per dataset (§4.2); elsewhere its "reasonable choice
     # without tuning", mu = 1
@@ -82,6 +108,17 @@ class MoonParams(MethodParams):
         if name == "tau":  # an annealed schedule starts hot (Li et al.'s NEW-MOON)
             return 1.0 if values.get("tau_schedule") == "annealed" else cls.defaults()["tau"]
         return super().resolved_default(name, values)
+
+    def check(self) -> None:
+        non_negative("mu", self.mu)
+        positive("tau", self.tau)
+        one_of("tau_schedule", self.tau_schedule, tuple(TEMPERATURE_SCHEDULE_PATHS))
+        positive("tau_min", self.tau_min)
+        non_negative("tau_sigma", self.tau_sigma)
+        one_of("tau_scope", self.tau_scope, TAU_SCOPES)
+        at_least("prev_models", self.prev_models, 1)
+        if self.tau_schedule == "annealed" and self.tau < self.tau_min:
+            raise ConfigError("tau", self.tau, f"a start temperature >= tau_min={self.tau_min}")
 
     def inert(self) -> dict[str, str]:
         if self.tau_schedule == "annealed":

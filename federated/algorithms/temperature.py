@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class TemperatureSchedule:
     """A constant temperature ``params.tau``.  ``params`` is MOON's parameters (or any
-    object with ``tau``, ``tau_min``, ``tau_sigma``, ``tau_scope``, e.g. a RunConfig)."""
+    object with ``tau``, ``tau_min``, ``tau_sigma``, ``tau_scope``)."""
 
     def __init__(self, params: MoonParams, generator: torch.Generator) -> None:
         self.params = params

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from federated.params import MethodParams, describe
+from federated.params import MethodParams, describe, positive, unit_interval
 from federated.server.base import ServerOptimizer
 
 if TYPE_CHECKING:
@@ -30,11 +30,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class FedAvgMParams(MethodParams):
-    """FedAvgM's parameters: the config fields ``server_momentum`` and ``server_lr``
-    (their ranges are checked with the config's fields)."""
+    """FedAvgM's parameters: the server momentum and learning rate."""
 
-    server_momentum: float = field(default=0.9, metadata=describe("momentum beta in [0, 1)"))
+    server_momentum: float = field(default=0.9, metadata=describe("server momentum beta in [0, 1)"))
     server_lr: float = field(default=1.0, metadata=describe("server learning rate > 0"))
+
+    def check(self) -> None:
+        unit_interval("server_momentum", self.server_momentum)
+        positive("server_lr", self.server_lr)
 
 
 class FedAvgM(ServerOptimizer):
