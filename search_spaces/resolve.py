@@ -95,6 +95,23 @@ def trial_fields_and_changes(
 ) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
     """The complete RunConfig (as a dict) of one trial, and what the budget changed in
     it, ``{field: (from, to)}`` (a field ``--set`` then sets is not the budget's)."""
+    config, changes = trial_config_and_changes(
+        study, point, budget=budget, dataset=dataset, seed=seed, overrides=overrides
+    )
+    return config.to_dict(), changes
+
+
+def trial_config_and_changes(
+    study: Study,
+    point: Mapping[str, Any],
+    *,
+    budget: Budget,
+    dataset: str,
+    seed: int,
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[RunConfig, dict[str, tuple[Any, Any]]]:
+    """The resolved RunConfig of one trial, and what the budget changed in it (as
+    :func:`trial_fields_and_changes`)."""
     overrides = overrides or {}
     fields: dict[str, Any] = {"dataset": dataset, **study.fixed, **study.point_fields(point)}
     _check_budget_conflicts(study, fields, budget, overrides)
@@ -102,8 +119,8 @@ def trial_fields_and_changes(
     fields.update(overrides)
     fields["seed"] = seed
     changes = {k: v for k, v in changes.items() if k not in overrides}
-    # the one resolution of this trial in the driver: the plan keeps its values
-    return RunConfig.from_dict(fields).resolved().to_dict(), changes
+    # the one resolution of this trial in the driver: the plan keeps it (TrialSpec.run_config)
+    return RunConfig.from_dict(fields).resolved(), changes
 
 
 def trial_fields(

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from federated.config import config_values
+from federated.config import RunConfig, config_values
 from federated.data.folder_layout import absolute_folder_name, dataset_slug
 from search_spaces import (
     Budget,
@@ -26,9 +26,9 @@ from search_spaces import (
     check_overrides,
     point_label,
     seed_list,
-    trial_fields_and_changes,
     with_axis_values,
 )
+from search_spaces.resolve import trial_config_and_changes
 
 OPTUNA_SEED = 0
 # Resolving a trial validates a whole RunConfig (milliseconds each): a grid larger than
@@ -47,6 +47,8 @@ class TrialSpec:
     point: dict[str, Any]
     seed: int
     config: dict[str, Any]
+    # the trial's resolved RunConfig (``config`` holds its flat values): resolved once, here
+    run_config: RunConfig | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -145,9 +147,9 @@ class SweepPlan:
 
     def _resolve(
         self, point: Mapping[str, Any], seed: int
-    ) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
-        """A trial's config and what the budget changed in it."""
-        fields, changes = trial_fields_and_changes(
+    ) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]], RunConfig]:
+        """A trial's config, what the budget changed in it, and its resolved RunConfig."""
+        run_config, changes = trial_config_and_changes(
             self.study,
             point,
             budget=self.budget,
@@ -158,13 +160,13 @@ class SweepPlan:
         )
         labels = {name: point[name] for name in self.study.label_columns}
         config = {
-            **fields,
+            **run_config.to_dict(),
             **labels,
             "point": point_label(point),
             "study": self.study.name,
             "budget": self.budget.name,
         }
-        return config, changes
+        return config, changes, run_config
 
     def trials(self) -> list[TrialSpec]:
         """Grid mode: every (point, seed); Optuna mode: the paper grid's first point, as
@@ -188,8 +190,8 @@ class SweepPlan:
         changes: dict[str, list[tuple[Any, Any]]] = {}
         for p in points:
             for s in self.seeds:
-                config, changed = self._resolve(p, s)
-                trials.append(TrialSpec(p, s, config))
+                config, changed, run_config = self._resolve(p, s)
+                trials.append(TrialSpec(p, s, config, run_config))
                 for name, pair in changed.items():
                     if pair not in changes.setdefault(name, []):
                         changes[name].append(pair)

@@ -11,7 +11,7 @@ from typing import Any
 from federated.config import RunConfig
 from federated.inert_settings import inert_settings
 from search_spaces import BUDGETS, STUDIES
-from study.plan import SweepPlan, run_config_fields
+from study.plan import SweepPlan
 from study.resources import TrialResources
 
 
@@ -81,7 +81,7 @@ def plan_warnings(plan: SweepPlan) -> list[str]:
     """Every ``warning:`` line of a plan, printed by a dry run and a real sweep alike:
     the ``--set`` fields (:func:`override_warnings`) and the study's axes
     (:func:`axis_warnings`) that have no effect in any trial."""
-    configs = [RunConfig.from_dict(run_config_fields(t.config)) for t in plan.trials()]
+    configs = [t.run_config for t in plan.trials()]  # resolved once, by the plan
     return override_warnings(plan, configs) + axis_warnings(plan, configs)
 
 
@@ -94,7 +94,7 @@ def axis_warnings(plan: SweepPlan, configs: list[RunConfig] | None = None) -> li
     if not axes:
         return []
     if configs is None:
-        configs = [RunConfig.from_dict(run_config_fields(t.config)) for t in plan.trials()]
+        configs = [t.run_config for t in plan.trials()]
     lines = []
     for axis in axes:
         notes = [inert_settings(c, [axis.name]) for c in configs]
@@ -114,7 +114,7 @@ def override_warnings(plan: SweepPlan, configs: list[RunConfig] | None = None) -
     if not given:
         return []
     if configs is None:
-        configs = [RunConfig.from_dict(run_config_fields(t.config)) for t in plan.trials()]
+        configs = [t.run_config for t in plan.trials()]
     per_trial = [set(inert_settings(c, given)) for c in configs]
     common = set.intersection(*per_trial) if per_trial else set()
     return sorted(common)

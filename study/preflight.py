@@ -23,7 +23,7 @@ from federated.device import DeviceUnavailableError, resolve_device
 from federated.feature_skew import FeatureSkew
 from federated.input_checks import InputError
 from federated.partition import PartitionError, class_counts, partition_for_run
-from study.plan import SweepPlan, run_config_fields
+from study.plan import SweepPlan
 
 # The fields a trial's partition depends on (with the dataset's own samples).
 PARTITION_KEYS = (
@@ -55,7 +55,7 @@ def check_cpus(cpus_per_trial: float) -> None:
 def trial_configs(plan: SweepPlan) -> list[tuple[str, RunConfig]]:
     """``(trial label, its RunConfig)`` of every planned trial."""
     return [
-        (f"{t.label}, seed={t.seed}", RunConfig.from_dict(run_config_fields(t.config)))
+        (f"{t.label}, seed={t.seed}", t.run_config)  # resolved once, by the plan
         for t in plan.trials()
     ]
 

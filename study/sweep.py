@@ -155,6 +155,10 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan:
         # Optuna, ASHA and --rerun-best select on validation (study/selection.py)
         by = selector(args.search, args.scheduler, args.rerun_best)
         overrides, note = with_validation(study, parse_overrides(args.overrides), by)
+        # torch threads follow the CPUs a trial gets, unless --set threads=... says
+        # otherwise; set before the plan resolves its trials, so that each resolves once
+        requested = TrialResources(args.cpus_per_trial, args.gpus_per_trial)
+        overrides = {**overrides, "threads": overrides.get("threads", requested.threads)}
         seed_target = parse_seed_target(args.seeds)
         if seed_target and (args.resume or args.search == "optuna"):
             raise UsageError(
