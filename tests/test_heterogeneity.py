@@ -134,12 +134,6 @@ def test_a_round_where_nobody_reports_keeps_the_global_model(synthetic, monkeypa
 
 
 # ------------------------------------------------------------ methods see the work
-class RecordingNova:
-    """Wraps FedNova's aggregator to keep what each contribution said."""
-
-    seen: ClassVar[list[tuple[int, float, dict]]] = []
-
-
 def test_fednova_normalises_by_the_steps_stragglers_actually_took(synthetic, monkeypatch):
     """x_new = x - tau_eff * sum_i p_i (x - y_i) / a_i with a_i from each party's real
     step count (momentum-corrected), by hand from the contributions."""
