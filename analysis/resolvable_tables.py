@@ -27,7 +27,8 @@ def resolvable_differences(
     """``{table name: resolvable difference in accuracy points}`` of every table of the
     results (a sweep folder, a folder of them, several, or loaded :class:`Results`) that
     compares cells, as the report builds them with ``statistic`` (default: each study's
-    own, else the report's default).  NaN for a table that cannot say yet (one seed).
+    own, else the report's default).  NaN for a table that cannot say yet (one seed, or
+    no completed trial).
     Tables of the same name in two groups are told apart as the report does (``_2``).
 
     Raises :class:`~analysis.loading.NoResultsError` when a path holds no sweep, and
@@ -39,12 +40,12 @@ def resolvable_differences(
         if resolve_statistic(statistic, group.report).needs_validation:
             check_validation(group.rounds, group.trials)
         for table in study_tables(group, TableOptions(statistic=statistic)):
-            if "resolvable_pct" not in table.data or table.data.empty:
-                continue
+            if table.resolvable is None:
+                continue  # compares nothing: rounds to reach, time per round
             name, k = table.name, 2
             while name in out:
                 name, k = f"{table.name}_{k}", k + 1
-            out[name] = float(table.data["resolvable_pct"].iloc[0])
+            out[name] = float(table.resolvable)
     return out
 
 

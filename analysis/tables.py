@@ -76,6 +76,9 @@ class Table:
         data: the numbers behind the cells, long form (one row per cell): the CSV.
         row_header: the header of the row-label column.
         notes: lines printed under the table (seeds, exclusions, definitions).
+        resolvable: the smallest difference its seeds resolve (accuracy points; NaN: not
+            yet, e.g. one seed or no counted trial); None for a table that compares no
+            cells (rounds to reach, time per round).
     """
 
     name: str
@@ -85,6 +88,7 @@ class Table:
     data: pd.DataFrame
     row_header: str = ""
     notes: list[str] = field(default_factory=list)
+    resolvable: float | None = None
 
     @property
     def row_labels(self) -> list[str]:
@@ -352,6 +356,11 @@ def _assemble(
     return _Assembled(text, bold, data, claims, convergence, ref_name, cell_labels)
 
 
+def _resolvable(grid: _Assembled) -> float | None:
+    """A table's :attr:`Table.resolvable`: None when it compares nothing."""
+    return None if grid.claims.along is None else grid.claims.resolvable
+
+
 def _flat(label: Any) -> str:
     return label if isinstance(label, str) else ", ".join(label)
 
@@ -497,7 +506,7 @@ def accuracy_table(
     notes = _seed_note(stats, statuses, value, metric_text) + _exclusion_note(trials, statuses)
     title, notes = _with_claims(title, notes, grid, resolve_target)
     header = " · ".join(parameter_name(k) for k in rows)
-    return Table(name, title, grid.display, grid.bold, grid.data, header, notes)
+    return Table(name, title, grid.display, grid.bold, grid.data, header, notes, _resolvable(grid))
 
 
 def best_of_table(
@@ -570,7 +579,7 @@ def best_of_table(
     notes += _exclusion_note(trials, statuses)
     title, notes = _with_claims(title, notes, grid, resolve_target)
     header = " · ".join(parameter_name(k) for k in rows)
-    return Table(name, title, grid.display, grid.bold, data, header, notes)
+    return Table(name, title, grid.display, grid.bold, data, header, notes, _resolvable(grid))
 
 
 def communication_table(

@@ -230,6 +230,18 @@ def test_one_seed_resolves_nothing_yet(tmp_path):
     assert tables_above(got, 100.0) == got
 
 
+def test_a_table_without_a_counted_trial_is_not_resolved(tmp_path):
+    """Every trial failed after round 2: the table is there with NaN (the sweep's stopping
+    rule must not read a missing table as a resolved one)."""
+    sweep = write_moon_mu(tmp_path / "results", lambda p, s, c: flat_rows(p, s, c)[:2])
+    for trial in sweep.iterdir():
+        if trial.is_dir():
+            (trial / "error.txt").write_text("Failure # 1\nRuntimeError: boom\n")
+    got = resolvable_differences(sweep)
+    assert list(got) == ["table9_moon_mu"] and math.isnan(got["table9_moon_mu"])
+    assert tables_above(got, 2.0) == got
+
+
 @pytest.mark.parametrize(
     "text", ["final", "val", "best", "last:1", "last:3", "last:12", "last:0", "Last:3", "mean"]
 )
