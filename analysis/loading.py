@@ -318,9 +318,8 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
             diverged=diverged,
             failed=failed,
             sweep_status=sweep.status,
+            damaged=bool(skipped),
         )
-        if skipped and status != DIVERGED:
-            status = DAMAGED
         error = _error_line(trial_dir, entry) if failed or status == FAILED else None
         if status == DAMAGED:
             error = "damaged: " + "; ".join(skipped)
@@ -370,7 +369,14 @@ def _damaged_trial(sweep: Sweep, trial_dir: Path, order: int, error: str) -> dic
         "trial": trial_dir.name,
         "trial_id": "_".join(trial_dir.name.split("_")[:2]),
         "order": order,
-        "status": DAMAGED,
+        "status": trial_status(
+            last_round=0,
+            planned_rounds=0,
+            diverged=False,
+            failed=False,
+            sweep_status="",
+            damaged=True,
+        ),
         "error": error,
         "rounds_done": 0,
         "last_round": 0,

@@ -80,6 +80,7 @@ def trial_status(
     diverged: bool,
     failed: bool,
     sweep_status: str,
+    damaged: bool = False,
 ) -> str:
     """A trial's status word (module docstring) from what is known of it.
 
@@ -87,9 +88,12 @@ def trial_status(
     config's ``rounds`` (0: unknown); ``diverged``: a round said so; ``failed``: Tune
     recorded an error or the trial left ``error.txt``; ``sweep_status``: the sweep's
     (``running``, ``finished``, ``interrupted``; ``failed`` reads as interrupted: the
-    driver stopped and ``--resume`` continues it)."""
+    driver stopped and ``--resume`` continues it); ``damaged``: its files lost rounds or
+    cannot be read (only a reader of the files knows: the report)."""
     if diverged:
         return DIVERGED
+    if damaged:
+        return DAMAGED
     if planned_rounds and last_round >= planned_rounds:
         return COMPLETED
     if failed:
