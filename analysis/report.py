@@ -731,6 +731,7 @@ def _write_report_files(
 ) -> None:
     """Every table, figure and data file and report.md, into the (empty) folder ``out``."""
     from analysis.party_tables import party_frame
+    from analysis.selection_section import selection_section
 
     used: set[str] = set()
     groups = study_groups(results)
@@ -758,6 +759,7 @@ def _write_report_files(
             body += _per_party_section(
                 group, options, results, party_rows, out, used, formats, not_counted
             )
+    body += selection_section(results, party_rows, out, used, formats)
     body += _partition_section(results.sweeps, out, used, formats)
     body += _feature_examples_section(results.sweeps, out, used, formats, not_counted)
     body += _not_counted_section(results)

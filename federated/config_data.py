@@ -20,7 +20,6 @@ from federated.data.folder_layout import FolderDataError, absolute_folder_name, 
 from federated.models import MODELS, ModelError, build_model, check_model, is_import_path
 from federated.models.pretrained_start import (
     StartError,
-    absolute_start,
     check_start,
     start_file,
 )
@@ -112,12 +111,11 @@ def check_model_field(c: Any, spec: DatasetSpec) -> None:
 
 
 def check_init_field(c: Any, spec: DatasetSpec) -> None:
-    """``init``: a start that fits the run's model (:mod:`federated.models.pretrained_start`);
-    a file's path is made absolute (in the driver: every trial on every node then reads
-    the same file)."""
+    """``init``: a start that fits the run's model (:mod:`federated.models.pretrained_start`;
+    resolution has made a file's path absolute, in the driver, so every trial on every node
+    reads the same file).  Changes nothing."""
     if c.init is None:
         return
-    object.__setattr__(c, "init", absolute_start(c.init))
     model = c.model or spec.default_model
     try:
         _check_start_fits(c.init, model, spec, c.out_dim, c.projection_head)

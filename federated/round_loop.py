@@ -41,7 +41,7 @@ from federated.inert_settings import inert_settings
 from federated.models import build_model
 from federated.models.pretrained_start import StartNotice, apply_start
 from federated.party_data import PartyData
-from federated.party_scores import PartyScorer
+from federated.party_scores import PartyScorer, scoring_due
 from federated.registry import load_method
 from federated.representations import RepresentationProbe, parse_rounds
 from federated.round_row import RoundRow, work_columns
@@ -49,6 +49,9 @@ from federated.run_state import EXECUTION_FIELDS, STATE_FORMAT, check_compatible
 from federated.seeding import RunRandomness, stream_seed
 from federated.server import aggregation_weights
 from federated.system_heterogeneity import RoundWork, draw_round_work
+from federated.validation import SplitEvaluator, SplitScores, combined_scores
+
+NAN = float("nan")
 
 __all__ = ["EXECUTION_FIELDS", "STATE_FORMAT", "FederatedRun", "PackingFallback", "run_rounds"]
 
@@ -121,6 +124,21 @@ class FederatedRun:
         self.party_scorer = PartyScorer(
             self.class_counts, self.spec.n_classes, config.party_scores_every, config.rounds
         )
+        # federated evaluation on held-out party data (federated/validation.py)
+        self.validator = None
+        if self.data.validation is not None:
+            draws = config.eval_fraction < 1 and config.val_split == "party"
+            self.validator = SplitEvaluator(
+                self.data.validation,
+                config.eval_fraction,
+                self.rng.evaluation if draws else None,
+            )
+        self.local_tester = (
+            SplitEvaluator(self.data.local_test) if self.data.local_test is not None else None
+        )
+        #: the latest validation: (1-based round, its scores); carried into the rows of
+        #: rounds that do not evaluate
+        self.last_validation: tuple[int, SplitScores] | None = None
         rounds = parse_rounds(config.representations_at, config.rounds)
         self.probe = (
             RepresentationProbe(
@@ -248,6 +266,65 @@ class FederatedRun:
             party,
         )
 
+    def _validation_due(self, round_number: int) -> bool:
+        """Validation follows the per-party scoring period and always scores the last
+        round (so it scores the last one even with per-party scoring off)."""
+        every = self.config.party_scores_every
+        return round_number == self.config.rounds or scoring_due(
+            round_number, every, self.config.rounds
+        )
+
+    def _validation_parties(self, round_number: int) -> np.ndarray | None:
+        """The parties whose validation data score this round (None: none do)."""
+        if self.validator is None or not self._validation_due(round_number):
+            return None
+        return self.validator.chosen_parties()
+
+    def _validate_global(self, round_number: int, parties: np.ndarray | None) -> None:
+        """The global model on the validation data of ``parties``."""
+        if parties is not None:
+            scores = self.validator.score(
+                self.global_model, self.augmenter, self.config.eval_batch_size, parties
+            )
+            self.last_validation = (round_number, scores)
+
+    def _own_scores(
+        self, model: torch.nn.Module, party: int, validate: bool, round_number: int
+    ) -> SplitScores | None:
+        """SOLO: party ``party``'s own model on its own local test split (on scored
+        rounds) and, when ``validate``, on its validation split (returned)."""
+        batch, augmenter = self.config.eval_batch_size, self.augmenter
+        if self.local_tester is not None and self.party_scorer.due(round_number):
+            own = self.local_tester.score(model, augmenter, batch, np.array([party]))
+            self.party_scorer.own_score(party, float(own.party_acc[party]))
+        if not validate:
+            return None
+        return self.validator.score(model, augmenter, batch, np.array([party]))
+
+    def _local_test_global(self, round_number: int) -> None:
+        """On scored rounds, the per-party outcomes on the parties' own local test
+        splits instead of the class re-weighted test set."""
+        if self.local_tester is not None and self.party_scorer.due(round_number):
+            own = self.local_tester.score(
+                self.global_model, self.augmenter, self.config.eval_batch_size
+            )
+            self.party_scorer.use_own_scores(round_number, own.party_acc)
+
+    def validation_columns(self) -> dict[str, float]:
+        """The row's validation columns: the latest scores and the round they are from
+        (nothing without validation; NaN before the first validated round)."""
+        if self.validator is None:
+            return {}
+        if self.last_validation is None:
+            return {"val_acc": NAN, "val_loss": NAN, "val_parties": 0, "val_round": 0}
+        round_number, scores = self.last_validation
+        return {
+            "val_acc": scores.acc,
+            "val_loss": scores.loss,
+            "val_parties": scores.parties,
+            "val_round": round_number,
+        }
+
     def _round(self, start: float) -> RoundRow:
         drawn = self.draw_parties()
         work, plan = self._round_plan(drawn)
@@ -260,6 +337,8 @@ class FederatedRun:
         aggregator = self.algorithm.aggregator(self.server_state, self.global_model)
         jobs: list[LocalJob] = []
         scores: list[tuple[float, float]] = []  # personal models: (acc, loss) per party
+        val_parties = self._validation_parties(row.round)
+        own_validation: dict[int, SplitScores] = {}  # personal models, by party
         personal_eval_seconds = 0.0
         probe_seconds = 0.0  # Fig. 2's forward passes: not training time
         for (job, result), weight in zip(self._local_trainings(reporting, plan), weights):
@@ -275,6 +354,10 @@ class FederatedRun:
             if personal:
                 t = time.perf_counter()
                 scores.append(self._evaluate(job.model, job.party))
+                validate = val_parties is not None and job.party in val_parties
+                own = self._own_scores(job.model, job.party, validate, row.round)
+                if own is not None:
+                    own_validation[job.party] = own
                 personal_eval_seconds += time.perf_counter() - t
             contribution = Contribution(
                 party=job.party,
@@ -298,14 +381,21 @@ class FederatedRun:
             row.test_loss = float(np.mean([loss for _, loss in scores]))
             row.eval_seconds = personal_eval_seconds
             row.extra["test_acc_std"] = float(np.std(accs))
+            if val_parties is not None:
+                sizes = self.validator.split.sizes
+                self.last_validation = (row.round, combined_scores(own_validation, sizes))
             row.extra.update({f"party_acc/{p}": a for p, a in zip(reporting, accs)})
         else:
             t = time.perf_counter()
             row.test_acc, row.test_loss = self._evaluate(self.global_model)
-            row.eval_seconds = time.perf_counter() - t
             if not math.isfinite(row.test_loss):
+                row.eval_seconds = time.perf_counter() - t
                 return self._diverged(row, start)
+            self._validate_global(row.round, val_parties)
+            self._local_test_global(row.round)
+            row.eval_seconds = time.perf_counter() - t
 
+        row.extra.update(self.validation_columns())
         row.extra.update(self.party_scorer.columns(row.round))
         down, up = self.algorithm.bytes_per_party(self.model_bytes, self.param_bytes)
         # every drawn party was sent the model; only those that report send one back
@@ -352,6 +442,7 @@ class FederatedRun:
             "algorithm": tree_to(self.server_state, "cpu"),
             "parties": self.party_states,
             "rng": self.rng.state_dict(),
+            "validation": validation_state(self.last_validation),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -366,6 +457,37 @@ class FederatedRun:
         self.server_state = tree_to(state["algorithm"], self.device)
         self.party_states = state["parties"]
         self.rng.load_state_dict(state["rng"])
+        # a checkpoint from before federated evaluation holds none (nor did its run)
+        self.last_validation = validation_from_state(state.get("validation"))
+
+
+def validation_state(last: tuple[int, SplitScores] | None) -> dict[str, Any] | None:
+    """The latest validation as plain values (checkpoints load with weights_only)."""
+    if last is None:
+        return None
+    round_number, scores = last
+    return {
+        "round": round_number,
+        "acc": scores.acc,
+        "loss": scores.loss,
+        "parties": scores.parties,
+        "party_acc": scores.party_acc.tolist(),
+        "party_loss": scores.party_loss.tolist(),
+    }
+
+
+def validation_from_state(state: dict[str, Any] | None) -> tuple[int, SplitScores] | None:
+    """Inverse of :func:`validation_state`."""
+    if state is None:
+        return None
+    scores = SplitScores(
+        acc=state["acc"],
+        loss=state["loss"],
+        party_acc=np.asarray(state["party_acc"], dtype=np.float64),
+        party_loss=np.asarray(state["party_loss"], dtype=np.float64),
+        parties=state["parties"],
+    )
+    return state["round"], scores
 
 
 def run_rounds(config: RunConfig, data: ImageData | None = None) -> Iterator[dict[str, Any]]:
