@@ -453,8 +453,11 @@ def _method_params(c: RunConfig) -> tuple[MethodParams, MethodParams, dict[str, 
             )
     context = {f: getattr(c, f) for f in field_types()}
     chosen = {k: v for k, v in given.items() if k in declared}
-    return (
-        algorithm.build(chosen, context),
-        server.build(chosen, context),
-        {k: v for k, v in given.items() if k not in declared},
-    )
+    inert = {k: v for k, v in given.items() if k not in declared}
+    # an inert value is still one its declarers allow: --mu -1 is refused under FedAvg
+    # too (a typo is a typo whichever method it reaches), not run and warned about
+    for params in registered_params().values():
+        theirs = {k: v for k, v in inert.items() if k in params.field_types()}
+        if theirs:
+            params.build(theirs, context)
+    return algorithm.build(chosen, context), server.build(chosen, context), inert
