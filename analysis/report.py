@@ -51,6 +51,7 @@ from analysis.loading import (
     status_counts,
 )
 from analysis.naming import dataset_name, format_value, parameter_name, percent, value_label
+from analysis.report_markdown import figure_block, unique_stem
 from analysis.study_spec import shipped_reports
 from analysis.study_tables import TableOptions, metric_text, reported_group, study_tables
 from analysis.summary import excluded_trials
@@ -216,25 +217,8 @@ def _check_validation_data(statistic: Statistic | None, results: Results) -> Non
 
 
 # ------------------------------------------------------------------------- sections
-def _unique(name: str, used: set[str]) -> str:
-    candidate, k = name, 2
-    while candidate in used:
-        candidate, k = f"{name}_{k}", k + 1
-    used.add(candidate)
-    return candidate
-
-
 def _links(paths: dict[str, Path], out: Path) -> str:
     return " · ".join(f"[{fmt}]({p.relative_to(out).as_posix()})" for fmt, p in paths.items())
-
-
-def _figure_block(paths: list[Path], out: Path, caption: str) -> list[str]:
-    png = next(p for p in paths if p.suffix == ".png")
-    others = " · ".join(
-        f"[{p.suffix[1:]}]({p.relative_to(out).as_posix()})" for p in paths if p != png
-    )
-    line = f"![{caption}]({png.relative_to(out).as_posix()})"
-    return [line, "", f"*{caption}*" + (f" ({others})" if others else ""), ""]
 
 
 def _group_heading(group: StudyGroup) -> str:
@@ -253,7 +237,7 @@ def _table_section(
     timing = _timing_table(group)
     tables += [timing] if timing is not None else []
     for table in tables:
-        table.name = _unique(table.name, used)
+        table.name = unique_stem(table.name, used)
         paths = write_table(table, out / "tables")
         lines += [to_markdown(table), f"Files: {_links(paths, out)}", ""]
     return lines, tables
@@ -293,7 +277,7 @@ def _figure_section(
     study = group.study or "runs"
     where = ", ".join(dataset_name(d) for d in group.datasets)
     if not done.empty and group.search != "optuna":
-        name = _unique(f"fig_{study}_curves{group.suffix}", used)
+        name = unique_stem(f"fig_{study}_curves{group.suffix}", used)
         figure = figures.accuracy_curves(
             group.rounds, group.trials, layout, title=f"{study}: test accuracy per round"
         )
@@ -303,10 +287,10 @@ def _figure_section(
             f"{layout.figure + ': ' if layout.figure else ''}test accuracy vs round on {where}; "
             f"line = mean over {seeds} seed(s), band = ±1 std over seeds"
         )
-        lines += _figure_block(paths, out, caption)
+        lines += figure_block(paths, out, caption)
         x = layout.x
         if x and x in done and done[x].astype(str).nunique() > 1:
-            name = _unique(f"fig_{study}_sensitivity{group.suffix}", used)
+            name = unique_stem(f"fig_{study}_sensitivity{group.suffix}", used)
             figure = figures.sensitivity_plot(
                 group.trials,
                 layout,
@@ -319,18 +303,18 @@ def _figure_section(
                 f"{words} vs {parameter_name(x)} on {where}; "
                 "point = mean over seeds, bar = ±1 std"
             )
-            lines += _figure_block(paths, out, caption)
+            lines += figure_block(paths, out, caption)
         numeric = _numeric_axes(done, group.axes)
         if len(numeric) >= 2:
             y, x = numeric[:2]
-            name = _unique(f"fig_{study}_heatmap{group.suffix}", used)
+            name = unique_stem(f"fig_{study}_heatmap{group.suffix}", used)
             figure = figures.accuracy_heatmap(done, x, y, value=REPORTED, title=f"{study}: {words}")
             paths = figures.save_figure(figure, out / "figures" / name, formats)
             caption = (
                 f"{words} over {parameter_name(y)} × {parameter_name(x)} "
                 f"on {where}; cell = mean over seeds"
             )
-            lines += _figure_block(paths, out, caption)
+            lines += figure_block(paths, out, caption)
     return lines
 
 
@@ -368,7 +352,7 @@ def _per_party_section(
         group.rounds,
         rows=rows,
         columns=columns,
-        name=_unique(f"per_party_{study}{group.suffix}", used),
+        name=unique_stem(f"per_party_{study}{group.suffix}", used),
         reference=baseline,
         classes=classes,
     )
@@ -381,16 +365,16 @@ def _per_party_section(
             parties, rows, title=f"{study}: per-party accuracy of the final model"
         )
         if figure is not None:
-            name = _unique(f"fig_{study}_per_party{group.suffix}", used)
+            name = unique_stem(f"fig_{study}_per_party{group.suffix}", used)
             paths = figures_save(figure, out / "figures" / name, formats)
             caption = (
                 "per-party accuracy (%) at the final scored round, each party's class mix; "
                 "box = quartiles over all seeds' parties, points = parties by seed"
             )
-            lines += _figure_block(paths, out, caption)
+            lines += figure_block(paths, out, caption)
     captures = representations.representation_captures(results, trials, rows, not_counted)
     if captures:
-        name = _unique(f"fig2_tsne_{study}{group.suffix}", used)
+        name = unique_stem(f"fig2_tsne_{study}{group.suffix}", used)
         figure = representations.tsne_panel(
             captures, title=f"Fig. 2: t-SNE of projection-head outputs ({study})"
         )
@@ -401,7 +385,7 @@ def _per_party_section(
             f"round started from (left) vs the first party's model after local training "
             f"(right); {seeds}"
         )
-        lines += _figure_block(paths, out, caption)
+        lines += figure_block(paths, out, caption)
     return lines
 
 
@@ -451,21 +435,21 @@ def _optuna_section(
             f"| {row['number']} | {values} | {row['status']} | {row['last_round']} | "
             f"{percent(row['value'], 2)} | {percent(row['best_so_far'], 2)} |"
         )
-    name = _unique(f"search_history_{study}{group.suffix}", used)
+    name = unique_stem(f"search_history_{study}{group.suffix}", used)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     csv = out / "tables" / f"{name}.csv"
     history.to_csv(csv, index=False)
     lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
     figure = figures.search_history_plot(history, title=f"{study}: Optuna search history")
     paths = figures.save_figure(figure, out / "figures" / f"fig_{name}", formats)
-    lines += _figure_block(paths, out, "Optuna search history: accuracy per trial, best so far")
+    lines += figure_block(paths, out, "Optuna search history: accuracy per trial, best so far")
     if all(p in history for p in params):
-        name = _unique(f"fig_search_parameters_{study}{group.suffix}", used)
+        name = unique_stem(f"fig_search_parameters_{study}{group.suffix}", used)
         figure = figures.search_parameter_plot(
             history, params, title=f"{study}: accuracy vs searched parameters"
         )
         paths = figures.save_figure(figure, out / "figures" / name, formats)
-        lines += _figure_block(paths, out, "accuracy of each trial vs its searched parameters")
+        lines += figure_block(paths, out, "accuracy of each trial vs its searched parameters")
     importance, method = parameter_importance(history, params)
     if importance:
         lines.append(
@@ -475,10 +459,10 @@ def _optuna_section(
             + ", ".join(f"{parameter_name(p)} {v:.2f}" for p, v in importance.items())
         )
         lines.append("")
-        name = _unique(f"fig_importance_{study}{group.suffix}", used)
+        name = unique_stem(f"fig_importance_{study}{group.suffix}", used)
         figure = figures.importance_plot(importance, method, title=f"{study}: parameter importance")
         paths = figures.save_figure(figure, out / "figures" / name, formats)
-        lines += _figure_block(paths, out, f"parameter importance ({method})")
+        lines += figure_block(paths, out, f"parameter importance ({method})")
     else:
         lines += [f"Parameter importance: not computed ({method}).", ""]
     return lines
@@ -515,10 +499,10 @@ def _partition_section(
             format_value(entry.get("data_fraction")),
             entry.get("seed"),
         )
-        name = _unique(stem, used)
+        name = unique_stem(stem, used)
         figure = figures.partition_heatmap(entry)
         paths = figures.save_figure(figure, out / "figures" / name, formats)
-        lines += _figure_block(paths, out, figures.partition_title(entry))
+        lines += figure_block(paths, out, figures.partition_title(entry))
     if len(seen) > MAX_PARTITION_FIGURES:
         lines += [f"({len(seen) - MAX_PARTITION_FIGURES} more partitions not drawn.)", ""]
     return lines
@@ -544,11 +528,11 @@ def _feature_examples_section(
         if not lines:
             lines = ["## Feature skew: what the parties see", ""]
         stem = "feature_examples_" + re.sub(r"[^A-Za-z0-9._=-]+", "_", sweep.name)
-        name = _unique(stem, used)
+        name = unique_stem(stem, used)
         figure = feature_examples_figure(arrays)
         paths = figures.save_figure(figure, out / "figures" / name, formats)
         settings = ", ".join(str(s) for s in arrays["settings"])
-        lines += _figure_block(paths, out, f"{sweep.name}: example training images ({settings})")
+        lines += figure_block(paths, out, f"{sweep.name}: example training images ({settings})")
     return lines
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 from analysis.figures import save_figure
 from analysis.loading import Results, Sweep
 from analysis.naming import percent
+from analysis.report_markdown import figure_block, unique_stem
 from analysis.selection import (
     best_so_far,
     evaluation_noise,
@@ -88,7 +89,7 @@ def _one_sweep(
     if outcomes.empty:
         return [*lines, "No trial has results yet.", ""]
     outcomes["best_so_far"] = best_so_far(outcomes, metric).to_numpy()
-    stem = _unique(f"selection_{sweep.path.name}", used)
+    stem = unique_stem(f"selection_{sweep.path.name}", used)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     csv = out / "tables" / f"{stem}.csv"
     outcomes.to_csv(csv, index=False)
@@ -114,7 +115,7 @@ def _one_sweep(
     lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
     figure = _best_so_far_figure(outcomes, metric, sweep.path.name)
     paths = save_figure(figure, out / "figures" / f"fig_{stem}", formats)
-    lines += _figure_lines(
+    lines += figure_block(
         paths, out, f"best-so-far {metric} vs trials and vs party updates spent"
     )
     if rerun is not None:
@@ -125,19 +126,6 @@ def _one_sweep(
 
 def _metric(metric: str, value: float) -> str:
     return f"{percent(value, 2)}%" if metric.endswith("acc") else f"{value:.4f}"
-
-
-def _unique(name: str, used: set[str]) -> str:
-    candidate, n = name, 2
-    while candidate in used:
-        candidate, n = f"{name}_{n}", n + 1
-    used.add(candidate)
-    return candidate
-
-
-def _figure_lines(paths: list[Path], out: Path, caption: str) -> list[str]:
-    png = next((p for p in paths if p.suffix == ".png"), paths[0])
-    return [f"![{caption}]({png.relative_to(out).as_posix()})", "", f"*{caption}*", ""]
 
 
 def _best_so_far_figure(outcomes: pd.DataFrame, metric: str, title: str) -> plt.Figure:
@@ -234,4 +222,4 @@ def _noise_lines(
     ax.set_title(f"{sweep.path.name}: evaluation noise", fontsize=10)
     fig.tight_layout()
     paths = save_figure(fig, out / "figures" / f"fig_{stem}_noise", formats)
-    return lines + _figure_lines(paths, out, "selection under evaluation noise (k of N parties)")
+    return lines + figure_block(paths, out, "selection under evaluation noise (k of N parties)")
