@@ -66,7 +66,7 @@ from analysis.trial_statistic import (
     parse_statistic,
     resolve_statistic,
 )
-from federated.input_checks import InputError, OneLineParser, check_output_folder
+from federated.input_checks import InputError, OneLineParser, UsageError, check_output_folder
 
 METRIC_CHOICES = ("final", "best")  # --metric: the older spelling of --statistic final|best
 TARGET_CHOICES = ("per-seed", "mean")
@@ -77,10 +77,6 @@ NOT_REPRODUCED = [
     "representations_at (--set representations_at=ROUND)",
     "Table 6 (dataset statistics: a property of the data, not of runs)",
 ]
-
-
-class UsageError(ValueError):
-    """A bad command-line value (printed as one ``error:`` line, exit status 2)."""
 
 
 @dataclass

@@ -34,6 +34,11 @@ class InputError(ValueError):
     """A command-line value is not allowed; the message is one line."""
 
 
+class UsageError(InputError):
+    """A flag's value, or a combination of flags, that the command refuses (one
+    ``error: ...`` line, exit status 2): the one class every command line raises."""
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one ``error: ...`` line (no usage block)."""
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from federated.config import coerce
 from federated.input_checks import (
-    InputError,
     OneLineParser,
+    UsageError,
     absolute_paths,
     check_plain_name,
     check_trial_resources,
@@ -24,10 +24,6 @@ from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import load_study_file
 from study.selection import DEFAULT_METRIC, SELECTION_METRICS
 from study.tracking import TrackerUnavailableError, check_trackers
-
-
-class UsageError(InputError):
-    """A command-line value is not allowed (one line, printed as ``error: ...``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
