@@ -147,6 +147,10 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan:
     the budget chosen and applied.  Nothing is written and Ray is not started."""
     try:
         check_args(args)
+        if not (args.address or os.environ.get("RAY_ADDRESS")):
+            # a local Ray has this machine's CPUs: said as the flag the user gave, before
+            # the trials' torch threads (which follow it) are checked as a field
+            check_cpus(args.cpus_per_trial)
         study = resolve_study(args)
         check_search(study, args.search)
         # a built-in study's values are the paper's, which budgets scale; a user's study

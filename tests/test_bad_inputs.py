@@ -171,21 +171,25 @@ REPORT_CASES = [
 ]
 
 API_CASES = [
-    ("api-beta", lambda: RunConfig(beta=-1), "beta"),
-    ("api-rounds-type", lambda: RunConfig(rounds="5"), "rounds"),
-    ("api-unknown-field", lambda: RunConfig.from_dict({"round": 3}), "round"),
-    ("api-replace", lambda: RunConfig().replace(lr=0), "lr"),
-    ("api-algorithm", lambda: RunConfig(algorithm="FedAvg"), "algorithm"),
-    ("api-bool", lambda: RunConfig(projection_head="yes"), "projection_head"),
-    ("api-fraction", lambda: RunConfig(data_fraction=0), "data_fraction"),
+    ("api-beta", lambda: RunConfig(beta=-1).resolved(), "beta"),
+    ("api-rounds-type", lambda: RunConfig(rounds="5").resolved(), "rounds"),
+    ("api-unknown-field", lambda: RunConfig.from_dict({"round": 3}).resolved(), "round"),
+    ("api-replace", lambda: RunConfig().replace(lr=0).resolved(), "lr"),
+    ("api-algorithm", lambda: RunConfig(algorithm="FedAvg").resolved(), "algorithm"),
+    ("api-bool", lambda: RunConfig(projection_head="yes").resolved(), "projection_head"),
+    ("api-fraction", lambda: RunConfig(data_fraction=0).resolved(), "data_fraction"),
     ("api-name", lambda: check_plain_name("..", "--name"), "--name"),
     ("api-out", lambda: check_output_file(__file__ + "/rows.csv", "--out"), "--out"),
     ("api-folder", lambda: check_output_folder("/proc/self/status/x", "--out"), "--out"),
     ("api-resources", lambda: check_trial_resources(1, 2.5, 1), "--gpus-per-trial"),
-    ("api-rounds-huge", lambda: RunConfig(rounds=10**12), "<= 100,000"),
-    ("api-threads-huge", lambda: RunConfig(threads=10**9), "<= 1,024"),
-    ("api-batch-huge", lambda: RunConfig(batch_size=10**9), "<= 65,536"),
-    ("api-no-party-drawn", lambda: RunConfig(n_parties=10, sample_fraction=0.04), "> 0.05"),
+    ("api-rounds-huge", lambda: RunConfig(rounds=10**12).resolved(), "<= 100,000"),
+    ("api-threads-huge", lambda: RunConfig(threads=10**9).resolved(), "<= 1,024"),
+    ("api-batch-huge", lambda: RunConfig(batch_size=10**9).resolved(), "<= 65,536"),
+    (
+        "api-no-party-drawn",
+        lambda: RunConfig(n_parties=10, sample_fraction=0.04).resolved(),
+        "> 0.05",
+    ),
 ]
 
 CLIS = {"run": run.main, "sweep": sweep.main, "report": report.main}
