@@ -354,7 +354,7 @@ def test_the_memory_estimate_passes_the_runs_that_fit(fmnist, tmp_path):
     grey_tree(fmnist, root)
     config = RunConfig(
         dataset=f"folder:{root}", data_root=str(tmp_path / "d"), device="cpu", n_parties=2
-    )
+    ).resolved()
     activations, params = per_sample_bytes(config.model, config.spec)
     assert 0 < activations < 2**20 and 0 < params < 2**22
 
