@@ -151,19 +151,21 @@ def test_packs_group_by_batch_size_longest_first_at_most_width():
 def test_a_real_fashion_mnist_run_packed_matches_sequential(method, fmnist):
     """10 parties, Dir(0.5), 5 rounds of real Fashion-MNIST: per-round accuracies within
     ACCURACY_POINTS of the sequential path's."""
-    config = RunConfig(
-        dataset="fmnist",
-        n_parties=10,
-        beta=0.5,
-        rounds=5,
-        local_epochs=1,
-        data_fraction=0.1,
-        test_fraction=0.2,
-        lr=0.05,
-        device="cpu",
-        threads=1,
-        **METHODS[method],
-    )
+    config = RunConfig.from_dict(
+        dict(
+            dataset="fmnist",
+            n_parties=10,
+            beta=0.5,
+            rounds=5,
+            local_epochs=1,
+            data_fraction=0.1,
+            test_fraction=0.2,
+            lr=0.05,
+            device="cpu",
+            threads=1,
+            **METHODS[method],
+        )
+    ).resolved()
     sequential = [r["test_acc"] for r in run_rounds(config.replace(execution="sequential"), fmnist)]
     packed = [r["test_acc"] for r in run_rounds(config, fmnist)]
     assert max(sequential) > 0.2  # it learned

@@ -21,13 +21,13 @@ pytestmark = pytest.mark.slow
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mu_by_beta.toml"
 
 
-def final_rows(sweep_dir: Path) -> list[tuple[dict, float]]:
-    """(params, test accuracy at the last round) of every trial, from its own files."""
+def final_rows(sweep_dir: Path, metric: str = "test_acc") -> list[tuple[dict, float]]:
+    """(params, ``metric`` at the last round) of every trial, from its own files."""
     out = []
     for trial_dir in sorted(p for p in sweep_dir.iterdir() if (p / "params.json").is_file()):
         rows = [json.loads(x) for x in (trial_dir / "result.json").read_text().splitlines()]
         last = max(rows, key=lambda r: r["round"])
-        out.append((json.loads((trial_dir / "params.json").read_text()), last["test_acc"]))
+        out.append((json.loads((trial_dir / "params.json").read_text()), last[metric]))
     return out
 
 
@@ -41,7 +41,9 @@ def test_two_axis_study_file_end_to_end_with_its_report(tmp_path, capsys):
     assert all(p["algorithm"] == "moon" and p["rounds"] == 2 for p, _ in trials)
 
     out = tmp_path / "report"
-    assert report_main([str(sweep_dir), "--out", str(out), "--no-pdf", "--quiet"]) == 0
+    # the final round: what the trials' own last rows hold (the default is last:3)
+    argv = [str(sweep_dir), "--out", str(out), "--no-pdf", "--quiet", "--statistic", "final"]
+    assert report_main(argv) == 0
     rows = list(csv.DictReader((out / "tables" / "mu_by_beta_accuracy.csv").open()))
     cells = {(float(r["mu"]), float(r["beta"])): float(r["mean"]) for r in rows}
     expected = {(p["mu"], p["beta"]): acc for p, acc in trials}
@@ -76,8 +78,9 @@ def test_optuna_search_keeps_its_study_in_the_sweep_folder(tmp_path):
     study = optuna.load_study(study_name="mu-search", storage=storage_url(sweep_dir))
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(done) == 2
-    # each Optuna trial's value is its Tune trial's last test accuracy, for the same mu
-    by_mu = {round(p["mu"], 12): acc for p, acc in final_rows(sweep_dir)}
+    # each Optuna trial's value is its Tune trial's last validation accuracy (a search
+    # selects on validation), for the same mu
+    by_mu = {round(p["mu"], 12): acc for p, acc in final_rows(sweep_dir, "val_acc")}
     assert {round(t.params["mu"], 12): t.value for t in done} == by_mu
     # --resume restores Tune's pickled searcher: it holds this same storage
     (state,) = sweep_dir.glob("searcher-state-*.pkl")
