@@ -136,11 +136,10 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def read_json(path: Path) -> Any:
-    """The parsed content of ``path``; :class:`DamagedFileError` when it is not UTF-8 JSON.
-
-    NaN and Infinity are accepted, as Tune writes them.  A missing file raises
-    :class:`FileNotFoundError` (the caller decides whether that is damage)."""
+def read_text(path: Path) -> str:
+    """``path``'s UTF-8 text; :class:`DamagedFileError` naming it when it cannot be read
+    or is not UTF-8.  A missing file raises :class:`FileNotFoundError` (the caller decides
+    whether that is damage)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -148,9 +147,17 @@ def read_json(path: Path) -> Any:
     except OSError as err:
         raise DamagedFileError(f"{path}: cannot be read ({err.strerror or err})") from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise DamagedFileError(f"{path}: not UTF-8 text (byte {err.start})") from None
+
+
+def read_json(path: Path) -> Any:
+    """The parsed content of ``path``; :class:`DamagedFileError` when it is not UTF-8 JSON.
+
+    NaN and Infinity are accepted, as Tune writes them.  A missing file raises
+    :class:`FileNotFoundError` (the caller decides whether that is damage)."""
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
@@ -395,16 +402,7 @@ def read_parties(path: Path) -> list[dict[str, Any]]:
     and whatever other columns it has; NaN where a value is not recorded), checked;
     :class:`DamagedFileError` (naming ``path``) otherwise.  A missing file raises
     :class:`FileNotFoundError` (the trial scored no party)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise
-    except OSError as err:
-        raise DamagedFileError(f"{path}: cannot be read ({err.strerror or err})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise DamagedFileError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    text = read_text(path)
     if not text.strip():
         raise DamagedFileError(f"{path}: empty")
     if not text.endswith("\n"):  # the writer ends every row: a cut file loses rows

@@ -62,23 +62,12 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout
 from federated.data.folder_layout import MIN_PARTY_IMAGES  # noqa: E402
 from federated.data.idx import read_idx  # noqa: E402
 from federated.data.scores_file import SCORES_FILE  # noqa: E402
+from federated.export_tree import FMNIST_CLASSES  # noqa: E402
 from federated.input_checks import OneLineParser  # noqa: E402
 
 DEFAULT_DATA = Path("/usr/share/datasets/fashion-mnist")
 DISTORTIONS = ("blur", "noise", "jpeg")
 PARTY_RULES = ("distortion", "class", "pool")
-FMNIST_CLASSES = (
-    "0-tshirt",
-    "1-trouser",
-    "2-pullover",
-    "3-dress",
-    "4-coat",
-    "5-sandal",
-    "6-shirt",
-    "7-sneaker",
-    "8-bag",
-    "9-boot",
-)
 MAX_BLUR_RADIUS = 2.0  # pixels, at the strongest level
 MAX_NOISE_STD = 0.25  # of the 0..255 range, at the strongest level
 JPEG_QUALITY_RANGE = (50, 2)  # PIL quality at level 0 (not built) and at the strongest
