@@ -269,6 +269,14 @@ def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution,
     except (InputError, ConnectionError) as err:
         print(f"error: {err}", file=sys.stderr)
         raise SweepStopError(exit_codes.BAD_INPUT) from None
+    except Exception as err:  # Ray's own start-up failures (a raylet that timed out): one line
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+        print(
+            f"error: Ray did not start ({first}); nothing was written — on a busy machine, "
+            "try again when it is quieter",
+            file=sys.stderr,
+        )
+        raise SweepStopError(exit_codes.BAD_INPUT) from None
     if args.dashboard:
         print(dashboard_line(url, target.sweep_dir), flush=True)
     resources, warning = runner.choose_resources(
