@@ -38,9 +38,8 @@ def run_argv(tmp_path, *extra: str) -> list[str]:
 
 
 def checked(**fields) -> RunConfig:
-    """A config with its checks run (resolving it runs them where construction does not)."""
-    config = RunConfig(**fields)
-    return config.resolved() if hasattr(config, "resolved") else config
+    """A config with its checks run (resolution runs them; construction does not)."""
+    return RunConfig(**fields).resolved()
 
 
 def one_error_line(capsys) -> str:
@@ -59,8 +58,10 @@ def test_dropping_every_straggler_every_round_is_refused(tmp_path, capsys):
 
 
 def test_a_straggler_fraction_that_leaves_someone_to_report_is_accepted():
-    checked(dataset="synthetic", straggler_fraction=0.5, straggler_policy="drop")
-    checked(dataset="synthetic", straggler_fraction=1.0, straggler_policy="partial")
+    drop = checked(dataset="synthetic", straggler_fraction=0.5, straggler_policy="drop")
+    partial = checked(dataset="synthetic", straggler_fraction=1.0, straggler_policy="partial")
+    assert (drop.straggler_fraction, drop.straggler_policy) == (0.5, "drop")
+    assert (partial.straggler_fraction, partial.straggler_policy) == (1.0, "partial")
 
 
 # ------------------------------------------------------------------- no effect: warnings
