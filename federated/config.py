@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, get_type_hints
 
 from federated.config_checks import EXECUTION_ALIASES, check_types, validate
+from federated.objective import TASK_METRICS
 from federated.params import (
     ConfigError,
     MethodParams,
@@ -154,6 +155,32 @@ class RunConfig:
         metadata=_help(
             "share of each party's samples held out as its local test split: per-party "
             "outcomes on the party's own images (0: re-weight the pooled test set by class)"
+        ),
+    )
+    # --- the task (federated/objective.py): set by the data, recorded with every run
+    task: str | None = field(
+        default=None,
+        metadata=_help(
+            "classification or score (image assessment: a folder with scores.csv); "
+            "default: what the dataset is (a different value is refused)"
+        ),
+    )
+    score_loss: str = field(
+        default="mse",
+        metadata=_help("score tasks: the loss on the score and attributes: mse, l1 or huber"),
+    )
+    score_threshold: float = field(
+        default=0.5,
+        metadata=_help(
+            "score tasks: test_acc is the share of images whose prediction and score are on "
+            "the same side of this threshold (score units; 0.5 on a 0..1 scale)"
+        ),
+    )
+    primary_metric: str | None = field(
+        default=None,
+        metadata=_help(
+            "what tables and searches rank by: acc for classification; for score tasks "
+            "srcc (default), plcc, mae, rmse or acc (mae, rmse: lower is better)"
         ),
     )
     # --- heterogeneity beyond label skew (federated/feature_skew.py,
@@ -421,6 +448,12 @@ def _resolve(c: RunConfig) -> RunConfig:
         n_parties=resolved_parties(c, spec),
         model=spec.default_model if c.model is None else c.model,
         init=None if c.init is None else absolute_start(c.init),
+        task=spec.task if c.task is None else c.task,
+        primary_metric=(
+            TASK_METRICS.get(spec.task, ("acc",))[0]
+            if c.primary_metric is None
+            else c.primary_metric
+        ),
         execution=EXECUTION_ALIASES.get(c.execution, c.execution),
     )
     validate(complete)

@@ -10,11 +10,13 @@ The config reaches these functions as a plain object (``Any``): this module sits
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import fields
 from typing import Any, get_type_hints
 
 from federated.data.folder_layout import is_folder_dataset
+from federated.objective import SCORE_LOSSES, TASK_METRICS
 from federated.params import (
     ConfigError,
     at_least,
@@ -157,6 +159,7 @@ def validate(c: Any) -> None:
     _check_plan_size(c.local_epochs, c.n_train * c.parties_per_round // c.n_parties)
     _validate_heterogeneity(c)
     _validate_evaluation(c)
+    _validate_task(c, spec)
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
         raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
     check_folder_memory(c, spec)  # last: it reads the resolved sizes checked above
@@ -233,6 +236,32 @@ def _validate_evaluation(c: Any) -> None:
         )
     if not 0.0 < c.eval_fraction <= 1.0:
         raise ConfigError("eval_fraction", c.eval_fraction, "a fraction in (0, 1]")
+
+
+def _validate_task(c: Any, spec: Any) -> None:
+    """The task is the data's; a score task has no classes to partition by; the primary
+    metric is one the task has (federated/objective.py)."""
+    if c.task is not None and c.task != spec.task:
+        raise ConfigError(
+            "task", c.task, f"{spec.task} (what {c.dataset} is), or unset: the data set the task"
+        )
+    one_of("score_loss", c.score_loss, SCORE_LOSSES)
+    if not math.isfinite(c.score_threshold):
+        raise ConfigError("score_threshold", c.score_threshold, "a finite number (score units)")
+    metrics = TASK_METRICS[spec.task]
+    if c.primary_metric is not None and c.primary_metric not in metrics:
+        raise ConfigError(
+            "primary_metric",
+            c.primary_metric,
+            f"for a {spec.task} task one of {', '.join(metrics)}",
+        )
+    if spec.is_score and c.partition in ("dirichlet", "labels"):
+        raise ConfigError(
+            "partition",
+            c.partition,
+            "natural, iid or quantity: a score task has no classes to skew by (its natural "
+            "parties are its train/<party>/ folders)",
+        )
 
 
 def check_types(c: Any) -> None:

@@ -1,5 +1,6 @@
-"""Top-1 accuracy and cross-entropy of a model on a (test) set held as uint8 tensors;
-optionally per class (the per-party scores' input)."""
+"""Top-1 accuracy and cross-entropy of a model on a (test) set held as uint8 tensors,
+optionally per class (the per-party scores' input); a score task's metrics
+(:func:`evaluate_scores`, :mod:`federated.objective`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch.nn.functional as F
 
 from federated.data import Augmenter
 from federated.models import FedConModel
+from federated.objective import per_sample_loss, score_metrics
 
 
 @torch.no_grad()
@@ -70,3 +72,31 @@ def _scores(
         return int(correct) / n, float(loss_sum) / n, None, None
     total = torch.bincount(labels, minlength=n_classes).cpu().numpy()
     return int(correct) / n, float(loss_sum) / n, by_class.cpu().numpy(), total
+
+
+@torch.no_grad()
+def evaluate_scores(
+    model: FedConModel,
+    images: torch.Tensor,
+    targets: torch.Tensor,
+    augmenter: Augmenter,
+    batch_size: int,
+    score_loss: str,
+    threshold: float,
+) -> dict[str, float]:
+    """A score task's metrics over all of ``images`` (targets float (N, T), the score
+    first): ``acc`` (binary, at ``threshold``), ``loss`` (mean ``score_loss``), ``mae``,
+    ``rmse``, ``srcc``, ``plcc`` (:func:`federated.objective.score_metrics`)."""
+    was_training = model.training
+    model.eval()
+    predicted = []
+    loss_sum = torch.zeros((), dtype=torch.float64, device=targets.device)
+    for start in range(0, targets.shape[0], batch_size):
+        x = augmenter.normalize(images[start : start + batch_size])
+        y = targets[start : start + batch_size]
+        outputs = model(x).logits
+        loss_sum += per_sample_loss(outputs, y, score_loss).double().sum()
+        predicted.append(outputs[:, 0].float())
+    model.train(was_training)
+    scores = torch.cat(predicted).cpu().numpy() if predicted else np.zeros(0)
+    return score_metrics(scores, targets[:, 0].cpu().numpy(), float(loss_sum), threshold)

@@ -111,6 +111,11 @@ RULES = (
         lambda c: f"local_epochs_min = local_epochs={c.local_epochs}: every party runs every epoch",
     ),
     InertRule(
+        ("score_loss", "score_threshold"),
+        lambda c: c.task != "score",
+        lambda c: f"task={c.task}: only a score task has a score loss and threshold",
+    ),
+    InertRule(
         ("out_dim",),
         lambda c: not c.projection_head,
         lambda c: "projection_head=false: there is no projection head to size",

@@ -33,6 +33,7 @@ from federated.allocator import keep_freed_memory
 from federated.config import RunConfig
 from federated.data import Augmenter, ImageData, load_dataset
 from federated.device import resolve_device, set_threads
+from federated.evaluation import evaluate_scores
 from federated.execution.batch_plan import PartyBatches, draw_batches, limited, rotated
 from federated.execution.choice import PackingFallback, local_trainer
 from federated.execution.trainer import PartyResult
@@ -40,6 +41,7 @@ from federated.feature_skew import FeatureSkew
 from federated.inert_settings import inert_settings
 from federated.models import build_model
 from federated.models.pretrained_start import StartNotice, apply_start
+from federated.objective import SCORE_METRICS
 from federated.party_data import PartyData
 from federated.party_scores import PartyScorer, scoring_due
 from federated.registry import load_method
@@ -121,8 +123,14 @@ class FederatedRun:
             self.feature_skew,
         )
         # what the run records besides its results (neither changes them)
+        # a score task has no classes to re-weight the test set by: its per-party
+        # outcomes are the parties' own local test splits, or none
+        scored_per_party = not self.spec.is_score or bool(config.party_test_fraction)
         self.party_scorer = PartyScorer(
-            self.class_counts, self.spec.n_classes, config.party_scores_every, config.rounds
+            self.class_counts,
+            self.spec.n_classes,
+            config.party_scores_every if scored_per_party else 0,
+            config.rounds,
         )
         # federated evaluation on held-out party data (federated/validation.py)
         self.validator = None
@@ -132,9 +140,15 @@ class FederatedRun:
                 self.data.validation,
                 config.eval_fraction,
                 self.rng.evaluation if draws else None,
+                config.score_loss,
+                config.score_threshold,
             )
         self.local_tester = (
-            SplitEvaluator(self.data.local_test) if self.data.local_test is not None else None
+            SplitEvaluator(
+                self.data.local_test, score_loss=config.score_loss, threshold=config.score_threshold
+            )
+            if self.data.local_test is not None
+            else None
         )
         #: the latest validation: (1-based round, its scores); carried into the rows of
         #: rounds that do not evaluate
@@ -253,18 +267,32 @@ class FederatedRun:
         ]
         return self.trainer.train(jobs, plan)
 
-    def _evaluate(self, model: torch.nn.Module, party: int | None = None) -> tuple[float, float]:
-        """(accuracy, loss) on the test set; on a scored round also the per-party scores
-        (of every party with the global model, or of ``party`` with its own)."""
-        return self.party_scorer.evaluate(
+    def _evaluate(self, model: torch.nn.Module, party: int | None = None) -> dict[str, float]:
+        """The test metrics: ``acc`` and ``loss``, and a score task's ``mae``, ``rmse``,
+        ``srcc``, ``plcc`` (federated/objective.py).  Classification: on a scored round
+        also the per-party scores (of every party with the global model, or of ``party``
+        with its own)."""
+        c = self.config
+        if self.spec.is_score:
+            return evaluate_scores(
+                model,
+                self.test_x,
+                self.test_y,
+                self.augmenter,
+                c.eval_batch_size,
+                c.score_loss,
+                c.score_threshold,
+            )
+        acc, loss = self.party_scorer.evaluate(
             model,
             self.test_x,
             self.test_y,
             self.augmenter,
-            self.config.eval_batch_size,
+            c.eval_batch_size,
             self.round + 1,
             party,
         )
+        return {"acc": acc, "loss": loss}
 
     def _validation_due(self, round_number: int) -> bool:
         """Validation follows the per-party scoring period and always scores the last
@@ -316,11 +344,19 @@ class FederatedRun:
         if self.validator is None:
             return {}
         if self.last_validation is None:
-            return {"val_acc": NAN, "val_loss": NAN, "val_parties": 0, "val_round": 0}
+            metrics = SCORE_METRICS if self.spec.is_score else ()
+            return {
+                "val_acc": NAN,
+                "val_loss": NAN,
+                **{f"val_{k}": NAN for k in metrics},
+                "val_parties": 0,
+                "val_round": 0,
+            }
         round_number, scores = self.last_validation
         return {
             "val_acc": scores.acc,
             "val_loss": scores.loss,
+            **{f"val_{k}": v for k, v in scores.metrics.items()},
             "val_parties": scores.parties,
             "val_round": round_number,
         }
@@ -376,9 +412,13 @@ class FederatedRun:
         row.train_seconds = time.perf_counter() - start - personal_eval_seconds - probe_seconds
 
         if personal:
-            accs = [acc for acc, _ in scores]
+            accs = [m["acc"] for m in scores]
             row.test_acc = float(np.mean(accs))
-            row.test_loss = float(np.mean([loss for _, loss in scores]))
+            row.test_loss = float(np.mean([m["loss"] for m in scores]))
+            # each party's own model on the test set: the mean over parties, as for acc
+            row.test_metrics = {
+                k: float(np.mean([m[k] for m in scores])) for k in SCORE_METRICS if k in scores[0]
+            }
             row.eval_seconds = personal_eval_seconds
             row.extra["test_acc_std"] = float(np.std(accs))
             if val_parties is not None:
@@ -387,7 +427,9 @@ class FederatedRun:
             row.extra.update({f"party_acc/{p}": a for p, a in zip(reporting, accs)})
         else:
             t = time.perf_counter()
-            row.test_acc, row.test_loss = self._evaluate(self.global_model)
+            metrics = self._evaluate(self.global_model)
+            row.test_acc, row.test_loss = metrics["acc"], metrics["loss"]
+            row.test_metrics = {k: v for k, v in metrics.items() if k in SCORE_METRICS}
             if not math.isfinite(row.test_loss):
                 row.eval_seconds = time.perf_counter() - t
                 return self._diverged(row, start)
@@ -423,6 +465,7 @@ class FederatedRun:
             results=row.results,
             test_acc=nan,
             test_loss=nan,
+            test_metrics=dict.fromkeys(SCORE_METRICS, nan) if self.spec.is_score else {},
             round_seconds=time.perf_counter() - start,
             cum_bytes=self.cum_bytes,
             diverged=True,
@@ -473,6 +516,8 @@ def validation_state(last: tuple[int, SplitScores] | None) -> dict[str, Any] | N
         "parties": scores.parties,
         "party_acc": scores.party_acc.tolist(),
         "party_loss": scores.party_loss.tolist(),
+        "metrics": dict(scores.metrics),
+        "party_metrics": {k: v.tolist() for k, v in scores.party_metrics.items()},
     }
 
 
@@ -486,6 +531,11 @@ def validation_from_state(state: dict[str, Any] | None) -> tuple[int, SplitScore
         party_acc=np.asarray(state["party_acc"], dtype=np.float64),
         party_loss=np.asarray(state["party_loss"], dtype=np.float64),
         parties=state["parties"],
+        # checkpoints from before score tasks hold neither
+        metrics=dict(state.get("metrics", {})),
+        party_metrics={
+            k: np.asarray(v, dtype=np.float64) for k, v in state.get("party_metrics", {}).items()
+        },
     )
     return state["round"], scores
 

@@ -80,6 +80,8 @@ class RoundRow:
     results: list[PartyResult]  # of the parties trained (a diverged round may stop early)
     test_acc: float = NAN
     test_loss: float = NAN
+    # a score task's test_mae, test_rmse, test_srcc, test_plcc (federated/objective.py)
+    test_metrics: dict[str, float] = field(default_factory=dict)
     train_seconds: float = NAN
     eval_seconds: float = NAN
     round_seconds: float = NAN
@@ -99,6 +101,7 @@ class RoundRow:
             "round": self.round,
             "test_acc": self.test_acc,
             "test_loss": self.test_loss,
+            **{f"test_{k}": v for k, v in self.test_metrics.items()},
             **loss_columns(self.results),
             "parties_this_round": self.parties,
             "samples_this_round": self.samples,

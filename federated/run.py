@@ -37,6 +37,7 @@ from federated.device import DeviceUnavailableError
 from federated.inert_settings import inert_settings
 from federated.input_checks import InputError, OneLineParser, check_output_file
 from federated.models.pretrained_start import StartNotice
+from federated.objective import SCORE_METRICS
 from federated.partition import PartitionError, size_statistics
 from federated.registry import is_plugin, load_method
 from federated.round_loop import FederatedRun, PackingFallback
@@ -162,8 +163,13 @@ def format_row(row: dict[str, Any], rounds: int) -> str:
             else fmt % value
         )
 
+    # a score task's row leads with its correlations and errors; test_acc is then the
+    # binary accuracy at score_threshold
+    scores = "".join(
+        f"test_{k} {num(f'test_{k}', '%.4f')}  " for k in SCORE_METRICS if f"test_{k}" in row
+    )
     text = (
-        f"round {row['round']:>3}/{rounds}  test_acc {num('test_acc', '%.4f')}  "
+        f"round {row['round']:>3}/{rounds}  {scores}test_acc {num('test_acc', '%.4f')}  "
         f"test_loss {num('test_loss', '%.4f')}  train_loss {num('train_loss', '%.4f')}"
     )
     if not math.isnan(row.get("con_loss", float("nan"))):
@@ -237,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             print(format_row(row, config.rounds), flush=True)
     status = f"diverged at round {run.round} (non-finite loss)" if run.diverged else "completed"
-    print(f"status: {status}; final test_acc {rows[-1]['test_acc']:.4f}; rows in {out}")
+    primary = f"test_{run.config.primary_metric}"
+    print(f"status: {status}; final {primary} {rows[-1][primary]:.4f}; rows in {out}")
     return exit_codes.DIVERGED if run.diverged else exit_codes.OK
 
 

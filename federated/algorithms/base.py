@@ -45,10 +45,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import torch
-import torch.nn.functional as F
 
 from federated.algorithms.frozen_reader import FrozenModels, FrozenReader
 from federated.models import FedConModel, ModelOutput
+from federated.objective import supervised_loss
 from federated.params import MethodParams, NoParams
 from federated.server.aggregation import Aggregator, WeightedMean
 from federated.server.contribution import Contribution as Contribution  # re-exported
@@ -129,9 +129,15 @@ class Algorithm:
         return None
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
-        """The objective on one batch; FedAvg: cross-entropy."""
-        ce = F.cross_entropy(out.logits, y)
+        """The objective on one batch; FedAvg: the supervised loss alone."""
+        ce = self.supervised_loss(out, y)
         return LossTerms(ce, {"ce": ce.detach()})
+
+    def supervised_loss(self, out: ModelOutput, y: torch.Tensor) -> torch.Tensor:
+        """The task's loss on the head (:mod:`federated.objective`): cross-entropy on
+        class labels, the run's ``score_loss`` on score targets.  Logged as ``ce``
+        (``train_loss``) whichever it is."""
+        return supervised_loss(out.logits, y, self.config.score_loss)
 
     def after_backward(self, job: LocalJob) -> dict[str, torch.Tensor]:
         """Adjust gradients before the SGD step; returns extra loss parts to log."""

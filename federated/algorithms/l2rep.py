@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 
 from federated.algorithms.base import Algorithm, LocalJob, LossTerms
 from federated.models import ModelOutput
@@ -38,7 +37,7 @@ class L2Representation(Algorithm):
     Params = L2RepresentationParams
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
-        ce = F.cross_entropy(out.logits, y)
+        ce = self.supervised_loss(out, y)
         z_glob = job.frozen.global_projection(x)
         l2 = l2_representation_term(out.projection, z_glob)
         return LossTerms(ce + self.params.mu * l2, {"ce": ce.detach(), "l2": l2.detach()})

@@ -152,7 +152,7 @@ class Moon(Algorithm):
         job.scratch["temperature"] = schedule
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
-        ce = F.cross_entropy(out.logits, y)
+        ce = self.supervised_loss(out, y)
         if not job.info["negatives"]:
             return LossTerms(ce, {"ce": ce.detach()})
         z_glob = job.frozen.global_projection(x)

@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+CLASSIFICATION_TASK = "classification"
+SCORE_TASK = "score"
+TASKS = (CLASSIFICATION_TASK, SCORE_TASK)
+
+
 @dataclass(frozen=True)
 class DatasetSpec:
     """What a dataset looks like and how its images are prepared.
@@ -25,6 +30,10 @@ class DatasetSpec:
         class_names: label i's name (image folders: the class folder's name).
         party_names: party i's name for a natural partition (image folders with one
             folder per party); empty otherwise.
+        task: ``classification`` (labels are classes) or ``score`` (an image folder with
+            a scores file: each image's target is its score and attribute scores).
+        target_names: a score task's target columns (``score``, then the attributes);
+            empty for classification.
     """
 
     name: str
@@ -41,10 +50,21 @@ class DatasetSpec:
     rotate_degrees: float = 0.0
     class_names: tuple[str, ...] = ()
     party_names: tuple[str, ...] = ()
+    task: str = "classification"
+    target_names: tuple[str, ...] = ()
 
     @property
     def shape(self) -> tuple[int, int, int]:
         return (self.channels, self.height, self.width)
+
+    @property
+    def is_score(self) -> bool:
+        return self.task == SCORE_TASK
+
+    @property
+    def outputs(self) -> int:
+        """Width of the model's head: one logit per class, or one value per target."""
+        return len(self.target_names) if self.is_score else self.n_classes
 
 
 _CIFAR10_MEAN = tuple(v / 255.0 for v in (125.3, 123.0, 113.9))

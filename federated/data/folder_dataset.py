@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from federated.data.catalog import DatasetSpec
+from federated.data.catalog import CLASSIFICATION_TASK, SCORE_TASK, DatasetSpec
 from federated.data.folder_decode import (
     channel_stats,
     check_channels,
@@ -54,6 +54,7 @@ from federated.data.folder_layout import (
     scan_folder,
 )
 from federated.data.image_data import ImageData, atomic_torch_save, resolve_data_root
+from federated.data.scores_file import has_scores_file, score_layout
 from federated.machine_memory import available_memory, gib
 
 CACHE_FORMAT = 1
@@ -116,7 +117,7 @@ def load_folder(
     """Load dataset ``folder:PATH`` (see the module docstring); errors name the path."""
     start = time.perf_counter()
     root = folder_path(name)
-    layout = scan_folder(root)
+    layout = folder_layout(root)
     if layout.has_test and holdout_fraction is not None:
         raise FolderDataError(
             f"{root / 'test'}: a test folder exists and holdout_fraction={holdout_fraction} "
@@ -187,15 +188,23 @@ def folder_spec(
 def folder_identity(name: str) -> dict[str, Any]:
     """What a sweep manifest records of a folder dataset: its path and content fingerprint."""
     root = folder_path(name)
-    layout = scan_folder(root)
+    layout = folder_layout(root)
     return {
         "path": str(root),
         "fingerprint": layout.fingerprint(),
+        "task": SCORE_TASK if layout.target_names else CLASSIFICATION_TASK,
         "train_images": len(layout.train),
         "test_images": len(layout.test),
         "classes": list(layout.class_names),
+        "targets": list(layout.target_names),
         "parties": list(layout.party_names),
     }
+
+
+def folder_layout(root: Path) -> FolderLayout:
+    """The folder's layout: a score task's when it holds a scores file (read first, so
+    its party folders are never taken for classes), else the class-folder scan."""
+    return score_layout(root) if has_scores_file(root) else scan_folder(root)
 
 
 # ------------------------------------------------------------------------ decoding
@@ -210,11 +219,12 @@ def _decode(
     n_train = len(layout.train)
     train_x = stack_resized(images[:n_train], size)
     test_x = stack_resized(images[n_train:], size).reshape(-1, channels, *size)
-    train_y = torch.tensor([f.label for f in layout.train], dtype=torch.int64)
-    test_y = torch.tensor([f.label for f in layout.test], dtype=torch.int64)
+    train_y, test_y = _targets(layout.train, layout), _targets(layout.test, layout)
     parties = torch.tensor([f.party for f in layout.train], dtype=torch.int64)
     if holdout_fraction is not None:
-        keep, held = _holdout(train_y.numpy(), holdout_fraction)
+        # a score task has no classes to stratify by: one group, a plain seeded draw
+        groups = np.zeros(n_train, dtype=np.int64) if layout.target_names else train_y.numpy()
+        keep, held = _holdout(groups, holdout_fraction)
         test_x, test_y = train_x[held], train_y[held]
         train_x, train_y, parties = train_x[keep], train_y[keep], parties[keep]
         if len(held) == 0:
@@ -233,9 +243,18 @@ def _decode(
         "test_y": test_y,
         "class_names": list(layout.class_names),
         "party_names": list(layout.party_names),
+        "target_names": list(layout.target_names),
         "mean": list(mean),
         "std": list(std),
     }
+
+
+def _targets(files: Sequence[ImageFile], layout: FolderLayout) -> torch.Tensor:
+    """Classification: int64 labels (N,); a score task: float32 targets (N, T)."""
+    if layout.target_names:
+        width = len(layout.target_names)
+        return torch.tensor([f.target for f in files], dtype=torch.float32).reshape(-1, width)
+    return torch.tensor([f.label for f in files], dtype=torch.int64)
 
 
 def check_decode_memory(root: Path, files: Sequence[ImageFile], image_size: str | None) -> None:
@@ -282,8 +301,11 @@ def _holdout(labels: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarra
 def _image_data(payload: dict[str, Any], name: str) -> ImageData:
     train_x = payload["train_x"]
     _, c, h, w = train_x.shape
+    targets = tuple(payload.get("target_names", ()))
     spec = DatasetSpec(
         name=name,
+        task=SCORE_TASK if targets else CLASSIFICATION_TASK,
+        target_names=targets,
         n_classes=len(payload["class_names"]),
         channels=c,
         height=h,
@@ -330,6 +352,8 @@ def _payload_ok(payload: dict[str, Any]) -> bool:
         and len(payload["train_y"]) == len(x) == len(payload["train_parties"])
         and len(payload["test_y"]) == len(test_x)
         and all(isinstance(payload.get(k), list) for k in ("class_names", "party_names"))
+        and isinstance(payload.get("target_names", []), list)
+        and payload["train_y"].ndim == (2 if payload.get("target_names") else 1)
         and all(
             isinstance(payload.get(k), list) and len(payload[k]) == x.shape[1]
             for k in ("mean", "std")

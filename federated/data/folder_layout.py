@@ -49,6 +49,9 @@ class ImageFile:
     party: int  # -1 outside the party layout
     size: int  # bytes
     mtime_ns: int
+    # a score task's targets (score, then attributes; federated/data/scores_file.py);
+    # empty in a classification folder
+    target: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,17 +66,24 @@ class FolderLayout:
     party_names: tuple[str, ...]  # empty for PATH/train/<class>/
     train: tuple[ImageFile, ...]
     test: tuple[ImageFile, ...]  # empty when PATH has no test/ folder
+    # a score task's target columns (score, then attributes); empty: classification
+    target_names: tuple[str, ...] = ()
 
     @property
     def has_test(self) -> bool:
         return bool(self.test)
 
     def fingerprint(self) -> str:
-        """sha256 over every file's relative path, size and mtime (hex)."""
+        """sha256 over every file's relative path, size and mtime (hex); a score task's
+        target names and values too, so an edited scores file is a new fingerprint."""
         digest = hashlib.sha256()
+        if self.target_names:
+            digest.update(("targets\0" + "\0".join(self.target_names) + "\n").encode())
         for item in (*self.train, *self.test):
             rel = os.path.relpath(item.path, self.root)
             digest.update(f"{rel}\0{item.size}\0{item.mtime_ns}\n".encode())
+            if item.target:
+                digest.update((",".join(map(repr, item.target)) + "\n").encode())
         return digest.hexdigest()
 
 

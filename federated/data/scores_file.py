@@ -44,7 +44,7 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from federated.data.folder_layout import FolderDataError, check_party_size
+from federated.data.folder_layout import FolderDataError, FolderLayout, ImageFile, check_party_size
 
 SCORES_FILE = "scores.csv"
 PATH_COLUMN = "path"
@@ -99,8 +99,13 @@ class ScoresFile:
 
 
 def has_scores_file(root: str | os.PathLike) -> bool:
-    """Whether folder ``root`` holds a scores file (and so is a score task)."""
-    return (Path(root) / SCORES_FILE).exists()
+    """Whether folder ``root`` holds a scores file (and so is a score task).  A path the
+    OS cannot even look at (a name too long ...) is not one: the folder scan then names
+    its problem in one line."""
+    try:
+        return (Path(root) / SCORES_FILE).exists()
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -384,4 +389,32 @@ def _tables(root: Path, file: Path, header: list[str], rows: list[_Row]) -> Scor
 
     return ScoresFile(
         root, file, attribute_names, party_names, split_arrays("train"), split_arrays("test")
+    )
+
+
+def score_layout(root: str | os.PathLike) -> FolderLayout:
+    """A score task's folder as the folder reader's layout: every image a file with its
+    targets (score, then the attributes, as ``target_names`` orders them), party folders
+    as parties, no classes.  Raises :class:`ScoresFileError` as :func:`read_scores`."""
+    scores = read_scores(root)
+    root = scores.root.resolve()
+
+    def files(split: ScoredImages) -> tuple[ImageFile, ...]:
+        out = []
+        for i, rel in enumerate(split.paths):
+            path = root / str(rel)
+            info = path.stat()
+            target = (float(split.scores[i]), *map(float, split.attributes[i]))
+            out.append(
+                ImageFile(str(path), 0, int(split.party[i]), info.st_size, info.st_mtime_ns, target)
+            )
+        return tuple(out)
+
+    return FolderLayout(
+        root,
+        (),
+        scores.party_names,
+        files(scores.train),
+        files(scores.test),
+        (SCORE_COLUMN, *scores.attribute_names),
     )

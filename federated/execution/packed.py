@@ -176,7 +176,9 @@ class PackedTrainer:
             folded = augmenter.train_batch(raw, augment, side_by_side)
             if self.setup.noise is not None:
                 self._add_noise(folded, slot_jobs, w, t)
-            ys = self.setup.labels.index_select(0, index).view(w, batch)
+            ys = self.setup.labels.index_select(0, index).view(
+                w, batch, *self.setup.labels.shape[1:]
+            )
             frozen.begin_step(folded, w)
             outputs = unfold_output(packed.net(folded), w)
             channels = folded.shape[1] // w

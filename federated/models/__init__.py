@@ -47,12 +47,13 @@ def build_model(
         encoder, feature_dim = MODELS[name](spec)
     else:
         encoder, feature_dim = build_encoder(name, model_spec(spec))
-    return FedConModel(encoder, feature_dim, spec.n_classes, out_dim, projection_head)
+    # the head: one logit per class, or (a score task) one value per target
+    return FedConModel(encoder, feature_dim, spec.outputs, out_dim, projection_head)
 
 
 def model_spec(spec: DatasetSpec) -> ModelSpec:
     """What a model factory is told about a dataset."""
-    return ModelSpec(spec.channels, spec.height, spec.width, spec.n_classes)
+    return ModelSpec(spec.channels, spec.height, spec.width, spec.outputs)
 
 
 _checked: set[tuple[str, ModelSpec]] = set()

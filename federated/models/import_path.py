@@ -5,7 +5,8 @@ The contract of a factory (the README's "Your own data and models" shows a compl
     def factory(spec: ModelSpec) -> torch.nn.Module
 
 ``spec`` gives the input shape (``spec.channels``, ``spec.height``, ``spec.width``) and
-``spec.n_classes``.  The returned module is the *encoder*: it maps a float batch
+``spec.n_classes`` (the output layer's width: a score task's target count).  The
+returned module is the *encoder*: it maps a float batch
 (B, C, H, W) (normalised images) to features (B, F).  fedsweep measures F on one dummy
 batch, then adds the projection head (F -> F -> out_dim) and the output layer
 (out_dim -> n_classes), or only the output layer with ``projection_head=False``, as for
@@ -50,7 +51,8 @@ class ModelError(ValueError):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What a model factory is told: the input shape and the number of classes."""
+    """What a model factory is told: the input shape and the output layer's width (the
+    number of classes; a score task's targets)."""
 
     channels: int
     height: int
