@@ -139,9 +139,11 @@ def study_from_dict(data: Mapping[str, Any], source: str) -> Study:
             raise fail(f"fixed.{key}", value, "a RunConfig field: " + ", ".join(known))
         if key == "seed":
             raise fail("fixed.seed", value, "no seed here: use the top-level seeds or --seeds")
-    _check_fields(fail, "fixed", fixed)
     dataset = data.get("dataset", fixed.get("dataset", "fmnist"))
-    _check_fields(fail, "dataset", {**fixed, "dataset": dataset})
+    # [fixed] on the study's dataset, which some of its values depend on (partition =
+    # "natural" needs a folder of parties; a score folder refuses class skews)
+    _check_fields(fail, "dataset" if "dataset" in data else "fixed", {"dataset": dataset})
+    _check_fields(fail, "fixed", {**fixed, "dataset": dataset})
 
     raw_axes = data.get("axes")
     if not isinstance(raw_axes, list) or not raw_axes:
@@ -149,7 +151,7 @@ def study_from_dict(data: Mapping[str, Any], source: str) -> Study:
     axes: list[Axis] = []
     seen_fields: dict[str, str] = {}
     for i, raw in enumerate(raw_axes):
-        axis = _axis(fail, f"axes[{i}]", raw, fixed)
+        axis = _axis(fail, f"axes[{i}]", raw, {**fixed, "dataset": dataset})
         if any(a.name == axis.name for a in axes):
             raise fail(f"axes[{i}].name", axis.name, "a name no other axis has")
         for field_name in sorted(axis.fields):
@@ -184,10 +186,14 @@ def _check_fields(
     fail, key: str, fields: Mapping[str, Any], *, name_field: bool = True
 ) -> dict[str, Any]:
     """Validate ``fields`` through RunConfig; one line naming ``key`` (and the field, when
-    ``key`` is a table of several)."""
+    ``key`` is a table of several).  A refusal of a field ``fields`` does not hold (a
+    default, which another axis may set) is left to the trials' own check, which sees
+    every axis together: the typed ``fields`` are returned."""
     try:
         return RunConfig.from_dict(dict(fields)).resolved().to_dict()
     except ConfigError as err:
+        if err.field not in fields:
+            return RunConfig.from_dict(dict(fields)).to_dict()
         where = f"{key}.{err.field}" if name_field and key != "dataset" else key
         raise fail(where, err.value, err.allowed) from None
     except (TypeError, ValueError) as err:

@@ -211,3 +211,31 @@ def test_per_party_outcomes_come_from_the_parties_own_test_splits(iqa_tree, tmp_
     config = score_config(iqa_tree, tmp_path, rounds=1, party_test_fraction=0.2)
     row = next(iter(run_rounds(config)))
     assert 0 <= row["party_acc_min"] <= row["party_acc_mean"] <= 1
+
+
+# ---------------------------------------------------------------------- studies
+@needs_fmnist
+def test_a_study_file_checks_fixed_and_axes_on_its_own_dataset(iqa_tree):
+    """[fixed] and the axes are checked with the study's dataset: partition = "natural"
+    on a folder of parties is allowed (it was refused against the default fmnist), a
+    class skew on a score folder is refused naming the axis value."""
+    from search_spaces.study_file import StudyFileError, study_from_dict
+
+    base = {
+        "name": "iqa",
+        "dataset": f"folder:{iqa_tree}",
+        "fixed": {"partition": "natural", "lr": 0.1},
+        "axes": [{"name": "algorithm", "values": ["fedavg", "moon"]}],
+    }
+    study = study_from_dict(base, "iqa.toml")
+    assert study.dataset == f"folder:{iqa_tree}" and study.fixed["partition"] == "natural"
+    skewed = {
+        **base,
+        "fixed": {"lr": 0.1},
+        "axes": [{"name": "partition", "values": ["iid", "dirichlet"]}],
+    }
+    with pytest.raises(
+        StudyFileError,
+        match=r"axes\[0\]\.values\[1\] = 'dirichlet' \(allowed: natural, iid or quantity",
+    ):
+        study_from_dict(skewed, "iqa.toml")
