@@ -150,6 +150,9 @@ class FederatedRun:
             if self.data.local_test is not None
             else None
         )
+        #: a score task's per-party metrics on the parties' own test splits, (N,) each,
+        #: from the latest scored round (parties.csv's party_test_<metric>)
+        self.local_test_metrics: dict[str, np.ndarray] = {}
         #: the latest validation: (1-based round, its scores); carried into the rows of
         #: rounds that do not evaluate
         self.last_validation: tuple[int, SplitScores] | None = None
@@ -325,6 +328,9 @@ class FederatedRun:
         if self.local_tester is not None and self.party_scorer.due(round_number):
             own = self.local_tester.score(model, augmenter, batch, np.array([party]))
             self.party_scorer.own_score(party, float(own.party_acc[party]))
+            for k, values in own.party_metrics.items():
+                self.local_test_metrics.setdefault(k, np.full(self.config.n_parties, NAN))
+                self.local_test_metrics[k][party] = values[party]
         if not validate:
             return None
         return self.validator.score(model, augmenter, batch, np.array([party]))
@@ -337,6 +343,7 @@ class FederatedRun:
                 self.global_model, self.augmenter, self.config.eval_batch_size
             )
             self.party_scorer.use_own_scores(round_number, own.party_acc)
+            self.local_test_metrics = dict(own.party_metrics)
 
     def validation_columns(self) -> dict[str, float]:
         """The row's validation columns: the latest scores and the round they are from

@@ -12,7 +12,10 @@ For a Tune trial they live in its trial folder (``study/layout.py``), for
                                   evaluated that round), party_val_samples; with local
                                   test splits party_test_samples (then party_acc is on
                                   the party's own test images, not the class re-weighted
-                                  test set); rewritten after each scored round
+                                  test set); on a score task also party_val_<m> and
+                                  party_test_<m> for m in mae, rmse, srcc, plcc (the
+                                  party's own images; federated/objective.py);
+                                  rewritten after each scored round
     representations/round_NNNN.npz   federated/representations.py
 
 Every file is written with :func:`federated.atomic_file.atomic_open`.  A trial restored
@@ -29,12 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from federated.atomic_file import atomic_open
+from federated.objective import SCORE_METRICS
 from federated.representations import FOLDER, save_representations
 from federated.results_contract import PARTIES
 
 PARTY_COLUMNS = ("round", "party", "party_acc", "party_samples")
 VALIDATION_COLUMNS = ("party_val_acc", "party_val_loss", "party_val_samples")
 LOCAL_TEST_COLUMNS = ("party_test_samples",)
+VALIDATION_SCORE_COLUMNS = tuple(f"party_val_{m}" for m in SCORE_METRICS)
+LOCAL_TEST_SCORE_COLUMNS = tuple(f"party_test_{m}" for m in SCORE_METRICS)
 NAN = float("nan")
 
 
@@ -42,10 +48,11 @@ def party_columns(run: Any) -> tuple[str, ...]:
     """``parties.csv``'s columns for ``run`` (a FederatedRun): the base ones, and those
     of its per-party validation and local test splits when it has them."""
     columns = PARTY_COLUMNS
+    score = run.spec.is_score
     if run.validator is not None and run.config.val_split == "party":
-        columns += VALIDATION_COLUMNS
+        columns += VALIDATION_COLUMNS + (VALIDATION_SCORE_COLUMNS if score else ())
     if run.local_tester is not None:
-        columns += LOCAL_TEST_COLUMNS
+        columns += LOCAL_TEST_COLUMNS + (LOCAL_TEST_SCORE_COLUMNS if score else ())
     return columns
 
 
@@ -118,7 +125,13 @@ def party_rows(run: Any, round_number: int, scored: bool, validated: bool) -> li
             row["party_val_acc"] = float(scores.party_acc[party]) if scores else NAN
             row["party_val_loss"] = float(scores.party_loss[party]) if scores else NAN
             row["party_val_samples"] = run.validator.split.sizes[party]
+            for m in SCORE_METRICS if "party_val_mae" in columns else ():
+                values = scores.party_metrics.get(m) if scores else None
+                row[f"party_val_{m}"] = float(values[party]) if values is not None else NAN
         if "party_test_samples" in columns:
             row["party_test_samples"] = run.local_tester.split.sizes[party]
+            for m in SCORE_METRICS if "party_test_mae" in columns else ():
+                values = run.local_test_metrics.get(m) if scored else None
+                row[f"party_test_{m}"] = float(values[party]) if values is not None else NAN
         rows.append(row)
     return rows

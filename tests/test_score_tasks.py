@@ -20,6 +20,7 @@ from federated.config import ConfigError, RunConfig
 from federated.data.folder_dataset import folder_identity, load_folder
 from federated.objective import score_metrics, supervised_loss
 from federated.round_loop import FederatedRun, run_rounds
+from federated.run_files import party_columns, party_rows
 from federated.trainable import load_run_state, save_run_state
 from tests.test_round_loop import results
 
@@ -209,8 +210,20 @@ def test_per_party_outcomes_come_from_the_parties_own_test_splits(iqa_tree, tmp_
     config = score_config(iqa_tree, tmp_path, rounds=1)
     assert "party_acc_mean" not in next(iter(run_rounds(config)))  # no classes to re-weight
     config = score_config(iqa_tree, tmp_path, rounds=1, party_test_fraction=0.2)
-    row = next(iter(run_rounds(config)))
+    run = FederatedRun(config)
+    row = run.run_round()
     assert 0 <= row["party_acc_min"] <= row["party_acc_mean"] <= 1
+    # parties.csv: each party's own-image MAE, RMSE, SRCC and PLCC beside its accuracy
+    assert party_columns(run)[-5:] == (
+        "party_test_samples",
+        "party_test_mae",
+        "party_test_rmse",
+        "party_test_srcc",
+        "party_test_plcc",
+    )
+    rows = party_rows(run, 1, scored=True, validated=False)
+    assert [r["party_test_samples"] for r in rows] == [40, 40, 40]  # 20% of 200 each
+    assert all(0 < r["party_test_mae"] < 1 and -1 <= r["party_test_srcc"] <= 1 for r in rows)
 
 
 # ---------------------------------------------------------------------- studies
