@@ -32,9 +32,8 @@ score-task folder (federated/data/scores_file.py)::
 The attribute columns are each distortion's level as a fraction ``k / L`` (0 where the
 image has not that distortion).  Sources are drawn without replacement, seeded, from
 the training images (train/) and the test images (test/), so no source is on both
-sides.  A test/ folder is always written: until fedsweep's runs read scores files, its
-loose images make the classification folder reader refuse the tree in one line, where a
-tree of train/<distortion>/ folders alone would be read, silently, as three classes.
+sides.  A test/ folder is always written: the test set the runs report on (the
+scores file makes the tree a score task: ``--dataset folder:OUT --partition natural``).
 The tree is written into a hidden temporary folder beside OUT and renamed to OUT at
 the end: OUT is complete or absent.  Bad input is one ``error:`` line, exit 2.
 """
