@@ -62,7 +62,9 @@ def budget_keeps(study: Study) -> set[str]:
     user's study (a file, ``--vary``) wrote its ``[fixed]`` values and axes itself: a
     budget never changes them."""
     if study.paper_settings:
-        return study.varied_fields - {"rounds"}
+        # a built-in study that fixes its own batch (pretraining: small parties must
+        # still fill one) keeps it; the paper's 64 is what the laptop budget lowers
+        return (study.varied_fields - {"rounds"}) | ({"batch_size"} & set(study.fixed))
     return set(study.fixed) | study.varied_fields
 
 

@@ -81,12 +81,13 @@ def test_the_plan_and_the_manifest_list_what_the_budget_changed(capsys):
         "local_epochs": [(10, 2)],
         "data_fraction": [(1.0, 0.2)],
         "test_fraction": [(1.0, 0.5)],
+        "batch_size": [(64, 16)],
     }
     assert main(["moon_mu", "--dry-run"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1] == (
         "budget laptop changed: rounds 100 -> 10; local_epochs 10 -> 2; "
-        "data_fraction 1 -> 0.2; test_fraction 1 -> 0.5"
+        "data_fraction 1 -> 0.2; test_fraction 1 -> 0.5; batch_size 64 -> 16"
     )
     from study.resources import TrialResources
     from study.runner import Execution, manifest_for
@@ -241,3 +242,18 @@ def test_tunes_own_restore_hint_is_dropped():
     assert not logger.filter(hint)
     other = logger.makeRecord(logger.name, logging.WARNING, __file__, 1, "else", (), None)
     assert logger.filter(other)
+
+
+def test_the_laptop_batch_yields_to_a_study_that_fixes_its_own_and_to_set():
+    """The laptop budget lowers the paper's batch of 64 to 16 (docs/results/budget.md);
+    the built-in pretraining study fixes 32 and keeps it; --set batch_size stands."""
+    laptop = BUDGETS["laptop"]
+    moon = SweepPlan.build(STUDIES["moon_mu"], laptop).trials()[0].config
+    assert moon["batch_size"] == 16
+    pretraining = SweepPlan.build(STUDIES["pretraining"], laptop).trials()[0].config
+    assert pretraining["batch_size"] == 32
+    paper = SweepPlan.build(STUDIES["moon_mu"], laptop, overrides={"batch_size": 64})
+    assert paper.trials()[0].config["batch_size"] == 64
+    assert SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"]).trials()[0].config[
+        "batch_size"
+    ] == 64
