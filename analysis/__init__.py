@@ -8,6 +8,8 @@ module                      job
 :mod:`~analysis.loading`    results directories -> one tidy frame (a row per trial and
                             round) and a per-trial frame with each trial's status
 :mod:`~analysis.summary`    mean ± std over seeds, seed counts, which trials are left out
+:mod:`~analysis.primary_metric`  what a table reports: accuracy, or a score task's primary
+                            metric (SRCC, MAE ...): direction, display, caption words
 :mod:`~analysis.communication`  rounds to reach the baseline's accuracy, speed-up (Table 2)
 :mod:`~analysis.paired_stats`  paired / Welch intervals over seeds, resolvable difference
 :mod:`~analysis.comparisons`  each cell's Δ to the baseline, the bold rule, no-claim tables

@@ -28,6 +28,10 @@ computed against FedAvg"):
   only when every target there is at least chance (1/classes) plus
   :data:`analysis.comparisons.LEARNED_MARGIN` (10 accuracy points); otherwise each of its
   cells says why instead of a number (reaching a chance-level accuracy first is luck).
+- A score task's table (:mod:`analysis.primary_metric`) counts on its metric instead of
+  accuracy: the target is the baseline's final value of it (``test_srcc``, ``test_mae``
+  ...), and a round reaches it at least as high, or, for an error (MAE, RMSE), at most as
+  high.  No chance level applies there.
 """
 
 from __future__ import annotations
@@ -39,23 +43,31 @@ import numpy as np
 import pandas as pd
 
 from analysis.loading import COMPLETED
+from analysis.primary_metric import ACCURACY, Metric
+from analysis.trial_statistic import final_values
 
 TARGETS = ("per-seed", "mean")
 NOT_REACHED = "<1×"
 
 
 def rounds_to_reach(
-    rounds: Sequence[int], accuracies: Sequence[float], target: float
+    rounds: Sequence[int],
+    accuracies: Sequence[float],
+    target: float,
+    higher_is_better: bool = True,
 ) -> int | None:
-    """The first round whose accuracy is >= ``target``, or None if none is.
+    """The first round whose accuracy is >= ``target`` (an error, ``higher_is_better``
+    False: <= ``target``), or None if none is.
 
-    ``rounds`` are round numbers (1-based), ``accuracies`` fractions in [0, 1], in any
-    order (they are sorted by round).  NaN accuracies (a diverged round) never reach.
+    ``rounds`` are round numbers (1-based), ``accuracies`` the metric as recorded
+    (fractions in [0, 1] for accuracy), in any order (they are sorted by round).  NaN
+    values (a diverged round) never reach.
     """
     if target is None or math.isnan(target):
         raise ValueError("rounds_to_reach: the target accuracy is NaN")
     for round_number, accuracy in sorted(zip(rounds, accuracies)):
-        if accuracy >= target:  # False for NaN
+        reached = accuracy >= target if higher_is_better else accuracy <= target
+        if reached:  # False for NaN
             return int(round_number)
     return None
 
@@ -93,22 +105,31 @@ def communication_frame(
     baseline: str = "fedavg",
     baseline_column: str = "algorithm",
     target: str = "per-seed",
+    metric: Metric = ACCURACY,
 ) -> pd.DataFrame:
     """Per (column group, row, seed): the target, the rounds to reach it, the speed-up.
 
     ``trials`` and ``rounds`` are :class:`~analysis.loading.Results` frames; only
     completed trials are used.  Column groups without a completed baseline trial are
-    left out.  Returns columns ``*columns, row, seed, target, target_source,
-    baseline_rounds, rounds_needed`` (NaN: not reached) ``, reached, speedup``.
+    left out.  ``metric``: what is reached (its test column; an error is reached from
+    above).  Returns columns ``*columns, row, seed, target`` (the metric as recorded)
+    ``, target_source, baseline_rounds, rounds_needed`` (NaN: not reached) ``, reached,
+    speedup``.
     """
     if target not in TARGETS:
         raise ValueError(f"target={target!r} (allowed: {', '.join(TARGETS)})")
     columns = list(columns)
-    done = trials[(trials["status"] == COMPLETED) & trials["final_acc"].notna()]
     curves = {
-        key: (group["round"].astype(int).tolist(), group["test_acc"].astype(float).tolist())
+        key: (
+            group["round"].astype(int).tolist(),
+            pd.to_numeric(group[metric.column], errors="coerce").astype(float).tolist()
+            if metric.column in group
+            else [math.nan] * len(group),
+        )
         for key, group in rounds.groupby(["sweep", "trial"], sort=False)
     }
+    done = trials.assign(final_value=final_values(trials, rounds, metric))
+    done = done[(done["status"] == COMPLETED) & done["final_value"].notna()]
     out = []
     groups = done.groupby(columns, dropna=False, sort=False) if columns else [((), done)]
     for key, group in groups:
@@ -117,7 +138,7 @@ def communication_frame(
         if base.empty:
             continue
         base_value = baseline_rows(group, row, baseline, baseline_column)
-        by_seed = dict(zip(base["seed"], base["final_acc"].astype(float)))
+        by_seed = dict(zip(base["seed"], base["final_value"].astype(float)))
         base_rounds = dict(zip(base["seed"], base["last_round"].astype(int)))
         mean_target = float(np.mean(list(by_seed.values())))
         mean_rounds = float(np.mean(list(base_rounds.values())))
@@ -130,7 +151,7 @@ def communication_frame(
                 needed: float | None = float(trial["last_round"])  # by definition (see above)
             else:
                 curve_rounds, curve_acc = curves.get((trial["sweep"], trial["trial"]), ([], []))
-                reached_at = rounds_to_reach(curve_rounds, curve_acc, goal)
+                reached_at = rounds_to_reach(curve_rounds, curve_acc, goal, metric.higher_is_better)
                 needed = None if reached_at is None else float(reached_at)
             out.append(
                 {

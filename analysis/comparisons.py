@@ -5,7 +5,9 @@ this module decides which cells are compared with which and how that is written.
 A table compares its cells along one direction: down each column (``along="column"``,
 the rows are the alternatives, e.g. methods) or along each row.  Each such *line* has a
 reference cell, the table's baseline (FedAvg, μ = 0, the study's first value: the table
-shape names it).  Rules, all in accuracy points:
+shape names it).  Rules, all in accuracy points (on a score task's metric, in its own
+units, :mod:`analysis.primary_metric`, and "better", "best" and "highest" in its
+direction: the lowest MAE is the best):
 
 - **Δ**: every other cell minus its line's reference.  Paired over seeds when the two
   cells share their partitions (the same :data:`PARTITION_FIELDS`: trials of one seed then
@@ -14,8 +16,9 @@ shape names it).  Rules, all in accuracy points:
   ``↓`` (worse) only when the 95% interval excludes 0.
 - **Bold**: the line's highest mean, only when the interval of best − runner-up excludes
   0 (paired or Welch as above) and the best is above chance (1/classes) by
-  :data:`LEARNED_MARGIN` points, where the dataset's classes are known.  Otherwise no
-  bold, and a note says the top cells are within the seeds' resolution (or at chance).
+  :data:`LEARNED_MARGIN` points, where the dataset's classes are known (classification
+  accuracy only: no other metric has a chance level).  Otherwise no bold, and a note
+  says the top cells are within the seeds' resolution (or at chance).
 - **One seed** (no cell has two): no Δ, no bold, and the table says it makes no claim.
 - **Resolvable**: :func:`~analysis.paired_stats.resolvable_difference` pooled over every
   paired Δ of the table (each cell's per-seed differences to its reference, weighted by
@@ -47,6 +50,7 @@ from analysis.paired_stats import (
     resolvable_difference,
     resolvable_unpaired,
 )
+from analysis.primary_metric import ACCURACY, Metric
 from analysis.seed_plan import DEFAULT_TARGET, seeds_text
 
 # A trial's partition is drawn from these config fields and its seed: cells that differ in
@@ -103,10 +107,16 @@ def has_learned(accuracy_points: float, chance: float | None) -> bool:
     return chance is None or accuracy_points >= chance + LEARNED_MARGIN
 
 
-def signed(value: float) -> str:
-    """``+2.6`` / ``-0.4`` (one decimal; never ``-0.0``)."""
-    shown = round(value, 1)
-    return f"{0.0 if shown == 0 else shown:+.1f}"
+def signed(value: float, digits: int = 1) -> str:
+    """``+2.6`` / ``-0.4`` (``digits`` decimals, one by default; never ``-0.0``)."""
+    shown = round(value, digits)
+    return f"{0.0 if shown == 0 else shown:+.{digits}f}"
+
+
+def claim(diff: Difference, metric: Metric) -> int:
+    """+1 when ``diff`` (a minus b) is resolved better in ``metric``'s direction, -1
+    resolved worse, 0 within the seeds' resolution (or without an interval)."""
+    return diff.direction if metric.higher_is_better else -diff.direction
 
 
 @dataclass
@@ -114,11 +124,14 @@ class CellSample:
     """What a cell's statistics are computed from.
 
     Attributes:
-        by_seed: ``{seed: accuracy points}`` of its counted trials.
+        by_seed: ``{seed: accuracy points}`` of its counted trials (a score metric's
+            value as recorded: display units, :attr:`Metric.units`).
         partition: the distinct values of :data:`PARTITION_FIELDS` among its trials.
-        chance: its dataset's chance accuracy in points (None: unknown).
-        climb_by_seed: ``{seed: points}``, each trial's climb over its last rounds up to
-            the reported round (:mod:`analysis.trial_statistic`); empty when unknown.
+        chance: its dataset's chance accuracy in points (None: unknown, or a metric
+            without a chance level).
+        climb_by_seed: ``{seed: points}`` (display units), each trial's climb over its
+            last rounds up to the reported round (:mod:`analysis.trial_statistic`);
+            empty when unknown.
     """
 
     by_seed: dict[int, float]
@@ -132,10 +145,15 @@ class CellSample:
 
 
 def cell_samples(
-    trials: pd.DataFrame, keys: Sequence[str], value: str, classes: Mapping[str, int] | None
+    trials: pd.DataFrame,
+    keys: Sequence[str],
+    value: str,
+    classes: Mapping[str, int] | None,
+    metric: Metric = ACCURACY,
 ) -> dict[tuple, CellSample]:
-    """``{key tuple: CellSample}`` from counted, one-per-seed trials (``value`` a fraction;
-    its climbs from the column ``<value>_climb`` where the trials have one)."""
+    """``{key tuple: CellSample}`` from counted, one-per-seed trials (``value`` as
+    recorded, a fraction for accuracy, turned into ``metric``'s display units; its
+    climbs from the column ``<value>_climb`` where the trials have one)."""
     fields = [f for f in PARTITION_FIELDS if f in trials]
     climb = f"{value}_climb"
     out: dict[tuple, CellSample] = {}
@@ -147,14 +165,14 @@ def cell_samples(
             tuple(str(v) for v in row) for row in group[fields].itertuples(index=False)
         )
         datasets = set(group["dataset"]) if "dataset" in group else set()
-        chances = {chance_points(d, classes) for d in datasets}
+        chances = {chance_points(d, classes) for d in datasets} if metric.chance else {None}
         climbs = (
-            {int(s): 100.0 * float(c) for s, c in zip(group["seed"], group[climb])}
+            {int(s): metric.units(float(c)) for s, c in zip(group["seed"], group[climb])}
             if climb in group
             else {}
         )
         out[key] = CellSample(
-            {int(s): 100.0 * v for s, v in zip(group["seed"], values)},
+            {int(s): metric.units(v) for s, v in zip(group["seed"], values)},
             signatures,
             chances.pop() if len(chances) == 1 else None,
             climbs,
@@ -168,13 +186,16 @@ class GridComparison:
 
     Attributes:
         along: ``"column"`` or ``"row"``: the direction cells are compared in.
+        metric: what the cells hold (its direction decides better, worse and best; its
+            units the text).
         deltas: each compared cell's difference to its line's reference.
         paired_diffs: each paired cell's per-seed differences (for the CSV and the caption).
         references: the reference cells.
         bold: the cells marked best.
         unresolved: lines whose top two cells are within the seeds' resolution.
         at_chance: lines whose best cell is resolved but not above chance.
-        resolvable: the smallest resolvable difference (points; NaN: none computable).
+        resolvable: the smallest resolvable difference (points, or the metric's units;
+            NaN: none computable).
         seeds: the table's seed count (the largest in a cell).
         pooled_sd: the sd behind ``resolvable`` (points): of the paired differences pooled
             over the Δ cells, or the within-cell sd for an unpaired table.
@@ -183,6 +204,7 @@ class GridComparison:
     """
 
     along: str | None
+    metric: Metric = ACCURACY
     deltas: dict[tuple[int, int], Difference] = field(default_factory=dict)
     references: set[tuple[int, int]] = field(default_factory=set)
     bold: set[tuple[int, int]] = field(default_factory=set)
@@ -204,12 +226,16 @@ class GridComparison:
 
 
 def compare_grid(
-    samples: Mapping[tuple[int, int], CellSample], along: str | None, reference: int | None
+    samples: Mapping[tuple[int, int], CellSample],
+    along: str | None,
+    reference: int | None,
+    metric: Metric = ACCURACY,
 ) -> GridComparison:
     """The Δ of every cell to its line's reference (``reference``: the row index when
     comparing down columns, the column index along rows), the bold cells and the
-    resolvable difference (rules in the module docstring)."""
-    result = GridComparison(along)
+    resolvable difference (rules in the module docstring), ``metric``'s direction
+    deciding which cell is best."""
+    result = GridComparison(along, metric)
     result.seeds = max((len(s.by_seed) for s in samples.values()), default=0)
     if along is None or result.no_claim:
         return result
@@ -241,14 +267,14 @@ def compare_grid(
                     a, b = list(sample.by_seed.values()), list(ref.by_seed.values())
                     squares = (np.var(a, ddof=1) + np.var(b, ddof=1)) / 2
                     result.spreads[cell(line, position)] = float(np.sqrt(squares))
-        ranked = sorted(cells.items(), key=lambda item: -item[1].mean)
+        ranked = sorted(cells.items(), key=lambda item: -metric.sign * item[1].mean)
         if len(ranked) < 2:
             continue  # a lone cell is not the best of anything
         (top, best), (_, runner_up) = ranked[0], ranked[1]
         gap = compare(
             best.by_seed, runner_up.by_seed, pairable=best.partition == runner_up.partition
         )
-        if gap.direction <= 0:
+        if claim(gap, metric) <= 0:
             result.unresolved.append(line)
         elif not has_learned(best.mean, best.chance):
             result.at_chance.append(line)
@@ -265,14 +291,16 @@ def compare_grid(
     return result
 
 
-def delta_text(diff: Difference) -> str:
-    """``Δ +2.6 [+1.1, +4.1] ↑`` (``↑``/``↓`` only when the interval excludes 0; ``‡``
-    for an unpaired interval); ``Δ +2.6 (no interval)`` with a single seed."""
+def delta_text(diff: Difference, metric: Metric = ACCURACY) -> str:
+    """``Δ +2.6 [+1.1, +4.1] ↑`` (``↑`` better / ``↓`` worse in ``metric``'s direction,
+    only when the interval excludes 0: a lower MAE is ``↑``; ``‡`` for an unpaired
+    interval); ``Δ +2.6 (no interval)`` with a single seed."""
     mark = UNPAIRED_MARK if diff.kind == WELCH else ""
+    d = metric.digits
     if not diff.has_interval:
-        return f"Δ {signed(diff.mean)}{mark} (no interval)"
-    arrow = {1: f" {BETTER}", -1: f" {WORSE}"}.get(diff.direction, "")
-    return f"Δ {signed(diff.mean)} [{signed(diff.low)}, {signed(diff.high)}]{mark}{arrow}"
+        return f"Δ {signed(diff.mean, d)}{mark} (no interval)"
+    arrow = {1: f" {BETTER}", -1: f" {WORSE}"}.get(claim(diff, metric), "")
+    return f"Δ {signed(diff.mean, d)} [{signed(diff.low, d)}, {signed(diff.high, d)}]{mark}{arrow}"
 
 
 def caption_text(result: GridComparison) -> str:
@@ -284,7 +312,8 @@ def caption_text(result: GridComparison) -> str:
         return "one seed: no claim"
     if math.isnan(result.resolvable):
         return ""
-    return f"resolvable ≈ {result.resolvable:.1f} points ({LEVEL:.0%}, {result.seeds} seeds)"
+    amount = result.metric.amount(result.resolvable)
+    return f"resolvable ≈ {amount} ({LEVEL:.0%}, {result.seeds} seeds)"
 
 
 def comparison_notes(
@@ -300,20 +329,23 @@ def comparison_notes(
             "(run 2 or more seeds; 3 or more for useful intervals)."
         ]
     notes = []
+    metric = result.metric
+    lower = "" if metric.higher_is_better else f" ({BETTER} = a lower {metric.name})"
     if reference_text:
         notes.append(
-            f"Δ = difference to {reference_text} in the same {line}, in accuracy points: "
+            f"Δ = difference to {reference_text} in the same {line}, in {metric.diff_words}: "
             "mean over seeds of the paired difference (trials of a seed share partition, "
             f"initialisation and batches) [{LEVEL:.0%} Student-t interval]; "
-            f"{BETTER}/{WORSE} only where the interval excludes 0."
+            f"{BETTER}/{WORSE}{lower} only where the interval excludes 0."
         )
     if result.unpaired:
         notes.append(
             f"{UNPAIRED_MARK} unpaired (different partitions, or seeds that do not match up): "
             f"Welch's {LEVEL:.0%} interval of the difference of means."
         )
+    best = "" if metric.higher_is_better else f" (the lowest {metric.name})"
     notes.append(
-        f"Bold: the best of its {line}, only where the {LEVEL:.0%} interval of best − "
+        f"Bold: the best{best} of its {line}, only where the {LEVEL:.0%} interval of best − "
         "runner-up excludes 0."
     )
     if result.unresolved:
@@ -337,7 +369,7 @@ def comparison_notes(
             "cells (unpaired)"
         )
         notes.append(
-            f"Resolvable ≈ {result.resolvable:.1f} points: the smallest difference "
+            f"Resolvable ≈ {metric.amount(result.resolvable)}: the smallest difference "
             f"{result.seeds} seeds tell from 0 at {LEVEL:.0%} ({how})."
         )
     return notes
@@ -348,8 +380,8 @@ LISTED_COMPARISONS = 8
 
 
 def cell_seeds_needed(result: GridComparison, cell: tuple[int, int], target: float) -> str:
-    """Seeds the Δ of ``cell`` would need to resolve ``target`` points, from its own sd
-    (``"–"`` where it has no interval)."""
+    """Seeds the Δ of ``cell`` would need to resolve ``target`` (points, or the metric's
+    units), from its own sd (``"–"`` where it has no interval)."""
     sd = result.spreads.get(cell, math.nan)
     return seeds_text(sd, target, paired=result.deltas[cell].kind == PAIRED)
 
@@ -359,16 +391,18 @@ def planning_note(
     cell_labels: Mapping[tuple[int, int], str],
     target: float = DEFAULT_TARGET,
 ) -> list[str]:
-    """The line saying how many seeds would resolve ``target`` points: for the table (its
-    pooled sd) and for each comparison (its own sd); empty without an sd."""
+    """The line saying how many seeds would resolve ``target`` (points, or the metric's
+    units): for the table (its pooled sd) and for each comparison (its own sd); empty
+    without an sd."""
     if result.along is None or result.no_claim or math.isnan(result.pooled_sd):
         return []
     paired = result.resolvable_kind == PAIRED
     table = seeds_text(result.pooled_sd, target, paired=paired)
     sd_words = "paired differences" if paired else "cells (unpaired)"
+    unit = result.metric.diff_unit
     line = (
-        f"Seeds to resolve {target:g} points at {LEVEL:.0%}: {table} for the table "
-        f"(sd of the {sd_words} {result.pooled_sd:.1f} points, the arithmetic of "
+        f"Seeds to resolve {target:g} {unit} at {LEVEL:.0%}: {table} for the table "
+        f"(sd of the {sd_words} {result.metric.amount(result.pooled_sd)}, the arithmetic of "
         f"Resolvable inverted; {result.seeds} run)"
     )
     cells = [c for c in sorted(result.deltas) if c in result.spreads]

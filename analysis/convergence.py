@@ -3,13 +3,15 @@ curves still climb says how fast methods learn, not where they end.
 
 Each trial's *climb* (:mod:`analysis.trial_statistic`) is the rise of a least-squares
 line through its test accuracy over the last :data:`~analysis.trial_statistic.CLIMB_WINDOW`
-rounds up to the reported round, in accuracy points.  A cell's climb is the mean over its
-seeds.  The yardstick is the statistic's own spread: the sd over seeds of the reported
-accuracy, pooled over the table's cells (each weighted by its seeds - 1).  A cell whose
-climb (up or down) exceeds that spread was still moving by more than the seeds disagree:
-more rounds would change its value by more than the noise the table's intervals allow
-for.  A table has converged when none of its cells is still moving; a Δ whose cell or
-reference is still moving is a comparison made mid-climb, and the table says so.
+rounds up to the reported round, in accuracy points (a score task's metric: in its own
+units; a falling error climbs downwards, and only the size counts).  A cell's climb is
+the mean over its seeds.  The yardstick is the statistic's own spread: the sd over seeds
+of the reported accuracy, pooled over the table's cells (each weighted by its seeds - 1).
+A cell whose climb (up or down) exceeds that spread was still moving by more than the
+seeds disagree: more rounds would change its value by more than the noise the table's
+intervals allow for.  A table has converged when none of its cells is still moving; a Δ
+whose cell or reference is still moving is a comparison made mid-climb, and the table
+says so.
 
 With one seed there is no spread to judge against: nothing is said.
 """
@@ -24,6 +26,7 @@ import numpy as np
 
 from analysis.comparisons import CellSample, GridComparison
 from analysis.paired_stats import pooled_sd
+from analysis.primary_metric import ACCURACY, Metric
 from analysis.trial_statistic import CLIMB_WINDOW
 
 # A note names this many moving cells, the steepest first, then counts the rest.
@@ -41,6 +44,7 @@ class Convergence:
         window: the rounds the climbs were fitted over (at most, unless ``window_exact``).
         window_exact: every trial's climb was fitted over ``window`` rounds.
         compared: the cells of the table's Δ, and their references.
+        metric: what the cells hold (the notes' units).
     """
 
     spread: float
@@ -48,6 +52,7 @@ class Convergence:
     window: int = CLIMB_WINDOW
     window_exact: bool = True
     compared: set[tuple[int, int]] = field(default_factory=set)
+    metric: Metric = ACCURACY
 
     @property
     def window_text(self) -> str:
@@ -85,9 +90,10 @@ def judge_convergence(
     window_exact: bool = True,
 ) -> Convergence:
     """The table's :class:`Convergence` from its cells' samples (their values and climbs,
-    points) and, when given, the comparisons made on them; ``window``: the rounds the
-    climbs were fitted over (fewer than :data:`CLIMB_WINDOW` when the trials reported an
-    earlier round; ``window_exact`` False: at most that many, trials differ)."""
+    points) and, when given, the comparisons made on them (whose metric names the
+    notes' units); ``window``: the rounds the climbs were fitted over (fewer than
+    :data:`CLIMB_WINDOW` when the trials reported an earlier round; ``window_exact``
+    False: at most that many, trials differ)."""
     spread = pooled_sd([list(s.by_seed.values()) for s in samples.values()])[0]
     climbs = {}
     for key, sample in samples.items():
@@ -97,7 +103,8 @@ def judge_convergence(
     compared: set[tuple[int, int]] = set()
     if claims is not None and claims.deltas:
         compared = set(claims.deltas) | set(claims.references)
-    return Convergence(spread, climbs, window, window_exact, compared)
+    metric = claims.metric if claims is not None else ACCURACY
+    return Convergence(spread, climbs, window, window_exact, compared, metric)
 
 
 def convergence_note(result: Convergence, labels: Mapping[tuple[int, int], str]) -> list[str]:
@@ -106,20 +113,25 @@ def convergence_note(result: Convergence, labels: Mapping[tuple[int, int], str])
     if not result.judged:
         return []
     steepest = max(result.climbs.values(), key=abs)
+    metric = result.metric
     if result.converged:
         return [
             f"Converged by the reported round: no cell moved more over its "
-            f"{result.window_text} (at most {abs(steepest):.1f} points) than the seeds' sd "
-            f"of the statistic ({result.spread:.1f} points)."
+            f"{result.window_text} (at most {metric.amount(abs(steepest))}) than the seeds' "
+            f"sd of the statistic ({metric.amount(result.spread)})."
         ]
     moving = result.moving
-    named = [f"{labels.get(c, str(c))}: {v:+.1f}" for c, v in list(moving.items())[:NAMED_CELLS]]
+    named = [
+        f"{labels.get(c, str(c))}: {v:+.{metric.digits}f}"
+        for c, v in list(moving.items())[:NAMED_CELLS]
+    ]
     rest = len(moving) - len(named)
     where = ", ".join(named) + (f" and {rest} more" if rest else "")
     lines = [
         f"Not converged by the reported round: {len(moving)} of {len(result.climbs)} cells "
-        f"still moved by more than the seeds' sd of the statistic ({result.spread:.1f} "
-        f"points) over their {result.window_text} ({where} points)."
+        f"still moved by more than the seeds' sd of the statistic "
+        f"({metric.amount(result.spread)}) over their {result.window_text} ({where} "
+        f"{metric.diff_unit})."
     ]
     if result.mid_climb:
         lines.append(

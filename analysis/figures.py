@@ -12,6 +12,9 @@
   an Optuna sweep's trials in order with the best so far, accuracy against each
   searched parameter, and parameter importance.
 
+Accuracy reads as the figure's ``metric`` (:mod:`analysis.primary_metric`): a score
+task's figures draw its metric as recorded (``test SRCC``, ``test MAE``) on the y axis.
+
 Every function returns a Matplotlib figure of a fixed size (:data:`DPI` dots per inch,
 no tight bounding box), so a saved PNG is exactly ``figsize × DPI`` pixels;
 :func:`save_figure` writes PNG and PDF.  Only completed trials are drawn, except in
@@ -37,6 +40,7 @@ import seaborn as sns
 from analysis.layouts import Layout
 from analysis.loading import COMPLETED, STOPPED
 from analysis.naming import dataset_name, parameter_name, value_label
+from analysis.primary_metric import ACCURACY, Metric
 from analysis.tables import key_order
 
 DPI = 120
@@ -108,12 +112,15 @@ def accuracy_curves(
     layout: Layout,
     *,
     title: str = "",
+    metric: Metric = ACCURACY,
 ) -> plt.Figure:
-    """Test accuracy (%) vs round: lines by ``layout.lines``, band ±1 std over seeds."""
+    """Test accuracy (%) (``metric``) vs round: lines by ``layout.lines``, band ±1 std
+    over seeds."""
     done = trials[trials["status"] == COMPLETED]
     keys = set(zip(done["sweep"], done["trial"]))
     data = rounds[[k in keys for k in zip(rounds["sweep"], rounds["trial"])]].copy()
-    data["accuracy (%)"] = 100.0 * data["test_acc"].astype(float)
+    y = metric.axis_label
+    data[y] = metric.units(pd.to_numeric(data[metric.column], errors="coerce").astype(float))
     data["round"] = data["round"].astype(int)
     lines = [k for k in layout.lines if k in data] or ["point"]
     panels = _panel_keys(done, layout.panels)
@@ -127,7 +134,7 @@ def accuracy_curves(
             sns.lineplot(
                 data=part,
                 x="round",
-                y="accuracy (%)",
+                y=y,
                 hue="line",
                 hue_order=[h for h in hue_order if h in set(part["line"])],
                 errorbar="sd",
@@ -151,12 +158,15 @@ def sensitivity_plot(
     *,
     value: str = "final_acc",
     title: str = "",
+    metric: Metric = ACCURACY,
 ) -> plt.Figure:
-    """Accuracy (%) vs ``layout.x`` (mean ± 1 std over seeds), lines by ``layout.x_lines``."""
+    """Accuracy (%) (``metric``) vs ``layout.x`` (mean ± 1 std over seeds), lines by
+    ``layout.x_lines``."""
     if layout.x is None:
         raise ValueError("this study has no sensitivity parameter")
     done = trials[(trials["status"] == COMPLETED) & trials[value].notna()].copy()
-    done["accuracy (%)"] = 100.0 * done[value].astype(float)
+    y = metric.axis_label
+    done[y] = metric.units(done[value].astype(float))
     x = layout.x
     hue = [layout.x_lines] if layout.x_lines and layout.x_lines in done else []
     panels = ["dataset"] if done["dataset"].nunique() > 1 else []
@@ -172,7 +182,7 @@ def sensitivity_plot(
             sns.pointplot(
                 data=part,
                 x="x",
-                y="accuracy (%)",
+                y=y,
                 order=order,
                 hue="line" if hue else None,
                 hue_order=hue_order,
@@ -194,27 +204,34 @@ def sensitivity_plot(
 
 
 def accuracy_heatmap(
-    trials: pd.DataFrame, x: str, y: str, *, value: str = "final_acc", title: str = ""
+    trials: pd.DataFrame,
+    x: str,
+    y: str,
+    *,
+    value: str = "final_acc",
+    title: str = "",
+    metric: Metric = ACCURACY,
 ) -> plt.Figure:
-    """Mean over seeds of ``value`` (%) for every (``y`` row, ``x`` column) of completed
-    trials, annotated; one panel per dataset when there are several."""
+    """Mean over seeds of ``value`` (%; ``metric``'s units) for every (``y`` row, ``x``
+    column) of completed trials, annotated; one panel per dataset when there are several."""
     done = trials[(trials["status"] == COMPLETED) & trials[value].notna()].copy()
-    done["accuracy (%)"] = 100.0 * done[value].astype(float)
+    label = metric.axis_label
+    done[label] = metric.units(done[value].astype(float))
     datasets = list(dict.fromkeys(done["dataset"]))
     with sns.axes_style("white"):
         fig, axes = _grid(len(datasets))
         for ax, dataset in zip(axes, datasets):
             part = done[done["dataset"] == dataset]
-            grid = part.pivot_table(index=y, columns=x, values="accuracy (%)", aggfunc="mean")
+            grid = part.pivot_table(index=y, columns=x, values=label, aggfunc="mean")
             grid = grid.sort_index(ascending=False).sort_index(axis=1)
             sns.heatmap(
                 grid,
                 ax=ax,
                 cmap="viridis",
                 annot=True,
-                fmt=".1f",
+                fmt=f".{metric.digits}f",
                 annot_kws={"fontsize": 7},
-                cbar_kws={"label": "accuracy (%)"},
+                cbar_kws={"label": label},
             )
             ax.set_xlabel(parameter_name(x))
             ax.set_ylabel(parameter_name(y))
@@ -265,8 +282,11 @@ def partition_title(entry: dict[str, Any]) -> str:
     )
 
 
-def search_history_plot(history: pd.DataFrame, *, title: str = "") -> plt.Figure:
-    """Each trial's accuracy (%) in proposal order; the best completed so far as a step."""
+def search_history_plot(
+    history: pd.DataFrame, *, title: str = "", metric: Metric = ACCURACY
+) -> plt.Figure:
+    """Each trial's accuracy (%) (``metric``) in proposal order; the best completed so
+    far as a step."""
     with sns.axes_style("whitegrid"):
         fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
         for status, marker, colour in ((COMPLETED, "o", "C0"), (STOPPED, "x", "C3")):
@@ -275,7 +295,7 @@ def search_history_plot(history: pd.DataFrame, *, title: str = "") -> plt.Figure
                 label = status if status == COMPLETED else "stopped early (ASHA)"
                 ax.scatter(
                     part["number"],
-                    100 * part["value"],
+                    metric.units(part["value"]),
                     marker=marker,
                     color=colour,
                     label=label,
@@ -285,21 +305,32 @@ def search_history_plot(history: pd.DataFrame, *, title: str = "") -> plt.Figure
         if not best.empty:
             ax.step(
                 best["number"],
-                100 * best["best_so_far"],
+                metric.units(best["best_so_far"]),
                 where="post",
                 color="C2",
                 label="best so far",
             )
         ax.set_xlabel("trial (in the order Optuna proposed it)")
-        ax.set_ylabel("test accuracy at the last round (%)")
+        ax.set_ylabel(_last_round_label(metric))
         ax.legend(fontsize=7)
         _title(fig, title)
     return fig
 
 
-def search_parameter_plot(history: pd.DataFrame, params: Sequence[str], *, title: str = ""):
-    """Accuracy (%) of each trial against each searched parameter (one panel each); log
-    scale for positive parameters spanning more than a decade."""
+def _last_round_label(metric: Metric) -> str:
+    """The search plots' y axis: ``test accuracy at the last round (%)``."""
+    return f"test {metric.name} at the last round{metric.unit}"
+
+
+def search_parameter_plot(
+    history: pd.DataFrame,
+    params: Sequence[str],
+    *,
+    title: str = "",
+    metric: Metric = ACCURACY,
+):
+    """Accuracy (%) (``metric``) of each trial against each searched parameter (one
+    panel each); log scale for positive parameters spanning more than a decade."""
     with sns.axes_style("whitegrid"):
         fig, axes = _grid(len(params))
         for ax, param in zip(axes, params):
@@ -308,13 +339,17 @@ def search_parameter_plot(history: pd.DataFrame, params: Sequence[str], *, title
                 if not part.empty:
                     label = status if status == COMPLETED else "stopped early (ASHA)"
                     ax.scatter(
-                        part[param], 100 * part["value"], marker=marker, color=colour, label=label
+                        part[param],
+                        metric.units(part["value"]),
+                        marker=marker,
+                        color=colour,
+                        label=label,
                     )
             values = pd.to_numeric(history[param], errors="coerce")
             if values.notna().all() and values.min() > 0 and values.max() / values.min() > 10:
                 ax.set_xscale("log")
             ax.set_xlabel(parameter_name(param))
-            ax.set_ylabel("test accuracy at the last round (%)")
+            ax.set_ylabel(_last_round_label(metric))
             ax.legend(fontsize=7)
         _title(fig, title)
     return fig

@@ -11,10 +11,17 @@ defines them); its ``parties.csv`` the per-party numbers (federated/run_files.py
 - :func:`party_frame`: every trial's per-party accuracies (``data/parties.csv``).
 - :func:`party_distribution_figure`: per method/setting, the final round's per-party
   accuracies (all seeds' parties pooled): box and points.
+
+A score task (:mod:`analysis.primary_metric`) scores each party on its own local test
+split (``party_test_fraction``; it has no classes to re-weight by): its table and figure
+are on its primary metric, from parties.csv's ``party_test_<metric>`` columns (the
+``party_acc_*`` row columns when the primary is the binary accuracy), and the worst 10%
+are the worst in the metric's direction (the highest MAE).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib
@@ -26,6 +33,8 @@ import pandas as pd
 import seaborn as sns
 
 from analysis.loading import COMPLETED, Results
+from analysis.primary_metric import ACCURACY, Metric
+from analysis.seed_plan import DEFAULT_TARGET
 from analysis.summary import excluded_trials
 from analysis.tables import Table, accuracy_table, key_order, row_label
 from analysis.trial_files import DamagedFileError, read_parties
@@ -52,6 +61,40 @@ def final_party_columns(rounds: pd.DataFrame) -> pd.DataFrame:
     return last.rename(columns={"round": "party_round"}).reset_index(drop=True)
 
 
+def party_metric_column(metric: Metric) -> str:
+    """parties.csv's per-party column of ``metric``: ``party_acc`` for accuracy, else a
+    score task's own-test-split ``party_test_<metric>``."""
+    return "party_acc" if metric.stem == "acc" else f"party_test_{metric.stem}"
+
+
+def final_party_metric_columns(parties: pd.DataFrame, metric: Metric) -> pd.DataFrame:
+    """Per trial (``sweep``, ``trial``), from parties.csv rows (:func:`party_frame`): the
+    last round with a finite :func:`party_metric_column` value (``party_round``), its
+    mean over parties and the mean of its ceil(N/10) worst parties in ``metric``'s
+    direction, under :data:`SOURCES`' column names."""
+    column = party_metric_column(metric)
+    out_columns = ["sweep", "trial", "party_round", *SOURCES.values()]
+    if parties.empty or column not in parties:
+        return pd.DataFrame(columns=out_columns)
+    values = parties[["sweep", "trial", "round", column]].copy()
+    values[column] = pd.to_numeric(values[column], errors="coerce")
+    values = values[values[column].notna()]
+    rows = []
+    for (sweep, trial), own in values.groupby(["sweep", "trial"], sort=False):
+        last = own[own["round"] == own["round"].max()][column].to_numpy(dtype=float)
+        worst = sorted(last, key=lambda v: metric.sign * v)[: math.ceil(len(last) / 10)]
+        rows.append(
+            {
+                "sweep": sweep,
+                "trial": trial,
+                "party_round": int(own["round"].max()),
+                SOURCES[MEAN]: float(last.mean()),
+                SOURCES[WORST]: float(sum(worst) / len(worst)),
+            }
+        )
+    return pd.DataFrame(rows, columns=out_columns)
+
+
 def per_party_table(
     trials: pd.DataFrame,
     rounds: pd.DataFrame,
@@ -61,10 +104,17 @@ def per_party_table(
     name: str,
     reference: tuple | None = None,
     classes: Mapping[str, int] | None = None,
+    metric: Metric = ACCURACY,
+    parties: pd.DataFrame | None = None,
 ) -> Table | None:
     """Mean over parties and worst 10% of parties per ``rows`` (× ``columns``) cell, or
-    None when no trial has per-party scores."""
-    final = final_party_columns(rounds)
+    None when no trial has per-party scores.  ``metric``: accuracy reads the rows'
+    ``party_acc_*`` columns; a score metric reads ``parties`` (:func:`party_frame`)."""
+    if metric.stem == "acc":
+        final = final_party_columns(rounds)
+    else:
+        own = parties if parties is not None else pd.DataFrame()
+        final = final_party_metric_columns(own, metric)
     if final.empty:
         return None
     merged = trials.merge(final, on=["sweep", "trial"], how="inner")
@@ -77,16 +127,19 @@ def per_party_table(
         ],
         ignore_index=True,
     )
+    mix = "class mix" if metric.chance else "own test split"
     table = accuracy_table(
         long,
         rows=list(rows),
         columns=[*columns, METRIC_COLUMN],
         value="party_value",
         name=name,
-        title="Per-party accuracy (%) of the global model on each party's class mix",
-        metric_text="final scored round's per-party accuracy (%)",
+        title=f"Per-party {metric.name}{metric.unit} of the global model on each party's {mix}",
+        metric_text=f"final scored round's per-party {metric.name}{metric.unit}",
         reference=reference,
         classes=classes,
+        metric=metric,
+        resolve_target=metric.target(DEFAULT_TARGET),
     )
     # ``long`` holds each trial once per metric: count the trials left out once each
     table.notes = [n for n in table.notes if not n.startswith(NOT_COUNTED_NOTE)]
@@ -97,8 +150,18 @@ def per_party_table(
         table.notes.append(
             f"{NOT_COUNTED_NOTE} {len(left_out)} trial(s) ({words}); listed in report.md."
         )
-    table.notes.append(party_accuracy_note(merged))
+    table.notes.append(party_accuracy_note(merged) if metric.chance else _score_note(metric))
     return table
+
+
+def _score_note(metric: Metric) -> str:
+    """What a score task's per-party values were measured on."""
+    worst = "highest" if not metric.higher_is_better else "lowest"
+    return (
+        f"Per-party {metric.name}: the global model (SOLO: each party's own) on each party's "
+        "own held-out local test split (party_test_fraction), its own images; worst 10% = "
+        f"mean of the ceil(N/10) parties with the {worst} {metric.name}."
+    )
 
 
 def party_accuracy_note(trials: pd.DataFrame) -> str:
@@ -157,11 +220,17 @@ def party_frame(results: Results, not_counted: list[str] | None = None) -> pd.Da
 
 
 def party_distribution_figure(
-    parties: pd.DataFrame, keys: Sequence[str], *, title: str = ""
+    parties: pd.DataFrame, keys: Sequence[str], *, title: str = "", metric: Metric = ACCURACY
 ) -> plt.Figure | None:
     """Per ``keys`` value (methods), the final scored round's per-party accuracies (%)
-    of its completed trials, all seeds' parties pooled: a box (quartiles) and the points."""
+    (``metric``'s :func:`party_metric_column`) of its completed trials, all seeds'
+    parties pooled: a box (quartiles) and the points."""
+    column = party_metric_column(metric)
     done = parties[parties["status"] == COMPLETED]
+    if metric.stem != "acc":  # scored rounds only (a validated round holds NaN there)
+        if column not in done:
+            return None
+        done = done[pd.to_numeric(done[column], errors="coerce").notna()]
     if done.empty:
         return None
     last = done.groupby(["sweep", "trial"])["round"].transform("max")
@@ -169,15 +238,14 @@ def party_distribution_figure(
     order = key_order(final, keys)
     final["cell"] = [row_label(keys, tuple(v)) for v in final[list(keys)].itertuples(index=False)]
     labels = [row_label(keys, k) for k in order]
-    final["accuracy (%)"] = 100.0 * final["party_acc"].astype(float)
+    y = metric.axis_label
+    final[y] = metric.units(pd.to_numeric(final[column], errors="coerce").astype(float))
     fig, ax = plt.subplots(figsize=(max(4.4, 1.3 * len(labels) + 1.5), 3.6))
-    sns.boxplot(
-        final, x="cell", y="accuracy (%)", order=labels, color="0.85", ax=ax, showfliers=False
-    )
+    sns.boxplot(final, x="cell", y=y, order=labels, color="0.85", ax=ax, showfliers=False)
     sns.stripplot(
         final,
         x="cell",
-        y="accuracy (%)",
+        y=y,
         order=labels,
         hue="seed",
         ax=ax,

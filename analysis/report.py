@@ -19,6 +19,11 @@ Writes into ``--out`` (default ``./report``)::
     figures/         <name>.png and <name>.pdf per figure
     data/            rounds.csv (one row per trial and round), trials.csv (one per trial)
 
+A score task's sweeps (image assessment) report their primary metric (``test_srcc`` by
+default) where classification reports accuracy, and their tables once more on the rest
+of SRCC and MAE (:mod:`analysis.primary_metric`; docs/reports.md).  Sweeps whose trials
+record different primary metrics in one table are refused in one line (exit status 2).
+
 The report is written into a fresh folder beside ``--out`` and moved in only when
 complete: a report that fails leaves ``--out`` as it was (exit status 1, one line).
 Exit status 2, with one line on stderr, for a path without a sweep or a bad option.
@@ -51,9 +56,24 @@ from analysis.loading import (
     status_counts,
 )
 from analysis.naming import dataset_name, format_value, parameter_name, percent, value_label
+from analysis.primary_metric import (
+    ACCURACY,
+    SCORE,
+    Metric,
+    PrimaryMetricError,
+    sweep_metric,
+    table_metrics,
+    trial_metric,
+)
 from analysis.report_markdown import figure_block, unique_stem
 from analysis.study_spec import shipped_reports
-from analysis.study_tables import TableOptions, metric_text, reported_group, study_tables
+from analysis.study_tables import (
+    TableOptions,
+    metric_text,
+    primary_of,
+    reported_group,
+    study_tables,
+)
 from analysis.summary import excluded_trials
 from analysis.tables import Table
 from analysis.tracker_upload import TrackerUploadError, check_report_trackers, upload_report
@@ -63,6 +83,7 @@ from analysis.trial_statistic import (
     Statistic,
     StatisticError,
     check_validation,
+    final_values,
     parse_statistic,
     resolve_statistic,
 )
@@ -72,6 +93,12 @@ METRIC_CHOICES = ("final", "best")  # --metric: the older spelling of --statisti
 TARGET_CHOICES = ("per-seed", "mean")
 MAX_PARTITION_FIGURES = 6
 
+SCORE_WORDS = (
+    " Score tasks (image assessment) report their primary metric as recorded, three "
+    "decimals: SRCC and PLCC (correlations in [-1, 1], higher is better), MAE and RMSE (in "
+    "the score's own units, lower is better); their Δ and resolvable differences are in the "
+    'metric\'s units (docs/reports.md, "Score tasks: the primary metric").'
+)
 NOT_REPRODUCED = [
     "Figs. 1, 3, 4 (diagrams); Fig. 2 (t-SNE of representations) only for sweeps run with "
     "representations_at (--set representations_at=ROUND)",
@@ -113,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="2",
         metavar="POINTS",
         help="the difference (accuracy points) the notes say how many seeds would resolve "
-        "(default 2)",
+        "(default 2; on a score metric POINTS hundredths of its scale: 2 -> 0.02 SRCC)",
     )
     p.add_argument(
         "--baseline",
@@ -146,6 +173,7 @@ def check_options(args: argparse.Namespace, results: Results) -> TableOptions:
     """Validate the options against what was loaded; raise :class:`UsageError`."""
     statistic = _chosen_statistic(args)
     resolve_target = _resolve_target(args.resolve_target)
+    _check_primary_metrics(results)
     _check_validation_data(statistic, results)
     if args.target not in TARGET_CHOICES:
         raise UsageError(f"--target={args.target!r} (allowed: {', '.join(TARGET_CHOICES)})")
@@ -200,14 +228,28 @@ def _resolve_target(text: str) -> float:
     return points
 
 
+def _check_primary_metrics(results: Results) -> None:
+    """Every sweep and every table group must rank by one primary metric (one line)."""
+    try:
+        for sweep in results.sweeps:
+            sweep_metric(results.trials[results.trials["sweep"] == sweep.name], sweep.name)
+        for group in study_groups(results):
+            primary_of(group)
+    except PrimaryMetricError as err:
+        raise UsageError(str(err)) from None
+
+
 def _check_validation_data(statistic: Statistic | None, results: Results) -> None:
-    """``val`` (chosen here or by a study file) needs every counted trial's val_acc."""
+    """``val`` (chosen here or by a study file) needs every counted trial's validation
+    value of each metric its tables are built on (``val_acc``; ``val_srcc``, ``val_mae``
+    ... for a score task)."""
     for group in study_groups(results):
         try:
             chosen = resolve_statistic(statistic, group.report)
             if group.search != "optuna" and chosen.needs_validation:
                 where = "--statistic" if statistic is not None else "[report] statistic"
-                check_validation(group.rounds, group.trials, where)
+                for metric in table_metrics(primary_of(group)):
+                    check_validation(group.rounds, group.trials, where, metric)
         except StatisticError as err:
             raise UsageError(str(err)) from None
 
@@ -266,21 +308,23 @@ def _figure_section(
     from analysis import figures
 
     lines: list[str] = []
+    metric = primary_of(group)
     group, statistic = reported_group(group, options)
-    words = metric_text(group, statistic)
+    words = metric_text(group, statistic, metric)
     layout = layout_for(group.report.get("figure", {}), group.axes)
     done = group.trials[group.trials["status"] == COMPLETED]
     study = group.study or "runs"
     where = ", ".join(dataset_name(d) for d in group.datasets)
+    test = f"test {metric.name}"
     if not done.empty and group.search != "optuna":
         name = unique_stem(f"fig_{study}_curves{group.suffix}", used)
         figure = figures.accuracy_curves(
-            group.rounds, group.trials, layout, title=f"{study}: test accuracy per round"
+            group.rounds, group.trials, layout, title=f"{study}: {test} per round", metric=metric
         )
         paths = figures.save_figure(figure, out / "figures" / name, formats)
         seeds = done["seed"].nunique()
         caption = (
-            f"{layout.figure + ': ' if layout.figure else ''}test accuracy vs round on {where}; "
+            f"{layout.figure + ': ' if layout.figure else ''}{test} vs round on {where}; "
             f"line = mean over {seeds} seed(s), band = ±1 std over seeds"
         )
         lines += figure_block(paths, out, caption)
@@ -291,7 +335,8 @@ def _figure_section(
                 group.trials,
                 layout,
                 value=REPORTED,
-                title=f"{study}: accuracy vs {parameter_name(x)}",
+                title=f"{study}: {metric.name} vs {parameter_name(x)}",
+                metric=metric,
             )
             paths = figures.save_figure(figure, out / "figures" / name, formats)
             caption = (
@@ -304,7 +349,9 @@ def _figure_section(
         if len(numeric) >= 2:
             y, x = numeric[:2]
             name = unique_stem(f"fig_{study}_heatmap{group.suffix}", used)
-            figure = figures.accuracy_heatmap(done, x, y, value=REPORTED, title=f"{study}: {words}")
+            figure = figures.accuracy_heatmap(
+                done, x, y, value=REPORTED, title=f"{study}: {words}", metric=metric
+            )
             paths = figures.save_figure(figure, out / "figures" / name, formats)
             caption = (
                 f"{words} over {parameter_name(y)} × {parameter_name(x)} "
@@ -342,6 +389,9 @@ def _per_party_section(
     if baseline and options.baseline not in set(trials["algorithm"]):
         baseline = None
     classes = dataset_classes(e for sweep in group.sweeps for e in sweep.partitions)
+    metric = primary_of(group)
+    mine = trials[["sweep", "trial"]]
+    parties = party_rows.merge(mine, on=["sweep", "trial"])
     lines: list[str] = []
     table = party_tables.per_party_table(
         trials,
@@ -351,20 +401,24 @@ def _per_party_section(
         name=unique_stem(f"per_party_{study}{group.suffix}", used),
         reference=baseline,
         classes=classes,
+        metric=metric,
+        parties=parties,
     )
     if table is not None:
         paths = write_table(table, out / "tables")
         lines += [to_markdown(table), f"Files: {_links(paths, out)}", ""]
-        mine = trials[["sweep", "trial"]]
-        parties = party_rows.merge(mine, on=["sweep", "trial"])
         figure = party_tables.party_distribution_figure(
-            parties, rows, title=f"{study}: per-party accuracy of the final model"
+            parties,
+            rows,
+            title=f"{study}: per-party {metric.name} of the final model",
+            metric=metric,
         )
         if figure is not None:
             name = unique_stem(f"fig_{study}_per_party{group.suffix}", used)
             paths = figures_save(figure, out / "figures" / name, formats)
+            mix = "each party's class mix" if metric.chance else "each party's own test split"
             caption = (
-                "per-party accuracy (%) at the final scored round, each party's class mix; "
+                f"per-party {metric.name}{metric.unit} at the final scored round, {mix}; "
                 "box = quartiles over all seeds' parties, points = parties by seed"
             )
             lines += figure_block(paths, out, caption)
@@ -414,38 +468,44 @@ def _optuna_section(
     shown = group.trials[group.trials["status"].isin([COMPLETED, "stopped"])]
     if shown.empty:
         return ["No completed or stopped trial yet.", ""]
-    history = search_history(shown, params)
+    metric = primary_of(group)
+    shown = shown.assign(final_value=final_values(shown, group.rounds, metric))
+    history = search_history(shown, params, "final_value", metric)
     study = group.study or "runs"
+    what = metric.name
     lines = [
-        "Trials in the order Optuna proposed them; accuracy at each trial's last round "
+        f"Trials in the order Optuna proposed them; {what} at each trial's last round "
         "(ASHA-stopped trials trained fewer rounds and never count as the best).",
         "",
         "| # | "
         + " | ".join(parameter_name(p) for p in params)
-        + " | status | rounds | accuracy (%) | best so far (%) |",
+        + f" | status | rounds | {what}{metric.unit} | best so far{metric.unit} |",
         "| ---: | " + " | ".join("---:" for _ in params) + " | --- | ---: | ---: | ---: |",
     ]
+    digits = metric.digits + 1
     for _, row in history.iterrows():
         values = " | ".join(format_value(row[p]) for p in params)
         lines.append(
             f"| {row['number']} | {values} | {row['status']} | {row['last_round']} | "
-            f"{percent(row['value'], 2)} | {percent(row['best_so_far'], 2)} |"
+            f"{metric.show(row['value'], digits)} | {metric.show(row['best_so_far'], digits)} |"
         )
     name = unique_stem(f"search_history_{study}{group.suffix}", used)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     csv = out / "tables" / f"{name}.csv"
     history.to_csv(csv, index=False)
     lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
-    figure = figures.search_history_plot(history, title=f"{study}: Optuna search history")
+    figure = figures.search_history_plot(
+        history, title=f"{study}: Optuna search history", metric=metric
+    )
     paths = figures.save_figure(figure, out / "figures" / f"fig_{name}", formats)
-    lines += figure_block(paths, out, "Optuna search history: accuracy per trial, best so far")
+    lines += figure_block(paths, out, f"Optuna search history: {what} per trial, best so far")
     if all(p in history for p in params):
         name = unique_stem(f"fig_search_parameters_{study}{group.suffix}", used)
         figure = figures.search_parameter_plot(
-            history, params, title=f"{study}: accuracy vs searched parameters"
+            history, params, title=f"{study}: {what} vs searched parameters", metric=metric
         )
         paths = figures.save_figure(figure, out / "figures" / name, formats)
-        lines += figure_block(paths, out, "accuracy of each trial vs its searched parameters")
+        lines += figure_block(paths, out, f"{what} of each trial vs its searched parameters")
     importance, method = parameter_importance(history, params)
     if importance:
         lines.append(
@@ -532,13 +592,28 @@ def _feature_examples_section(
     return lines
 
 
-def _statistic_words(statistic: Statistic | None) -> str:
-    """The report's opening line on what a trial's accuracy is."""
+def _statistic_words(statistic: Statistic | None, primaries: Sequence[Metric] = ()) -> str:
+    """The report's opening line on what a trial's accuracy is (``Accuracy: ...``); with
+    a score task among ``primaries`` (each group's primary metric), ``Reported: ...`` and
+    each primary metric's words, and the tables' other metric."""
+    metrics = list(dict.fromkeys(primaries)) or [ACCURACY]
+    if metrics == [ACCURACY]:
+        return f"Accuracy: {_one_statistic(statistic, ACCURACY)}"
+    parts = []
+    for metric in metrics:
+        words = _one_statistic(statistic, metric)
+        also = [m.noun for m in table_metrics(metric)[1:]]
+        parts.append(words + (f" (tables again on {' and '.join(also)})" if also else ""))
+    return "Reported: " + "; ".join(parts)
+
+
+def _one_statistic(statistic: Statistic | None, metric: Metric) -> str:
+    """The words of ``statistic`` on ``metric``, or the default's when none is chosen."""
     if statistic is not None:
-        return statistic.text()
+        return statistic.text(metric=metric)
     return (
-        f"each study's [report] statistic, else {DEFAULT_STATISTIC.text()} (the default; "
-        "each table's title names its own)"
+        f"each study's [report] statistic, else {DEFAULT_STATISTIC.text(metric=metric)} (the "
+        "default; each table's title names its own)"
     )
 
 
@@ -560,7 +635,8 @@ def _budget_words(trials: pd.DataFrame) -> str:
     )
 
 
-def _runs_section(results: Results) -> list[str]:
+def _runs_section(results: Results, score: bool = False) -> list[str]:
+    """The runs' table and how to read the numbers (``score``: some are score tasks)."""
     lines = [
         "## Runs",
         "",
@@ -589,31 +665,47 @@ def _runs_section(results: Results) -> list[str]:
         "Errored, diverged and unfinished trials are never averaged in; they are listed "
         "under *Trials not counted*. Trials stopped early by ASHA appear only in the Optuna "
         "search history (with the accuracy they had when stopped). Accuracies are "
-        "percentages of the test set (the fraction evaluated by the budget).",
+        "percentages of the test set (the fraction evaluated by the budget)."
+        + (SCORE_WORDS if score else ""),
         "",
     ]
     return lines
 
 
 def _not_counted_section(results: Results) -> list[str]:
+    """The trials left out of every mean, with their last value (accuracy; a score
+    trial's primary metric, named)."""
     left_out = excluded_trials(results.trials)
     lines = ["## Trials not counted", ""]
     if left_out.empty:
         return [*lines, "None: every trial completed.", ""]
+    metrics = [
+        trial_metric(task, primary)
+        for task, primary in zip(
+            left_out.get("task", pd.Series(None, index=left_out.index)),
+            left_out.get("primary_metric", pd.Series(None, index=left_out.index)),
+        )
+    ]
+    plain = all(m is ACCURACY for m in metrics)
+    last = "last accuracy (%)" if plain else "last value (primary metric)"
     lines += [
-        "| sweep | trial | status | rounds run / planned | last accuracy (%) | error |",
+        f"| sweep | trial | status | rounds run / planned | {last} | error |",
         "| --- | --- | --- | ---: | ---: | --- |",
     ]
-    for _, t in left_out.iterrows():
+    for (_, t), metric in zip(left_out.iterrows(), metrics):
         error = str(t["error"]).replace("|", "\\|") if isinstance(t["error"], str) else ""
         planned = t.get("rounds")
         if planned is None or pd.isna(planned):
             planned = "?"  # its params.json is damaged
         elif isinstance(planned, float) and planned.is_integer():
             planned = int(planned)  # the column is float once a damaged trial's NaN is in it
+        value = percent(t["final_acc"])
+        if not plain:
+            (final,) = final_values(left_out.loc[[t.name]], results.rounds, metric)
+            value = f"{metric.stem} {metric.show(final)}{'%' if metric.percent else ''}"
         lines.append(
             f"| `{t['sweep']}` | `{t['trial']}` | {t['status']} | "
-            f"{t['last_round']} / {planned} | {percent(t['final_acc'])} | {error} |"
+            f"{t['last_round']} / {planned} | {value} | {error} |"
         )
     return [*lines, ""]
 
@@ -715,6 +807,7 @@ def _write_report_files(
 
     used: set[str] = set()
     groups = study_groups(results)
+    primaries = [primary_of(group) for group in groups]
     not_counted: list[str] = []  # damaged files whose part is left out (path: reason)
     party_rows = party_frame(results, not_counted)
 
@@ -722,10 +815,10 @@ def _write_report_files(
         "# fedsweep report",
         "",
         f"Generated {time.strftime('%Y-%m-%d %H:%M')} by `python -m analysis.report "
-        f"{' '.join(sources)}`. Accuracy: {_statistic_words(options.statistic)}.",
+        f"{' '.join(sources)}`. {_statistic_words(options.statistic, primaries)}.",
         "",
     ]
-    body += _runs_section(results)
+    body += _runs_section(results, any(m.task == SCORE for m in primaries))
     for group in groups:
         body += [f"## {_group_heading(group)}", ""]
         if group.study and not group.report.get("table") and group.search != "optuna":

@@ -6,6 +6,10 @@ difference (the half-width of a Δ's 95% interval for the table's spread and see
 (:func:`analysis.study_tables.study_tables`, the same statistic), so the sweep stops on
 exactly what the report will print.  Stopping on the width, which does not depend on
 the differences observed, keeps the intervals honest (:mod:`analysis.seed_plan`).
+
+T is in accuracy points; a score task's tables (SRCC, MAE ...) resolve in their metric's
+units, counted here in hundredths of its scale (0.02 SRCC reads 2), the same reading
+``--resolve-target`` has (:meth:`analysis.primary_metric.Metric.target`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from pathlib import Path
 
 from analysis.grouping import study_groups
 from analysis.loading import Results, load_results
-from analysis.study_tables import TableOptions, study_tables
+from analysis.primary_metric import table_metrics
+from analysis.study_tables import TableOptions, primary_of, study_tables
 from analysis.trial_statistic import Statistic, check_validation, resolve_statistic
 
 
@@ -24,7 +29,8 @@ def resolvable_differences(
     source: str | Path | Iterable[str | Path] | Results,
     statistic: Statistic | None = None,
 ) -> dict[str, float]:
-    """``{table name: resolvable difference in accuracy points}`` of every table of the
+    """``{table name: resolvable difference in accuracy points}`` (a score metric's in
+    hundredths of its scale) of every table of the
     results (a sweep folder, a folder of them, several, or loaded :class:`Results`) that
     compares cells, as the report builds them with ``statistic`` (default: each study's
     own, else the report's default).  NaN for a table that cannot say yet (one seed, or
@@ -33,19 +39,21 @@ def resolvable_differences(
 
     Raises :class:`~analysis.loading.NoResultsError` when a path holds no sweep, and
     :class:`~analysis.trial_statistic.StatisticError` for ``val`` on trials without
-    validation accuracy."""
+    validation accuracy, :class:`~analysis.primary_metric.PrimaryMetricError` for a group
+    whose trials record different primary metrics."""
     results = source if isinstance(source, Results) else load_results(source)
     out: dict[str, float] = {}
     for group in study_groups(results):
         if resolve_statistic(statistic, group.report).needs_validation:
-            check_validation(group.rounds, group.trials)
+            for metric in table_metrics(primary_of(group)):
+                check_validation(group.rounds, group.trials, metric=metric)
         for table in study_tables(group, TableOptions(statistic=statistic)):
             if table.resolvable is None:
                 continue  # compares nothing: rounds to reach, time per round
             name, k = table.name, 2
             while name in out:
                 name, k = f"{table.name}_{k}", k + 1
-            out[name] = float(table.resolvable)
+            out[name] = float(table.metric.points(table.resolvable))
     return out
 
 

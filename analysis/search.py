@@ -29,23 +29,29 @@ import numpy as np
 import pandas as pd
 
 from analysis.loading import COMPLETED, STOPPED, is_number_column
+from analysis.primary_metric import ACCURACY, Metric
 
 MIN_FANOVA = 5
 MIN_PED_ANOVA = 20
 
 
 def search_history(
-    trials: pd.DataFrame, params: Sequence[str], value: str = "final_acc"
+    trials: pd.DataFrame,
+    params: Sequence[str],
+    value: str = "final_acc",
+    metric: Metric = ACCURACY,
 ) -> pd.DataFrame:
     """One row per trial in proposal order: ``number`` (1-based), ``trial``, ``status``,
-    the ``params``, ``value`` (accuracy fraction at its last round) and
-    ``best_so_far`` (over completed trials up to this one; NaN before the first)."""
+    the ``params``, ``value`` (accuracy fraction at its last round; a score sweep's
+    ``metric`` as recorded) and ``best_so_far`` (over completed trials up to this one, in
+    ``metric``'s direction; NaN before the first)."""
     ordered = trials.sort_values(["sweep_started", "order"], kind="stable")
     frame = ordered[["trial", "status", *params, value, "last_round"]].copy()
     frame = frame.rename(columns={value: "value"}).reset_index(drop=True)
     frame.insert(0, "number", np.arange(1, len(frame) + 1))
     completed = frame["value"].where(frame["status"] == COMPLETED)
-    frame["best_so_far"] = completed.cummax().ffill()  # cummax leaves NaN on stopped rows
+    # cummax leaves NaN on stopped rows
+    frame["best_so_far"] = ((metric.sign * completed).cummax() * metric.sign).ffill()
     return frame
 
 

@@ -20,6 +20,12 @@ For a sweep that selects (an Optuna search, ASHA, a grid rerun with ``--rerun-be
   its last round: how often the chosen point changes and the expected test regret
   against the full-evaluation choice.  Kuo et al. (2023) show this noise can make good
   tuners no better than random search; here it is measured on the sweep's own trials.
+
+"Test accuracy" above is the sweep's primary metric on test (``test``, a
+:class:`~analysis.primary_metric.Metric`: ``test_acc`` for classification, a score task's
+``test_srcc``, ``test_mae`` ...), and every "best" and regret is taken in its direction
+(a regret is how much worse the choice is: positive, whatever the direction).  The
+ranking metric's direction is :func:`~analysis.primary_metric.higher_is_better`'s.
 """
 
 from __future__ import annotations
@@ -31,18 +37,29 @@ import numpy as np
 import pandas as pd
 
 from analysis.paired_stats import t_quantile
+from analysis.primary_metric import ACCURACY, Metric, higher_is_better
 
-#: metric -> +1 when larger is better
-DIRECTION = {"val_acc": 1.0, "val_loss": -1.0, "test_acc": 1.0}
-#: the parties.csv column holding each party's value of a ranking metric
-PARTY_COLUMN = {"val_acc": "party_val_acc", "val_loss": "party_val_loss"}
 NOISE_DRAWS = 200
 
 
-def trial_outcomes(rounds: pd.DataFrame, trials: pd.DataFrame, metric: str) -> pd.DataFrame:
+def _sign(metric: str) -> float:
+    """+1 when a larger value of the ranking ``metric`` is better, else -1."""
+    return 1.0 if higher_is_better(metric) else -1.0
+
+
+def party_column(metric: str) -> str | None:
+    """The parties.csv column holding each party's value of a validation ranking metric
+    (``val_acc`` -> ``party_val_acc``); None for any other."""
+    return f"party_{metric}" if metric.startswith("val_") else None
+
+
+def trial_outcomes(
+    rounds: pd.DataFrame, trials: pd.DataFrame, metric: str, test: Metric = ACCURACY
+) -> pd.DataFrame:
     """One row per trial of ``trials`` (a sweep's, in proposal order): ``trial``,
-    ``point``, ``seed``, ``status``, ``value`` (final ``metric``), ``test_acc`` (final),
-    ``rounds``, ``party_updates``, ``seconds``."""
+    ``point``, ``seed``, ``status``, ``value`` (final ``metric``), ``test_acc`` (final;
+    ``test``'s column, e.g. ``test_srcc``, for a score sweep), ``rounds``,
+    ``party_updates``, ``seconds``."""
     out = []
     ordered = trials.sort_values(["sweep_started", "order"], kind="stable")
     for _, trial in ordered.iterrows():
@@ -59,7 +76,7 @@ def trial_outcomes(rounds: pd.DataFrame, trials: pd.DataFrame, metric: str) -> p
                 "seed": trial.get("seed"),
                 "status": trial["status"],
                 "value": _number(last.get(metric) if len(own) else math.nan),
-                "test_acc": _number(last.get("test_acc") if len(own) else math.nan),
+                test.column: _number(last.get(test.column) if len(own) else math.nan),
                 "rounds": int(last.get("round", 0)) if len(own) else 0,
                 "party_updates": float(updates.fillna(0).sum()) if updates is not None else 0.0,
                 "seconds": seconds,
@@ -77,53 +94,63 @@ def _number(value: object) -> float:
 
 def best_so_far(outcomes: pd.DataFrame, metric: str) -> pd.Series:
     """The best ranking value after each trial (NaN before the first finite one)."""
-    sign = DIRECTION.get(metric, 1.0)
+    sign = _sign(metric)
     return (outcomes["value"] * sign).cummax() * sign
 
 
-def point_means(outcomes: pd.DataFrame) -> pd.DataFrame:
-    """Per point: mean ranking value and mean test accuracy over its finite trials."""
-    finite = outcomes[np.isfinite(outcomes["value"]) & np.isfinite(outcomes["test_acc"])]
-    return finite.groupby("point", sort=True)[["value", "test_acc"]].mean()
+def point_means(outcomes: pd.DataFrame, test: Metric = ACCURACY) -> pd.DataFrame:
+    """Per point: mean ranking value and mean test value (``test``'s column) over its
+    finite trials."""
+    finite = outcomes[np.isfinite(outcomes["value"]) & np.isfinite(outcomes[test.column])]
+    return finite.groupby("point", sort=True)[["value", test.column]].mean()
 
 
-def point_choice(outcomes: pd.DataFrame, metric: str) -> dict[str, float | str]:
-    """The chosen point (best mean ranking value), its mean test accuracy, the best
-    test accuracy of any point in hindsight, and the regret (hindsight − chosen)."""
-    means = point_means(outcomes)
+def point_choice(
+    outcomes: pd.DataFrame, metric: str, test: Metric = ACCURACY
+) -> dict[str, float | str]:
+    """The chosen point (best mean ranking value), its mean test value (``test``), the
+    best test value of any point in hindsight, and the regret (how much worse the chosen
+    point's test value is than the hindsight one: ≥ 0 in ``test``'s direction)."""
+    means = point_means(outcomes, test)
     if means.empty:
         return {}
-    sign = DIRECTION.get(metric, 1.0)
-    chosen = (means["value"] * sign).idxmax()
-    hindsight = means["test_acc"].max()
+    chosen = (means["value"] * _sign(metric)).idxmax()
+    tests = means[test.column]
+    best = (tests * test.sign).idxmax()
     return {
         "point": str(chosen),
         "value": float(means.loc[chosen, "value"]),
-        "test_acc": float(means.loc[chosen, "test_acc"]),
-        "hindsight_point": str(means["test_acc"].idxmax()),
-        "hindsight_test_acc": float(hindsight),
-        "regret": float(hindsight - means.loc[chosen, "test_acc"]),
+        "test": float(tests[chosen]),
+        "hindsight_point": str(best),
+        "hindsight_test": float(tests[best]),
+        "regret": float(test.sign * (tests[best] - tests[chosen])),
     }
 
 
-def rank_correlation(outcomes: pd.DataFrame, completed: str = "completed") -> float:
-    """Spearman's ρ of the ranking value vs test accuracy over completed trials (NaN
-    with fewer than 3, or when either is constant)."""
+def rank_correlation(
+    outcomes: pd.DataFrame, completed: str = "completed", test: Metric = ACCURACY
+) -> float:
+    """Spearman's ρ of the ranking value vs the test value (``test``'s column) over
+    completed trials (NaN with fewer than 3, or when either is constant)."""
     done = outcomes[(outcomes["status"] == completed) & np.isfinite(outcomes["value"])]
-    done = done[np.isfinite(done["test_acc"])]
+    done = done[np.isfinite(done[test.column])]
     if len(done) < 3:
         return math.nan
-    a, b = done["value"].rank(), done["test_acc"].rank()
+    a, b = done["value"].rank(), done[test.column].rank()
     if a.std() == 0 or b.std() == 0:
         return math.nan
     return float(np.corrcoef(a, b)[0, 1])
 
 
 def rerun_outcome(
-    rerun_tests: Sequence[float], search_tests: Sequence[float], level: float = 0.95
+    rerun_tests: Sequence[float],
+    search_tests: Sequence[float],
+    level: float = 0.95,
+    test: Metric = ACCURACY,
 ) -> dict[str, float]:
-    """The rerun's test accuracy (mean, t-interval over its seeds) and the optimism:
-    the search-time test accuracy of the chosen trials (their mean) minus the rerun's."""
+    """The rerun's test value (mean, t-interval over its seeds) and the optimism: how
+    much better the search-time test value of the chosen trials (their mean) is than
+    the rerun's, in ``test``'s direction (search − rerun for accuracy)."""
     values = np.asarray([v for v in rerun_tests if math.isfinite(v)], dtype=float)
     seen = np.asarray([v for v in search_tests if v is not None and math.isfinite(v)])
     if values.size == 0:
@@ -131,8 +158,8 @@ def rerun_outcome(
     mean = float(values.mean())
     half = math.nan
     if values.size > 1:
-        half = t_quantile(values.size - 1, level) * float(values.std(ddof=1)) / math.sqrt(
-            values.size
+        half = (
+            t_quantile(values.size - 1, level) * float(values.std(ddof=1)) / math.sqrt(values.size)
         )
     search = float(seen.mean()) if seen.size else math.nan
     return {
@@ -140,8 +167,8 @@ def rerun_outcome(
         "mean": mean,
         "low": mean - half,
         "high": mean + half,
-        "search_test_acc": search,
-        "optimism": search - mean,
+        "search_test": search,
+        "optimism": test.sign * (search - mean),
     }
 
 
@@ -152,6 +179,7 @@ def evaluation_noise(
     ks: Sequence[int],
     draws: int = NOISE_DRAWS,
     seed: int = 0,
+    test: Metric = ACCURACY,
 ) -> pd.DataFrame:
     """The selection re-simulated with ``k`` evaluating parties, for each k in ``ks``.
 
@@ -160,15 +188,16 @@ def evaluation_noise(
     (without replacement; all of them when it has fewer) and scores the size-weighted
     mean; the point with the best mean score is chosen.  Returns one row per k:
     ``changed`` (share of draws choosing another point than the full evaluation),
-    ``regret`` (mean test-accuracy loss against the full-evaluation choice, fraction)
-    and ``regret_hindsight`` (against the best test accuracy in hindsight)."""
+    ``regret`` (mean test loss against the full-evaluation choice, in ``test``'s
+    direction: a fraction for accuracy) and ``regret_hindsight`` (against the best test
+    value in hindsight)."""
     usable = outcomes[outcomes["trial"].isin(party_values)]
-    usable = usable[np.isfinite(usable["test_acc"])]
-    full = point_choice(usable, metric)
+    usable = usable[np.isfinite(usable[test.column])]
+    full = point_choice(usable, metric, test)
     if not full:
         return pd.DataFrame(columns=["k", "changed", "regret", "regret_hindsight"])
-    tests = point_means(usable)["test_acc"]
-    sign = DIRECTION.get(metric, 1.0)
+    tests = point_means(usable, test)[test.column]
+    sign = _sign(metric)
     rng = np.random.default_rng(seed)
     rows = []
     for k in ks:
@@ -183,8 +212,8 @@ def evaluation_noise(
                 scores.setdefault(trial["point"], []).append(score)
             chosen = max(sorted(scores), key=lambda p: sign * float(np.mean(scores[p])))
             changed += chosen != full["point"]
-            regret += full["test_acc"] - tests[chosen]
-            hindsight += full["hindsight_test_acc"] - tests[chosen]
+            regret += test.sign * (full["test"] - tests[chosen])
+            hindsight += test.sign * (full["hindsight_test"] - tests[chosen])
         rows.append(
             {
                 "k": int(k),
@@ -202,7 +231,7 @@ def final_party_values(
     """Per trial, (values, samples) of the parties with a finite ``metric`` value at
     the trial's last validated round in ``parties`` (parties.csv rows with a ``trial``
     column); trials without per-party validation are left out."""
-    column = PARTY_COLUMN.get(metric)
+    column = party_column(metric)
     if column is None or column not in parties or "party_val_samples" not in parties:
         return {}
     out = {}

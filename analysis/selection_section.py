@@ -1,6 +1,8 @@
 """The report's selection section: for every sweep that chose a configuration, what it
 chose on, what that choice is worth on test, and how robust it is to evaluation noise
-(the numbers are :mod:`analysis.selection`'s; docs/validation.md reads them)."""
+(the numbers are :mod:`analysis.selection`'s; docs/validation.md reads them).  "Test
+accuracy" is the sweep's primary metric on test (:mod:`analysis.primary_metric`: a score
+sweep's ``test_srcc``, ``test_mae`` ...), shown in its units."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pandas as pd
 from analysis.figures import save_figure
 from analysis.loading import Results, Sweep
 from analysis.naming import percent
+from analysis.primary_metric import Metric, sweep_metric
 from analysis.report_markdown import figure_block, unique_stem
 from analysis.selection import (
     best_so_far,
@@ -24,6 +27,7 @@ from analysis.selection import (
     rerun_outcome,
     trial_outcomes,
 )
+from analysis.trial_statistic import final_values
 
 #: evaluating-party counts the noise table shows (those below N)
 NOISE_KS = (1, 2, 3, 5, 10, 20, 50)
@@ -71,9 +75,10 @@ def _one_sweep(
     metric = str(sweep.manifest.get("metric") or "test_acc")
     trials = results.trials[results.trials["sweep"] == sweep.name]
     rounds = results.rounds[results.rounds["sweep"] == sweep.name]
-    outcomes = trial_outcomes(rounds, trials, metric)
+    test = sweep_metric(trials, f"sweep {sweep.name}")
+    outcomes = trial_outcomes(rounds, trials, metric, test)
     lines = [f"## Selection: {sweep.name}", ""]
-    if metric == "test_acc" or metric not in ("val_acc", "val_loss"):
+    if not metric.startswith("val_"):
         lines += [
             "**Selected on test**: this sweep ranked its trials by test accuracy (it predates "
             "the validation protocol or held out no validation data), so every number below "
@@ -83,7 +88,8 @@ def _one_sweep(
     else:
         lines += [
             f"Trials ranked by **{metric}** (size-weighted federated validation on the "
-            "parties' held-out data); test accuracy is only reported, never used to choose.",
+            f"parties' held-out data); test {test.name} is only reported, never used to "
+            "choose.",
             "",
         ]
     if outcomes.empty:
@@ -93,39 +99,53 @@ def _one_sweep(
     (out / "tables").mkdir(parents=True, exist_ok=True)
     csv = out / "tables" / f"{stem}.csv"
     outcomes.to_csv(csv, index=False)
-    choice = point_choice(outcomes, metric)
-    rho = rank_correlation(outcomes)
+    choice = point_choice(outcomes, metric, test)
+    rho = rank_correlation(outcomes, test=test)
     spent = outcomes[["rounds", "party_updates", "seconds"]].sum()
     lines += [
         f"- trials: {len(outcomes)}; spent {int(spent['rounds'])} rounds, "
         f"{int(spent['party_updates'])} party updates, {spent['seconds']:.0f} CPU/GPU seconds "
         "(training and evaluation)",
-        f"- Spearman ρ of {metric} vs test accuracy over completed trials: "
+        f"- Spearman ρ of {metric} vs test {test.name} over completed trials: "
         + ("n/a (fewer than 3)" if math.isnan(rho) else f"{rho:+.2f}"),
     ]
     if choice:
         lines += [
             f"- chosen on {metric}: **{choice['point']}** "
             f"({metric} {_metric(metric, choice['value'])}, "
-            f"search-time test accuracy {percent(choice['test_acc'], 2)}%)",
-            f"- best test accuracy in hindsight (not a choice any tuner could make): "
-            f"{choice['hindsight_point']}, {percent(choice['hindsight_test_acc'], 2)}%; "
-            f"regret of the choice (hindsight): {percent(choice['regret'], 2)} points",
+            f"search-time test {test.name} {_value(test, choice['test'])})",
+            f"- best test {test.name} in hindsight (not a choice any tuner could make): "
+            f"{choice['hindsight_point']}, {_value(test, choice['hindsight_test'])}; "
+            f"regret of the choice (hindsight): {_difference(test, choice['regret'])}",
         ]
     lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
     figure = _best_so_far_figure(outcomes, metric, sweep.path.name)
     paths = save_figure(figure, out / "figures" / f"fig_{stem}", formats)
-    lines += figure_block(
-        paths, out, f"best-so-far {metric} vs trials and vs party updates spent"
-    )
+    lines += figure_block(paths, out, f"best-so-far {metric} vs trials and vs party updates spent")
     if rerun is not None:
-        lines += _rerun_lines(results, rerun, sweep)
-    lines += _noise_lines(outcomes, parties, sweep, metric, out, stem, formats)
+        lines += _rerun_lines(results, rerun, test)
+    lines += _noise_lines(outcomes, parties, sweep, metric, out, stem, formats, test)
     return lines
 
 
 def _metric(metric: str, value: float) -> str:
     return f"{percent(value, 2)}%" if metric.endswith("acc") else f"{value:.4f}"
+
+
+def _number(test: Metric, value: float) -> str:
+    """A test value (or difference) with one more decimal than tables: ``61.25``,
+    ``0.8123``."""
+    return test.show(value, test.digits + 1)
+
+
+def _value(test: Metric, value: float) -> str:
+    """A test value as the section shows it: ``61.25%``, ``0.8123``."""
+    return _number(test, value) + ("%" if test.percent else "")
+
+
+def _difference(test: Metric, value: float) -> str:
+    """A difference of test values with its unit: ``1.25 points``, ``0.0123 SRCC``."""
+    return f"{_number(test, value)} {test.diff_unit}"
 
 
 def _best_so_far_figure(outcomes: pd.DataFrame, metric: str, title: str) -> plt.Figure:
@@ -143,20 +163,27 @@ def _best_so_far_figure(outcomes: pd.DataFrame, metric: str, title: str) -> plt.
     return fig
 
 
-def _rerun_lines(results: Results, rerun: Sweep, search: Sweep) -> list[str]:
+def _rerun_lines(results: Results, rerun: Sweep, test: Metric) -> list[str]:
+    """The rerun's test value over its fresh seeds against what the search saw (the
+    manifest's ``search_test_acc``; ``search_test_srcc`` ... for a score sweep)."""
     selection = rerun.manifest.get("selection") or {}
     trials = results.trials[results.trials["sweep"] == rerun.name]
     done = trials[trials["status"] == "completed"]
+    rounds = results.rounds[results.rounds["sweep"] == rerun.name]
     outcome = rerun_outcome(
-        done["final_acc"].astype(float).tolist(), selection.get("search_test_acc") or []
+        final_values(done, rounds, test),
+        selection.get(f"search_{test.column}") or [],
+        test=test,
     )
     seeds = sorted(int(s) for s in trials["seed"].dropna()) if "seed" in trials else []
     lines = [f"### Rerun on fresh seeds: {rerun.name}", ""]
     if not outcome:
         return [*lines, "The rerun has no completed trial yet.", ""]
     interval = (
-        "" if math.isnan(outcome["low"]) else
-        f" [{percent(outcome['low'], 2)}, {percent(outcome['high'], 2)}] (95% t-interval)"
+        ""
+        if math.isnan(outcome["low"])
+        else f" [{_number(test, outcome['low'])}, {_number(test, outcome['high'])}] "
+        "(95% t-interval)"
     )
     lines += [
         f"The configuration chosen on {selection.get('metric', '?')} "
@@ -164,14 +191,20 @@ def _rerun_lines(results: Results, rerun: Sweep, search: Sweep) -> list[str]:
         f"{', '.join(map(str, seeds))} that no searched trial used "
         f"(the search's: {selection.get('search_seeds')}):",
         "",
-        "| | test accuracy (%) |",
+        f"| | test {test.name}{test.unit} |",
         "| --- | ---: |",
-        f"| rerun on fresh seeds (reported) | {percent(outcome['mean'], 2)}{interval} |",
-        f"| what the search saw (selected trial(s)) | {percent(outcome['search_test_acc'], 2)} |",
-        f"| optimism (search − rerun) | {percent(outcome['optimism'], 2)} points |",
+        f"| rerun on fresh seeds (reported) | {_number(test, outcome['mean'])}{interval} |",
+        f"| what the search saw (selected trial(s)) | {_number(test, outcome['search_test'])} |",
+        f"| optimism (search − rerun{_in_direction(test)}) | "
+        f"{_difference(test, outcome['optimism'])} |",
         "",
     ]
     return lines
+
+
+def _in_direction(test: Metric) -> str:
+    """Words for a difference taken in a lower-is-better metric's direction."""
+    return "" if test.higher_is_better else f", lower {test.name} better"
 
 
 def _noise_lines(
@@ -182,6 +215,7 @@ def _noise_lines(
     out: Path,
     stem: str,
     formats: Sequence[str],
+    test: Metric,
 ) -> list[str]:
     own = parties[parties["sweep"] == sweep.name] if "sweep" in parties else parties
     values = final_party_values(own, metric)
@@ -195,7 +229,7 @@ def _noise_lines(
         ]
     n = max(len(v[0]) for v in values.values())
     ks = [k for k in NOISE_KS if k < n] + [n]
-    noise = evaluation_noise(outcomes, values, metric, ks)
+    noise = evaluation_noise(outcomes, values, metric, ks, test=test)
     csv = out / "tables" / f"{stem}_noise.csv"
     noise.to_csv(csv, index=False)
     lines += [
@@ -203,21 +237,22 @@ def _noise_lines(
         f"{n} parties evaluating (each trial its own draw, seeded); k = {n} is the full "
         "evaluation the sweep chose with.",
         "",
-        "| k | choice changed (%) | expected regret vs full evaluation (points) | "
-        "expected regret, hindsight (points) |",
+        f"| k | choice changed (%) | expected regret vs full evaluation ({test.diff_unit}) | "
+        f"expected regret, hindsight ({test.diff_unit}) |",
         "| ---: | ---: | ---: | ---: |",
     ]
     for _, row in noise.iterrows():
         lines.append(
-            f"| {int(row['k'])} | {100 * row['changed']:.0f} | {percent(row['regret'], 2)} | "
-            f"{percent(row['regret_hindsight'], 2)} |"
+            f"| {int(row['k'])} | {100 * row['changed']:.0f} | {_number(test, row['regret'])} | "
+            f"{_number(test, row['regret_hindsight'])} |"
         )
     lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.plot(noise["k"], 100 * noise["regret"], marker="o", label="regret vs full evaluation")
+    regret = test.scale * noise["regret"]
+    ax.plot(noise["k"], regret, marker="o", label="regret vs full evaluation")
     ax.plot(noise["k"], 100 * noise["changed"], marker="s", label="choice changed (%)")
     ax.set_xlabel("parties evaluating (k)")
-    ax.set_ylabel("points / %")
+    ax.set_ylabel(f"{test.diff_unit} / %")
     ax.legend(fontsize=8)
     ax.set_title(f"{sweep.path.name}: evaluation noise", fontsize=10)
     fig.tight_layout()

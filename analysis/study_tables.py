@@ -32,6 +32,11 @@ the final round, the mean of the last K rounds, the round chosen by validation),
 user's choice, else the study file's ``[report] statistic``, else the default; its
 title names it.  The communication table keeps the baseline's final-round accuracy as
 its target (its title says so).
+
+A score task's group (:mod:`analysis.primary_metric`) builds every table of its shape on
+its primary metric (``test_srcc`` by default), then the same tables again on the rest of
+the field's pair, SRCC and MAE (files named ``<table>_mae``, ``<table>_srcc``), each
+titled with its metric.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import pandas as pd
 from analysis.comparisons import dataset_classes
 from analysis.grouping import StudyGroup
 from analysis.naming import dataset_name, format_value, method_name
+from analysis.primary_metric import Metric, sweep_metric, table_metrics
 from analysis.seed_plan import DEFAULT_TARGET
 from analysis.tables import (
     Table,
@@ -74,7 +80,10 @@ class TableOptions:
         column: the comparison table's columns (any config column; default datasets).
         baseline: the communication table's baseline method.
         target: ``per-seed`` or ``mean`` (see :mod:`analysis.communication`).
-        resolve_target: the difference (accuracy points) the notes plan seeds for.
+        resolve_target: the difference (accuracy points; hundredths of a score metric's
+            scale, :meth:`~analysis.primary_metric.Metric.target`) the notes plan seeds for.
+        metric: what the tables are built on (None: the group's primary metric, and for
+            a score task the rest of SRCC and MAE after it).
     """
 
     statistic: Statistic | None = None
@@ -82,19 +91,30 @@ class TableOptions:
     baseline: str = "fedavg"
     target: str = "per-seed"
     resolve_target: float = DEFAULT_TARGET
+    metric: Metric | None = None
+
+
+def primary_of(group: StudyGroup) -> Metric:
+    """The primary metric every trial of ``group`` records; raises
+    :class:`~analysis.primary_metric.PrimaryMetricError` (one line) when they differ."""
+    sweeps = ", ".join(sweep.name for sweep in group.sweeps)
+    return sweep_metric(group.trials, f"study {group.study or 'runs'} ({sweeps})")
 
 
 def reported_group(group: StudyGroup, options: TableOptions) -> tuple[StudyGroup, Statistic]:
-    """``group`` with its trials' reported statistic (the column
-    :data:`~analysis.trial_statistic.REPORTED` and its companions), and that statistic."""
+    """``group`` with its trials' reported statistic on ``options.metric`` (default: the
+    group's primary) (the column :data:`~analysis.trial_statistic.REPORTED` and its
+    companions), and that statistic."""
     statistic = resolve_statistic(options.statistic, group.report)
-    trials = with_statistic(group.trials, group.rounds, statistic)
+    metric = options.metric or primary_of(group)
+    trials = with_statistic(group.trials, group.rounds, statistic, metric)
     return dataclasses.replace(group, trials=trials), statistic
 
 
-def metric_text(group: StudyGroup, statistic: Statistic) -> str:
-    """The words naming ``statistic`` for ``group`` (says where trials ran fewer rounds)."""
-    return statistic.text(shortest_rounds(group.trials))
+def metric_text(group: StudyGroup, statistic: Statistic, metric: Metric | None = None) -> str:
+    """The words naming ``statistic`` on ``metric`` (default: the group's primary) for
+    ``group`` (says where trials ran fewer rounds)."""
+    return statistic.text(shortest_rounds(group.trials), metric or primary_of(group))
 
 
 def _columns(group: StudyGroup, *extra: str) -> list[str]:
@@ -108,7 +128,11 @@ def _title(group: StudyGroup, head: str, options: TableOptions | None) -> str:
     """``head: the statistic — datasets; condition`` (no statistic when ``options`` is
     None: the communication table's own words say what it counts)."""
     where = ", ".join(dataset_name(d) for d in group.datasets)
-    title = head if options is None else f"{head}: {metric_text(group, options.statistic)}"
+    title = (
+        head
+        if options is None
+        else f"{head}: {metric_text(group, options.statistic, options.metric)}"
+    )
     extra = [where] + ([group.condition_text] if group.condition else [])
     return f"{title} — {'; '.join(extra)}"
 
@@ -125,9 +149,10 @@ def _classes(group: StudyGroup) -> dict[str, int]:
 def _claims(
     group: StudyGroup, options: TableOptions, keys: list[str], trials: pd.DataFrame | None = None
 ) -> dict[str, Any]:
-    """A table's baseline, chance levels, reported column, its words and the seed plan's
-    target: the baseline method's row (or column) when ``keys`` name the method, else the
-    first in reading order (the study's first value: μ = 0, k = 1, ...)."""
+    """A table's baseline, chance levels, reported column, its words, its metric and the
+    seed plan's target (in the metric's units): the baseline method's row (or column)
+    when ``keys`` name the method, else the first in reading order (the study's first
+    value: μ = 0, k = 1, ...)."""
     trials = group.trials if trials is None else trials
     reference = None
     if "algorithm" in keys:
@@ -137,13 +162,20 @@ def _claims(
     elif keys == ["method"] and "algorithm" in trials:
         labels = trials.loc[trials["algorithm"] == options.baseline, "method"]
         reference = (labels.iloc[0],) if not labels.empty else None
+    metric = options.metric or primary_of(group)
     return {
         "reference": reference,
         "classes": _classes(group),
         "value": REPORTED,
-        "metric_text": metric_text(group, options.statistic),
-        "resolve_target": options.resolve_target,
+        "metric_text": metric_text(group, options.statistic, metric),
+        "resolve_target": metric.target(options.resolve_target),
+        "metric": metric,
     }
+
+
+def _final_words(options: TableOptions, group: StudyGroup) -> str:
+    """What the communication table's target is: ``final accuracy``, ``final test MAE``."""
+    return (options.metric or primary_of(group)).final_noun
 
 
 # -------------------------------------------------------------------------- studies
@@ -172,11 +204,12 @@ def comparison(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]
                 baseline=options.baseline,
                 target=options.target,
                 classes=_classes(group),
+                metric=options.metric or primary_of(group),
                 name=_name("table2_communication", group),
                 title=_title(
                     group,
-                    f"Table 2 — rounds to reach {method_name(options.baseline)}'s final "
-                    "accuracy, and speed-up",
+                    f"Table 2 — rounds to reach {method_name(options.baseline)}'s "
+                    f"{_final_words(options, group)}, and speed-up",
                     None,
                 ),
             )
@@ -216,11 +249,12 @@ def parties(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -
     """Table 3: each setting at half of its rounds and at all of them (the statistic
     computed as if the trials had stopped at the column's round)."""
     trials, rounds, statistic = group.trials, group.rounds, options.statistic
+    metric = options.metric or primary_of(group)
     parts = []
     for planned in sorted(set(trials["rounds"].astype(int))):
         these = trials[trials["rounds"] == planned]
         for at in dict.fromkeys([max(1, planned // 2), planned]):
-            values = trial_values(rounds, statistic, upto=at)
+            values = trial_values(rounds, statistic, upto=at, metric=metric)
             part = these.copy()
             keys = list(zip(part["sweep"], part["trial"]))
             part["at_round"] = at
@@ -237,8 +271,8 @@ def parties(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -
     claims = {
         **_claims(group, options, keys, derived),
         "value": "acc_at",
-        "metric_text": "top-1 test accuracy (%) at the round in the column header"
-        + statistic.upto_words("it"),
+        "metric_text": f"{metric.words} at the round in the column header"
+        + statistic.upto_words("it", metric),
     }
     table = accuracy_table(
         derived,
@@ -248,8 +282,8 @@ def parties(group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]) -
         name=_name("table3_parties", group),
         title=_title(
             group,
-            "Table 3 — number of parties: top-1 test accuracy (%)"
-            + statistic.upto_words("the round")
+            f"Table 3 — number of parties: {metric.words}"
+            + statistic.upto_words("the round", metric)
             + " at half and all of each setting's rounds",
             None,
         ),
@@ -421,11 +455,12 @@ def generic_tables(
                 baseline=options.baseline,
                 target=options.target,
                 classes=_classes(group),
+                metric=options.metric or primary_of(group),
                 name=_name(f"{study}_communication", group),
                 title=_title(
                     group,
-                    f"{study} — rounds to reach {method_name(options.baseline)}'s final "
-                    "accuracy, and speed-up",
+                    f"{study} — rounds to reach {method_name(options.baseline)}'s "
+                    f"{_final_words(options, group)}, and speed-up",
                     None,
                 ),
             )
@@ -458,7 +493,16 @@ def study_tables(group: StudyGroup, options: TableOptions | None = None) -> list
     options = options or TableOptions()
     if group.search == "optuna" or group.trials.empty:
         return []
-    group, statistic = reported_group(group, options)
-    options = dataclasses.replace(options, statistic=statistic)
+    metrics = [options.metric] if options.metric else table_metrics(primary_of(group))
     spec = group.report.get("table") or {"kind": "generic"}
-    return SHAPES.get(spec["kind"], generic_tables)(group, options, spec)
+    tables: list[Table] = []
+    for metric in metrics:
+        chosen = dataclasses.replace(options, metric=metric)
+        reported, statistic = reported_group(group, chosen)
+        chosen = dataclasses.replace(chosen, statistic=statistic)
+        built = SHAPES.get(spec["kind"], generic_tables)(reported, chosen, spec)
+        if metric is not metrics[0]:
+            for table in built:  # the pair's other metric: its own files
+                table.name = f"{table.name}_{metric.stem}"
+        tables += built
+    return tables

@@ -9,6 +9,11 @@ The numbers behind every cell (fractions in [0, 1], and percentages, the interva
 accuracy points) go to the CSV, one row per cell.  What a trial's accuracy is (the final
 round, the mean of the last rounds, the round chosen by validation) is the caller's
 column ``value`` and is named by ``metric_text`` (:mod:`analysis.trial_statistic`).
+Which metric a table holds (top-1 accuracy, or a score task's SRCC, MAE ...) is its
+``metric`` (:mod:`analysis.primary_metric`): its direction decides better, worse, best
+and reaching a target (the lowest MAE is the best), its units the cells (a correlation or
+an error with three decimals, differences in its own units; the CSV's columns then drop
+the ``_pct`` of the percentage columns and add ``metric``).
 Under every comparison the notes say how many seeds would resolve a stated difference
 (:mod:`analysis.seed_plan`) and whether the trials had converged by the reported round
 (:mod:`analysis.convergence`).
@@ -44,6 +49,7 @@ from analysis.comparisons import (
     cell_samples,
     cell_seeds_needed,
     chance_points,
+    claim,
     compare_grid,
     comparison_notes,
     delta_text,
@@ -51,7 +57,8 @@ from analysis.comparisons import (
 )
 from analysis.convergence import Convergence, convergence_note, judge_convergence
 from analysis.loading import COMPLETED, is_number_column, status_counts
-from analysis.naming import parameter_name, percent, value_label
+from analysis.naming import parameter_name, value_label
+from analysis.primary_metric import ACCURACY, SCORE, Metric
 from analysis.seed_plan import DEFAULT_TARGET
 from analysis.summary import counted_trials, excluded_trials, latest_per_seed, summarise
 from analysis.trial_statistic import CLIMB_WINDOW
@@ -76,9 +83,10 @@ class Table:
         data: the numbers behind the cells, long form (one row per cell): the CSV.
         row_header: the header of the row-label column.
         notes: lines printed under the table (seeds, exclusions, definitions).
-        resolvable: the smallest difference its seeds resolve (accuracy points; NaN: not
-            yet, e.g. one seed or no counted trial); None for a table that compares no
-            cells (rounds to reach, time per round).
+        resolvable: the smallest difference its seeds resolve (accuracy points, or
+            ``metric``'s units; NaN: not yet, e.g. one seed or no counted trial); None for
+            a table that compares no cells (rounds to reach, time per round).
+        metric: what its cells hold.
     """
 
     name: str
@@ -89,6 +97,7 @@ class Table:
     row_header: str = ""
     notes: list[str] = field(default_factory=list)
     resolvable: float | None = None
+    metric: Metric = ACCURACY
 
     @property
     def row_labels(self) -> list[str]:
@@ -142,12 +151,15 @@ def _columns_index(labels: list[Any]) -> pd.Index:
 
 
 # --------------------------------------------------------------------------- cells
-def stat_text(mean: float, std: float, n: int, spread: str, common_n: int) -> str:
-    """``"69.1 ± 0.4"``; ``†`` when ± is over parties (SOLO); ``(n=2)`` when a cell
-    has fewer or more seeds than the table's usual count."""
-    text = percent(mean)
+def stat_text(
+    mean: float, std: float, n: int, spread: str, common_n: int, metric: Metric = ACCURACY
+) -> str:
+    """``"69.1 ± 0.4"`` (``"0.812 ± 0.010"`` for a score metric); ``†`` when ± is over
+    parties (SOLO); ``(n=2)`` when a cell has fewer or more seeds than the table's usual
+    count."""
+    text = metric.show(mean)
     if not math.isnan(std):
-        text += f" ± {percent(std)}"
+        text += f" ± {metric.show(std)}"
     if spread == "parties":
         text += PARTY_MARK
     if n != common_n:
@@ -171,6 +183,7 @@ def _compare(
     along: str | None,
     reference: tuple | None,
     classes: Mapping[str, int] | None,
+    metric: Metric,
 ) -> tuple[GridComparison, Convergence]:
     """The table's claims (:func:`analysis.comparisons.compare_grid`) and convergence
     (:func:`analysis.convergence.judge_convergence`) from the counted trials of each
@@ -181,7 +194,7 @@ def _compare(
     counted = counted_trials(trials, statuses)
     counted = counted[counted[value].notna()] if value in counted else counted.iloc[0:0]
     counted, _ = latest_per_seed(counted, by)
-    samples = cell_samples(counted, by, value, classes)
+    samples = cell_samples(counted, by, value, classes, metric)
     on_grid = {
         (ri, ci): samples[rk + ck]
         for ri, rk in enumerate(row_keys)
@@ -191,7 +204,7 @@ def _compare(
     lines = col_keys if along == "row" else row_keys
     # the baseline: the named line, else the first in reading order (the study's first value)
     ref_index = lines.index(reference) if reference in lines else (0 if lines else None)
-    claims = compare_grid(on_grid, along, ref_index)
+    claims = compare_grid(on_grid, along, ref_index, metric)
     # the climbs' window: CLIMB_WINDOW rounds, or as many as a trial had by its reported
     # round (the same for every cell, or "up to" the longest)
     reported = f"{value}_round"
@@ -265,6 +278,7 @@ def _assemble(
     reference: tuple | None = None,
     classes: Mapping[str, int] | None = None,
     resolve_target: float = DEFAULT_TARGET,
+    metric: Metric = ACCURACY,
 ) -> _Assembled:
     """Lay summary rows out as a grid (:class:`_Assembled`).
 
@@ -297,6 +311,7 @@ def _assemble(
         along=best,
         reference=reference,
         classes=classes,
+        metric=metric,
     )
     one_column = len(col_names) == 1
     named_rows = [_named(label, rows) for label in row_names]
@@ -314,12 +329,12 @@ def _assemble(
                     why = ", ".join(f"{n} {s}" for s, n in sorted(left_out[(rk, ck)].items()))
                     text.iat[ri, ci] = f"– ({why})"
                 continue
-            cell = stat_text(stat["mean"], stat["std"], stat["n"], stat["spread"], common)
+            cell = stat_text(stat["mean"], stat["std"], stat["n"], stat["spread"], common, metric)
             if suffix is not None:
                 cell += suffix(stat)
             diff = claims.deltas.get((ri, ci))
             if diff is not None:
-                cell += f" · {delta_text(diff)}"
+                cell += f" · {delta_text(diff, metric)}"
             elif (ri, ci) in claims.references and claims.deltas:
                 cell += " (ref.)"
             text.iat[ri, ci] = cell
@@ -333,7 +348,7 @@ def _assemble(
                     else col_names[ci],
                     **{k: stat[k] for k in stat.index if k not in (*rows, *columns)},
                     **_delta_columns(claims, ri, ci, resolve_target),
-                    "climb_pct": round(convergence.climbs.get((ri, ci), np.nan), 4),
+                    f"climb{_suffix(metric)}": round(convergence.climbs.get((ri, ci), np.nan), 4),
                     "_ri": ri,
                     "_ci": ci,
                 }
@@ -345,15 +360,24 @@ def _assemble(
     if not data.empty:
         data["best"] = [bold.iat[r, c] for r, c in zip(data.pop("_ri"), data.pop("_ci"))]
         data["seeds"] = data["seeds"].map(lambda s: ";".join(map(str, s)))
-        data["mean_pct"] = (100 * data["mean"]).round(4)
-        data["std_pct"] = (100 * data["std"]).round(4)
-        data["resolvable_pct"] = round(claims.resolvable, 4)
+        if metric.percent:
+            data["mean_pct"] = (100 * data["mean"]).round(4)
+            data["std_pct"] = (100 * data["std"]).round(4)
+        data[f"resolvable{_suffix(metric)}"] = round(claims.resolvable, 4)
         data["converged"] = convergence.converged
+        if metric.task == SCORE:
+            data["metric"] = metric.stem
     ref_name = None
     if claims.references:
         ri, ci = next(iter(claims.references))
         ref_name = _reference_name(row_names[ri] if best != "row" else col_names[ci], rows, best)
     return _Assembled(text, bold, data, claims, convergence, ref_name, cell_labels)
+
+
+def _suffix(metric: Metric) -> str:
+    """The CSV's unit suffix of a difference column: ``_pct`` for accuracy points,
+    nothing for a metric in its own units."""
+    return "_pct" if metric.percent else ""
 
 
 def _resolvable(grid: _Assembled) -> float | None:
@@ -372,16 +396,23 @@ def _named(label: str, rows: Sequence[str]) -> str:
     return label
 
 
+def _reach_sign(metric: Metric) -> str:
+    """How a round reaches a target of ``metric``: ``≥``, or ``≤`` for an error."""
+    return "≥" if metric.higher_is_better else "≤"
+
+
 def _unlearned_targets(
     per_seed: pd.DataFrame,
     trials: pd.DataFrame,
     columns: Sequence[str],
     classes: Mapping[str, int] | None,
+    metric: Metric = ACCURACY,
 ) -> dict[tuple, tuple[float, float]]:
     """``{column key: (lowest target, chance %)}`` for column groups whose baseline has
-    not learned (a target below chance + :data:`LEARNED_MARGIN` points)."""
+    not learned (a target below chance + :data:`LEARNED_MARGIN` points); none for a
+    metric without a chance level."""
     out: dict[tuple, tuple[float, float]] = {}
-    if per_seed.empty:
+    if per_seed.empty or not metric.chance:
         return out
     groups = (
         per_seed.groupby(list(columns), dropna=False, sort=False) if columns else [((), per_seed)]
@@ -394,33 +425,37 @@ def _unlearned_targets(
             dataset = next(iter(datasets))
         chance = chance_points(dataset, classes) if dataset is not None else None
         lowest = float(group["target"].min())
-        if chance is not None and 100 * lowest < chance + LEARNED_MARGIN:
+        if chance is not None and metric.units(lowest) < chance + LEARNED_MARGIN:
             out[key] = (lowest, chance)
     return out
 
 
 def _delta_columns(claims: GridComparison, ri: int, ci: int, target: float) -> dict[str, Any]:
-    """The CSV's interval columns of one cell (accuracy points; empty for the baseline),
-    and the seeds its Δ would need to resolve ``target`` points (from its own sd)."""
+    """The CSV's interval columns of one cell (accuracy points, ``_pct``, or the metric's
+    units; empty for the baseline), and the seeds its Δ would need to resolve ``target``
+    (from its own sd)."""
     diff = claims.deltas.get((ri, ci))
+    unit = _suffix(claims.metric)
     if diff is None:
         kind = "reference" if (ri, ci) in claims.references and claims.deltas else ""
         return {
             "delta_kind": kind,
-            "delta_pct": 0.0 if kind else np.nan,
-            "delta_low_pct": np.nan,
-            "delta_high_pct": np.nan,
+            f"delta{unit}": 0.0 if kind else np.nan,
+            f"delta_low{unit}": np.nan,
+            f"delta_high{unit}": np.nan,
             "delta_n": np.nan,
             "delta_claim": "",
             "seeds_to_resolve": "",
         }
     return {
         "delta_kind": diff.kind,
-        "delta_pct": round(diff.mean, 4),
-        "delta_low_pct": round(diff.low, 4),
-        "delta_high_pct": round(diff.high, 4),
+        f"delta{unit}": round(diff.mean, 4),
+        f"delta_low{unit}": round(diff.low, 4),
+        f"delta_high{unit}": round(diff.high, 4),
         "delta_n": diff.n,
-        "delta_claim": {1: "better", -1: "worse"}.get(diff.direction, "within resolution"),
+        "delta_claim": {1: "better", -1: "worse"}.get(
+            claim(diff, claims.metric), "within resolution"
+        ),
         "seeds_to_resolve": cell_seeds_needed(claims, (ri, ci), target),
     }
 
@@ -476,6 +511,7 @@ def accuracy_table(
     reference: tuple | None = None,
     classes: Mapping[str, int] | None = None,
     resolve_target: float = DEFAULT_TARGET,
+    metric: Metric = ACCURACY,
 ) -> Table:
     """Mean ± std over seeds of ``value`` for every (rows, columns) combination, each
     cell's Δ to the baseline, and bold where the seeds resolve the best.
@@ -485,7 +521,8 @@ def accuracy_table(
     ``best="row"``), default the first in reading order.  ``classes``: ``{dataset:
     classes}`` for the chance level (:func:`analysis.comparisons.dataset_classes`).
     ``metric_text`` names ``value`` in the notes (default: :data:`METRICS`).
-    ``resolve_target``: the difference (accuracy points) the seed plan is made for.
+    ``resolve_target``: the difference (accuracy points, or ``metric``'s units) the
+    seed plan is made for.  ``metric``: what ``value`` is (its direction and units).
     """
     by = [*rows, *columns]
     party_std = _party_std(trials, value)
@@ -502,11 +539,14 @@ def accuracy_table(
         reference=reference,
         classes=classes,
         resolve_target=resolve_target,
+        metric=metric,
     )
     notes = _seed_note(stats, statuses, value, metric_text) + _exclusion_note(trials, statuses)
     title, notes = _with_claims(title, notes, grid, resolve_target)
     header = " · ".join(parameter_name(k) for k in rows)
-    return Table(name, title, grid.display, grid.bold, grid.data, header, notes, _resolvable(grid))
+    return Table(
+        name, title, grid.display, grid.bold, grid.data, header, notes, _resolvable(grid), metric
+    )
 
 
 def best_of_table(
@@ -525,16 +565,18 @@ def best_of_table(
     classes: Mapping[str, int] | None = None,
     metric_text: str | None = None,
     resolve_target: float = DEFAULT_TARGET,
+    metric: Metric = ACCURACY,
 ) -> Table:
     """Like :func:`accuracy_table`, but ``tuned`` is chosen per cell: the value with the
-    highest mean (the paper: "we tune μ ... and report the best accuracy").  The cell
-    names the chosen value when there was a choice; its Δ is that value's trials'."""
+    best mean in ``metric``'s direction (the paper: "we tune μ ... and report the best
+    accuracy").  The cell names the chosen value when there was a choice; its Δ is that
+    value's trials'."""
     by = [*rows, *columns]
     party_std = _party_std(trials, value)
     full = summarise(trials, [*by, tuned], value, statuses=statuses, party_std=party_std)
     picked = []
     for _, group in full.groupby(by, dropna=False, sort=False):
-        winner = group.loc[group["mean"].idxmax()].copy()
+        winner = group.loc[(metric.sign * group["mean"]).idxmax()].copy()
         winner["candidates"] = len(group)
         picked.append(winner)
     stats = pd.DataFrame(picked, columns=[*full.columns, "candidates"]).reset_index(drop=True)
@@ -567,19 +609,22 @@ def best_of_table(
         reference=reference,
         classes=classes,
         resolve_target=resolve_target,
+        metric=metric,
     )
     data = grid.data
     if not data.empty:
         data = data.rename(columns={tuned: f"best_{tuned}"})
     notes = _seed_note(stats, statuses, value, metric_text)
     notes.append(
-        f"Each cell: the best {parameter_name(tuned)} by mean accuracy, chosen on the "
-        "test accuracy as in the paper (optimistic: no separate validation set)."
+        f"Each cell: the best {parameter_name(tuned)} by mean {metric.name}, chosen on the "
+        f"test {metric.name} as in the paper (optimistic: no separate validation set)."
     )
     notes += _exclusion_note(trials, statuses)
     title, notes = _with_claims(title, notes, grid, resolve_target)
     header = " · ".join(parameter_name(k) for k in rows)
-    return Table(name, title, grid.display, grid.bold, data, header, notes, _resolvable(grid))
+    return Table(
+        name, title, grid.display, grid.bold, data, header, notes, _resolvable(grid), metric
+    )
 
 
 def communication_table(
@@ -594,14 +639,16 @@ def communication_table(
     name: str,
     title: str,
     classes: Mapping[str, int] | None = None,
+    metric: Metric = ACCURACY,
 ) -> Table:
     """Table 2: per method and column group, rounds to reach the baseline's final
-    accuracy (mean ± std over seeds) and the speed-up over the baseline (± the std of
-    the per-seed speed-ups).
+    accuracy (``metric``: its final value of that, an error reached from above; mean ±
+    std over seeds) and the speed-up over the baseline (± the std of the per-seed
+    speed-ups).
 
     A column group whose baseline has not learned (a target below chance, 1/classes
-    of ``classes[dataset]``, plus :data:`~analysis.comparisons.LEARNED_MARGIN` points)
-    gets no numbers: each of its cells says why."""
+    of ``classes[dataset]``, plus :data:`~analysis.comparisons.LEARNED_MARGIN` points;
+    classification accuracy only) gets no numbers: each of its cells says why."""
     columns = list(columns)
     per_seed = communication_frame(
         rounds,
@@ -611,6 +658,7 @@ def communication_table(
         baseline=baseline,
         baseline_column=baseline_column,
         target=target,
+        metric=metric,
     )
     summary = summarise_communication(per_seed, row=row, columns=columns)
     row_keys = [k[0] for k in key_order(trials, [row])]
@@ -624,7 +672,7 @@ def communication_table(
         labels += [(group, "#rounds"), (group, "speed-up")]
     row_names = [value_label(row, v) for v in row_keys]
     display = pd.DataFrame("–", index=row_names, columns=_columns_index(labels), dtype=object)
-    unlearned = _unlearned_targets(per_seed, trials, columns, classes)
+    unlearned = _unlearned_targets(per_seed, trials, columns, classes, metric)
     base_name = value_label(baseline_column, baseline)
     for _, s in summary.iterrows():
         ri = row_keys.index(s[row])
@@ -633,7 +681,7 @@ def communication_table(
         if key in unlearned:
             lowest, chance = unlearned[key]
             display.iat[ri, ci] = (
-                f"no target: {base_name} {percent(lowest)}% < chance {chance:.0f}% "
+                f"no target: {base_name} {metric.show(lowest)}% < chance {chance:.0f}% "
                 f"+ {LEARNED_MARGIN:.0f}"
             )
             display.iat[ri, ci + 1] = "none (baseline not learned)"
@@ -659,22 +707,27 @@ def communication_table(
     learned = [tuple(r) not in unlearned for r in data[columns].itertuples(index=False)]
     data["baseline_learned"] = learned
     data["speedup"] = data["speedup"].where(learned)  # a speed-up to chance is no number
+    final = "final accuracy" if metric is ACCURACY else f"final {metric.noun}"
     target_words = (
-        "the same seed's baseline final accuracy"
+        f"the same seed's baseline {final}"
         if target == "per-seed"
-        else "the baseline's mean final accuracy over seeds"
+        else f"the baseline's mean {final} over seeds"
     )
+    reach = "test accuracy ≥" if metric is ACCURACY else f"{metric.noun} {_reach_sign(metric)}"
     notes = [
         f"Baseline {value_label(baseline_column, baseline)}: target = {target_words}; "
-        "#rounds = first round with test accuracy ≥ target (mean ± std over seeds); the "
+        f"#rounds = first round with {reach} target (mean ± std over seeds); the "
         "baseline's own #rounds are the rounds it ran.",
         "Speed-up = baseline rounds / method rounds (± the std of the per-seed speed-ups, "
         "where they differ); "
         f"{format_speedup(None)} = not reached within the rounds run (in every seed), as in "
         "the paper.",
-        f"Rounds and speed-ups are given only where the baseline has learned: every target "
-        f"at least {LEARNED_MARGIN:.0f} points above chance (1/classes).",
     ]
+    if metric.chance:
+        notes.append(
+            f"Rounds and speed-ups are given only where the baseline has learned: every "
+            f"target at least {LEARNED_MARGIN:.0f} points above chance (1/classes)."
+        )
     if unlearned:
         notes.append(
             f"No speed-up in {len(unlearned)} column(s): {base_name}'s final accuracy there "

@@ -1,8 +1,11 @@
 """What one trial's accuracy is: the reported statistic, a stated choice.
 
 Every table, Δ, interval and resolvable difference of the report is computed on the
-statistic chosen here, and every table's caption names it.  The choices (the text a user
-writes after ``--statistic`` or as ``[report] statistic`` in a study file):
+statistic chosen here, and every table's caption names it.  Below, "test accuracy" reads
+as the table's metric (:mod:`analysis.primary_metric`): top-1 accuracy for classification,
+a score task's primary metric (``test_srcc``, ``test_mae`` ...) for score tasks, with
+"highest" read in the metric's direction (the lowest MAE is the best).  The choices (the
+text a user writes after ``--statistic`` or as ``[report] statistic`` in a study file):
 
 ``final``
     test accuracy at the last round run (the MOON paper's "final accuracy").
@@ -44,6 +47,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.primary_metric import ACCURACY, Metric
+
 # The trial columns the statistic adds (see :func:`with_statistic`).
 REPORTED = "reported_acc"
 # Rounds the climb's line is fitted over (fewer when a trial ran fewer): five rounds see
@@ -77,21 +82,23 @@ class Statistic:
     def needs_validation(self) -> bool:
         return self.kind == "val"
 
-    def text(self, shortest: int | None = None) -> str:
-        """The words a caption names the statistic with.  ``shortest``: the fewest rounds
-        a counted trial ran, when known (``last:K`` says where a trial had fewer than K)."""
+    def text(self, shortest: int | None = None, metric: Metric = ACCURACY) -> str:
+        """The words a caption names the statistic on ``metric`` with.  ``shortest``: the
+        fewest rounds a counted trial ran, when known (``last:K`` says where a trial had
+        fewer than K)."""
         if self.kind == "final" or (self.kind == "last" and self.k == 1):
-            return "final-round top-1 test accuracy (%)"
+            return f"final-round {metric.words}"
         if self.kind == "best":
-            return "best top-1 test accuracy over rounds (%)"
+            lowest = "" if metric.higher_is_better else " (the lowest)"
+            return f"best {metric.noun} over rounds{metric.unit}{lowest}"
         if self.kind == "val":
-            return "top-1 test accuracy (%) at the round of best validation accuracy"
-        words = f"top-1 test accuracy (%), mean of the last {self.k} rounds"
+            return f"{metric.words} at the round of best validation {metric.name}"
+        words = f"{metric.words}, mean of the last {self.k} rounds"
         if shortest is not None and shortest < self.k:
             words += " (or of all rounds, where a trial ran fewer)"
         return words
 
-    def upto_words(self, until: str) -> str:
+    def upto_words(self, until: str, metric: Metric = ACCURACY) -> str:
         """How the statistic reads at a given round (Table 3's columns): ``""`` for
         ``final``, else e.g. `` (mean of the last 3 rounds up to the round)``."""
         if self.kind == "final" or (self.kind == "last" and self.k == 1):
@@ -99,7 +106,7 @@ class Statistic:
         if self.kind == "best":
             return f" (best up to {until})"
         if self.kind == "val":
-            return f" (at the round of best validation accuracy up to {until})"
+            return f" (at the round of best validation {metric.name} up to {until})"
         return f" (mean of the last {self.k} rounds up to {until})"
 
 
@@ -143,25 +150,28 @@ def _climb(rounds: np.ndarray, accuracies: np.ndarray) -> float:
     return float(slope * (rounds[-1] - rounds[0]))
 
 
-def _one_trial(rows: pd.DataFrame, statistic: Statistic, upto: int | None) -> dict[str, float]:
-    """The statistic of one trial's rows (sorted by round), at ``upto`` (default: its last)."""
+def _one_trial(
+    rows: pd.DataFrame, statistic: Statistic, upto: int | None, metric: Metric
+) -> dict[str, float]:
+    """The statistic on ``metric`` of one trial's rows (sorted by round), at ``upto``
+    (default: its last)."""
     if upto is not None:
         rows = rows[rows["round"] <= upto]
-    rows = rows[rows["test_acc"].notna()]
+    rows = rows[rows[metric.column].notna()] if metric.column in rows else rows.iloc[0:0]
     if rows.empty:
         return {"value": math.nan, "std": math.nan, "round": math.nan, "climb": math.nan}
-    test = rows["test_acc"].to_numpy(dtype=float)
+    test = rows[metric.column].to_numpy(dtype=float)
     numbers = rows["round"].to_numpy(dtype=int)
+    party_std = f"{metric.column}_std"
     spread = (
-        rows["test_acc_std"].to_numpy(dtype=float)
-        if "test_acc_std" in rows
-        else np.full(len(rows), math.nan)
+        rows[party_std].to_numpy(dtype=float) if party_std in rows else np.full(len(rows), math.nan)
     )
     at = len(rows) - 1  # index of the reported round
     if statistic.kind == "best":
-        at = int(np.argmax(test))  # earliest of the highest
+        at = int(np.argmax(metric.sign * test))  # earliest of the best
     elif statistic.kind == "val":
-        val = rows["val_acc"].to_numpy(dtype=float) if "val_acc" in rows else np.array([])
+        column = metric.val_column
+        val = rows[column].to_numpy(dtype=float) if column in rows else np.array([])
         if val.size and "val_round" in rows:
             # a row repeats the latest validation between validated rounds: only the
             # round it was measured at is a candidate
@@ -169,7 +179,7 @@ def _one_trial(rows: pd.DataFrame, statistic: Statistic, upto: int | None) -> di
             val = np.where(measured, val, math.nan)
         if val.size == 0 or np.isnan(val).all():
             return {"value": math.nan, "std": math.nan, "round": math.nan, "climb": math.nan}
-        at = int(np.nanargmax(val))  # earliest of the highest
+        at = int(np.nanargmax(metric.sign * val))  # earliest of the best
     window = slice(at + 1 - statistic.k, at + 1) if statistic.kind == "last" else slice(at, at + 1)
     window = slice(max(0, window.start), window.stop)
     value = float(np.mean(test[window]))
@@ -184,12 +194,16 @@ def _one_trial(rows: pd.DataFrame, statistic: Statistic, upto: int | None) -> di
 
 
 def trial_values(
-    rounds: pd.DataFrame, statistic: Statistic, upto: int | None = None
+    rounds: pd.DataFrame,
+    statistic: Statistic,
+    upto: int | None = None,
+    metric: Metric = ACCURACY,
 ) -> pd.DataFrame:
-    """Per trial, indexed by (sweep, trial): ``value`` (the statistic, a fraction),
-    ``std`` (SOLO's spread over parties at the reported round(s), as a root mean square;
-    NaN without ``test_acc_std`` or for ``best``), ``round`` (the reported round: the
-    last, or the round chosen) and ``climb`` (see the module docstring).
+    """Per trial, indexed by (sweep, trial): ``value`` (the statistic of ``metric``, as
+    recorded: a fraction for accuracy), ``std`` (SOLO's spread over parties at the
+    reported round(s), as a root mean square; NaN without ``test_<metric>_std`` or for
+    ``best``), ``round`` (the reported round: the last, or the round chosen) and
+    ``climb`` (see the module docstring).
 
     ``upto``: compute it as if the trials had stopped at that round (Table 3's half-way
     column)."""
@@ -199,12 +213,12 @@ def trial_values(
             columns=columns, index=pd.MultiIndex.from_tuples([], names=["sweep", "trial"])
         )
     frame = rounds.copy()
-    for column in ("test_acc", "test_acc_std", "val_acc"):
+    for column in (metric.column, f"{metric.column}_std", metric.val_column):
         if column in frame:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
     frame = frame.sort_values(["sweep", "trial", "round"], kind="stable")
     out = {
-        key: _one_trial(rows, statistic, upto)
+        key: _one_trial(rows, statistic, upto, metric)
         for key, rows in frame.groupby(["sweep", "trial"], sort=False)
     }
     index = pd.MultiIndex.from_tuples(list(out), names=["sweep", "trial"])
@@ -212,12 +226,13 @@ def trial_values(
 
 
 def with_statistic(
-    trials: pd.DataFrame, rounds: pd.DataFrame, statistic: Statistic
+    trials: pd.DataFrame, rounds: pd.DataFrame, statistic: Statistic, metric: Metric = ACCURACY
 ) -> pd.DataFrame:
-    """``trials`` with the statistic's columns: :data:`REPORTED` (a fraction),
-    ``reported_acc_std`` (SOLO's spread over parties, where rows record it),
-    ``reported_acc_climb`` and ``reported_acc_round`` (the reported round)."""
-    values = trial_values(rounds, statistic)
+    """``trials`` with the statistic's columns on ``metric``: :data:`REPORTED` (as
+    recorded: a fraction for accuracy), ``reported_acc_std`` (SOLO's spread over parties,
+    where rows record it), ``reported_acc_climb`` and ``reported_acc_round`` (the
+    reported round).  The names stay ``reported_acc*`` whatever the metric."""
+    values = trial_values(rounds, statistic, metric=metric)
     keys = list(zip(trials["sweep"], trials["trial"]))
 
     def column(name: str) -> list[float]:
@@ -225,11 +240,27 @@ def with_statistic(
 
     out = trials.copy()
     out[REPORTED] = column("value")
-    if "test_acc_std" in rounds and statistic.kind != "best":
+    if f"{metric.column}_std" in rounds and statistic.kind != "best":
         out[f"{REPORTED}_std"] = column("std")
     out[f"{REPORTED}_climb"] = column("climb")
     out[f"{REPORTED}_round"] = column("round")
     return out
+
+
+def final_values(
+    trials: pd.DataFrame, rounds: pd.DataFrame, metric: Metric = ACCURACY
+) -> list[float]:
+    """Each trial's test value of ``metric`` at its last round, in ``trials``' order (as
+    recorded; NaN where it has none): loading's ``final_acc`` for accuracy, else the
+    last round's ``test_<metric>`` in ``rounds``."""
+    if metric.column == "test_acc":
+        return trials["final_acc"].astype(float).tolist()
+    if metric.column not in rounds or rounds.empty:
+        return [math.nan] * len(trials)
+    last = rounds.sort_values("round", kind="stable").groupby(["sweep", "trial"]).tail(1)
+    values = pd.to_numeric(last[metric.column], errors="coerce").astype(float)
+    lookup = dict(zip(zip(last["sweep"], last["trial"]), values))
+    return [lookup.get(key, math.nan) for key in zip(trials["sweep"], trials["trial"])]
 
 
 def shortest_rounds(trials: pd.DataFrame, statuses: tuple[str, ...] = ("completed",)) -> int | None:
@@ -241,15 +272,19 @@ def shortest_rounds(trials: pd.DataFrame, statuses: tuple[str, ...] = ("complete
 
 
 def missing_validation(
-    rounds: pd.DataFrame, trials: pd.DataFrame, statuses: tuple[str, ...] = ("completed",)
+    rounds: pd.DataFrame,
+    trials: pd.DataFrame,
+    statuses: tuple[str, ...] = ("completed",),
+    metric: Metric = ACCURACY,
 ) -> list[str]:
-    """The counted trials (``sweep/trial``) whose rows hold no validation accuracy."""
+    """The counted trials (``sweep/trial``) whose rows hold no validation value of
+    ``metric`` (``val_acc``, ``val_srcc`` ...)."""
     counted = trials[trials["status"].isin(statuses)]
     if counted.empty:
         return []
-    if "val_acc" not in rounds:
+    if metric.val_column not in rounds:
         return [f"{s}/{t}" for s, t in zip(counted["sweep"], counted["trial"])]
-    has = pd.to_numeric(rounds["val_acc"], errors="coerce").notna()
+    has = pd.to_numeric(rounds[metric.val_column], errors="coerce").notna()
     with_val = set(zip(rounds.loc[has, "sweep"], rounds.loc[has, "trial"]))
     return [
         f"{s}/{t}" for s, t in zip(counted["sweep"], counted["trial"]) if (s, t) not in with_val
@@ -257,13 +292,17 @@ def missing_validation(
 
 
 def check_validation(
-    rounds: pd.DataFrame, trials: pd.DataFrame, where: str = "--statistic"
+    rounds: pd.DataFrame,
+    trials: pd.DataFrame,
+    where: str = "--statistic",
+    metric: Metric = ACCURACY,
 ) -> None:
     """Refuse ``val`` for trials run without a validation set (one line, the fix named)."""
-    missing = missing_validation(rounds, trials)
+    missing = missing_validation(rounds, trials, metric=metric)
     if missing:
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
         raise StatisticError(
-            f"{where}=val: trial {missing[0]}{more} recorded no val_acc ({VALIDATION_FIX}, "
+            f"{where}=val: trial {missing[0]}{more} recorded no {metric.val_column} "
+            f"({VALIDATION_FIX}, "
             f"or choose final or last:K)"
         )

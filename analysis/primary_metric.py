@@ -1,0 +1,244 @@
+"""What a table ranks and reports: each metric a run records, defined once, and a sweep's
+primary metric read from its trials.
+
+A run records its task and its primary metric in its config (``task``: ``classification``
+or ``score``; ``primary_metric``: federated/config.py).  Rows written before score tasks
+existed have neither: they are classification runs reporting accuracy.
+
+- Classification reports top-1 test accuracy (``acc``), as always: a fraction in the rows,
+  a percentage with one decimal in the tables, differences in *points*, a chance level
+  (1/classes) below which nothing has learned.
+- A score task (image assessment: a score per image, federated/objective.py) reports its
+  primary metric, ``srcc`` by default, else the one the run chose: ``srcc`` / ``plcc``
+  (Spearman / Pearson correlation, in [-1, 1], higher is better), ``mae`` / ``rmse`` (the
+  error of the predicted score in the score's own units, lower is better), or ``acc``
+  (the binary accuracy at the score threshold, a percentage; no chance level: the two
+  sides of the threshold need not be equally common).  Correlations and errors are shown
+  with three decimals, their differences in the metric's own units.
+
+Every score report also gives the field's pair, SRCC and MAE (:data:`SCORE_REPORTED`):
+its tables on the primary metric first, then the same tables on whichever of the pair is
+not the primary (docs/reports.md, "Score tasks: the primary metric").
+
+``--resolve-target POINTS`` (the seed plan's difference) is a share of each metric's
+scale: POINTS accuracy points, or POINTS/100 in a correlation's or an error's units (2 ->
+0.02), :meth:`Metric.target`.
+
+Nothing here imports torch: federated/objective.py's ``TASK_METRICS`` is the engine's
+list, and the tests check that the two agree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.naming import percent
+from federated.results_contract import DAMAGED
+
+CLASSIFICATION, SCORE = "classification", "score"
+#: the field's pair every score report shows besides its primary metric
+SCORE_REPORTED = ("srcc", "mae")
+
+
+class PrimaryMetricError(ValueError):
+    """Trials whose primary metrics cannot share a table, or a metric no task has: one
+    line naming where and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One reported metric of one task.
+
+    Attributes:
+        stem: the rows' column stem: ``test_<stem>``, ``val_<stem>``.
+        task: ``classification`` or ``score``.
+        higher_is_better: False for errors (``mae``, ``rmse``).
+        name: its short name in sentences ("accuracy", "SRCC", "MAE").
+        noun: what a caption calls the test value ("top-1 test accuracy", "test SRCC").
+        percent: shown as a percentage (a fraction × 100, one decimal), differences in
+            points; otherwise shown as recorded with three decimals, differences in the
+            metric's units.
+        chance: a chance level (1/classes) applies (classification accuracy only).
+    """
+
+    stem: str
+    task: str
+    higher_is_better: bool
+    name: str
+    noun: str
+    percent: bool
+    chance: bool
+
+    @property
+    def column(self) -> str:
+        """The rows' test column (``test_srcc``)."""
+        return f"test_{self.stem}"
+
+    @property
+    def val_column(self) -> str:
+        """The rows' validation column (``val_srcc``)."""
+        return f"val_{self.stem}"
+
+    @property
+    def sign(self) -> float:
+        """+1 where higher is better, -1 where lower is: ``sign × value`` ranks upwards."""
+        return 1.0 if self.higher_is_better else -1.0
+
+    @property
+    def scale(self) -> float:
+        """Display units per recorded unit: 100 for percentages, else 1."""
+        return 100.0 if self.percent else 1.0
+
+    @property
+    def digits(self) -> int:
+        return 1 if self.percent else 3
+
+    @property
+    def unit(self) -> str:
+        """The caption's unit after the noun: ``" (%)"`` or nothing."""
+        return " (%)" if self.percent else ""
+
+    @property
+    def words(self) -> str:
+        """The caption words: ``"top-1 test accuracy (%)"``, ``"test SRCC"``."""
+        return f"{self.noun}{self.unit}"
+
+    @property
+    def final_noun(self) -> str:
+        """The baseline's target of a rounds-to-reach table: ``final accuracy`` (the
+        paper's words, classification), ``final test MAE``."""
+        return "final accuracy" if self.task == CLASSIFICATION else f"final {self.noun}"
+
+    @property
+    def diff_unit(self) -> str:
+        """What a difference is counted in: ``points``, or the metric's name (``SRCC``)."""
+        return "points" if self.percent else self.name
+
+    @property
+    def diff_words(self) -> str:
+        """The notes' words for a difference's unit: ``accuracy points``, ``MAE units``."""
+        return "accuracy points" if self.percent else f"{self.name} units"
+
+    @property
+    def axis_label(self) -> str:
+        """A figure axis: ``accuracy (%)``, ``test SRCC``."""
+        return "accuracy (%)" if self.percent else self.noun
+
+    def units(self, value: float) -> float:
+        """A recorded value (a fraction for accuracy) in display units."""
+        return self.scale * value
+
+    def show(self, value: float | None, digits: int | None = None) -> str:
+        """A recorded value as a table shows it (``69.1``, ``0.812``; ``digits``
+        decimals instead of :attr:`digits`); ``–`` when missing."""
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "–"
+        digits = self.digits if digits is None else digits
+        return percent(value, digits) if self.percent else f"{value:.{digits}f}"
+
+    def amount(self, difference: float) -> str:
+        """A difference in display units with its unit: ``2.1 points``, ``0.021 SRCC``."""
+        return f"{difference:.{self.digits}f} {self.diff_unit}"
+
+    def target(self, points: float) -> float:
+        """``--resolve-target POINTS`` in display units: POINTS for a percentage, POINTS
+        hundredths of the scale otherwise (2 -> 0.02)."""
+        return points if self.percent else points / 100.0
+
+    def points(self, difference: float) -> float:
+        """A difference in display units as hundredths of the scale (the inverse of
+        :meth:`target`): what ``--seeds until:T`` compares with T."""
+        return difference if self.percent else difference * 100.0
+
+
+ACCURACY = Metric("acc", CLASSIFICATION, True, "accuracy", "top-1 test accuracy", True, True)
+SCORE_METRICS: dict[str, Metric] = {
+    "srcc": Metric("srcc", SCORE, True, "SRCC", "test SRCC", False, False),
+    "plcc": Metric("plcc", SCORE, True, "PLCC", "test PLCC", False, False),
+    "mae": Metric("mae", SCORE, False, "MAE", "test MAE", False, False),
+    "rmse": Metric("rmse", SCORE, False, "RMSE", "test RMSE", False, False),
+    "acc": Metric(
+        "acc", SCORE, True, "accuracy", "binary test accuracy at the score threshold", True, False
+    ),
+}
+#: each task's metrics, the default (primary) first
+TASK_METRICS: dict[str, tuple[str, ...]] = {
+    CLASSIFICATION: (ACCURACY.stem,),
+    SCORE: tuple(SCORE_METRICS),
+}
+
+
+def metric_of(task: str, stem: str | None = None) -> Metric:
+    """The :class:`Metric` ``stem`` of ``task`` (default: the task's primary).  Raises
+    :class:`PrimaryMetricError` for a task or metric no run records."""
+    if task not in TASK_METRICS:
+        raise PrimaryMetricError(f"task={task!r} (allowed: {', '.join(TASK_METRICS)})")
+    stem = TASK_METRICS[task][0] if stem is None else stem
+    if stem not in TASK_METRICS[task]:
+        allowed = ", ".join(TASK_METRICS[task])
+        raise PrimaryMetricError(f"primary_metric={stem!r} for a {task} task (allowed: {allowed})")
+    return ACCURACY if task == CLASSIFICATION else SCORE_METRICS[stem]
+
+
+def higher_is_better(column: str) -> bool:
+    """Whether a larger value of a row column (``val_mae``, ``test_srcc``, ``val_loss``,
+    or a bare stem) is better: errors and losses are lower-is-better, the rest higher."""
+    stem = column.split("_", 1)[1] if column.startswith(("test_", "val_")) else column
+    if stem == "loss":
+        return False
+    found = SCORE_METRICS.get(stem)
+    return True if found is None else found.higher_is_better
+
+
+def _text(value: object) -> str | None:
+    """A config cell as text; None where it is missing (older rows, NaN)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return str(value)
+
+
+def trial_metric(task: object, primary: object) -> Metric:
+    """One trial's metric from its ``task`` and ``primary_metric`` config values (missing
+    in rows written before score tasks: classification accuracy)."""
+    task_text = _text(task) or CLASSIFICATION
+    return metric_of(task_text, _text(primary))
+
+
+def sweep_metric(trials: pd.DataFrame, where: str) -> Metric:
+    """The primary metric every trial of ``trials`` records (``where`` names them in an
+    error: a sweep, a study).  Trials whose config was never read (damaged) say nothing.
+
+    Raises :class:`PrimaryMetricError`, one line, when trials disagree (a table ranks by
+    one metric) or record a metric no task has."""
+    read = trials[trials["status"] != DAMAGED] if "status" in trials else trials
+    tasks = read["task"] if "task" in read else pd.Series(None, index=read.index, dtype=object)
+    primaries = (
+        read["primary_metric"]
+        if "primary_metric" in read
+        else pd.Series(None, index=read.index, dtype=object)
+    )
+    counts: dict[Metric, int] = {}
+    for task, primary in zip(tasks, primaries):
+        try:
+            metric = trial_metric(task, primary)
+        except PrimaryMetricError as err:
+            raise PrimaryMetricError(f"{where}: {err}") from None
+        counts[metric] = counts.get(metric, 0) + 1
+    if len(counts) > 1:
+        found = ", ".join(f"{m.task} {m.stem}: {n} trial(s)" for m, n in counts.items())
+        raise PrimaryMetricError(
+            f"{where}: the trials record different primary metrics ({found}); a table ranks "
+            "by one metric: report each primary_metric's sweeps apart"
+        )
+    return next(iter(counts), ACCURACY)
+
+
+def table_metrics(primary: Metric) -> list[Metric]:
+    """The metrics a study's tables are built on: the primary, then (score tasks) the
+    rest of :data:`SCORE_REPORTED`."""
+    if primary.task != SCORE:
+        return [primary]
+    return [primary, *(SCORE_METRICS[s] for s in SCORE_REPORTED if s != primary.stem)]
