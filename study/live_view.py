@@ -7,7 +7,10 @@ that ``study.runner`` selects with ``RAY_AIR_NEW_OUTPUT=0``)::
       mu=1 seed=0                    round   4/10  test_acc 0.5231
       mu=1 seed=1                    round   2/10  test_acc 0.4412
 
-(the summary line ends ``best test_acc 0.6990 | ~0:03:10 left``).
+(the summary line ends ``best test_acc 0.6990 | ~0:03:10 left``).  A score task's sweep
+(image assessment) shows its primary metric instead (``best test_srcc 0.8120``; the
+lowest for ``test_mae``, ``test_rmse``), and a selecting sweep its ranking metric
+(``best val_srcc ...``).
 
 On a terminal the block is redrawn in place (ANSI cursor-up and erase) at most every
 ``tty_period_s``.  When the output is a file or CI it is printed again only when the
@@ -27,6 +30,8 @@ import time
 from typing import Any, TextIO
 
 from ray.tune import ProgressReporter
+
+from study.selection import mode_of
 
 FILE_PERIOD_S = 30.0
 TTY_PERIOD_S = 2.0
@@ -52,9 +57,12 @@ class LiveView(ProgressReporter):
         file_period_s: float = FILE_PERIOD_S,
         tty_period_s: float = TTY_PERIOD_S,
         metric: str | None = None,
+        primary: str = "acc",
     ) -> None:
+        #: the trials' primary metric (``acc``; a score task's ``srcc``, ``mae`` ...)
+        self.primary = primary
         #: what ranks the trials (a validation metric; None: nothing ranks, test shown)
-        self.metric = metric or "test_acc"
+        self.metric = metric or f"test_{primary}"
         self.title = title
         self.total_trials = total_trials
         self.rounds_per_trial = rounds_per_trial
@@ -75,9 +83,10 @@ class LiveView(ProgressReporter):
         return state
 
     # --resume unpickles the view the sweep started with: one saved before the view knew
-    # its ranking metric shows test accuracy, as it did then.
+    # its ranking metric (or its primary metric) shows test accuracy, as it did then.
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("metric", "test_acc")
+        state.setdefault("primary", "acc")
         self.__dict__.update(state)
 
     @property
@@ -130,7 +139,7 @@ class LiveView(ProgressReporter):
             if isinstance((t.last_result or {}).get(metric), float)
         ]
         values = [a for a in values if a == a]  # NaN (diverged) never counts as best
-        pick = min if metric == "val_loss" else max
+        pick = min if mode_of(metric) == "min" else max
         best = f"best {metric} {pick(values):.4f}" if values else f"best {metric} -"
         summary = (
             f"{self.title} {clock(elapsed_s)} | {self.total_trials} trials: {done} done, "
@@ -154,10 +163,11 @@ class LiveView(ProgressReporter):
         label = " ".join(f"{k}={config.get(k)}" for k in self.label_keys if k in config)
         result = trial.last_result or {}
         round_ = result.get("round")
-        acc = result.get("test_acc")
+        test = f"test_{self.primary}"
+        acc = result.get(test)
         progress = f"round {round_:>3}/{self.rounds_per_trial}" if round_ else "starting"
-        acc_text = f"  test_acc {acc:.4f}" if isinstance(acc, float) else ""
-        ranked = result.get(self.metric) if self.metric != "test_acc" else None
+        acc_text = f"  {test} {acc:.4f}" if isinstance(acc, float) else ""
+        ranked = result.get(self.metric) if self.metric != test else None
         if isinstance(ranked, float):
             acc_text = f"  {self.metric} {ranked:.4f}{acc_text}"
         return f"  {label or trial.trial_id:<30} {progress}{acc_text}"

@@ -6,7 +6,11 @@ searches (``--search optuna``), stops trials early (``--scheduler asha``) or pic
 configuration to rerun (``--rerun-best``); each ranks trials by one metric, named here
 once and used by Optuna, ASHA, the best configuration, the live view and the summary:
 ``val_acc`` (maximised, the default) or ``val_loss`` (minimised), the size-weighted
-federated validation of federated/validation.py.  A selecting sweep whose trials hold
+federated validation of federated/validation.py.  A score task (image assessment)
+ranks by the validation value of its primary metric (``val_srcc`` by default; ``val_mae``
+and ``val_rmse`` minimised), or by any validation metric it records
+(:func:`selection_metric`; the metrics and their directions are
+:mod:`analysis.primary_metric`'s).  A selecting sweep whose trials hold
 out no validation data is refused in one line; where the user wrote no ``val_fraction``
 the sweep holds out :data:`DEFAULT_VAL_FRACTION` (FederatedScope's 0.1) and says so.  A
 plain grid selects nothing and keeps the paper's protocol (no hold-out) unless asked.
@@ -21,10 +25,20 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from analysis.primary_metric import TASK_METRICS, higher_is_better
 from federated.input_checks import InputError
 
-#: metric -> Tune mode
-SELECTION_METRICS = {"val_acc": "max", "val_loss": "min"}
+#: metric -> Tune mode: every task's validation metrics (classification's first)
+SELECTION_METRICS = {
+    "val_acc": "max",
+    "val_loss": "min",
+    **{
+        f"val_{stem}": "max" if higher_is_better(stem) else "min"
+        for stems in TASK_METRICS.values()
+        for stem in stems
+        if stem != "acc"
+    },
+}
 DEFAULT_METRIC = "val_acc"
 #: what sweeps from before the validation protocol ranked by (their manifests name none)
 LEGACY_METRIC = "test_acc"
@@ -38,8 +52,32 @@ class SelectionError(InputError):
 
 
 def mode_of(metric: str) -> str:
-    """``"max"`` or ``"min"``: how ``metric`` ranks (test accuracy, of old sweeps: max)."""
-    return SELECTION_METRICS.get(metric, "max")
+    """``"max"`` or ``"min"``: how ``metric`` ranks (test accuracy, of old sweeps: max; a
+    test column, the live view's: its direction)."""
+    return SELECTION_METRICS.get(metric) or ("max" if higher_is_better(metric) else "min")
+
+
+def task_metrics(task: str) -> list[str]:
+    """The validation metrics a ``task``'s trials record and may be ranked by."""
+    return [f"val_{stem}" for stem in TASK_METRICS[task]] + ["val_loss"]
+
+
+def selection_metric(chosen: str | None, task: str, primary: str) -> str:
+    """The metric a sweep whose trials are a ``task`` with ``primary`` metric ranks by:
+    ``chosen`` (``--metric``) when given, else ``val_<primary>`` (``val_acc`` for
+    classification, ``val_srcc`` by default for a score task).  Checked against the
+    task once its trials' configs are resolved (the data set the task: a command line
+    cannot know it).  Raises :class:`SelectionError` (one line) for a metric the
+    task's trials do not record (``val_srcc`` on a classification sweep)."""
+    if chosen is None:
+        return f"val_{primary}"
+    allowed = task_metrics(task)
+    if chosen != LEGACY_METRIC and chosen not in allowed:
+        raise SelectionError(
+            f"--metric={chosen!r}: a {task} sweep's trials record no {chosen} "
+            f"(allowed: {', '.join(allowed)})"
+        )
+    return chosen
 
 
 def selector(search: str, scheduler: str, rerun_best: int) -> str | None:
