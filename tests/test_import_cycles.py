@@ -135,7 +135,13 @@ FEDERATED_LAYERS: tuple[tuple[str, ...], ...] = (
         "federated.system_heterogeneity",
     ),
     # data and models
-    ("federated.data", "federated.models", "federated.memory_estimate", "federated.feature_skew"),
+    (
+        "federated.data",
+        "federated.models",
+        "federated.objective",
+        "federated.memory_estimate",
+        "federated.feature_skew",
+    ),
     # the run's configuration, and what reads only it and the data
     (
         "federated.config",

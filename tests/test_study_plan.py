@@ -103,7 +103,8 @@ def test_overriding_a_varied_field_or_a_bad_value_is_rejected():
         (["moon_mu", "--set", "rounds"], "error: --set 'rounds': expected FIELD=VALUE"),
         (
             ["moon_mu", "--metric", "test_acc"],
-            "error: --metric='test_acc' (allowed: val_acc, val_loss)",
+            "error: --metric='test_acc' (allowed: val_acc, val_loss, val_srcc, val_plcc, "
+            "val_mae, val_rmse)",
         ),
         (
             ["moon_mu", "--search", "optuna", "--set", "val_fraction=0"],
