@@ -29,6 +29,7 @@ from search_spaces import (
     with_axis_values,
 )
 from search_spaces.resolve import trial_config_and_changes
+from study.selection import LEGACY_METRIC, selection_metric
 
 OPTUNA_SEED = 0
 # Resolving a trial validates a whole RunConfig (milliseconds each): a grid larger than
@@ -93,8 +94,9 @@ class SweepPlan:
     seeds: list[int]
     overrides: dict[str, Any] = field(default_factory=dict)
     num_samples: int = 0  # Optuna trials
-    # the metric that ranks trials (study/selection.py); test_acc only in old sweeps
-    metric: str = "val_acc"
+    # --metric (study/selection.py); None: the trials' val_<primary metric> (val_acc,
+    # or a score task's val_srcc ...); test_acc only in old sweeps
+    metric: str | None = None
 
     @classmethod
     def build(
@@ -107,7 +109,7 @@ class SweepPlan:
         seeds: str | list[int] | None = None,
         overrides: Mapping[str, Any] | None = None,
         num_samples: int | None = None,
-        metric: str = "val_acc",
+        metric: str | None = None,
     ) -> SweepPlan:
         """``seeds``: the ``--seeds`` text, or the list a manifest recorded.
         ``overrides`` may change a plain axis's values (``algorithm+=fednova``, see
@@ -207,11 +209,25 @@ class SweepPlan:
         """What ranks this sweep's trials (Optuna, ASHA, the best configuration, the
         summary): :attr:`metric` when its trials hold out validation data, else None
         (a plain grid of the paper's protocol ranks nothing; study/selection.py)."""
-        if self.metric == "test_acc":  # a sweep from before the validation protocol
+        chosen = self.chosen_metric
+        if chosen == LEGACY_METRIC:  # a sweep from before the validation protocol
+            return chosen
+        return chosen if self.first_config().get("val_fraction") else None
+
+    @property
+    def chosen_metric(self) -> str:
+        """The metric selection would use: ``--metric``, else the trials'
+        ``val_<primary metric>``; refused in one line (:class:`SelectionError`) where the
+        trials' task records no such metric."""
+        if self.metric == LEGACY_METRIC:
             return self.metric
+        first = self.first_config()
+        task = first.get("task") or "classification"
+        return selection_metric(self.metric, task, first.get("primary_metric") or "acc")
+
+    def first_config(self) -> dict[str, Any]:
         trials = self.trials() or [self._resolve(self.study.example_point(), self.seeds[0])]
-        first = trials[0].config if isinstance(trials[0], TrialSpec) else trials[0][0]
-        return self.metric if first.get("val_fraction") else None
+        return trials[0].config if isinstance(trials[0], TrialSpec) else trials[0][0]
 
     @property
     def max_rounds(self) -> int:

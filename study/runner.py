@@ -203,6 +203,7 @@ def _reporter(plan: SweepPlan) -> LiveView:
         plan.max_rounds,
         plan.parameter_columns,
         metric=plan.ranking_metric,
+        primary=plan.first_config().get("primary_metric") or "acc",
     )
 
 
@@ -440,6 +441,7 @@ def summary_rows(
         config = result.config or {}
         metrics = result.metrics or {}
         entry = recorded.get(Path(result.path).name) or {}
+        reported = f"test_{config.get('primary_metric') or 'acc'}"
         sweep_status = manifest.get("status") or SWEEP_FINISHED
         if entry.get("status") == RECORDED_INTERRUPTED:
             sweep_status = SWEEP_INTERRUPTED
@@ -457,8 +459,10 @@ def summary_rows(
                 ),
                 "rounds": metrics.get("round"),
                 "test_acc": metrics.get("test_acc"),
-                "val_acc": metrics.get("val_acc"),
-                "val_loss": metrics.get("val_loss"),
+                # the trial's primary metric on test (a score task's test_srcc ...)
+                "reported": reported,
+                "reported_value": metrics.get(reported),
+                **{k: v for k, v in metrics.items() if k.startswith("val_")},
             }
         )
     return sorted(rows, key=lambda r: str(r["trial"]))  # trial ids follow the grid order
@@ -472,13 +476,15 @@ def format_summary(
     ranks the trials (a validation metric gets a column of its own and a first line
     saying so)."""
     shown = metric if metric in SELECTION_METRICS else None
+    reported = rows[0].get("reported", "test_acc") if rows else "test_acc"
     head = f"{'trial':<14} {'point':<34} {'seed':>4} {'status':<11} {'rounds':>6}"
     head += f" {shown:>8}" if shown else ""
-    lines = [head + f" {'test_acc':>8}"]
+    lines = [head + f" {reported:>8}"]
     if shown:
-        lines.insert(0, f"trials ranked by {shown} (validation); test_acc is reported")
+        lines.insert(0, f"trials ranked by {shown} (validation); {reported} is reported")
     for r in rows:
-        acc = "-" if r["test_acc"] is None else f"{r['test_acc']:.4f}"
+        value = r.get("reported_value", r["test_acc"])
+        acc = "-" if value is None else f"{value:.4f}"
         rounds = "-" if r["rounds"] is None else str(r["rounds"])
         seed = "-" if r["seed"] is None else str(r["seed"])
         ranked = ""
@@ -507,12 +513,15 @@ def best_config(results: tune.ResultGrid, metric: str) -> dict[str, Any]:
     point, value, chosen = best_point(trials, metric)
     config = next(dict(c) for p, c, _ in trials if p == point)
     config.pop("seed", None)
+    reported = f"test_{config.get('primary_metric') or 'acc'}"
     selection = {
         "metric": metric,
         "mode": mode_of(metric),
         "value": value,
         "point": point,
-        "search_test_acc": [m.get("test_acc") for m in chosen],
+        # the chosen trials' test values of their primary metric (the report's optimism
+        # reads search_test_<metric>: search_test_acc for classification)
+        f"search_{reported}": [m.get(reported) for m in chosen],
         "search_seeds": [c.get("seed") for p, c, m in trials if p == point and m in chosen],
     }
     return {"config": config, "selection": selection}

@@ -489,7 +489,7 @@ def rerun_best(
     from study import runner
 
     try:
-        best = runner.best_config(results, plan.ranking_metric or plan.metric)
+        best = runner.best_config(results, plan.ranking_metric or plan.chosen_metric)
     except SelectionError as err:
         print(f"error: --rerun-best: {err}", file=sys.stderr)
         raise SweepStopError(exit_codes.ALL_TRIALS_FAILED) from None

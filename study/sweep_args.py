@@ -67,9 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--metric",
-        default=DEFAULT_METRIC,
+        default=None,
         help=f"what ranks trials for Optuna, ASHA and --rerun-best: "
-        f"{' or '.join(SELECTION_METRICS)} (default {DEFAULT_METRIC}; validation, never test)",
+        f"{', '.join(SELECTION_METRICS)} (default: val_ of the trials' primary metric, "
+        f"{DEFAULT_METRIC} for classification, val_srcc for a score task; validation, "
+        "never test)",
     )
     p.add_argument(
         "--seeds",
@@ -166,7 +168,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--num-samples={args.num_samples!r} (allowed: an integer >= 1)")
     if args.max_concurrent is not None and args.max_concurrent < 1:
         raise UsageError(f"--max-concurrent={args.max_concurrent!r} (allowed: an integer >= 1)")
-    one_of("--metric", args.metric, tuple(SELECTION_METRICS))
+    if args.metric is not None:  # None: the trials' own, known once they are resolved
+        one_of("--metric", args.metric, tuple(SELECTION_METRICS))
     if args.rerun_best < 0:
         raise UsageError(f"--rerun-best={args.rerun_best!r} (allowed: an integer >= 1)")
     if args.track_uri and "mlflow" not in args.track:
