@@ -11,7 +11,7 @@ precision:
     A tenth of the rounds (at least 5), E = 2, a fifth of the training set, half of
     the test set, batch size 16 (the paper's 64 takes a quarter of the SGD steps per
     sample pass: at this compute nothing it compares has left its steep climb), 3
-    seeds.  ``moon_mu`` (15 trials) runs in about 12 minutes on a 2-core machine on
+    seeds.  ``moon_mu`` (15 trials) runs in about 8 minutes on a 2-core machine on
     Fashion-MNIST and resolves about 1 point (docs/results/budget.md).
 ``smoke``
     2 rounds, E = 1, 5% of the training set, 20% of the test set, 1 seed: checks
