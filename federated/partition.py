@@ -14,6 +14,7 @@ import numpy as np
 
 from federated.config import RunConfig
 from federated.config_checks import MIN_PARTY_SAMPLES
+from federated.data import ImageData
 from federated.seeding import numpy_stream
 
 MAX_REDRAWS = 1000
@@ -194,6 +195,15 @@ def partition_for_run(
         labels_per_party=config.labels_per_party,
     )
     return [subset[p] for p in parts]
+
+
+def partition_labels(data: ImageData) -> tuple[np.ndarray, int]:
+    """What partitions, hold-outs and class counts group the training samples by, and
+    how many groups: the class labels, or (a score task, which has no classes) one
+    group, so that only natural, IID and quantity partitions apply."""
+    if data.spec.is_score:
+        return np.zeros(len(data.train_y), dtype=np.int64), 1
+    return data.train_y.numpy(), data.spec.n_classes
 
 
 def class_counts(parts: list[np.ndarray], labels: np.ndarray, n_classes: int) -> np.ndarray:

@@ -16,7 +16,7 @@ import torch
 from federated.config import RunConfig
 from federated.data import ImageData
 from federated.holdout import hold_out
-from federated.partition import class_counts, partition_for_run
+from federated.partition import class_counts, partition_for_run, partition_labels
 
 
 class PartySplit:
@@ -45,13 +45,7 @@ class PartyData:
 
     def __init__(self, data: ImageData, config: RunConfig, device: torch.device) -> None:
         self.spec = data.spec
-        # what partitions and hold-outs stratify by: the classes; a score task has none,
-        # so one group (its parties are natural, iid or quantity-skewed)
-        labels = (
-            np.zeros(len(data.train_y), dtype=np.int64)
-            if data.spec.is_score
-            else data.train_y.numpy()
-        )
+        labels, groups = partition_labels(data)
         # image folders with one folder per party: each training sample's party
         parties = None if data.train_parties is None else data.train_parties.numpy()
         drawn = partition_for_run(labels, config, parties)
@@ -65,7 +59,7 @@ class PartyData:
         )
         #: per party, indices into the dataset's full training set of what it trains on
         self.partition = held.train
-        self.class_counts = class_counts(self.partition, labels, max(1, self.spec.n_classes))
+        self.class_counts = class_counts(self.partition, labels, groups)
         self.party_sizes = [len(p) for p in self.partition]
         #: first row of each party (and the total) in the laid-out training set
         self.offsets = np.concatenate([[0], np.cumsum(self.party_sizes)]).tolist()

@@ -22,7 +22,12 @@ from federated.data import ImageData, load_dataset
 from federated.device import DeviceUnavailableError, resolve_device
 from federated.feature_skew import FeatureSkew
 from federated.input_checks import InputError
-from federated.partition import PartitionError, class_counts, partition_for_run
+from federated.partition import (
+    PartitionError,
+    class_counts,
+    partition_for_run,
+    partition_labels,
+)
 from study.plan import SweepPlan
 
 # The fields a trial's partition depends on (with the dataset's own samples).
@@ -86,8 +91,9 @@ def check_batches(configs: list[tuple[str, RunConfig]]) -> None:
 
 
 def training_data(config: RunConfig) -> tuple[ImageData, np.ndarray, np.ndarray | None]:
-    """The run's dataset as its trials load it, its training labels and (natural
-    folders) each training sample's party, as numpy arrays for partition draws."""
+    """The run's dataset as its trials load it, what its partitions group samples by
+    (:func:`~federated.partition.partition_labels`) and (natural folders) each training
+    sample's party, as numpy arrays for partition draws."""
     data = load_dataset(
         config.dataset,
         config.data_root,
@@ -95,7 +101,7 @@ def training_data(config: RunConfig) -> tuple[ImageData, np.ndarray, np.ndarray 
         holdout_fraction=config.holdout_fraction,
     )
     parties = None if data.train_parties is None else data.train_parties.numpy()
-    return data, data.train_y.numpy(), parties
+    return data, partition_labels(data)[0], parties
 
 
 def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[dict[str, Any]]:
@@ -121,7 +127,7 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
             raise PreflightError(f"trial {label}: {err}") from None
         seen[key] = {
             **dict(zip(PARTITION_KEYS, key)),
-            "class_counts": class_counts(parts, labels, data.spec.n_classes).tolist(),
+            "class_counts": class_counts(parts, labels, partition_labels(data)[1]).tolist(),
         }
         if data.spec.class_names:  # image folders: the names the heat-map shows
             seen[key]["class_names"] = list(data.spec.class_names)

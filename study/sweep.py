@@ -31,6 +31,7 @@ from federated import exit_codes
 from federated.config import ConfigError
 from federated.data import DatasetUnavailable
 from federated.input_checks import InputError, check_address, check_output_folder
+from federated.internal_error import report_internal_error
 from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET, Study
 from search_spaces.study_file import StudyFileError
 from study.dashboard import dashboard_line, keep_dashboard_up
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"report: python -m analysis.report {target.sweep_dir} {best_dir}")
     except SweepStopError as stop:
         code = stop.code
+    except Exception as err:  # what every check missed is a bug: one line, not a trace
+        code = report_internal_error(err, "study.sweep")
     else:
         code = exit_codes.OK
     # a sweep that ended on its own (not one the user interrupted) stays inspectable

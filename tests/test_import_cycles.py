@@ -130,6 +130,7 @@ FEDERATED_LAYERS: tuple[tuple[str, ...], ...] = (
         "federated.device",
         "federated.allocator",
         "federated.exit_codes",
+        "federated.internal_error",
         "federated.input_checks",
         "federated.results_contract",
         "federated.system_heterogeneity",

@@ -252,3 +252,29 @@ def test_a_study_file_checks_fixed_and_axes_on_its_own_dataset(iqa_tree):
         match=r"axes\[0\]\.values\[1\] = 'dirichlet' \(allowed: natural, iid or quantity",
     ):
         study_from_dict(skewed, "iqa.toml")
+
+
+def test_a_failure_no_check_knew_is_one_line_and_its_traceback_a_file(
+    tmp_path, monkeypatch, capsys
+):
+    """A bug reaching study.sweep's main is one error line naming the exception and the
+    file with its traceback, exit status 1 (the IQA sweep's preflight once raised numpy's
+    'object too deep' from here with 40 lines of traceback)."""
+    import federated.internal_error as internal_error
+    from study import sweep
+
+    monkeypatch.setattr(internal_error, "ERRORS_FOLDER", tmp_path / "errors")
+
+    def broken(args):
+        raise ValueError("object too deep for desired array")
+
+    monkeypatch.setattr(sweep, "plan_sweep", broken)
+    assert sweep.main(["moon_mu", "--dry-run"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(
+        "error: study.sweep failed inside fedsweep (ValueError: object too deep for desired "
+        "array); a bug, please report it with the command line; traceback in "
+    )
+    (saved,) = (tmp_path / "errors").iterdir()
+    assert "Traceback" in saved.read_text() and "def broken" not in err[0]
