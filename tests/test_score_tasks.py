@@ -6,7 +6,6 @@ Fashion-MNIST by examples/build_iqa_task.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import shutil
 from pathlib import Path
@@ -22,9 +21,9 @@ from federated.objective import score_metrics, supervised_loss
 from federated.round_loop import FederatedRun, run_rounds
 from federated.run_files import party_columns, party_rows
 from federated.trainable import load_run_state, save_run_state
+from tests.test_iqa_builder import load_builder
 from tests.test_round_loop import results
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "build_iqa_task.py"
 FMNIST = Path("/usr/share/datasets/fashion-mnist")
 needs_fmnist = pytest.mark.skipif(
     not (FMNIST / "train-images-idx3-ubyte.gz").is_file(),
@@ -33,19 +32,12 @@ needs_fmnist = pytest.mark.skipif(
 SCORE_COLUMNS = ("test_mae", "test_rmse", "test_srcc", "test_plcc")
 
 
-def _builder():
-    spec = importlib.util.spec_from_file_location("build_iqa_task", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def iqa_tree(tmp_path_factory) -> Path:
     """A real IQA task: 40 training and 10 test Fashion-MNIST sources, 3 distortions x 5
     levels, one party per distortion (600 training images, 150 test images)."""
     out = tmp_path_factory.mktemp("iqa") / "task"
-    assert _builder().main([str(out), "--train-sources", "40", "--test-sources", "10"]) == 0
+    assert load_builder().main([str(out), "--train-sources", "40", "--test-sources", "10"]) == 0
     return out
 
 
