@@ -1,7 +1,7 @@
 """The sweep's live view: one summary line plus one line per running trial.
 
 A Tune progress reporter (``ray.tune.ProgressReporter``, the legacy reporter interface
-that ``study.runner`` selects with ``RAY_AIR_NEW_OUTPUT=0``)::
+that ``study`` selects with ``RAY_AIR_NEW_OUTPUT=0``)::
 
     moon_mu 0:01:23 | 15 trials: 6 done, 2 running, 7 pending, 0 errored | best test_acc ...
       mu=1 seed=0                    round   4/10  test_acc 0.5231

@@ -42,3 +42,14 @@ def choose_resources(
         )
         return TrialResources(cpus_per_trial, 0.0), warning
     return TrialResources(cpus_per_trial, gpus_per_trial), None
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How to run (never what): resources, concurrency, scheduler, failures."""
+
+    resources: TrialResources
+    max_concurrent: int | None = None
+    scheduler: str | None = None  # "asha"
+    max_failures: int = 1
+    verbose: int = 1

@@ -166,3 +166,31 @@ def best_point(
 
     chosen = max(sorted(by_point), key=lambda p: sign * mean(p))
     return chosen, mean(chosen), by_point[chosen]
+
+
+def best_config(results: Iterable[Any], metric: str) -> dict[str, Any]:
+    """The best point's config (seed removed) of ``results`` (Tune's ResultGrid) by its
+    trials' mean final ``metric`` (a grid's seeds averaged, an Optuna trial alone; NaN
+    and diverged left out), with
+    ``selection``: the metric, its value and the chosen trials' search-time test
+    accuracies and seeds (the report's optimism)."""
+    trials = [
+        (str((r.config or {}).get("point", "")), r.config or {}, r.metrics or {})
+        for r in results
+        if r.metrics and not r.metrics.get("diverged")
+    ]
+    point, value, chosen = best_point(trials, metric)
+    config = next(dict(c) for p, c, _ in trials if p == point)
+    config.pop("seed", None)
+    reported = f"test_{config.get('primary_metric') or 'acc'}"
+    selection = {
+        "metric": metric,
+        "mode": mode_of(metric),
+        "value": value,
+        "point": point,
+        # the chosen trials' test values of their primary metric (the report's optimism
+        # reads search_test_<metric>: search_test_acc for classification)
+        f"search_{reported}": [m.get(reported) for m in chosen],
+        "search_seeds": [c.get("seed") for p, c, m in trials if p == point and m in chosen],
+    }
+    return {"config": config, "selection": selection}

@@ -35,20 +35,24 @@ from federated.internal_error import report_internal_error
 from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET, Study
 from search_spaces.study_file import StudyFileError
 from study.dashboard import dashboard_line, keep_dashboard_up
+from study.driver_liveness import driver_record
 from study.interruption import StopSignals
+from study.layout import MANIFEST, read_manifest, update_manifest, write_json_atomic
 from study.plan import PlanTooLargeError, SweepPlan
 from study.plan_description import describe_plan, list_studies, plan_warnings
 from study.preflight import check_batches, check_cpus, check_devices, preflight, trial_configs
-from study.resources import TrialResources
+from study.resources import Execution, TrialResources, choose_resources
 from study.resume_discovery import sweep_to_resume
 from study.seed_batches import SeedTarget, next_batch, parse_seed_target
 from study.selection import (
     SelectionError,
+    best_config,
     check_validated,
     rerun_seeds,
     selector,
     with_validation,
 )
+from study.summary_table import format_summary, summary_rows
 from study.sweep_args import (
     UsageError,
     build_parser,
@@ -67,14 +71,12 @@ from study.tracking import (
     tracked_sweep,
 )
 
-if TYPE_CHECKING:  # study.runner imports Ray, which only a sweep that runs may load
+if TYPE_CHECKING:  # Ray is loaded only by a sweep that runs (study.ray_session)
     from ray.tune import ResultGrid, Tuner
-
-    from study.runner import Execution
 
 # Loopback-only local Ray: with this, Ray resolves the node address of a local cluster
 # to 127.0.0.1 and every Ray process binds there (README, "Network").  Read by Ray at
-# import, so it is set before study.runner imports Ray, and only for a local Ray.
+# import, so it is set before study.ray_session imports Ray, and only for a local Ray.
 LOCAL_ONLY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
@@ -264,11 +266,11 @@ def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution,
 
     # a failed trial is one line on the terminal (its traceback stays in its error.txt)
     install_one_line_trial_errors()
-    from study import runner  # imports Ray: only now that there is something to run
+    from study import ray_session  # imports Ray: only now that there is something to run
 
     try:
-        url = runner.start_ray(target.address, args.dashboard)
-        runner.check_fits_cluster(args.cpus_per_trial, args.gpus_per_trial)
+        url = ray_session.start_ray(target.address, args.dashboard)
+        ray_session.check_fits_cluster(args.cpus_per_trial, args.gpus_per_trial)
     except (InputError, ConnectionError) as err:
         print(f"error: {err}", file=sys.stderr)
         raise SweepStopError(exit_codes.BAD_INPUT) from None
@@ -282,12 +284,12 @@ def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution,
         raise SweepStopError(exit_codes.BAD_INPUT) from None
     if args.dashboard:
         print(dashboard_line(url, target.sweep_dir), flush=True)
-    resources, warning = runner.choose_resources(
-        args.cpus_per_trial, args.gpus_per_trial, runner.cluster_gpus()
+    resources, warning = choose_resources(
+        args.cpus_per_trial, args.gpus_per_trial, ray_session.cluster_gpus()
     )
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    execution = runner.Execution(
+    execution = Execution(
         resources=resources,
         max_concurrent=args.max_concurrent,
         scheduler=None if args.scheduler == "fifo" else args.scheduler,
@@ -309,7 +311,8 @@ def start_sweep_folder(
 
     The folder, its tracker runs, partitions and manifest come together: a tracker that
     fails to set up leaves nothing behind (never a folder without a manifest)."""
-    from study import runner  # already imported by start_ray, after LOCAL_ONLY_ENV
+    # Ray is already imported by start_ray, after LOCAL_ONLY_ENV
+    from study import fit, manifest_content
 
     try:
         target.sweep_dir.mkdir(parents=True)
@@ -319,10 +322,10 @@ def start_sweep_folder(
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
         print(f"error: --track {','.join(args.track)}: {first}", file=sys.stderr)
         raise SweepStopError(exit_codes.BAD_INPUT) from None
-    runner.write_partitions(plan, target.sweep_dir, target.partitions)
-    runner.write_json_atomic(
-        target.sweep_dir / runner.MANIFEST,
-        runner.manifest_for(plan, target.sweep_dir.name, execution, tracking=tracking),
+    fit.write_partitions(plan, target.sweep_dir, target.partitions)
+    write_json_atomic(
+        target.sweep_dir / MANIFEST,
+        manifest_content.manifest_for(plan, target.sweep_dir.name, execution, tracking=tracking),
     )
     return tracking
 
@@ -338,7 +341,7 @@ def fit_and_summarise(
     """Run the sweep (a new one, or the resumed one) until it ends or is interrupted, then
     print its summary and outcome (:func:`summarise`).  Returns Tune's results when every
     trial finished; otherwise ends the command with the outcome's exit status."""
-    from study import runner
+    from study import fit, tracking_callbacks, tuners  # import Ray
 
     started = time.perf_counter()
     with StopSignals() as signals:
@@ -349,11 +352,11 @@ def fit_and_summarise(
                 print(
                     "\n".join(describe_plan(plan, execution.resources).splitlines()[:2]), flush=True
                 )
-                callbacks = runner.tracking_callbacks(tracking, tags)
-                tuner = runner.new_tuner(
+                callbacks = tracking_callbacks.tracking_callbacks(tracking, tags)
+                tuner = tuners.new_tuner(
                     plan, target.sweep_dir.name, target.storage, execution, callbacks
                 )
-            results = runner.fit(tuner, target.sweep_dir, signals)
+            results = fit.fit(tuner, target.sweep_dir, signals)
         except KeyboardInterrupt:  # a second signal, or one before Tune's loop ran
             print(f"sweep interrupted; results in {target.sweep_dir}", file=sys.stderr)
             print(f"continue it with: {target.resume_command}", file=sys.stderr)
@@ -365,22 +368,22 @@ def fit_and_summarise(
 def restored_tuner(sweep_dir: Path, execution: Execution) -> Tuner:
     """The Tuner that continues ``sweep_dir``: its manifest says running again (with this
     driver), W&B runs continue in the mode they were started in, and a grid gets its
-    param space back from the manifest's plan (:func:`study.runner.restore_tuner`)."""
-    from study import runner
+    param space back from the manifest's plan (:func:`study.tuners.restore_tuner`)."""
+    from study import tuners  # import Ray
 
     print(f"resuming {sweep_dir}", flush=True)
-    before = runner.read_manifest(sweep_dir)
-    manifest = runner.update_manifest(sweep_dir, status="running", driver=runner.driver_record())
+    before = read_manifest(sweep_dir)
+    manifest = update_manifest(sweep_dir, status="running", driver=driver_record())
     try:
         if "wandb" in manifest.get("tracking", {}):  # Tune's restored callback checks it
             os.environ["WANDB_MODE"] = manifest["tracking"]["wandb"]["mode"]
         space = None
         if manifest["search"] == "grid":
             space = SweepPlan.from_manifest(manifest).param_space()
-        return runner.restore_tuner(sweep_dir, execution.resources, space)
+        return tuners.restore_tuner(sweep_dir, execution.resources, space)
     except BaseException as err:
         # nothing ran: the manifest says again what it said before this resume
-        runner.update_manifest(sweep_dir, status=before.get("status"), driver=before.get("driver"))
+        update_manifest(sweep_dir, status=before.get("status"), driver=before.get("driver"))
         if isinstance(err, KeyboardInterrupt):
             raise
         first = (str(err).strip().splitlines() or [""])[0][:200]
@@ -396,13 +399,13 @@ def summarise(results: ResultGrid, elapsed: float, target: SweepTarget, stop_cod
     """Print the summary table and the sweep's outcome.  An unfinished sweep (interrupted,
     failed) ends the command with ``stop_code`` and the resume command on stderr; one with
     errored trials with exit status 4 and their distinct first error lines."""
-    from study import runner
+    from study import fit  # import Ray
 
     sweep_dir = target.sweep_dir
-    recorded = runner.read_manifest(sweep_dir)
+    recorded = read_manifest(sweep_dir)
     print(
-        runner.format_summary(
-            runner.summary_rows(results, recorded),
+        format_summary(
+            summary_rows(results, recorded),
             int(recorded.get("not_started") or 0),
             recorded.get("metric"),
         )
@@ -412,7 +415,7 @@ def summarise(results: ResultGrid, elapsed: float, target: SweepTarget, stop_cod
         print(f"sweep {status} after {elapsed:.0f} s; results in {sweep_dir}", file=sys.stderr)
         print(f"continue it with: {target.resume_command}", file=sys.stderr)
         raise SweepStopError(stop_code)
-    failed = runner.failed_trials(sweep_dir)
+    failed = fit.failed_trials(sweep_dir)
     if failed:
         # Tune is done but not every trial is: never "finished" with exit status 0
         lines = sorted(set(failed.values()))
@@ -489,10 +492,10 @@ def rerun_best(
     """Run the configuration the sweep chose on validation again over ``k`` seeds that
     no searched trial used (a sweep of its own, ``<sweep>-best``), recording what the
     search saw of it for the report's optimism (study/selection.py)."""
-    from study import runner
+    from study import fit, manifest_content, tuners  # import Ray
 
     try:
-        best = runner.best_config(results, plan.ranking_metric or plan.chosen_metric)
+        best = best_config(results, plan.ranking_metric or plan.chosen_metric)
     except SelectionError as err:
         print(f"error: --rerun-best: {err}", file=sys.stderr)
         raise SweepStopError(exit_codes.ALL_TRIALS_FAILED) from None
@@ -506,7 +509,7 @@ def rerun_best(
         overrides=plan.overrides,
         metric=plan.metric,
     )
-    manifest = runner.manifest_for(
+    manifest = manifest_content.manifest_for(
         rerun_plan,
         name,
         execution,
@@ -515,15 +518,15 @@ def rerun_best(
         selection=selection,
     )
     manifest.update(search="rerun-best", n_trials=k)
-    runner.write_json_atomic(storage / name / runner.MANIFEST, manifest)
+    write_json_atomic(storage / name / MANIFEST, manifest)
     seeds = rerun_plan.seeds
     print(
         f"re-running the configuration chosen on {selection['metric']} "
         f"({selection['point']}) over fresh seeds {seeds[0]}..{seeds[-1]}",
         flush=True,
     )
-    rerun = runner.fit(runner.rerun_tuner(rerun_plan, name, storage, execution), storage / name)
-    print(runner.format_summary(runner.summary_rows(rerun), metric=rerun_plan.ranking_metric))
+    rerun = fit.fit(tuners.rerun_tuner(rerun_plan, name, storage, execution), storage / name)
+    print(format_summary(summary_rows(rerun), metric=rerun_plan.ranking_metric))
     return storage / name
 
 

@@ -89,8 +89,8 @@ def test_the_plan_and_the_manifest_list_what_the_budget_changed(capsys):
         "budget laptop changed: rounds 100 -> 10; local_epochs 10 -> 2; "
         "data_fraction 1 -> 0.2; test_fraction 1 -> 0.5; batch_size 64 -> 16"
     )
-    from study.resources import TrialResources
-    from study.runner import Execution, manifest_for
+    from study.manifest_content import manifest_for
+    from study.resources import Execution, TrialResources
 
     manifest = json.loads(
         json.dumps(manifest_for(plan, "x", Execution(TrialResources(1, 0))), default=str)
@@ -203,7 +203,7 @@ def test_the_report_never_unpickles():
 # ---------------------------------------------------------------------- the summary
 def test_the_summary_marks_interrupted_and_never_started_trials():
     from federated.results_contract import trial_status
-    from study.runner import format_summary
+    from study.summary_table import format_summary
 
     def status(last_round, sweep_status, failed=False):
         return trial_status(
@@ -226,7 +226,7 @@ def test_the_summary_marks_interrupted_and_never_started_trials():
 
 
 def test_tunes_own_restore_hint_is_dropped():
-    import study.runner  # noqa: F401  (installs the filter)
+    import study.ray_session  # noqa: F401  (installs the filter)
 
     logger = logging.getLogger("ray.tune.tune")
     hint = logger.makeRecord(

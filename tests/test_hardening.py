@@ -264,7 +264,7 @@ def test_a_sync_of_an_atomic_temp_file_that_vanished_is_not_shown_as_a_failure()
     copy it after the rename.  That warning (a traceback) is dropped; others stay."""
     import logging
 
-    from study.runner import _NoVanishedTempFileSync
+    from study.ray_session import _NoVanishedTempFileSync
 
     def record(message: str) -> logging.LogRecord:
         return logging.LogRecord("ray.train._internal.syncer", 30, "", 0, message, None, None)

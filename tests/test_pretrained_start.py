@@ -224,9 +224,9 @@ def test_the_pretraining_sweeps_manifest_names_its_start_and_hash():
     """The built-in study's plan: random and pretrained trials; the manifest records the
     one start file they read, with its sha256 (what ``fedsweep_sweep.json`` holds)."""
     from search_spaces import BUDGETS, STUDIES
+    from study.manifest_content import manifest_for
     from study.plan import SweepPlan
-    from study.resources import TrialResources
-    from study.runner import Execution, manifest_for
+    from study.resources import Execution, TrialResources
 
     plan = SweepPlan.build(STUDIES["pretraining"], BUDGETS["smoke"])
     assert {t.config["init"] for t in plan.trials()} == {None, SHIPPED}

@@ -199,7 +199,7 @@ def test_a_failed_trial_is_one_line_on_the_terminal():
 
 
 def test_a_failed_resume_leaves_the_manifest_as_it_was(tmp_path, capsys):
-    from study.runner import Execution, TrialResources
+    from study.resources import Execution, TrialResources
 
     sweep_dir = tmp_path / "results" / "done"
     sweep_dir.mkdir(parents=True)

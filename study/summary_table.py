@@ -1,0 +1,89 @@
+"""The end-of-sweep table on the terminal: one row per trial, its status in the
+report's words and its primary metric on test (the ranking metric beside it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from federated.results_contract import (
+    RECORDED_ERROR,
+    RECORDED_INTERRUPTED,
+    SWEEP_FINISHED,
+    SWEEP_INTERRUPTED,
+    trial_status,
+)
+from study.selection import SELECTION_METRICS
+
+
+def summary_rows(
+    results: Iterable[Any], manifest: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """One row per trial of ``results`` (Tune's ResultGrid), its status in the report's words
+    (:func:`federated.results_contract.trial_status`); ``manifest`` (as :func:`fit` left
+    it) tells interrupted and never-started trials from finished ones."""
+    manifest = manifest or {}
+    recorded = manifest.get("trials") or {}
+    rows = []
+    for result in results:
+        config = result.config or {}
+        metrics = result.metrics or {}
+        entry = recorded.get(Path(result.path).name) or {}
+        reported = f"test_{config.get('primary_metric') or 'acc'}"
+        sweep_status = manifest.get("status") or SWEEP_FINISHED
+        if entry.get("status") == RECORDED_INTERRUPTED:
+            sweep_status = SWEEP_INTERRUPTED
+        rows.append(
+            {
+                "trial": metrics.get("trial_id") or Path(result.path).name[:11],
+                "point": config.get("point", ""),
+                "seed": config.get("seed"),
+                "status": trial_status(
+                    last_round=int(metrics.get("round") or 0),
+                    planned_rounds=int(config.get("rounds") or 0),
+                    diverged=bool(metrics.get("diverged")),
+                    failed=result.error is not None or entry.get("status") == RECORDED_ERROR,
+                    sweep_status=sweep_status,
+                ),
+                "rounds": metrics.get("round"),
+                "test_acc": metrics.get("test_acc"),
+                # the trial's primary metric on test (a score task's test_srcc ...)
+                "reported": reported,
+                "reported_value": metrics.get(reported),
+                **{k: v for k, v in metrics.items() if k.startswith("val_")},
+            }
+        )
+    return sorted(rows, key=lambda r: str(r["trial"]))  # trial ids follow the grid order
+
+
+def format_summary(
+    rows: list[dict[str, Any]], not_started: int = 0, metric: str | None = None
+) -> str:
+    """The end-of-sweep table; ``not_started``: trials Tune never created (an
+    interrupted sweep), named in a last line since they have no row.  ``metric``: what
+    ranks the trials (a validation metric gets a column of its own and a first line
+    saying so)."""
+    shown = metric if metric in SELECTION_METRICS else None
+    reported = rows[0].get("reported", "test_acc") if rows else "test_acc"
+    head = f"{'trial':<14} {'point':<34} {'seed':>4} {'status':<11} {'rounds':>6}"
+    head += f" {shown:>8}" if shown else ""
+    lines = [head + f" {reported:>8}"]
+    if shown:
+        lines.insert(0, f"trials ranked by {shown} (validation); {reported} is reported")
+    for r in rows:
+        value = r.get("reported_value", r["test_acc"])
+        acc = "-" if value is None else f"{value:.4f}"
+        rounds = "-" if r["rounds"] is None else str(r["rounds"])
+        seed = "-" if r["seed"] is None else str(r["seed"])
+        ranked = ""
+        if shown:
+            value = r.get(shown)
+            ranked = " " + (f"{value:.4f}" if isinstance(value, float) else "-").rjust(8)
+        lines.append(
+            f"{r['trial']:<14} {str(r['point'])[:34]:<34} {seed:>4} "
+            f"{r['status']:<11} {rounds:>6}{ranked} {acc:>8}"
+        )
+    if not_started:
+        lines.append(f"({not_started} more trial(s) not started)")
+    return "\n".join(lines)
