@@ -1,6 +1,6 @@
 """Results on disk -> the MOON paper's tables and figures (``python -m analysis.report``).
 
-Reads what ``study.sweep`` wrote (layout: :mod:`study.layout`) and never imports Ray.
+Reads what ``study.sweep`` wrote (layout: :mod:`study.sweep_folder`) and never imports Ray.
 
 ==========================  ==============================================================
 module                      job
@@ -17,7 +17,7 @@ module                      job
 :mod:`~analysis.grouping`   which trials may be pooled (study groups, split by budget ...)
 :mod:`~analysis.tables`     the Table object and the generic table builders
 :mod:`~analysis.study_tables`  each study's paper table shape
-:mod:`~analysis.layouts`    each study's figure layout (lines, panels, varied parameter)
+:mod:`~analysis.figure_layout`    each study's figure layout (lines, panels, varied parameter)
 :mod:`~analysis.formats`    Markdown, LaTeX and CSV writers
 :mod:`~analysis.figures`    seaborn figures, headless
 :mod:`~analysis.search`     Optuna sweeps: search history, parameter importance

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from analysis.layouts import Layout
+from analysis.figure_layout import Layout
 from analysis.loading import COMPLETED, STOPPED
 from analysis.naming import dataset_name, parameter_name, value_label
 from analysis.primary_metric import ACCURACY, Metric

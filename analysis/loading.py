@@ -1,7 +1,7 @@
 """Reading sweep results (as ``study.sweep`` writes them) into one tidy table.
 
 :func:`load_results` takes one or more paths, each a sweep directory (it holds
-``fedsweep_sweep.json``; layout in :mod:`study.layout`) or a folder of sweep directories
+``fedsweep_sweep.json``; layout in :mod:`study.sweep_folder`) or a folder of sweep directories
 (e.g. ``./results``), and returns :class:`Results`:
 
 ``rounds``

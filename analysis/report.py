@@ -44,9 +44,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.figure_layout import layout_for
 from analysis.formats import to_markdown, write_table
 from analysis.grouping import StudyGroup, study_groups
-from analysis.layouts import layout_for
 from analysis.loading import (
     COMPLETED,
     NoResultsError,

@@ -7,7 +7,7 @@ sweep's default resources (one CPU and one torch thread per trial, so two at onc
 2 cores); on a GPU with ``k`` trials packed per GPU (``--gpus-per-trial 1/k
 --max-concurrent k``).
 
-Throughput is read from the result files the sweep writes (:mod:`study.layout`): the
+Throughput is read from the result files the sweep writes (:mod:`study.sweep_folder`): the
 training samples of every reported round, divided by the wall-clock span from the
 first round's start to the last round's end over all trials.  That excludes Ray's
 start-up and the first trial's set-up; the sweep's whole wall time, which includes
@@ -30,7 +30,7 @@ from typing import Any
 
 from benchmarks.isolation import ROOT, MeasurementError
 from search_spaces import STUDIES
-from study.layout import MANIFEST
+from study.sweep_folder import MANIFEST
 
 DEFAULT_LEVEL = "default resources"
 

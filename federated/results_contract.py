@@ -7,7 +7,7 @@ them all and writes the report.  It lives in ``federated`` because that is the p
 both ``study`` and ``analysis`` may import (``federated`` imports neither), and it
 imports nothing but the standard library: no torch, no Ray, so the report can read it.
 
-A sweep folder (details in :mod:`study.layout`)::
+A sweep folder (details in :mod:`study.sweep_folder`)::
 
     fedsweep_sweep.json          MANIFEST
     partitions.json              PARTITIONS

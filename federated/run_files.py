@@ -1,6 +1,6 @@
 """A run's files besides its rows: per-party accuracies and Fig. 2's representations.
 
-For a Tune trial they live in its trial folder (``study/layout.py``), for
+For a Tune trial they live in its trial folder (``study/sweep_folder.py``), for
 ``python -m federated.run --out X.csv`` next to the rows as ``X.parties.csv`` and
 ``X.representations/``::
 

@@ -100,7 +100,7 @@ def train_federated(config: dict[str, Any]) -> None:
         with checkpoint.as_directory() as folder:
             run.load_state_dict(load_run_state(folder))
     node_id = ray.get_runtime_context().get_node_id()
-    # parties.csv and representations/ go into the trial folder (study/layout.py)
+    # parties.csv and representations/ go into the trial folder (study/sweep_folder.py)
     files = RunFiles.in_folder(tune.get_context().get_trial_dir(), start_round=run.round)
     every = run_config.checkpoint_every
 

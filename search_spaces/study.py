@@ -124,7 +124,7 @@ class Study:
         seeds: repeats of each grid point in the paper (seeds 0, 1, ...).
         report: how the report lays the study out, kept beside its definition:
             ``table`` (a table shape of :mod:`analysis.study_tables` and its options),
-            ``figure`` (the fields of :class:`analysis.layouts.Layout`) and
+            ``figure`` (the fields of :class:`analysis.figure_layout.Layout`) and
             ``reproduces`` (what of the paper it reproduces); empty: the generic report.
         source: the study file it was read from.
         paper_settings: its fixed values and axes are the paper's settings, which budgets

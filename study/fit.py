@@ -11,8 +11,8 @@ from ray import tune
 
 from federated.results_contract import RECORDED_DONE, RECORDED_ERROR, RECORDED_INTERRUPTED
 from study.interruption import StopSignals
-from study.layout import PARTITIONS, read_manifest, update_manifest, write_json_atomic
 from study.plan import SweepPlan
+from study.sweep_folder import PARTITIONS, read_manifest, update_manifest, write_json_atomic
 
 
 def fit(tuner: tune.Tuner, sweep_dir: Path, signals: StopSignals | None = None) -> tune.ResultGrid:

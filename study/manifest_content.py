@@ -1,6 +1,6 @@
 """What a new sweep's manifest says: the plan, the data it read, how it runs, the
 machine.  The manifest file itself (its name, reading and updating it) is
-:mod:`study.layout`'s.
+:mod:`study.sweep_folder`'s.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from federated.data.folder_layout import is_folder_dataset
 from federated.models.pretrained_start import start_hashes
 from search_spaces.study_file import study_to_dict
 from study.driver_liveness import driver_record
-from study.layout import MANIFEST_FORMAT
 from study.machine import machine_description
 from study.optuna_storage import OPTUNA_DB
 from study.plan import SweepPlan
 from study.resources import Execution
+from study.sweep_folder import MANIFEST_FORMAT
 
 
 def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any) -> dict[str, Any]:

@@ -16,10 +16,10 @@ from pathlib import Path
 from federated.config import ConfigError
 from search_spaces.study_file import StudyFileError
 from study.driver_liveness import driver_gone
-from study.layout import MANIFEST, read_manifest
 from study.plan import PlanTooLargeError, SweepPlan
 from study.resume_trust import check_resume_trust
 from study.sweep_args import UsageError
+from study.sweep_folder import MANIFEST, read_manifest
 
 
 def sweep_to_resume(storage: Path, plan: SweepPlan, name: str | None) -> tuple[Path, SweepPlan]:

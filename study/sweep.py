@@ -10,7 +10,7 @@
     python -m study.sweep --vary mu=0,0.1,1 --vary beta=0.1,0.5 --set algorithm=moon \
         --name mu-by-beta                             # an ad hoc study (search_spaces.adhoc)
 
-Results go to ``<storage path>/<name>/`` (layout: :mod:`study.layout`); read them with
+Results go to ``<storage path>/<name>/`` (layout: :mod:`study.sweep_folder`); read them with
 ``python -m analysis.report <storage path>/<name>``.
 """
 
@@ -37,7 +37,6 @@ from search_spaces.study_file import StudyFileError
 from study.dashboard import dashboard_line, keep_dashboard_up
 from study.driver_liveness import driver_record
 from study.interruption import StopSignals
-from study.layout import MANIFEST, read_manifest, update_manifest, write_json_atomic
 from study.plan import PlanTooLargeError, SweepPlan
 from study.plan_description import describe_plan, list_studies, plan_warnings
 from study.preflight import check_batches, check_cpus, check_devices, preflight, trial_configs
@@ -62,6 +61,7 @@ from study.sweep_args import (
     resolve_study,
     study_argument,
 )
+from study.sweep_folder import MANIFEST, read_manifest, update_manifest, write_json_atomic
 from study.terminal_errors import install_one_line_trial_errors
 from study.tracking import (
     TrackerUnavailableError,

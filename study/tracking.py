@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from federated import exit_codes
-from study.layout import read_manifest
+from study.sweep_folder import read_manifest
 
 TRACKERS = ("mlflow", "wandb")
 WANDB_PROJECT = "fedsweep"

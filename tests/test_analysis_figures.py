@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from analysis import figures
+from analysis.figure_layout import layout_for
 from analysis.grouping import study_groups
-from analysis.layouts import layout_for
 from analysis.loading import load_results
 from analysis.search import parameter_importance, search_history
 from tests.analysis_fakes import curve, plan_configs, write_sweep

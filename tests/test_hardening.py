@@ -30,8 +30,8 @@ from federated.registry import load_method
 from federated.round_loop import run_rounds
 from federated.trainable import STATE_FILE, CheckpointError, load_run_state
 from study.driver_liveness import driver_gone
-from study.layout import write_json_atomic
 from study.sweep import parse_overrides
+from study.sweep_folder import write_json_atomic
 from tests.analysis_fakes import curve, plan_configs, write_sweep
 from tests.conftest import tiny
 

@@ -1,8 +1,8 @@
-"""``python -m benchmarks.layouts``: memory layout and packing of the bare training step.
+"""``python -m benchmarks.memory_layouts``: memory layout and packing of the bare training step.
 
-    python -m benchmarks.layouts                 # CIFAR-shaped and Fashion-MNIST-shaped
-    python -m benchmarks.layouts --parties 20 --repeats 9
-    python -m benchmarks.layouts --threads 2     # one run using both cores
+    python -m benchmarks.memory_layouts                 # CIFAR-shaped and Fashion-MNIST-shaped
+    python -m benchmarks.memory_layouts --parties 20 --repeats 9
+    python -m benchmarks.memory_layouts --threads 2     # one run using both cores
 
 One SGD step (forward, cross-entropy, backward, fused SGD with momentum) of simple-cnn
 with its projection head, for ``--parties`` parties each on its own batch of 64 random
@@ -129,7 +129,7 @@ COLUMNS = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.layouts", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m benchmarks.memory_layouts", description=__doc__)
     p.add_argument("--parties", type=int, default=10)
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--datasets", default="synthetic,fmnist", help="shapes to time")
