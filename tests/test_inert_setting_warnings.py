@@ -1,0 +1,46 @@
+"""Settings that have no effect are warned about once each."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+from federated.algorithms.fedprox import FedProx
+from federated.config import RunConfig
+from federated.inert_settings import inert_settings
+from federated.params import MethodParams, describe
+from federated.registry import load_method
+from federated.round_loop import run_rounds
+from tests.conftest import tiny
+
+
+@dataclass(frozen=True)
+class ProxPluginParams(MethodParams):
+    mu: float = field(default=0.3, metadata=describe("a plug-in's own proximal weight"))
+
+
+class ProxPlugin(FedProx):
+    """A plug-in method declaring ``mu``, as FedProx does, with another default."""
+
+    name = "prox_plugin"
+    Params = ProxPluginParams
+
+
+def test_inert_settings_are_warned_once_each():
+    flat = RunConfig.from_dict
+    lines = inert_settings(flat({"algorithm": "fedavg", "mu": 0.5, "server_momentum": 0.5}))
+    assert len(lines) == 2
+    assert lines[0].startswith("warning: mu=0.5 has no effect: algorithm=fedavg")
+    assert "server_momentum" in lines[1]
+    assert inert_settings(flat({"algorithm": "fedprox", "mu": 0.5})) == []
+    # from the declarations: a plug-in method that declares mu gets no warning for it,
+    # and its own default when mu is left unset
+    plugin = "tests.test_inert_setting_warnings:ProxPlugin"
+    assert inert_settings(flat({"algorithm": plugin, "mu": 0.5})) == []
+    assert RunConfig(algorithm=plugin).resolved().algorithm_params.mu == 0.3
+    assert load_method("algorithm", plugin).Params is ProxPluginParams
+    assert "tau" in inert_settings(RunConfig(algorithm="fedprox"), given=["tau"])[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        next(run_rounds(tiny(algorithm="fedavg", mu=0.3, rounds=1)))
+    assert [str(w.message) for w in caught if "mu=0.3" in str(w.message)]
