@@ -74,7 +74,7 @@ RUN_CASES = [
     ("out-under-file", ["--out", "a_file/rows.csv"], "--out"),
     ("out-is-folder", ["--out", "a_folder"], "--out"),
     ("out-trailing-slash", ["--out", "new_folder/"], "--out"),
-    # issue 20: absurd sizes, a rows file of no known format, a fraction that draws no one
+    # absurd sizes, a rows file of no known format, a fraction that draws no one
     ("rounds-huge", ["--rounds", str(10**12)], "rounds=1000000000000 (allowed: an integer <="),
     ("threads-huge", ["--threads", str(10**9)], "threads=1000000000 (allowed: an integer <="),
     ("batch-size-huge", ["--batch-size", str(10**9)], "batch_size=1000000000"),
@@ -122,7 +122,7 @@ SWEEP_CASES = [
     ("address-garbage", ["moon_mu", "--address", "nohost"], "--address"),
     ("resume-missing", ["moon_mu", "--resume", "--name", "never-ran"], "--resume"),
     ("exists", ["moon_mu", "--name", "a_folder", "--storage-path", "."], "exists"),
-    # issue 20: a budget against a user's written value, sizes, run-time checks, trackers
+    # a budget against a user's written value, sizes, run-time checks, trackers
     ("budget-conflict", ["mine.toml", "--budget", "laptop", "--dry-run"], "fixed.rounds = 8"),
     (
         "grid-too-large",
@@ -159,7 +159,7 @@ REPORT_CASES = [
     ("missing-path", ["nowhere"], "nowhere"),
     ("no-sweep", ["a_folder"], "a_folder"),
     ("corrupt-manifest", ["bad_sweep"], "fedsweep_sweep.json"),
-    # issue 20: a manifest that is not UTF-8, or of the wrong types, is refused whole
+    # a manifest that is not UTF-8, or of the wrong types, is refused whole
     ("manifest-not-utf8", ["utf8_sweep"], "fedsweep_sweep.json: not UTF-8 text"),
     ("manifest-trials-list", ["typed_sweep"], "field trials=[1, 2] is not a JSON object"),
     ("manifest-entry-type", ["entry_sweep"], "trials['t'].last_round='5' is not a whole"),
@@ -321,96 +321,3 @@ def test_the_real_command_lines_refuse_the_same_way(module, argv, words, workdir
     assert proc.returncode == 2
     assert_one_error_line(proc.stderr, words)
     assert snapshot(workdir) == before
-
-
-# ----------------------------------------------- issue 20: damaged files of a results folder
-def _damage_params_types(trial: Path) -> None:
-    config = json.loads((trial / "params.json").read_text())
-    (trial / "params.json").write_text(json.dumps({**config, "rounds": "many"}))
-
-
-def _damage_params_value(trial: Path, key: str, value: object) -> None:
-    config = json.loads((trial / "params.json").read_text())
-    (trial / "params.json").write_text(json.dumps({**config, key: value}))
-
-
-def _damage_result_tail(trial: Path) -> None:
-    data = (trial / "result.json").read_bytes()
-    (trial / "result.json").write_bytes(data[: len(data) // 2])  # a copy cut short
-
-
-DAMAGED_TRIAL_FILES = [
-    ("params-garbage", lambda t: (t / "params.json").write_bytes(b"\x00garbage"), "not JSON"),
-    ("params-not-utf8", lambda t: (t / "params.json").write_bytes(b'{"a": "\xff"}'), "UTF-8"),
-    ("params-types", _damage_params_types, "rounds='many' is not a whole number"),
-    ("params-list-value", lambda t: _damage_params_value(t, "mu", [1]), "mu=[1] is not a single"),
-    ("params-a-list", lambda t: (t / "params.json").write_text("[1]"), "not a JSON object"),
-    ("result-cut-short", _damage_result_tail, "result.json"),
-    ("result-garbage", lambda t: (t / "result.json").write_bytes(b"\xff\xfe\n"), "not JSON"),
-    (
-        "result-wrong-types",
-        lambda t: (t / "result.json").write_text(
-            '{"round": 1, "test_acc": "high"}\n{"round": 2, "test_acc": 7.5}\n'
-        ),
-        "test_acc='high' is not a number",
-    ),
-]
-
-
-def _results_folder(root: Path) -> tuple[Path, list[Path]]:
-    """A finished moon_mu sweep (grid, no scheduler) of completed trials, as study.sweep
-    writes it, with a good partitions.json: the files the tests then damage."""
-    from tests.analysis_fakes import curve, plan_configs, write_sweep
-
-    configs = plan_configs("moon_mu", seeds=2)
-    partitions = [
-        {"dataset": "fmnist", "n_parties": 2, "partition": "dirichlet", "beta": 0.5,
-         "data_fraction": 0.05, "seed": 0, "class_counts": [[3] * 10, [4] * 10]}
-    ]  # fmt: skip
-    trials = [(c, curve(0.3 + 0.05 * i, c["rounds"])) for i, c in enumerate(configs)]
-    sweep_dir = write_sweep(root, "mm", "moon_mu", trials, partitions=partitions)
-    return sweep_dir, sorted(p for p in sweep_dir.iterdir() if p.is_dir())
-
-
-@pytest.mark.parametrize(
-    ("damage", "words"), [pytest.param(d, w, id=i) for i, d, w in DAMAGED_TRIAL_FILES]
-)
-def test_a_damaged_trial_file_is_named_under_trials_not_counted(tmp_path, capsys, damage, words):
-    sweep_dir, trials = _results_folder(tmp_path / "results")
-    damage(trials[0])
-    out = tmp_path / "report"
-    assert report.main([str(sweep_dir), "--out", str(out), "--no-pdf", "--quiet"]) == 0
-    assert "Traceback" not in capsys.readouterr().err
-    text = (out / "report.md").read_text()
-    section = text.split("## Trials not counted")[1].split("\n## ")[0]
-    line = next(ln for ln in section.splitlines() if trials[0].name in ln)
-    assert "| damaged |" in line and words in line, line
-    if "params" in line:  # a damaged params.json is named by its whole path
-        assert str(trials[0] / "params.json") in line, line
-    others = [t.name for t in trials[1:]]
-    assert not any(name in section for name in others), "only the damaged trial is left out"
-    counted = _trial_rows(out, "completed")  # never averaged: not among the counted
-    assert trials[0].name not in counted and len(counted) == len(others)
-
-
-def _trial_rows(out: Path, status: str) -> list[str]:
-    import csv
-
-    with open(out / "data" / "trials.csv", newline="") as fh:
-        return [row["trial"] for row in csv.DictReader(fh) if row["status"] == status]
-
-
-@pytest.mark.parametrize(
-    "content",
-    [b'[{"class_counts": [[1, 2], [3', b"\xff", b'[{"class_counts": [[1, 2], [3]]}]'],
-    ids=["cut-short", "not-utf8", "ragged"],
-)
-def test_a_damaged_partitions_file_is_named_and_its_figure_skipped(tmp_path, capsys, content):
-    sweep_dir, _ = _results_folder(tmp_path / "results")
-    (sweep_dir / "partitions.json").write_bytes(content)
-    out = tmp_path / "report"
-    assert report.main([str(sweep_dir), "--out", str(out), "--no-pdf", "--quiet"]) == 0
-    assert "Traceback" not in capsys.readouterr().err
-    problems = (out / "report.md").read_text().split("## Problems while reading")[1]
-    assert f"{sweep_dir / 'partitions.json'}: " in problems
-    assert not list((out / "figures").glob("fig5_partition*"))

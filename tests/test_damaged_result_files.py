@@ -55,7 +55,7 @@ def test_damaged_result_files_of_a_finished_trial_are_marked_damaged(tmp_path, c
 def test_wrong_typed_partitions_are_reported_and_a_wrong_typed_manifest_refused(tmp_path, capsys):
     """A damaged partitions.json is named among the problems (its figure skipped); a
     manifest of the wrong types is the sweep's own description, so the report refuses
-    it in one line naming the file and the field (issue 20, item 6)."""
+    it in one line naming the file and the field."""
     sweep_dir = _one_trial_sweep(tmp_path, partitions=[{"class_counts": "many"}, 3])
     results = load_results(sweep_dir)
     assert len(results.trials) == 1
@@ -82,3 +82,95 @@ def test_one_corrupt_manifest_does_not_block_the_other_sweeps(tmp_path, capsys):
     results = load_results(tmp_path)
     assert [s.name for s in results.sweeps] == ["s"]
     assert any("broken" in p for p in results.problems)
+
+
+def _damage_params_types(trial: Path) -> None:
+    config = json.loads((trial / "params.json").read_text())
+    (trial / "params.json").write_text(json.dumps({**config, "rounds": "many"}))
+
+
+def _damage_params_value(trial: Path, key: str, value: object) -> None:
+    config = json.loads((trial / "params.json").read_text())
+    (trial / "params.json").write_text(json.dumps({**config, key: value}))
+
+
+def _damage_result_tail(trial: Path) -> None:
+    data = (trial / "result.json").read_bytes()
+    (trial / "result.json").write_bytes(data[: len(data) // 2])  # a copy cut short
+
+
+DAMAGED_TRIAL_FILES = [
+    ("params-garbage", lambda t: (t / "params.json").write_bytes(b"\x00garbage"), "not JSON"),
+    ("params-not-utf8", lambda t: (t / "params.json").write_bytes(b'{"a": "\xff"}'), "UTF-8"),
+    ("params-types", _damage_params_types, "rounds='many' is not a whole number"),
+    ("params-list-value", lambda t: _damage_params_value(t, "mu", [1]), "mu=[1] is not a single"),
+    ("params-a-list", lambda t: (t / "params.json").write_text("[1]"), "not a JSON object"),
+    ("result-cut-short", _damage_result_tail, "result.json"),
+    ("result-garbage", lambda t: (t / "result.json").write_bytes(b"\xff\xfe\n"), "not JSON"),
+    (
+        "result-wrong-types",
+        lambda t: (t / "result.json").write_text(
+            '{"round": 1, "test_acc": "high"}\n{"round": 2, "test_acc": 7.5}\n'
+        ),
+        "test_acc='high' is not a number",
+    ),
+]
+
+
+def _results_folder(root: Path) -> tuple[Path, list[Path]]:
+    """A finished moon_mu sweep (grid, no scheduler) of completed trials, as study.sweep
+    writes it, with a good partitions.json: the files the tests then damage."""
+    from tests.analysis_fakes import curve, plan_configs, write_sweep
+
+    configs = plan_configs("moon_mu", seeds=2)
+    partitions = [
+        {"dataset": "fmnist", "n_parties": 2, "partition": "dirichlet", "beta": 0.5,
+         "data_fraction": 0.05, "seed": 0, "class_counts": [[3] * 10, [4] * 10]}
+    ]  # fmt: skip
+    trials = [(c, curve(0.3 + 0.05 * i, c["rounds"])) for i, c in enumerate(configs)]
+    sweep_dir = write_sweep(root, "mm", "moon_mu", trials, partitions=partitions)
+    return sweep_dir, sorted(p for p in sweep_dir.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"), [pytest.param(d, w, id=i) for i, d, w in DAMAGED_TRIAL_FILES]
+)
+def test_a_damaged_trial_file_is_named_under_trials_not_counted(tmp_path, capsys, damage, words):
+    sweep_dir, trials = _results_folder(tmp_path / "results")
+    damage(trials[0])
+    out = tmp_path / "report"
+    assert report.main([str(sweep_dir), "--out", str(out), "--no-pdf", "--quiet"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    text = (out / "report.md").read_text()
+    section = text.split("## Trials not counted")[1].split("\n## ")[0]
+    line = next(ln for ln in section.splitlines() if trials[0].name in ln)
+    assert "| damaged |" in line and words in line, line
+    if "params" in line:  # a damaged params.json is named by its whole path
+        assert str(trials[0] / "params.json") in line, line
+    others = [t.name for t in trials[1:]]
+    assert not any(name in section for name in others), "only the damaged trial is left out"
+    counted = _trial_rows(out, "completed")  # never averaged: not among the counted
+    assert trials[0].name not in counted and len(counted) == len(others)
+
+
+def _trial_rows(out: Path, status: str) -> list[str]:
+    import csv
+
+    with open(out / "data" / "trials.csv", newline="") as fh:
+        return [row["trial"] for row in csv.DictReader(fh) if row["status"] == status]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b'[{"class_counts": [[1, 2], [3', b"\xff", b'[{"class_counts": [[1, 2], [3]]}]'],
+    ids=["cut-short", "not-utf8", "ragged"],
+)
+def test_a_damaged_partitions_file_is_named_and_its_figure_skipped(tmp_path, capsys, content):
+    sweep_dir, _ = _results_folder(tmp_path / "results")
+    (sweep_dir / "partitions.json").write_bytes(content)
+    out = tmp_path / "report"
+    assert report.main([str(sweep_dir), "--out", str(out), "--no-pdf", "--quiet"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    problems = (out / "report.md").read_text().split("## Problems while reading")[1]
+    assert f"{sweep_dir / 'partitions.json'}: " in problems
+    assert not list((out / "figures").glob("fig5_partition*"))
