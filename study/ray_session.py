@@ -53,6 +53,20 @@ class _NoVanishedTempFileSync(logging.Filter):
 logging.getLogger("ray.train._internal.syncer").addFilter(_NoVanishedTempFileSync())
 
 
+class _NoTokenAuthNotice(logging.Filter):
+    """Drop Ray's notice that a local cluster turned token authentication on by default
+    (it opened every sweep's output): that is the safe state, and nothing to act on.
+    Ray's warning that authentication is *disabled* still shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Token authentication is enabled")
+
+
+logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
+    _NoTokenAuthNotice()
+)
+
+
 def start_ray(address: str | None, dashboard: bool) -> str | None:
     """Join ``address`` (or $RAY_ADDRESS), else start a local Ray; returns the dashboard URL.
 

@@ -47,3 +47,21 @@ def test_a_sync_of_an_atomic_temp_file_that_vanished_is_not_shown_as_a_failure()
     other = "Last sync command failed with the following error:\nPermissionError: denied"
     assert not _NoVanishedTempFileSync().filter(record(vanished))
     assert _NoVanishedTempFileSync().filter(record(other))
+
+
+def test_rays_token_auth_notice_is_dropped_and_its_disabled_warning_kept():
+    """Ray's "Token authentication is enabled" notice opened every sweep's output; the
+    driver drops it (the safe default needs no action) and keeps the warning that
+    authentication is disabled."""
+    import logging
+
+    import study.ray_session  # noqa: F401  (installs the filter)
+
+    logger = logging.getLogger("ray._private.authentication.authentication_token_setup")
+
+    def shown(message: str) -> bool:
+        record = logger.makeRecord(logger.name, logging.WARNING, __file__, 1, message, (), None)
+        return logger.filter(record)
+
+    assert not shown("Token authentication is enabled for this Ray cluster. Set ...")
+    assert shown("Token authentication is disabled for this Ray cluster. Anyone with ...")
