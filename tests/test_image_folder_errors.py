@@ -126,7 +126,7 @@ def symlink_loop_image(fmnist, root):
     return root, []
 
 
-# issue 31: one rule for too few images in every layout; the real culprit named
+# one rule for too few images in every layout; the real culprit named
 def dotdot_link(fmnist, root):
     grey_tree(fmnist, root)
     (root / "train" / FMNIST_CLASSES[0] / "up").symlink_to("..")
@@ -267,7 +267,7 @@ def test_sweep_refuses_a_bad_folder_before_ray(fmnist, tmp_path, capsys):
     assert not storage.exists()
 
 
-# ----------------------------------------------------------- issue 20: sizes and memory
+# ----------------------------------------------------------------------- sizes and memory
 def folder_argv(root: Path, tmp_path: Path, *extra: str) -> list[str]:
     return [
         "--dataset",
