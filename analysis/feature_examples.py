@@ -11,7 +11,7 @@ import numpy as np
 
 from analysis.trial_files import DamagedFileError
 from analysis.trial_files import read_feature_examples as read_checked
-from federated.results_contract import FEATURE_EXAMPLES
+from federated.contract.results import FEATURE_EXAMPLES
 
 
 def read_feature_examples(

@@ -24,7 +24,7 @@ from analysis.loading import Results, Sweep
 from analysis.naming import format_value
 from analysis.study_spec import report_spec
 
-# federated.run_state.EXECUTION_FIELDS (the execution_only config fields; not imported:
+# federated.engine.run_state.EXECUTION_FIELDS (the execution_only config fields; not imported:
 # it would import torch), plus
 # the labels that name a trial rather than define it.
 NOT_CONDITIONS = frozenset(

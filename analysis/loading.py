@@ -9,7 +9,7 @@
     ``status``, the trial's config (every column of its ``params.json``: all RunConfig
     fields plus the labels ``point``, ``study``, ``budget`` and joint-axis labels such
     as ``setting``), then the round's metrics (``round``, ``test_acc`` as a fraction in
-    [0, 1], ...; see :mod:`federated.round_loop`).
+    [0, 1], ...; see :mod:`federated.engine.round_loop`).
 ``trials``
     one row per trial, including trials with no round yet: ``status``, ``error``,
     ``rounds_done``, ``last_round``, ``final_acc`` (test accuracy at the last round),
@@ -20,7 +20,7 @@
 
 Trial status (nothing is silently dropped; tables count only ``completed`` trials): the
 words and the one function that decides them are the results contract's
-(:mod:`federated.results_contract`, the sweep's summary uses the same); this module adds
+(:mod:`federated.contract.results`, the sweep's summary uses the same); this module adds
 ``damaged``: its files lost rounds (lines of ``result.json`` that do not parse, not the
 last one of a running trial, or fewer rounds than the manifest recorded) or its
 ``params.json`` cannot be read; ``error`` says what.  A trial's other files
@@ -59,7 +59,7 @@ from analysis.trial_files import (
     read_partitions,
     read_result_rows,
 )
-from federated.results_contract import (
+from federated.contract.results import (
     COMPLETED,
     DAMAGED,
     DIVERGED,

@@ -1,8 +1,8 @@
 """Per-party outcomes in the report: the table, the distribution figure, data/parties.csv.
 
 A trial's rows carry, per scored round, the global model's accuracy over its parties'
-own class mixes (``party_acc_mean``, ``party_acc_worst10`` ...: federated/party_scores.py
-defines them); its ``parties.csv`` the per-party numbers (federated/run_files.py).
+own class mixes (``party_acc_mean``, ``party_acc_worst10`` ...: federated/evaluation/party_scores.py
+defines them); its ``parties.csv`` the per-party numbers (federated/engine/run_files.py).
 
 - :func:`per_party_table`: per method/setting, the final scored round's mean over
   parties and mean of the worst 10% of parties, mean ± std over seeds, each with its
@@ -38,7 +38,7 @@ from analysis.seed_plan import DEFAULT_TARGET
 from analysis.summary import excluded_trials
 from analysis.tables import Table, accuracy_table, key_order, row_label
 from analysis.trial_files import DamagedFileError, read_parties
-from federated.results_contract import PARTIES, STATUSES
+from federated.contract.results import PARTIES, STATUSES
 
 PARTIES_FILE = PARTIES
 METRIC_COLUMN = "party_metric"  # the table's column axis (analysis/naming.py: self-describing)

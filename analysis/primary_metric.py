@@ -2,13 +2,13 @@
 primary metric read from its trials.
 
 A run records its task and its primary metric in its config (``task``: ``classification``
-or ``score``; ``primary_metric``: federated/config.py).  Rows written before score tasks
+or ``score``; ``primary_metric``: federated/config/run_config.py).  Rows written before score tasks
 existed have neither: they are classification runs reporting accuracy.
 
 - Classification reports top-1 test accuracy (``acc``), as always: a fraction in the rows,
   a percentage with one decimal in the tables, differences in *points*, a chance level
   (1/classes) below which nothing has learned.
-- A score task (image assessment: a score per image, federated/objective.py) reports its
+- A score task (image assessment: a score per image, federated/tasks/objective.py) reports its
   primary metric, ``srcc`` by default, else the one the run chose: ``srcc`` / ``plcc``
   (Spearman / Pearson correlation, in [-1, 1], higher is better), ``mae`` / ``rmse`` (the
   error of the predicted score in the score's own units, lower is better), or ``acc``
@@ -24,7 +24,7 @@ not the primary (docs/reports.md, "Score tasks: the primary metric").
 scale: POINTS accuracy points, or POINTS/100 in a correlation's or an error's units (2 ->
 0.02), :meth:`Metric.target`.
 
-Nothing here imports torch: federated/objective.py's ``TASK_METRICS`` is the engine's
+Nothing here imports torch: federated/tasks/objective.py's ``TASK_METRICS`` is the engine's
 list, and the tests check that the two agree.
 """
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis.naming import percent
-from federated.results_contract import DAMAGED
+from federated.contract.results import DAMAGED
 
 CLASSIFICATION, SCORE = "classification", "score"
 #: the field's pair every score report shows besides its primary metric

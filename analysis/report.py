@@ -87,7 +87,7 @@ from analysis.trial_statistic import (
     parse_statistic,
     resolve_statistic,
 )
-from federated.input_checks import InputError, OneLineParser, UsageError, check_output_folder
+from federated.cli.input_checks import InputError, OneLineParser, UsageError, check_output_folder
 
 METRIC_CHOICES = ("final", "best")  # --metric: the older spelling of --statistic final|best
 TARGET_CHOICES = ("per-seed", "mean")

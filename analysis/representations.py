@@ -1,7 +1,7 @@
 """Fig. 2 of the MOON paper: t-SNE maps of the global and a local model's representations.
 
 Trials run with ``representations_at`` save ``representations/round_NNNN.npz`` in their
-folders (federated/representations.py: ``global_z``, ``local_z``, ``labels``, ``round``,
+folders (federated/evaluation/representations.py: ``global_z``, ``local_z``, ``labels``, ``round``,
 ``party``).  :func:`representation_captures` picks, per method/setting, the completed
 trial of the lowest seed and its latest saved round; :func:`tsne_panel` draws one row per
 method — the global model the round started from (Fig. 2c) and the first reporting
@@ -29,7 +29,7 @@ import pandas as pd
 from analysis.loading import COMPLETED, Results
 from analysis.tables import key_order, row_label
 from analysis.trial_files import DamagedFileError, read_representation
-from federated.results_contract import REPRESENTATIONS
+from federated.contract.results import REPRESENTATIONS
 
 FOLDER = REPRESENTATIONS
 TSNE_SEED = 0

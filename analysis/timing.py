@@ -5,7 +5,7 @@ Definitions:
 
 - Seconds come from the trials' per-round rows: ``train_seconds`` (local training and
   aggregation), ``eval_seconds`` (the global model on the test set) and ``round_seconds``
-  (the whole round), as :mod:`federated.round_row` reports them.
+  (the whole round), as :mod:`federated.engine.round_row` reports them.
 - Each cell is the mean ± sample std over rounds, pooled over the completed trials (all
   seeds) of its method.  A trial's first round is left out when it ran more than one:
   it pays one-time costs (data loading, warm-up) that later rounds do not.

@@ -12,7 +12,7 @@ only well-typed values:
     refused as a whole (:class:`DamagedFileError`): nothing of the sweep can be read safely
     without it.
 ``params.json`` (:func:`read_params`)
-    a UTF-8 JSON object of scalars whose :class:`~federated.config.RunConfig` fields
+    a UTF-8 JSON object of scalars whose :class:`~federated.config.run_config.RunConfig` fields
     have the field's type (``rounds`` a whole number >= 1, ``beta`` a number, ...).
 ``result.json`` (:func:`read_result_rows`)
     one JSON object per line with a whole ``round`` >= 1 and numbers (or null) for the
@@ -22,7 +22,7 @@ only well-typed values:
     a JSON list of partitions, each with a rectangular table of class counts.
 ``parties.csv`` (:func:`read_parties`)
     UTF-8 CSV ending in a line end, with the columns ``round``, ``party``, ``party_acc``
-    (and those of federated/run_files.py), every row complete: ``round`` a whole number
+    (and those of federated/engine/run_files.py), every row complete: ``round`` a whole number
     >= 1, ``party`` a whole number >= 0 named once per round, ``party_acc`` and
     ``party_val_acc`` fractions in [0, 1] or NaN (not scored that round), counts whole.
 ``representations/round_NNNN.npz`` (:func:`read_representation`)
@@ -62,8 +62,8 @@ from typing import Any
 
 import numpy as np
 
-from federated.config import RunConfig
-from federated.results_contract import RESULT, representation_file
+from federated.config.run_config import RunConfig
+from federated.contract.results import RESULT, representation_file
 
 # result.json metrics the report computes with: a number or null (NaN) on every row.
 NUMERIC_METRICS = (
@@ -392,7 +392,7 @@ def read_partitions(path: Path) -> tuple[list[dict[str, Any]], str | None]:
 # ------------------------------------------------------------------------- parties
 PARTY_COLUMNS = ("round", "party", "party_acc")  # the rest: optional (older runs lack them)
 # columns of whole counts, and of fractions (NaN, or empty, where a round was not scored
-# or a party not validated: federated/run_files.py)
+# or a party not validated: federated/engine/run_files.py)
 PARTY_COUNT_COLUMNS = ("party_samples", "party_val_samples", "party_test_samples")
 PARTY_FRACTION_COLUMNS = ("party_acc", "party_val_acc")
 

@@ -11,7 +11,7 @@ all, repeated.  Per algorithm, the step also does what its loss needs and nothin
   contrastive loss of :mod:`federated.algorithms.moon`, cross-entropy.
 
 The rate is the median over a few timed blocks of steps, after a warm-up.  The C
-allocator is told to keep freed memory (:func:`federated.allocator.keep_freed_memory`):
+allocator is told to keep freed memory (:func:`federated.runtime.allocator.keep_freed_memory`):
 otherwise a fresh process pays hundreds of page faults per step that a process which
 has loaded a dataset may not, and the ceiling would depend on the process's history.
 Page faults per step are reported (0 when the allocator keeps its memory).
@@ -30,10 +30,10 @@ import torch.nn.functional as F
 from benchmarks.cases import BATCH_SIZE, MODEL
 from benchmarks.memory import minor_faults
 from federated.algorithms.moon import moon_contrastive_loss
-from federated.allocator import keep_freed_memory
-from federated.config import RunConfig
-from federated.device import resolve_device
+from federated.config.run_config import RunConfig
 from federated.models import build_model
+from federated.runtime.allocator import keep_freed_memory
+from federated.runtime.device import resolve_device
 
 WARMUP_STEPS = 10
 BLOCKS = 5

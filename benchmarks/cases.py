@@ -11,7 +11,7 @@ import functools
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.data import ImageData, load_dataset
 
 MODEL = "simple-cnn"

@@ -29,9 +29,9 @@ from benchmarks.memory import (
     rss_bytes,
     tensor_bytes,
 )
-from federated.device import resolve_device
+from federated.engine.round_loop import FederatedRun
 from federated.execution.packed import PackedTrainer
-from federated.round_loop import FederatedRun
+from federated.runtime.device import resolve_device
 
 
 def measure_fedsweep(case: Case) -> dict[str, Any]:

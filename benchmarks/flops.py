@@ -16,7 +16,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.cases import BATCH_SIZE, MODEL
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.models import build_model
 
 # Frozen forwards up to the projection head per training sample: MOON runs this round's

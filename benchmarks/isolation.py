@@ -7,7 +7,7 @@ loading the dataset) that is not part of any timing.  ``inline`` runs in this pr
 seconds instead of minutes for the reduced CI mode; peak RSS is then reset before each
 measurement (:func:`benchmarks.memory.reset_peak_rss`) but also holds what earlier
 measurements left allocated, and the allocator setting that every fedsweep run and the
-bare step apply (:func:`federated.allocator.keep_freed_memory`) then also holds for the
+bare step apply (:func:`federated.runtime.allocator.keep_freed_memory`) then also holds for the
 straightforward loop measured after them; in its own process the plain loop runs with
 glibc's defaults, as plain code would.
 """

@@ -11,7 +11,7 @@ process again: glibc returns freed blocks above its thresholds to the kernel, so
 training step whose activations are freed and reallocated every step can pay hundreds
 of faults per step (about a tenth of a simple-cnn step on one CPU thread).  glibc
 raises those thresholds on its own after large frees, so whether a process pays
-depends on what it did before; :func:`federated.allocator.keep_freed_memory` pins them
+depends on what it did before; :func:`federated.runtime.allocator.keep_freed_memory` pins them
 (the engine calls it for every run).
 """
 

@@ -31,10 +31,10 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.table import Column, format_table
-from federated.allocator import keep_freed_memory
 from federated.data.catalog import dataset_spec
 from federated.execution.packed_model import PackedModel, fold_images, unfold_output
 from federated.models import FedConModel, build_model
+from federated.runtime.allocator import keep_freed_memory
 
 BATCH = 64
 

@@ -38,8 +38,8 @@ from unittest import mock
 
 import torch
 
+import federated.engine.round_loop as round_loop
 import federated.execution.packed as packed_training
-import federated.round_loop as round_loop
 from benchmarks.cases import Case, dataset
 from benchmarks.table import Column, format_table
 from federated.data import Augmenter

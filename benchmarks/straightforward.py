@@ -55,13 +55,13 @@ from benchmarks.memory import (
     rss_bytes,
 )
 from federated.algorithms.moon import moon_contrastive_loss
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.data import DatasetSpec
-from federated.device import resolve_device
+from federated.heterogeneity.partition import partition_for_run
 from federated.models import FedConModel, build_model
 from federated.models.pooling import MaxPool2x2
-from federated.partition import partition_for_run
-from federated.seeding import numpy_stream, stream_seed
+from federated.runtime.device import resolve_device
+from federated.runtime.seeding import numpy_stream, stream_seed
 
 PAD = 4
 

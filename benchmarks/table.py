@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from federated.atomic_file import atomic_open
+from federated.runtime.atomic_file import atomic_open
 
 
 @dataclass(frozen=True)

@@ -58,11 +58,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
+from federated.cli.input_checks import OneLineParser  # noqa: E402
 from federated.data.folder_layout import MIN_PARTY_IMAGES  # noqa: E402
 from federated.data.idx import read_idx  # noqa: E402
 from federated.data.scores_file import SCORES_FILE  # noqa: E402
 from federated.export_tree import FMNIST_CLASSES  # noqa: E402
-from federated.input_checks import OneLineParser  # noqa: E402
 
 DEFAULT_DATA = Path("/usr/share/datasets/fashion-mnist")
 DISTORTIONS = ("blur", "noise", "jpeg")

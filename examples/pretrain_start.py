@@ -37,10 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
-from federated.atomic_file import atomic_open  # noqa: E402
 from federated.data import Augmenter, load_dataset  # noqa: E402
 from federated.models import build_model  # noqa: E402
 from federated.models.pretrained_start import SHIPPED_FOLDER  # noqa: E402
+from federated.runtime.atomic_file import atomic_open  # noqa: E402
 
 SOURCE_CLASSES = (0, 1, 2, 3, 4)
 SHIPPED = SHIPPED_FOLDER / "fmnist-0to4-simple-cnn.pt"

@@ -5,7 +5,7 @@ for row in run_rounds(RunConfig(algorithm="moon", dataset="fmnist", rounds=5)):
     print(row["round"], row["test_acc"])
 
 The names below are imported on first use, so that importing a torch-free submodule
-(``federated.input_checks``, ``federated.exit_codes``) does not load torch.
+(``federated.cli.input_checks``, ``federated.cli.exit_codes``) does not load torch.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "ConfigError": "federated.config",
-    "RunConfig": "federated.config",
-    "FederatedRun": "federated.round_loop",
-    "run_rounds": "federated.round_loop",
+    "ConfigError": "federated.config.run_config",
+    "RunConfig": "federated.config.run_config",
+    "FederatedRun": "federated.engine.round_loop",
+    "run_rounds": "federated.engine.round_loop",
 }
 
 __all__ = ["ConfigError", "FederatedRun", "RunConfig", "run_rounds"]

@@ -56,8 +56,8 @@ def export_parties(
 ) -> list[np.ndarray]:
     """The per-party tree (module docstring); returns the draw (per party, indices into
     the Fashion-MNIST training set)."""
-    from federated.config import RunConfig  # config imports this package
-    from federated.partition import partition_for_run
+    from federated.config.run_config import RunConfig  # config imports this package
+    from federated.heterogeneity.partition import partition_for_run
 
     config = RunConfig(
         dataset="fmnist",

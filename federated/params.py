@@ -1,7 +1,7 @@
 """Typed parameters: the error every bad value raises, value coercion and checks, and
 :class:`MethodParams`, the base of each method's own frozen parameter dataclass.
 
-This module imports nothing of fedsweep's, so the config (:mod:`federated.config`), the
+This module imports nothing of fedsweep's, so the config (:mod:`federated.config.run_config`), the
 methods (:mod:`federated.algorithms`, :mod:`federated.server`) and plug-ins all build on
 it without importing one another.
 """
@@ -146,7 +146,7 @@ class MethodParams:
     ``describe(...)`` metadata — the one declaration of each parameter (its default, its
     allowed range in :meth:`check`, its help text).  Users set a parameter by its flat
     name (``--mu 1``, ``mu = 1`` in a study file, the ``mu`` column of results), which
-    :func:`federated.config.flat_names` maps to the chosen methods that declare it."""
+    :func:`federated.config.run_config.flat_names` maps to the chosen methods that declare it."""
 
     def check(self) -> None:
         """Raise :class:`ConfigError` naming the field of the first bad value."""

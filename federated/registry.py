@@ -6,7 +6,7 @@ and one line in :data:`SERVER_OPTIMIZER_PATHS`.  A user's own method needs no li
 all: ``--algorithm package.module:Class`` (or ``server_optimizer=package.module:Class``
 in a study file or sweep) imports it.
 
-Entries are import paths, not classes, so that :mod:`federated.config` can look methods
+Entries are import paths, not classes, so that :mod:`federated.config.run_config` can look methods
 up without importing torch-side modules at import time, and the torch-side modules
 never import the config: the dependency runs one way (config -> registry -> method
 module -> :mod:`federated.params`).

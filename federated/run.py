@@ -2,7 +2,7 @@
 
     python -m federated.run --algorithm moon --dataset fmnist --rounds 5 --local-epochs 1
 
-Every :class:`~federated.config.RunConfig` field is a flag (``--n-parties``, ``--beta``,
+Every :class:`~federated.config.run_config.RunConfig` field is a flag (``--n-parties``, ``--beta``,
 ``--mu``, ``--server-optimizer fedavgm`` ...).  Prints one line per round and writes the
 rows (metrics plus the resolved config) to ``--out`` (CSV, or JSON lines for ``.jsonl``),
 rewritten atomically after every round so the file is always complete.  A run whose
@@ -28,20 +28,26 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from federated import exit_codes
-from federated.atomic_file import atomic_open
-from federated.config import ConfigError, RunConfig, field_help, field_types, registered_params
+from federated.cli import exit_codes
+from federated.cli.input_checks import InputError, OneLineParser, check_output_file
+from federated.config.inert_settings import inert_settings
+from federated.config.run_config import (
+    ConfigError,
+    RunConfig,
+    field_help,
+    field_types,
+    registered_params,
+)
 from federated.data import DatasetUnavailable
 from federated.data.folder_layout import dataset_slug
-from federated.device import DeviceUnavailableError
-from federated.inert_settings import inert_settings
-from federated.input_checks import InputError, OneLineParser, check_output_file
+from federated.engine.round_loop import FederatedRun, PackingFallback
+from federated.engine.run_files import RunFiles
+from federated.heterogeneity.partition import PartitionError, size_statistics
 from federated.models.pretrained_start import StartNotice
-from federated.objective import SCORE_METRICS
-from federated.partition import PartitionError, size_statistics
 from federated.registry import is_plugin, load_method
-from federated.round_loop import FederatedRun, PackingFallback
-from federated.run_files import RunFiles
+from federated.runtime.atomic_file import atomic_open
+from federated.runtime.device import DeviceUnavailableError
+from federated.tasks.objective import SCORE_METRICS
 
 ROW_FORMATS = (".csv", ".jsonl")  # what write_rows writes, chosen by --out's suffix
 
@@ -132,7 +138,8 @@ def thread_warnings(config: RunConfig) -> list[str]:
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """The resolved config of the flags (flat names, :func:`~federated.config.flat_names`)."""
+    """The resolved config of the flags (flat names,
+    :func:`~federated.config.run_config.flat_names`)."""
     values = {k: v for k, v in vars(args).items() if k not in ("out", "quiet")}
     return RunConfig.from_dict(values).resolved()
 

@@ -1,6 +1,7 @@
 """The Ray Tune function trainable: the round loop, one report per round, full checkpoints.
 
-``train_federated(config)`` builds a :class:`~federated.config.RunConfig` from the trial's
+``train_federated(config)`` builds a :class:`~federated.config.run_config.RunConfig` from the
+trial's
 config (keys that are neither RunConfig fields nor parameters of the trial's methods
 are the sweep's labels, e.g. ``setting``, ``study``, and are ignored here), reports
 each round's metrics dict (plus ``node_id``, the Ray node that ran it), and every
@@ -13,7 +14,7 @@ accuracies equal an uninterrupted run's.
 
 Besides its rows a trial writes ``parties.csv`` (per-party accuracies) and, with
 ``representations_at``, ``representations/round_NNNN.npz`` into its trial folder
-(:mod:`federated.run_files`), before it reports the round.
+(:mod:`federated.engine.run_files`), before it reports the round.
 
 Device: with ``device="auto"`` a trial uses CUDA only when Ray gave it a GPU
 (``ray.get_gpu_ids()``), never merely because one is visible.  CPU threads follow
@@ -34,10 +35,10 @@ from typing import Any
 
 import torch
 
-from federated.atomic_file import atomic_open
-from federated.config import RunConfig, config_values
-from federated.round_loop import FederatedRun
-from federated.run_files import RunFiles
+from federated.config.run_config import RunConfig, config_values
+from federated.engine.round_loop import FederatedRun
+from federated.engine.run_files import RunFiles
+from federated.runtime.atomic_file import atomic_open
 
 STATE_FILE = "run_state.pt"
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 
 PAPER_ROUNDS = {"tinyimagenet": 20}
 # The laptop budget's batch: a quarter of the paper's 64 gives each party four times the

@@ -3,7 +3,7 @@
 Precedence, lowest first: RunConfig defaults (the paper's) < the study's fixed settings
 < the grid point < the budget (rounds, E, data: only what the study leaves to it, see
 :func:`budget_keeps`) < ``--set`` overrides < the seed.  The result is a complete,
-validated :class:`~federated.config.RunConfig` as a dict.
+validated :class:`~federated.config.run_config.RunConfig` as a dict.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from federated.config import ConfigError, RunConfig, coerce
+from federated.config.run_config import ConfigError, RunConfig, coerce
 from search_spaces.budgets import Budget
 from search_spaces.study import Study
 from search_spaces.study_file import StudyFileError

@@ -1,7 +1,7 @@
 """What a study is: the paper experiment it reproduces, its fixed settings and its axes.
 
 A study varies one or more **axes**.  A plain axis varies one
-:class:`~federated.config.RunConfig` field (``mu`` over 0, 0.1, 1, 5, 10).  A joint axis
+:class:`~federated.config.run_config.RunConfig` field (``mu`` over 0, 0.1, 1, 5, 10).  A joint axis
 varies several fields together under readable labels (``"N=100, 20% per round"`` sets
 ``n_parties``, ``sample_fraction`` and ``rounds``); the label itself becomes a column of
 the results.  Each axis carries its paper grid (grid mode) and its Optuna range (Optuna

@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from federated.config import ConfigError, RunConfig, flat_names
+from federated.config.run_config import ConfigError, RunConfig, flat_names
 from search_spaces.study import Axis, OptunaRange, Study
 
 if sys.version_info >= (3, 11):

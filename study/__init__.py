@@ -1,8 +1,8 @@
 """The sweep front door: ``python -m study.sweep NAME`` runs a study on Ray Tune.
 
 Ray reads some settings from the environment when it is imported, so the package sets
-them here, before any of its modules imports Ray (:mod:`study.ray_session`,
-:mod:`study.tuners`); ``setdefault`` leaves a value the user exported as it is.
+them here, before any of its modules imports Ray (:mod:`study.tune.ray_session`,
+:mod:`study.tune.tuners`); ``setdefault`` leaves a value the user exported as it is.
 """
 
 import os

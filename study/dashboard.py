@@ -2,7 +2,7 @@
 says what is where, and keeping it up after the sweep until Ctrl-C.
 
 Ray's dashboard shows each trial as an actor named by its point and seed, with its state
-(:mod:`study.trial_actor`); it has no page for a trial's rounds and accuracy, which
+(:mod:`study.tune.trial_actor`); it has no page for a trial's rounds and accuracy, which
 TensorBoard shows from the files every trial writes, so the printed line names both.
 
 A local Ray ends with the driver, and its dashboard with it: a finished sweep could not

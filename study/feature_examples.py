@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from federated.atomic_file import atomic_open
-from federated.config import RunConfig
-from federated.feature_skew import FeatureSkew
-from federated.partition import partition_for_run
-from federated.results_contract import FEATURE_EXAMPLES
+from federated.config.run_config import RunConfig
+from federated.contract.results import FEATURE_EXAMPLES
+from federated.heterogeneity.feature_skew import FeatureSkew
+from federated.heterogeneity.partition import partition_for_run
+from federated.runtime.atomic_file import atomic_open
 from study.preflight import training_data
 
 # parties shown per setting (evenly spaced over 0..N-1) and images per party

@@ -21,7 +21,7 @@ import signal
 from types import FrameType
 from typing import Any
 
-from federated import exit_codes
+from federated.cli import exit_codes
 
 EXIT_CODES = {signal.SIGINT: exit_codes.INTERRUPTED, signal.SIGTERM: exit_codes.TERMINATED}
 

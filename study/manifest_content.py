@@ -16,10 +16,10 @@ from federated.models.pretrained_start import start_hashes
 from search_spaces.study_file import study_to_dict
 from study.driver_liveness import driver_record
 from study.machine import machine_description
-from study.optuna_storage import OPTUNA_DB
 from study.plan import SweepPlan
 from study.resources import Execution
 from study.sweep_folder import MANIFEST_FORMAT
+from study.tune.optuna_storage import OPTUNA_DB
 
 
 def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from federated.config import RunConfig, config_values
+from federated.config.run_config import RunConfig, config_values
 from federated.data.folder_layout import absolute_folder_name, dataset_slug
 from search_spaces import (
     Budget,

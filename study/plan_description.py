@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from federated.config import RunConfig
-from federated.inert_settings import inert_settings
+from federated.config.inert_settings import inert_settings
+from federated.config.run_config import RunConfig
 from search_spaces import BUDGETS, STUDIES
 from study.plan import SweepPlan
 from study.resources import TrialResources

@@ -17,17 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from federated.config import RunConfig
+from federated.cli.input_checks import InputError
+from federated.config.run_config import RunConfig
 from federated.data import ImageData, load_dataset
-from federated.device import DeviceUnavailableError, resolve_device
-from federated.feature_skew import FeatureSkew
-from federated.input_checks import InputError
-from federated.partition import (
+from federated.heterogeneity.feature_skew import FeatureSkew
+from federated.heterogeneity.partition import (
     PartitionError,
     class_counts,
     partition_for_run,
     partition_labels,
 )
+from federated.runtime.device import DeviceUnavailableError, resolve_device
 from study.plan import SweepPlan
 
 # The fields a trial's partition depends on (with the dataset's own samples).
@@ -92,7 +92,8 @@ def check_batches(configs: list[tuple[str, RunConfig]]) -> None:
 
 def training_data(config: RunConfig) -> tuple[ImageData, np.ndarray, np.ndarray | None]:
     """The run's dataset as its trials load it, what its partitions group samples by
-    (:func:`~federated.partition.partition_labels`) and (natural folders) each training
+    (:func:`~federated.heterogeneity.partition.partition_labels`) and (natural folders) each
+    training
     sample's party, as numpy arrays for partition draws."""
     data = load_dataset(
         config.dataset,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from federated.config import ConfigError
+from federated.config.run_config import ConfigError
 from search_spaces.study_file import StudyFileError
 from study.driver_liveness import driver_gone
 from study.plan import PlanTooLargeError, SweepPlan

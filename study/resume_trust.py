@@ -19,7 +19,7 @@ import pwd
 import stat
 from pathlib import Path
 
-from federated.input_checks import InputError
+from federated.cli.input_checks import InputError
 
 
 class UntrustedFolderError(InputError):

@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from federated.input_checks import InputError
+from federated.cli.input_checks import InputError
 
 DEFAULT_CAP = 10
 MAX_CAP = 1_000

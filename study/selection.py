@@ -6,7 +6,7 @@ searches (``--search optuna``), stops trials early (``--scheduler asha``) or pic
 configuration to rerun (``--rerun-best``); each ranks trials by one metric, named here
 once and used by Optuna, ASHA, the best configuration, the live view and the summary:
 ``val_acc`` (maximised, the default) or ``val_loss`` (minimised), the size-weighted
-federated validation of federated/validation.py.  A score task (image assessment)
+federated validation of federated/evaluation/validation.py.  A score task (image assessment)
 ranks by the validation value of its primary metric (``val_srcc`` by default; ``val_mae``
 and ``val_rmse`` minimised), or by any validation metric it records
 (:func:`selection_metric`; the metrics and their directions are
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from analysis.primary_metric import TASK_METRICS, higher_is_better
-from federated.input_checks import InputError
+from federated.cli.input_checks import InputError
 
 #: metric -> Tune mode: every task's validation metrics (classification's first)
 SELECTION_METRICS = {

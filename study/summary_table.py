@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from federated.results_contract import (
+from federated.contract.results import (
     RECORDED_ERROR,
     RECORDED_INTERRUPTED,
     SWEEP_FINISHED,
@@ -21,7 +21,7 @@ def summary_rows(
     results: Iterable[Any], manifest: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     """One row per trial of ``results`` (Tune's ResultGrid), its status in the report's words
-    (:func:`federated.results_contract.trial_status`); ``manifest`` (as :func:`fit` left
+    (:func:`federated.contract.results.trial_status`); ``manifest`` (as :func:`fit` left
     it) tells interrupted and never-started trials from finished ones."""
     manifest = manifest or {}
     recorded = manifest.get("trials") or {}

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from federated import exit_codes
-from federated.config import ConfigError
+from federated.cli import exit_codes
+from federated.cli.input_checks import InputError, check_address, check_output_folder
+from federated.cli.internal_error import report_internal_error
+from federated.config.run_config import ConfigError
 from federated.data import DatasetUnavailable
-from federated.input_checks import InputError, check_address, check_output_folder
-from federated.internal_error import report_internal_error
 from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET, Study
 from search_spaces.study_file import StudyFileError
 from study.dashboard import dashboard_line, keep_dashboard_up
@@ -71,12 +71,12 @@ from study.tracking import (
     tracked_sweep,
 )
 
-if TYPE_CHECKING:  # Ray is loaded only by a sweep that runs (study.ray_session)
+if TYPE_CHECKING:  # Ray is loaded only by a sweep that runs (study.tune.ray_session)
     from ray.tune import ResultGrid, Tuner
 
 # Loopback-only local Ray: with this, Ray resolves the node address of a local cluster
 # to 127.0.0.1 and every Ray process binds there (README, "Network").  Read by Ray at
-# import, so it is set before study.ray_session imports Ray, and only for a local Ray.
+# import, so it is set before study.tune.ray_session imports Ray, and only for a local Ray.
 LOCAL_ONLY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
@@ -266,7 +266,7 @@ def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution,
 
     # a failed trial is one line on the terminal (its traceback stays in its error.txt)
     install_one_line_trial_errors()
-    from study import ray_session  # imports Ray: only now that there is something to run
+    from study.tune import ray_session  # imports Ray: only now that there is something to run
 
     try:
         url = ray_session.start_ray(target.address, args.dashboard)
@@ -312,7 +312,8 @@ def start_sweep_folder(
     The folder, its tracker runs, partitions and manifest come together: a tracker that
     fails to set up leaves nothing behind (never a folder without a manifest)."""
     # Ray is already imported by start_ray, after LOCAL_ONLY_ENV
-    from study import fit, manifest_content
+    from study import manifest_content
+    from study.tune import fit
 
     try:
         target.sweep_dir.mkdir(parents=True)
@@ -341,7 +342,7 @@ def fit_and_summarise(
     """Run the sweep (a new one, or the resumed one) until it ends or is interrupted, then
     print its summary and outcome (:func:`summarise`).  Returns Tune's results when every
     trial finished; otherwise ends the command with the outcome's exit status."""
-    from study import fit, tracking_callbacks, tuners  # import Ray
+    from study.tune import fit, tracking_callbacks, tuners  # import Ray
 
     started = time.perf_counter()
     with StopSignals() as signals:
@@ -368,8 +369,8 @@ def fit_and_summarise(
 def restored_tuner(sweep_dir: Path, execution: Execution) -> Tuner:
     """The Tuner that continues ``sweep_dir``: its manifest says running again (with this
     driver), W&B runs continue in the mode they were started in, and a grid gets its
-    param space back from the manifest's plan (:func:`study.tuners.restore_tuner`)."""
-    from study import tuners  # import Ray
+    param space back from the manifest's plan (:func:`study.tune.tuners.restore_tuner`)."""
+    from study.tune import tuners  # import Ray
 
     print(f"resuming {sweep_dir}", flush=True)
     before = read_manifest(sweep_dir)
@@ -399,7 +400,7 @@ def summarise(results: ResultGrid, elapsed: float, target: SweepTarget, stop_cod
     """Print the summary table and the sweep's outcome.  An unfinished sweep (interrupted,
     failed) ends the command with ``stop_code`` and the resume command on stderr; one with
     errored trials with exit status 4 and their distinct first error lines."""
-    from study import fit  # import Ray
+    from study.tune import fit  # import Ray
 
     sweep_dir = target.sweep_dir
     recorded = read_manifest(sweep_dir)
@@ -492,7 +493,8 @@ def rerun_best(
     """Run the configuration the sweep chose on validation again over ``k`` seeds that
     no searched trial used (a sweep of its own, ``<sweep>-best``), recording what the
     search saw of it for the report's optimism (study/selection.py)."""
-    from study import fit, manifest_content, tuners  # import Ray
+    from study import manifest_content
+    from study.tune import fit, tuners  # import Ray
 
     try:
         best = best_config(results, plan.ranking_metric or plan.chosen_metric)

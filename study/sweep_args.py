@@ -11,14 +11,14 @@ import argparse
 import os
 from typing import Any
 
-from federated.config import coerce
-from federated.input_checks import (
+from federated.cli.input_checks import (
     OneLineParser,
     UsageError,
     absolute_paths,
     check_plain_name,
     check_trial_resources,
 )
+from federated.config.run_config import coerce
 from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES, USER_DEFAULT_BUDGET, Study
 from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import load_study_file

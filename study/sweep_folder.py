@@ -37,10 +37,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from federated.atomic_file import atomic_open
-from federated.results_contract import MANIFEST, PARTITIONS
+from federated.contract.results import MANIFEST, PARTITIONS
+from federated.runtime.atomic_file import atomic_open
 
-# the file names are the results contract's (federated/results_contract.py), read here too
+# the file names are the results contract's (federated/contract/results.py), read here too
 __all__ = [
     "MANIFEST",
     "MANIFEST_FORMAT",

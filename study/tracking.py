@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from federated import exit_codes
+from federated.cli import exit_codes
 from study.sweep_folder import read_manifest
 
 TRACKERS = ("mlflow", "wandb")
@@ -158,13 +158,13 @@ def start_mlflow_sweep(sweep_dir: Path, uri: str | None, tags: dict[str, str]) -
 
 # MLflow's words for how a run ended (mlflow.entities.RunStatus).
 FINISHED, FAILED, KILLED, RUNNING = "FINISHED", "FAILED", "KILLED", "RUNNING"
-# The manifest's word for a trial that errored (study.fit.fit writes it).
+# The manifest's word for a trial that errored (study.tune.fit.fit writes it).
 TRIAL_ERROR = "ERROR"
 
 
 def mlflow_sweep_status(manifest: dict[str, Any], error: BaseException | None) -> str:
     """The MLflow status a sweep's run ends with, from the manifest's ``status`` as the
-    sweep left it (``study.fit.fit``) and the exception the sweep ended with, if any.
+    sweep left it (``study.tune.fit.fit``) and the exception the sweep ended with, if any.
 
     finished: FINISHED, or FAILED when a trial errored; interrupted: KILLED; failed (the
     driver itself): FAILED.  A manifest still saying running means the sweep stopped

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.data import ImageData, load_dataset
 
 

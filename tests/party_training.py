@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from federated.algorithms.base import Algorithm, LocalJob
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.execution.batch_plan import draw_party_batches
 from federated.execution.sequential import SequentialTrainer
 from federated.execution.sgd_rule import SgdRule

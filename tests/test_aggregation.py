@@ -7,8 +7,8 @@ import copy
 import pytest
 import torch
 
-from federated.config import ConfigError
-from federated.round_loop import FederatedRun
+from federated.config.run_config import ConfigError
+from federated.engine.round_loop import FederatedRun
 from federated.server import aggregation_weights, weighted_average
 from tests.conftest import tiny
 

@@ -17,8 +17,8 @@ import torch
 from federated.algorithms.annealed_temperature import AnnealedTemperature
 from federated.algorithms.base import LocalJob
 from federated.algorithms.moon import Moon
-from federated.config import RunConfig
-from federated.round_loop import run_rounds
+from federated.config.run_config import RunConfig
+from federated.engine.round_loop import run_rounds
 from tests.conftest import tiny
 
 EPS = 1e-8

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from federated.atomic_file import atomic_open
+from federated.runtime.atomic_file import atomic_open
 
 
 def test_a_finished_block_replaces_the_file(tmp_path):

@@ -20,14 +20,14 @@ import pytest
 
 from analysis import report
 from federated import run
-from federated.config import ConfigError, RunConfig
-from federated.input_checks import (
+from federated.cli.input_checks import (
     InputError,
     check_output_file,
     check_output_folder,
     check_plain_name,
     check_trial_resources,
 )
+from federated.config.run_config import ConfigError, RunConfig
 from study import sweep
 
 # (id, argv, words the error line must hold)

@@ -28,8 +28,8 @@ from benchmarks.side_by_side import (
 )
 from benchmarks.straightforward import StraightforwardRun
 from benchmarks.targets import check_targets
-from federated.config import RunConfig
-from federated.round_loop import FederatedRun
+from federated.config.run_config import RunConfig
+from federated.engine.round_loop import FederatedRun
 
 ROOT = Path(__file__).resolve().parents[1]
 STATUSES = {"met", "missed", "n/a", "not measured"}

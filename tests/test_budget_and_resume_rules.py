@@ -202,7 +202,7 @@ def test_the_report_never_unpickles():
 
 # ---------------------------------------------------------------------- the summary
 def test_the_summary_marks_interrupted_and_never_started_trials():
-    from federated.results_contract import trial_status
+    from federated.contract.results import trial_status
     from study.summary_table import format_summary
 
     def status(last_round, sweep_status, failed=False):
@@ -226,7 +226,7 @@ def test_the_summary_marks_interrupted_and_never_started_trials():
 
 
 def test_tunes_own_restore_hint_is_dropped():
-    import study.ray_session  # noqa: F401  (installs the filter)
+    import study.tune.ray_session  # noqa: F401  (installs the filter)
 
     logger = logging.getLogger("ray.tune.tune")
     hint = logger.makeRecord(

@@ -8,8 +8,8 @@ import pytest
 
 from federated.algorithms.fedprox import FedProxParams
 from federated.algorithms.moon import MoonParams
-from federated.config import ConfigError, RunConfig, coerce, flat_names
-from federated.round_loop import run_rounds
+from federated.config.run_config import ConfigError, RunConfig, coerce, flat_names
+from federated.engine.round_loop import run_rounds
 from tests.conftest import tiny
 
 # a method parameter is checked with a method that declares it

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from federated import exit_codes
+from federated.cli import exit_codes
 from study.dashboard import keep_dashboard_up
 from study.sweep import SweepStopError as Stop
 from study.tracking import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from federated.round_loop import run_rounds
+from federated.engine.round_loop import run_rounds
 from tests.conftest import tiny
 
 

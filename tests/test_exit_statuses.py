@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from federated import exit_codes, run
+from federated import run
+from federated.cli import exit_codes
 
 
 def test_a_diverged_run_has_its_own_exit_status(tmp_path, capsys):

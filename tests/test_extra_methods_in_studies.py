@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from federated.config import ConfigError
+from federated.config.run_config import ConfigError
 from search_spaces import BUDGETS, STUDIES
 from study.plan import PointLookup, SweepPlan
 

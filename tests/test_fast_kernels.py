@@ -13,11 +13,11 @@ import torch
 import torch.nn.functional as F
 
 from federated.data import dataset_spec
+from federated.engine.round_loop import run_rounds
 from federated.execution.sequential import SequentialTrainer
 from federated.execution.sgd_rule import SgdRule
 from federated.models import build_model
 from federated.models.pooling import max_pool2x2
-from federated.round_loop import run_rounds
 from tests.conftest import tiny
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from analysis.loading import load_results
-from federated import exit_codes
+from federated.cli import exit_codes
 from tests.test_sweep_ray import manifest, reference_accuracies, rounds, trial_dirs
 
 pytestmark = pytest.mark.slow

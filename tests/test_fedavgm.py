@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from federated.config import RunConfig
-from federated.round_loop import run_rounds
+from federated.config.run_config import RunConfig
+from federated.engine.round_loop import run_rounds
 from federated.server.fedavgm import FedAvgM
 
 

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from federated.algorithms import LocalJob
+from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.execution.packed import PackedTrainer
-from federated.round_loop import FederatedRun, run_rounds
 from tests.conftest import tiny
 from tests.party_training import train_party
 

@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 import torch
 
-import federated.round_loop as round_loop
+import federated.engine.round_loop as round_loop
 from federated.algorithms.fedavg import FedAvg
 from federated.algorithms.fednova import normalizing_factor
-from federated.config import RunConfig
-from federated.feature_skew import FeatureSkew
-from federated.inert_settings import inert_settings
+from federated.config.inert_settings import inert_settings
+from federated.config.run_config import RunConfig
+from federated.engine.round_loop import FederatedRun
+from federated.heterogeneity.feature_skew import FeatureSkew
+from federated.heterogeneity.system import RoundWork, draw_round_work
 from federated.params import ConfigError
-from federated.round_loop import FederatedRun
-from federated.seeding import numpy_stream
-from federated.system_heterogeneity import RoundWork, draw_round_work
+from federated.runtime.seeding import numpy_stream
 from federated.trainable import load_run_state, save_run_state
 from tests.conftest import tiny
 from tests.test_round_loop import results

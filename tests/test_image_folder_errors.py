@@ -329,7 +329,7 @@ def test_decoding_that_would_not_fit_is_refused_before_decoding(
 def test_training_that_would_not_fit_is_refused_naming_the_size(
     fmnist, tmp_path, capsys, monkeypatch
 ):
-    from federated import memory_estimate
+    from federated.models import memory_estimate
 
     root = tmp_path / "images"
     grey_tree(fmnist, root)
@@ -347,8 +347,8 @@ def test_training_that_would_not_fit_is_refused_naming_the_size(
 
 def test_the_memory_estimate_passes_the_runs_that_fit(fmnist, tmp_path):
     """The default 28x28 folder with simple-cnn: megabytes, never refused."""
-    from federated.config import RunConfig
-    from federated.memory_estimate import per_sample_bytes
+    from federated.config.run_config import RunConfig
+    from federated.models.memory_estimate import per_sample_bytes
 
     root = tmp_path / "images"
     grey_tree(fmnist, root)

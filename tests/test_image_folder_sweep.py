@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.data.folder_dataset import folder_identity
+from federated.engine.round_loop import run_rounds
 from federated.export_tree import FMNIST_CLASSES
 from federated.export_tree import export_parties as export_fmnist_parties
-from federated.round_loop import run_rounds
 from study.plan import run_config_fields
 
 pytestmark = pytest.mark.slow

@@ -13,14 +13,14 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.io import decode_image, encode_jpeg
 
-from federated.config import ConfigError, RunConfig
+from federated.config.run_config import ConfigError, RunConfig
 from federated.data import ImageData
 from federated.data.folder_dataset import load_folder
+from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.export_tree import FMNIST_CLASSES, write_image
 from federated.export_tree import export_parties as export_fmnist_parties
+from federated.heterogeneity.partition import partition_for_run
 from federated.models import FedConModel
-from federated.partition import partition_for_run
-from federated.round_loop import FederatedRun, run_rounds
 from tests.model_factories import FEATURES
 
 

@@ -124,55 +124,28 @@ FEDERATED_LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "federated.params",
         "federated.registry",
-        "federated.atomic_file",
-        "federated.machine_memory",
-        "federated.seeding",
-        "federated.device",
-        "federated.allocator",
-        "federated.exit_codes",
-        "federated.internal_error",
-        "federated.input_checks",
-        "federated.results_contract",
-        "federated.system_heterogeneity",
+        "federated.runtime",
+        "federated.cli",
+        "federated.contract",
     ),
-    # data and models
-    (
-        "federated.data",
-        "federated.models",
-        "federated.objective",
-        "federated.memory_estimate",
-        "federated.feature_skew",
-    ),
-    # the run's configuration, and what reads only it and the data
-    (
-        "federated.config",
-        "federated.config_data",
-        "federated.config_checks",
-        "federated.config_resolve",
-        "federated.representations",
-        "federated.partition",
-        "federated.holdout",
-        "federated.inert_settings",
-    ),
+    # data, models and tasks
+    ("federated.data", "federated.models", "federated.tasks"),
+    # the run's configuration
+    ("federated.config",),
+    # the heterogeneity a study sweeps: partitions, feature skew, stragglers
+    ("federated.heterogeneity",),
     # the methods: server rules, then party rules
     ("federated.server",),
     ("federated.algorithms",),
     # how a party trains
     ("federated.execution",),
+    # measuring models
+    ("federated.evaluation",),
     # one run
-    (
-        "federated.evaluation",
-        "federated.party_data",
-        "federated.party_scores",
-        "federated.validation",
-        "federated.round_row",
-        "federated.run_state",
-        "federated.round_loop",
-    ),
+    ("federated.engine",),
     # the entry points
     (
         "federated",
-        "federated.run_files",
         "federated.trainable",
         "federated.run",
         "federated.export_tree",

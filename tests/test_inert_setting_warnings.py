@@ -6,11 +6,11 @@ import warnings
 from dataclasses import dataclass, field
 
 from federated.algorithms.fedprox import FedProx
-from federated.config import RunConfig
-from federated.inert_settings import inert_settings
+from federated.config.inert_settings import inert_settings
+from federated.config.run_config import RunConfig
+from federated.engine.round_loop import run_rounds
 from federated.params import MethodParams, describe
 from federated.registry import load_method
-from federated.round_loop import run_rounds
 from tests.conftest import tiny
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from types import SimpleNamespace
 
-from study.live_view import LiveView
+from study.tune.live_view import LiveView
 
 
 def trial(i: int, status: str, round_=None, acc=None):

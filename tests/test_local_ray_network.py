@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from federated import exit_codes
+from federated.cli import exit_codes
 from tests.listening_sockets import is_loopback, listening_sockets
 
 pytestmark = pytest.mark.slow

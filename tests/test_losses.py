@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from federated.algorithms import ALGORITHMS, LocalJob
 from federated.algorithms.l2rep import l2_representation_term
 from federated.algorithms.moon import moon_contrastive_loss
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.models import FedConModel
 
 

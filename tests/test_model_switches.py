@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from federated.algorithms import ALGORITHMS
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.data import dataset_spec
+from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.models import build_model
-from federated.round_loop import FederatedRun, run_rounds
 from tests.test_models import conv, head, linear, n_params
 
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from federated.algorithms import ALGORITHMS, Contribution, LocalJob
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.server import SERVER_OPTIMIZERS
 from tests.linear_models import PassThrough, ce_gradient, linear_model
 from tests.party_training import train_party
@@ -249,7 +249,7 @@ def test_adaptive_server_optimizers_follow_reddi_et_al(rule):
     ],
 )
 def test_method_parameters_are_checked_where_configs_are(values, field, allowed):
-    from federated.config import ConfigError
+    from federated.config.run_config import ConfigError
 
     with pytest.raises(ConfigError) as info:
         RunConfig.from_dict(values).resolved()

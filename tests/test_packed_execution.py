@@ -21,8 +21,9 @@ import torch
 from torch import nn
 
 from federated.algorithms.base import Algorithm
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.data.catalog import dataset_spec
+from federated.engine.round_loop import FederatedRun, PackingFallback, run_rounds
 from federated.execution.packed import PartyBatches, packs
 from federated.execution.packed_model import (
     PackedCopyForwardError,
@@ -33,7 +34,6 @@ from federated.execution.packed_model import (
 )
 from federated.models import FedConModel, build_model
 from federated.registry import ALGORITHM_PATHS, load_method
-from federated.round_loop import FederatedRun, PackingFallback, run_rounds
 from tests.conftest import tiny
 from tests.test_round_loop import results
 

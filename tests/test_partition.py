@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from federated.partition import (
+from federated.heterogeneity.partition import (
     PartitionError,
     class_counts,
     dirichlet_partition,

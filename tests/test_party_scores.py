@@ -1,5 +1,5 @@
-"""Per-party outcomes (federated/party_scores.py) and Fig. 2's representations
-(federated/representations.py): hand-computed scores, the row columns, the run files,
+"""Per-party outcomes (federated/evaluation/party_scores.py) and Fig. 2's representations
+(federated/evaluation/representations.py): hand-computed scores, the row columns, the run files,
 and runs whose results do not move with either option."""
 
 from __future__ import annotations
@@ -12,22 +12,23 @@ import pytest
 import torch
 from torch import nn
 
-from federated.config import ConfigError, RunConfig
+from federated.config.checks import parse_rounds
+from federated.config.run_config import ConfigError, RunConfig
 from federated.data import Augmenter
 from federated.data.catalog import DatasetSpec
-from federated.evaluation import evaluate, evaluate_by_class
-from federated.models import ModelOutput
-from federated.party_scores import (
+from federated.engine.round_loop import FederatedRun
+from federated.engine.run_files import RunFiles
+from federated.evaluation.party_scores import (
     PartyScorer,
     party_accuracies,
     scoring_due,
     summary,
     worst_decile,
 )
-from federated.representations import PROBE_SIZE, parse_rounds, probe_indices
-from federated.round_loop import FederatedRun
+from federated.evaluation.representations import PROBE_SIZE, probe_indices
+from federated.evaluation.scoring import evaluate, evaluate_by_class
+from federated.models import ModelOutput
 from federated.run import main as run_main
-from federated.run_files import RunFiles
 from tests.conftest import tiny
 
 SPEC = DatasetSpec("hand", 3, 1, 2, 2, 100, 10, "simple-cnn", (0.5,), (0.25,))
@@ -203,7 +204,7 @@ def test_a_restored_trial_keeps_its_earlier_rounds(tmp_path, synthetic):
 
 
 def test_config_fields_are_execution_only():
-    from federated.config import execution_fields
+    from federated.config.run_config import execution_fields
 
     assert {"party_scores_every", "representations_at"} <= execution_fields()
     assert RunConfig().party_scores_every == 1 and RunConfig().representations_at is None

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from federated.config import ConfigError, RunConfig
-from federated.round_loop import run_rounds
+from federated.config.run_config import ConfigError, RunConfig
+from federated.engine.round_loop import run_rounds
 from federated.run import main
 from tests.conftest import tiny
 from tests.plugin_method import PartialStep

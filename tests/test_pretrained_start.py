@@ -14,9 +14,10 @@ import pytest
 import torch
 from torch import nn
 
-from federated.config import ConfigError, RunConfig
+from federated.config.run_config import ConfigError, RunConfig
 from federated.data import load_dataset
 from federated.data.catalog import dataset_spec
+from federated.engine.round_loop import FederatedRun
 from federated.models import build_model
 from federated.models.pretrained_start import (
     SHIPPED_FOLDER,
@@ -26,7 +27,6 @@ from federated.models.pretrained_start import (
     torchvision_cache_file,
 )
 from federated.models.simple_cnn import SimpleCNN
-from federated.round_loop import FederatedRun
 
 SHIPPED = "fedsweep:fmnist-0to4-simple-cnn"
 FMNIST = dataset_spec("fmnist")

@@ -33,9 +33,9 @@ from typing import Any
 
 import pytest
 
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.data import ImageData, load_dataset
-from federated.round_loop import run_rounds
+from federated.engine.round_loop import run_rounds
 
 FIXTURE = Path(__file__).parent / "fixtures" / "reference_rounds.json"
 

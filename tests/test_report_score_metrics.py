@@ -29,7 +29,6 @@ from analysis.report import main, write_report
 from analysis.resolvable_tables import resolvable_differences
 from analysis.study_tables import TableOptions
 from analysis.trial_statistic import FINAL, Statistic, trial_values
-from study.live_view import LiveView
 from study.selection import (
     SELECTION_METRICS,
     SelectionError,
@@ -37,6 +36,7 @@ from study.selection import (
     mode_of,
     selection_metric,
 )
+from study.tune.live_view import LiveView
 from tests.analysis_fakes import manifest, plan_configs, result_row, write_trial
 
 ROUNDS = 4
@@ -137,8 +137,8 @@ def markdown(out: Path, name: str) -> str:
 
 # ------------------------------------------------------------------------- the metrics
 def test_the_metric_lists_agree_with_the_engines():
-    from federated.objective import LOWER_IS_BETTER
-    from federated.objective import TASK_METRICS as ENGINE
+    from federated.tasks.objective import LOWER_IS_BETTER
+    from federated.tasks.objective import TASK_METRICS as ENGINE
 
     assert TASK_METRICS == ENGINE
     lower = {m.stem for m in SCORE_METRICS.values() if not m.higher_is_better}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from federated.round_loop import FederatedRun
+from federated.engine.round_loop import FederatedRun
 from federated.trainable import load_run_state, save_run_state
 from tests.conftest import tiny
 from tests.test_round_loop import results

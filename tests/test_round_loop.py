@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from federated.round_loop import FederatedRun, run_rounds
+from federated.engine.round_loop import FederatedRun, run_rounds
 from tests.conftest import tiny
 
 TIMING = {"train_seconds", "eval_seconds", "round_seconds", "samples_per_second"}

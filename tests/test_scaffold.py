@@ -16,10 +16,10 @@ import torch.nn.functional as F
 
 from federated.algorithms import ALGORITHMS
 from federated.algorithms.base import Contribution, LocalJob
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.data import dataset_spec
+from federated.engine.round_loop import FederatedRun
 from federated.models import build_model
-from federated.round_loop import FederatedRun
 from tests.conftest import tiny
 from tests.linear_models import PassThrough, ce_gradient, linear_model
 from tests.party_training import train_party

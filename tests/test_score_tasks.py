@@ -15,11 +15,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from federated.config import ConfigError, RunConfig
+from federated.config.run_config import ConfigError, RunConfig
 from federated.data.folder_dataset import folder_identity, load_folder
-from federated.objective import score_metrics, supervised_loss
-from federated.round_loop import FederatedRun, run_rounds
-from federated.run_files import party_columns, party_rows
+from federated.engine.round_loop import FederatedRun, run_rounds
+from federated.engine.run_files import party_columns, party_rows
+from federated.tasks.objective import score_metrics, supervised_loss
 from federated.trainable import load_run_state, save_run_state
 from tests.test_iqa_builder import load_builder
 from tests.test_round_loop import results
@@ -252,7 +252,7 @@ def test_a_failure_no_check_knew_is_one_line_and_its_traceback_a_file(
     """A bug reaching study.sweep's main is one error line naming the exception and the
     file with its traceback, exit status 1 (the IQA sweep's preflight once raised numpy's
     'object too deep' from here with 40 lines of traceback)."""
-    import federated.internal_error as internal_error
+    import federated.cli.internal_error as internal_error
     from study import sweep
 
     monkeypatch.setattr(internal_error, "ERRORS_FOLDER", tmp_path / "errors")

@@ -169,7 +169,7 @@ def test_a_diverged_trial_fails_in_optuna_without_a_warning(tmp_path, caplog):
     import optuna
     from ray import tune
 
-    from study.optuna_storage import SweepOptunaSearch, storage_url
+    from study.tune.optuna_storage import SweepOptunaSearch, storage_url
 
     search = SweepOptunaSearch(
         space={"mu": tune.uniform(0.0, 1.0)},

@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from federated import run as run_cli
-from federated.config import ConfigError, RunConfig
-from federated.config_checks import MAX_LOCAL_EPOCHS, MAX_PLAN_ROWS
-from federated.inert_settings import inert_settings
-from federated.input_checks import InputError, check_plain_name
+from federated.cli.input_checks import InputError, check_plain_name
+from federated.config.checks import MAX_LOCAL_EPOCHS, MAX_PLAN_ROWS
+from federated.config.inert_settings import inert_settings
+from federated.config.run_config import ConfigError, RunConfig
 from study import sweep as sweep_cli
 
 

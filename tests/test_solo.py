@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from federated.algorithms.solo import Solo
-from federated.config import RunConfig
-from federated.evaluation import evaluate
-from federated.round_loop import FederatedRun, run_rounds
+from federated.config.run_config import RunConfig
+from federated.engine.round_loop import FederatedRun, run_rounds
+from federated.evaluation.scoring import evaluate
 from tests.conftest import tiny
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from analysis.report import main as report_main
-from study.optuna_storage import OPTUNA_DB, storage_url
+from study.tune.optuna_storage import OPTUNA_DB, storage_url
 from tests.conftest_analysis import run_sweep
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from federated.config import ConfigError
+from federated.config.run_config import ConfigError
 from search_spaces import BUDGETS, STUDIES, trial_fields
 from study.plan import SweepPlan
 from study.resources import TrialResources, choose_resources

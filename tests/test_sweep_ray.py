@@ -19,8 +19,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-from federated.config import RunConfig
-from federated.round_loop import run_rounds
+from federated.config.run_config import RunConfig
+from federated.engine.round_loop import run_rounds
 from study.plan import run_config_fields
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Held-out party data and federated evaluation (federated/holdout.py, validation.py):
+"""Held-out party data and federated evaluation (federated/evaluation/holdout.py, validation.py):
 disjoint splits, stratification, no test image anywhere, validation off changing nothing,
 seeded evaluating shares, exact resume, one-line refusals."""
 
@@ -10,12 +10,12 @@ import math
 import numpy as np
 import pytest
 
-from federated.config import ConfigError
-from federated.holdout import held_out_count, hold_out, stratified_pick
-from federated.partition import PartitionError
-from federated.party_data import PartyData
-from federated.round_loop import FederatedRun, run_rounds
-from federated.run_files import RunFiles
+from federated.config.run_config import ConfigError
+from federated.engine.party_data import PartyData
+from federated.engine.round_loop import FederatedRun, run_rounds
+from federated.engine.run_files import RunFiles
+from federated.evaluation.holdout import held_out_count, hold_out, stratified_pick
+from federated.heterogeneity.partition import PartitionError
 from federated.trainable import load_run_state, save_run_state
 from tests.conftest import tiny
 from tests.test_round_loop import results

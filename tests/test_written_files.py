@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from federated.atomic_file import atomic_open, user_file_mode
+from federated.runtime.atomic_file import atomic_open, user_file_mode
 from study.sweep_folder import write_json_atomic
 
 
@@ -34,7 +34,7 @@ def test_a_sync_of_an_atomic_temp_file_that_vanished_is_not_shown_as_a_failure()
     copy it after the rename.  That warning (a traceback) is dropped; others stay."""
     import logging
 
-    from study.ray_session import _NoVanishedTempFileSync
+    from study.tune.ray_session import _NoVanishedTempFileSync
 
     def record(message: str) -> logging.LogRecord:
         return logging.LogRecord("ray.train._internal.syncer", 30, "", 0, message, None, None)
@@ -55,7 +55,7 @@ def test_rays_token_auth_notice_is_dropped_and_its_disabled_warning_kept():
     authentication is disabled."""
     import logging
 
-    import study.ray_session  # noqa: F401  (installs the filter)
+    import study.tune.ray_session  # noqa: F401  (installs the filter)
 
     logger = logging.getLogger("ray._private.authentication.authentication_token_setup")
 

@@ -48,13 +48,13 @@ import torch
 
 from federated.algorithms.frozen_reader import FrozenModels, FrozenReader
 from federated.models import FedConModel, ModelOutput
-from federated.objective import supervised_loss
 from federated.params import MethodParams, NoParams
 from federated.server.aggregation import Aggregator, WeightedMean
 from federated.server.contribution import Contribution as Contribution  # re-exported
+from federated.tasks.objective import supervised_loss
 
 if TYPE_CHECKING:
-    from federated.config import RunConfig
+    from federated.config.run_config import RunConfig
 
 
 class LossTerms(NamedTuple):
@@ -134,7 +134,7 @@ class Algorithm:
         return LossTerms(ce, {"ce": ce.detach()})
 
     def supervised_loss(self, out: ModelOutput, y: torch.Tensor) -> torch.Tensor:
-        """The task's loss on the head (:mod:`federated.objective`): cross-entropy on
+        """The task's loss on the head (:mod:`federated.tasks.objective`): cross-entropy on
         class labels, the run's ``score_loss`` on score targets.  Logged as ``ce``
         (``train_loss``) whichever it is."""
         return supervised_loss(out.logits, y, self.config.score_loss)

@@ -55,7 +55,7 @@ from federated.data.folder_layout import (
 )
 from federated.data.image_data import ImageData, atomic_torch_save, resolve_data_root
 from federated.data.scores_file import has_scores_file, score_layout
-from federated.machine_memory import available_memory, gib
+from federated.runtime.machine_memory import available_memory, gib
 
 CACHE_FORMAT = 1
 CACHE_FOLDER = "folder-cache"

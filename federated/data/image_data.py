@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from federated.atomic_file import atomic_open
+from federated.runtime.atomic_file import atomic_open
 from federated.data.catalog import DatasetSpec
 
 
@@ -46,6 +46,6 @@ def resolve_data_root(data_root: str | os.PathLike | None) -> Path:
 
 
 def atomic_torch_save(obj, path: Path) -> None:
-    """``torch.save`` through :func:`federated.atomic_file.atomic_open` (dataset caches)."""
+    """``torch.save`` through :func:`federated.runtime.atomic_file.atomic_open` (dataset caches)."""
     with atomic_open(path, "wb") as fh:
         torch.save(obj, fh)

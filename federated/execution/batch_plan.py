@@ -106,7 +106,7 @@ def limited(batches: PartyBatches, steps: int | None) -> PartyBatches:
 
 def rotated(batches: PartyBatches, degrees: float) -> PartyBatches:
     """The plan with every sample also rotated by ``degrees`` (a party's rotated domain,
-    :mod:`federated.feature_skew`); a dataset without random augmentation gets the
+    :mod:`federated.heterogeneity.feature_skew`); a dataset without random augmentation gets the
     identity crop, so only the rotation changes its images."""
     if degrees == 0.0:
         return batches

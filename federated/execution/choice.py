@@ -9,14 +9,14 @@ import warnings
 import torch
 
 from federated.algorithms.base import Algorithm
-from federated.config import RunConfig
+from federated.config.run_config import RunConfig
 from federated.data import Augmenter, DatasetSpec
 from federated.execution.packed import PackedTrainer
 from federated.execution.packed_model import packing_obstacle
 from federated.execution.sequential import ReferenceTrainer, SequentialTrainer
 from federated.execution.sgd_rule import SgdRule
 from federated.execution.trainer import LocalTrainer, TrainingSetup
-from federated.feature_skew import FeatureSkew
+from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.models import FedConModel
 
 

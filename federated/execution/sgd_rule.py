@@ -18,7 +18,7 @@ import torch
 from torch.optim.sgd import sgd
 
 if TYPE_CHECKING:
-    from federated.config import RunConfig
+    from federated.config.run_config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,8 @@ class SgdRule:
 
     @classmethod
     def from_config(cls, config: RunConfig) -> SgdRule:
-        """The rule of a :class:`~federated.config.RunConfig` (lr, momentum, weight decay)."""
+        """The rule of a :class:`~federated.config.run_config.RunConfig` (lr, momentum,
+        weight decay)."""
         return cls(lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
 
     def new_momenta(self, params: Sequence[torch.Tensor]) -> list[torch.Tensor] | None:

@@ -23,7 +23,7 @@ from federated.algorithms.base import Algorithm, LocalJob
 from federated.data import Augmenter
 from federated.execution.batch_plan import PartyBatches
 from federated.execution.sgd_rule import SgdRule
-from federated.feature_skew import FeatureSkew
+from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.models import FedConModel
 
 

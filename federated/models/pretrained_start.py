@@ -45,8 +45,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from federated.atomic_file import atomic_open
 from federated.models.import_path import TORCHVISION_PREFIX
+from federated.runtime.atomic_file import atomic_open
 
 SHIPPED_PREFIX = "fedsweep:"
 SHIPPED_FOLDER = Path(__file__).resolve().parent / "starts"

@@ -17,7 +17,7 @@ import torch
 from federated.params import MethodParams, NoParams
 
 if TYPE_CHECKING:
-    from federated.config import RunConfig
+    from federated.config.run_config import RunConfig
 
 
 class ServerOptimizer:

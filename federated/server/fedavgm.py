@@ -25,7 +25,7 @@ from federated.params import MethodParams, describe, positive, unit_interval
 from federated.server.base import ServerOptimizer
 
 if TYPE_CHECKING:
-    from federated.config import RunConfig
+    from federated.config.run_config import RunConfig
 
 
 @dataclass(frozen=True)

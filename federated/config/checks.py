@@ -1,0 +1,287 @@
+"""Every check of a :class:`~federated.config.run_config.RunConfig`'s run-level fields, in one
+place: the allowed values and limits of its fields and :func:`validate`, which
+resolution (:meth:`~federated.config.run_config.RunConfig.resolved`) runs before any data loads and
+which raises :class:`ConfigError` with one line naming the field, the value and what is
+allowed.  The methods' parameters are checked by their own ``Params`` classes
+(:meth:`~federated.params.MethodParams.check`).
+
+The config reaches these functions as a plain object (``Any``): this module sits below
+:mod:`federated.config.run_config`, which imports it, and imports nothing of it back."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import fields
+from typing import Any, get_type_hints
+
+from federated.data.folder_layout import is_folder_dataset
+from federated.params import (
+    ConfigError,
+    at_least,
+    at_most,
+    check_type,
+    fraction,
+    non_negative,
+    one_of,
+    positive,
+    unit_interval,
+)
+from federated.registry import load_method
+from federated.tasks.objective import SCORE_LOSSES, TASK_METRICS
+
+PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
+EXECUTIONS = ("packed", "sequential", "reference")
+FEATURE_SKEWS = ("none", "noise", "rotation")
+STRAGGLER_POLICIES = ("partial", "drop")
+VAL_SPLITS = ("party", "server")
+# Largest noise std (0..1 pixel scale) and rotation (degrees) a feature skew accepts.
+MAX_NOISE_LEVEL = 10.0
+MAX_ROTATION_DEGREES = 180.0
+# execution names of earlier versions, still read from their results and checkpoints
+EXECUTION_ALIASES = {"fast": "sequential"}
+
+# Smallest party a Dirichlet or quantity-skew partition accepts (the reference code's
+# redraw rule); validation uses it to reject impossible party counts up front.
+MIN_PARTY_SAMPLES = 10
+# Sizes beyond any real run (the paper's longest is 500 rounds, batches of 64): a larger
+# value is a typo or a unit mistake, refused at once rather than discovered as an
+# out-of-memory kill or a run that never ends.
+MAX_ROUNDS = 100_000
+MAX_BATCH_SIZE = 65_536  # local and evaluation batches: 2**16 images
+MAX_THREADS = 1024  # torch threads: beyond the largest machines' cores (more only thrash)
+# Counts that size a run's memory (the batch plan is drawn in full, epochs x samples; the
+# projection head is out_dim wide): far beyond any paper's (E <= 20, out_dim 256).
+MAX_LOCAL_EPOCHS = 1_000
+MAX_OUT_DIM = 65_536
+# A round's batch plan holds, per drawn sample and epoch, its row (int64) and augmentation
+# parameters (two int64 offsets, a flip, an angle; federated/execution/batch_plan.py):
+# about PLAN_BYTES_PER_ROW bytes.  At most MAX_PLAN_ROWS rows (~1.9 GB): 67 times the
+# papers' largest round (all 50,000 CIFAR images x 20 epochs), so only a typo reaches it.
+PLAN_BYTES_PER_ROW = 8 + 8 + 8 + 1 + 4
+MAX_PLAN_ROWS = 2**26
+
+
+def validate(c: Any) -> None:
+    """Raise :class:`ConfigError` naming the first run-level field of ``c`` (a
+    :class:`~federated.config.run_config.RunConfig` whose dataset, parties and model are resolved)
+    whose value is not allowed (types, ranges, what the data and the machine allow)."""
+    # Late import: dataset and model checks load folder datasets and model factories.
+    from federated.config.data_fields import (
+        check_dataset,
+        check_folder_memory,
+        check_init_field,
+        check_model_field,
+        check_parties,
+    )
+
+    check_types(c)
+    load_method("algorithm", c.algorithm)
+    one_of("partition", c.partition, PARTITIONS)
+    spec = check_dataset(c)  # image folders, n_parties and models: federated/config/data_fields.py
+    check_parties(c, spec)
+    check_model_field(c, spec)
+    check_init_field(c, spec)  # after the model: a start is matched to it
+    load_method("server_optimizer", c.server_optimizer)
+    one_of("execution", EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
+
+    at_least("rounds", c.rounds, 1)
+    at_most("rounds", c.rounds, MAX_ROUNDS)
+    at_most("batch_size", c.batch_size, MAX_BATCH_SIZE)
+    at_most("eval_batch_size", c.eval_batch_size, MAX_BATCH_SIZE)
+    at_least("n_parties", c.n_parties, 1)
+    at_least("local_epochs", c.local_epochs, 1)
+    at_most("local_epochs", c.local_epochs, MAX_LOCAL_EPOCHS)
+    at_least("batch_size", c.batch_size, 1)
+    at_least("out_dim", c.out_dim, 1)
+    at_most("out_dim", c.out_dim, MAX_OUT_DIM)
+    at_least("seed", c.seed, 0)
+    at_least("eval_batch_size", c.eval_batch_size, 1)
+    at_least("checkpoint_every", c.checkpoint_every, 0)
+    if c.threads is not None:
+        at_least("threads", c.threads, 1)
+        # a fixed bound, not this machine's cores: a config is valid wherever it runs
+        # (a Ray worker may have more cores than the driver); federated.run warns
+        # about threads beyond the machine's cores.
+        at_most("threads", c.threads, MAX_THREADS)
+    if c.pack_width is not None:
+        at_least("pack_width", c.pack_width, 1)
+    if c.fail_at_round is not None:
+        at_least("fail_at_round", c.fail_at_round, 1)
+    at_least("party_scores_every", c.party_scores_every, 0)
+    parse_rounds(c.representations_at, c.rounds)
+
+    fraction("sample_fraction", c.sample_fraction)
+    if round(c.n_parties * c.sample_fraction) == 0:
+        # parties_per_round would round this to zero and quietly draw one party anyway
+        raise ConfigError(
+            "sample_fraction",
+            c.sample_fraction,
+            f"a fraction > {0.5 / c.n_parties:.4g} for n_parties={c.n_parties}; "
+            f"round({c.n_parties} * sample_fraction) parties are drawn each round, and this "
+            "draws none",
+        )
+    fraction("data_fraction", c.data_fraction)
+    fraction("test_fraction", c.test_fraction)
+    positive("beta", c.beta)
+    positive("lr", c.lr)
+    non_negative("weight_decay", c.weight_decay)
+    unit_interval("momentum", c.momentum)
+
+    if c.partition == "labels" and not 1 <= c.labels_per_party <= spec.n_classes:
+        # only partition=labels reads it: never an error about a field that does nothing
+        raise ConfigError(
+            "labels_per_party", c.labels_per_party, f"an integer in [1, {spec.n_classes}]"
+        )
+    # an image folder's parties follow one rule whatever its layout and partition: at
+    # least MIN_PARTY_SAMPLES images each (federated/data/folder_layout.py, natural parties)
+    sized = c.partition in ("dirichlet", "quantity") or is_folder_dataset(c.dataset)
+    min_size = MIN_PARTY_SAMPLES if sized else 1
+    most = c.n_train // min_size
+    if c.partition != "natural" and c.n_parties > most:
+        needed = c.n_parties * min_size
+        if c.data_fraction < 1 and needed <= spec.train_size:
+            # the data fraction, not the party count, is what makes it impossible
+            raise ConfigError(
+                "data_fraction",
+                c.data_fraction,
+                f"at least {-(-needed * 10_000 // spec.train_size) / 1e4:g} for "
+                f"n_parties={c.n_parties} of >= {min_size} {c.dataset} samples each "
+                f"(partition={c.partition}), or fewer parties",
+            )
+        raise ConfigError(
+            "n_parties",
+            c.n_parties,
+            f"at most {most} for {c.n_train} {c.dataset} training samples "
+            f"(each party needs >= {min_size} under partition={c.partition})",
+        )
+    _check_plan_size(c.local_epochs, c.n_train * c.parties_per_round // c.n_parties)
+    _validate_heterogeneity(c)
+    _validate_evaluation(c)
+    _validate_task(c, spec)
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
+        raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
+    check_folder_memory(c, spec)  # last: it reads the resolved sizes checked above
+
+
+def _check_plan_size(local_epochs: int, samples_per_round: int) -> None:
+    """Refuse a round whose batch plan would hold more than :data:`MAX_PLAN_ROWS` rows
+    (``local_epochs`` x the samples drawn in a round): the plan is drawn in full before
+    the first step, so its memory grows with ``local_epochs`` whatever a party then does."""
+    samples = max(1, samples_per_round)
+    if local_epochs * samples > MAX_PLAN_ROWS:
+        raise ConfigError(
+            "local_epochs",
+            local_epochs,
+            f"at most {max(1, MAX_PLAN_ROWS // samples)} for the {samples} samples drawn "
+            f"each round: a round's batch plan (epochs x samples) is drawn in full and holds "
+            f"at most {MAX_PLAN_ROWS} rows (~{MAX_PLAN_ROWS * PLAN_BYTES_PER_ROW / 2**30:.1f} GiB)",
+        )
+
+
+def _validate_heterogeneity(c: Any) -> None:
+    one_of("feature_skew", c.feature_skew, FEATURE_SKEWS)
+    one_of("straggler_policy", c.straggler_policy, STRAGGLER_POLICIES)
+    non_negative("feature_skew_level", c.feature_skew_level)
+    if c.feature_skew == "noise" and c.feature_skew_level > MAX_NOISE_LEVEL:
+        raise ConfigError(
+            "feature_skew_level",
+            c.feature_skew_level,
+            f"a noise std in [0, {MAX_NOISE_LEVEL:g}] on the 0..1 pixel scale",
+        )
+    if c.feature_skew == "rotation" and c.feature_skew_level > MAX_ROTATION_DEGREES:
+        raise ConfigError(
+            "feature_skew_level",
+            c.feature_skew_level,
+            f"a largest angle in [0, {MAX_ROTATION_DEGREES:g}] degrees",
+        )
+    if not 0.0 <= c.straggler_fraction <= 1.0:
+        raise ConfigError("straggler_fraction", c.straggler_fraction, "a number in [0, 1]")
+    drawn = c.parties_per_round
+    if c.straggler_policy == "drop" and round(drawn * c.straggler_fraction) >= drawn:
+        # every drawn party is a straggler, and dropped: no round would train anything
+        raise ConfigError(
+            "straggler_fraction",
+            c.straggler_fraction,
+            f"with straggler_policy=drop, a fraction leaving some of the {drawn} parties "
+            f"drawn each round to report, round({drawn} * straggler_fraction) < {drawn} "
+            "(this drops them all, every round: nothing would train)",
+        )
+    if not 0.0 <= c.dropout < 1.0:
+        raise ConfigError("dropout", c.dropout, "a probability in [0, 1)")
+    if c.local_epochs_min is not None and not 1 <= c.local_epochs_min <= c.local_epochs:
+        raise ConfigError(
+            "local_epochs_min",
+            c.local_epochs_min,
+            f"an integer in [1, local_epochs={c.local_epochs}]",
+        )
+
+
+def _validate_evaluation(c: Any) -> None:
+    """The held-out shares: each a fraction of a party's samples, with room left to
+    train (a party left with no training sample is refused when the partition is
+    drawn, federated/evaluation/holdout.py, where its size is known)."""
+    one_of("val_split", c.val_split, VAL_SPLITS)
+    for name in ("val_fraction", "party_test_fraction"):
+        value = getattr(c, name)
+        if value != 0.0 and not 0.0 < value < 1.0:
+            raise ConfigError(name, value, "0 (off) or a fraction in (0, 1)")
+    if c.val_fraction + c.party_test_fraction >= 1.0:
+        raise ConfigError(
+            "party_test_fraction",
+            c.party_test_fraction,
+            f"a fraction < 1 - val_fraction={c.val_fraction:g}: the parties need samples "
+            "left to train on",
+        )
+    if not 0.0 < c.eval_fraction <= 1.0:
+        raise ConfigError("eval_fraction", c.eval_fraction, "a fraction in (0, 1]")
+
+
+def _validate_task(c: Any, spec: Any) -> None:
+    """The task is the data's; a score task has no classes to partition by; the primary
+    metric is one the task has (federated/tasks/objective.py)."""
+    if c.task is not None and c.task != spec.task:
+        raise ConfigError(
+            "task", c.task, f"{spec.task} (what {c.dataset} is), or unset: the data set the task"
+        )
+    one_of("score_loss", c.score_loss, SCORE_LOSSES)
+    if not math.isfinite(c.score_threshold):
+        raise ConfigError("score_threshold", c.score_threshold, "a finite number (score units)")
+    metrics = TASK_METRICS[spec.task]
+    if c.primary_metric is not None and c.primary_metric not in metrics:
+        raise ConfigError(
+            "primary_metric",
+            c.primary_metric,
+            f"for a {spec.task} task one of {', '.join(metrics)}",
+        )
+    if spec.is_score and c.partition in ("dirichlet", "labels"):
+        raise ConfigError(
+            "partition",
+            c.partition,
+            "natural, iid or quantity: a score task has no classes to skew by (its natural "
+            "parties are its train/<party>/ folders)",
+        )
+
+
+def check_types(c: Any) -> None:
+    """Raise :class:`ConfigError` naming the first run-level field of ``c`` whose value
+    is not of its annotated type."""
+    hints = get_type_hints(type(c))
+    for f in fields(c):
+        if f.name not in ("method_options", "algorithm_params", "server_params"):
+            check_type(f.name, hints[f.name], getattr(c, f.name))
+
+
+def parse_rounds(text: str | None, rounds: int) -> tuple[int, ...]:
+    """``"1,10"`` -> (1, 10): distinct 1-based rounds in [1, rounds], ascending; raises
+    :class:`ConfigError` on anything else (one line naming ``representations_at``)."""
+    if text is None:
+        return ()
+    allowed = f"comma-separated rounds in [1, rounds={rounds}], e.g. '3' or '1,{rounds}'"
+    try:
+        values = [int(part) for part in text.replace(" ", "").split(",")]
+    except ValueError:
+        raise ConfigError("representations_at", text, allowed) from None
+    if not values or any(not 1 <= v <= rounds for v in values):
+        raise ConfigError("representations_at", text, allowed)
+    return tuple(sorted(set(values)))

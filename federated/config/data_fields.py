@@ -1,0 +1,154 @@
+"""The dataset and model fields of a :class:`~federated.config.run_config.RunConfig`: image folders
+(``folder:PATH``, ``image_size``, ``holdout_fraction``), natural partitions (``n_parties``
+from the data) and models named by import path.
+
+``RunConfig.resolved`` calls these, so a bad folder or model is refused with one
+:class:`~federated.config.run_config.ConfigError` line before any training: an image folder is
+loaded
+here (from its disk cache after the first time) for its spec, an import-path model is
+built once on a dummy batch, and a start (``init``) is read and matched to the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from federated.data.catalog import DATASETS, DatasetSpec, dataset_spec
+from federated.data.folder_dataset import folder_spec, parse_image_size
+from federated.data.folder_layout import FolderDataError, absolute_folder_name, is_folder_dataset
+from federated.models import MODELS, ModelError, build_model, check_model, is_import_path
+from federated.models.pretrained_start import (
+    StartError,
+    check_start,
+    start_file,
+)
+from federated.params import ConfigError
+
+DEFAULT_PARTIES = 10
+
+
+def run_spec(c: Any) -> DatasetSpec:
+    """The spec of config ``c``'s dataset (an image folder's from its cached load)."""
+    if is_folder_dataset(c.dataset):
+        return folder_spec(c.dataset, c.image_size, c.holdout_fraction, c.data_root)
+    return dataset_spec(c.dataset)
+
+
+def folder_path_resolved(dataset: str) -> str:
+    """``dataset`` with a folder's path made absolute (in the driver: every trial on
+    every node then reads the same files); a built-in name as it is."""
+    return absolute_folder_name(dataset) if is_folder_dataset(dataset) else dataset
+
+
+def check_dataset(c: Any) -> DatasetSpec:
+    """Check the dataset fields and return the spec (changes nothing)."""
+    if not is_folder_dataset(c.dataset):
+        if c.dataset not in DATASETS:
+            raise ConfigError(
+                "dataset", c.dataset, "one of " + ", ".join(DATASETS) + ", folder:PATH"
+            )
+        for name in ("image_size", "holdout_fraction"):
+            if getattr(c, name) is not None:
+                raise ConfigError(name, getattr(c, name), "only with dataset=folder:PATH")
+        return dataset_spec(c.dataset)
+    if c.image_size is not None:
+        try:
+            parse_image_size(c.image_size)
+        except ValueError:
+            raise ConfigError(
+                "image_size", c.image_size, "N or HxW pixels, e.g. 32 or 64x48"
+            ) from None
+    if c.holdout_fraction is not None and not 0 < c.holdout_fraction < 1:
+        raise ConfigError("holdout_fraction", c.holdout_fraction, "a number in (0, 1)")
+    try:
+        return run_spec(c)
+    except FolderDataError as err:
+        raise ConfigError("dataset", c.dataset, f"a usable image folder; {err}") from None
+
+
+def resolved_parties(c: Any, spec: DatasetSpec) -> int:
+    """``n_parties`` once resolved: the folder's party count under
+    ``partition="natural"`` (a different explicit value is an error), else 10 when unset."""
+    if c.partition != "natural":
+        return DEFAULT_PARTIES if c.n_parties is None else c.n_parties
+    check_parties(c, spec)
+    return len(spec.party_names)
+
+
+def check_parties(c: Any, spec: DatasetSpec) -> None:
+    """Under ``partition="natural"``: a folder of parties, and ``n_parties`` unset or
+    their count."""
+    if c.partition != "natural":
+        return
+    if not spec.party_names:
+        raise ConfigError(
+            "partition",
+            c.partition,
+            "natural only with dataset=folder:PATH laid out as PATH/train/<party>/<class>/<image>",
+        )
+    found = len(spec.party_names)
+    if c.n_parties is not None and c.n_parties != found:
+        raise ConfigError(
+            "n_parties", c.n_parties, f"{found} (the folder's parties) or unset, under natural"
+        )
+
+
+def check_model_field(c: Any, spec: DatasetSpec) -> None:
+    """A built-in model name, or an import path whose model builds for ``spec``."""
+    if c.model is None or c.model in MODELS:
+        return
+    if not is_import_path(c.model):
+        raise ConfigError(
+            "model",
+            c.model,
+            "one of " + ", ".join(MODELS) + ", torchvision:NAME or package.module:factory",
+        )
+    try:
+        check_model(c.model, spec)
+    except ModelError as err:
+        raise ConfigError("model", c.model, f"a working model; {err.problem}") from None
+
+
+def check_init_field(c: Any, spec: DatasetSpec) -> None:
+    """``init``: a start that fits the run's model (:mod:`federated.models.pretrained_start`;
+    resolution has made a file's path absolute, in the driver, so every trial on every node
+    reads the same file).  Changes nothing."""
+    if c.init is None:
+        return
+    model = c.model or spec.default_model
+    try:
+        _check_start_fits(c.init, model, spec, c.out_dim, c.projection_head)
+    except (StartError, ModelError) as err:
+        raise ConfigError("init", c.init, f"a start that fits the model; {err}") from None
+
+
+_fitting_starts: set[tuple[Any, ...]] = set()
+
+
+def _check_start_fits(
+    init: str, model: str, spec: DatasetSpec, out_dim: int, projection_head: bool
+) -> None:
+    """Match start ``init`` to the model the run builds; each (start file version, model,
+    shape) is checked once per process.  The model is built under a forked torch RNG, so
+    checking changes no run's random numbers."""
+    path = start_file(init, model)
+    stat = path.stat()
+    key = (init, stat.st_size, stat.st_mtime_ns, model, spec, out_dim, projection_head)
+    if key in _fitting_starts:
+        return
+    with torch.random.fork_rng(devices=[]):
+        built = build_model(model, spec, out_dim, projection_head)
+    check_start(built, init, model)
+    _fitting_starts.add(key)
+
+
+def check_folder_memory(c: Any, spec: DatasetSpec) -> None:
+    """An image folder sets the image size, and with it the model and its training memory:
+    refuse a run that would not fit (:mod:`federated.models.memory_estimate`).  The built-in
+    datasets have fixed, documented sizes and are not estimated."""
+    if is_folder_dataset(c.dataset):
+        from federated.models.memory_estimate import check_training_memory
+
+        check_training_memory(c, spec)

@@ -1,0 +1,168 @@
+"""Settings that a run accepts but that have no effect on it (warned about, once).
+
+``--mu`` with FedAvg, server momentum with plain averaging, ``--tau`` with FedProx...
+are valid values that change nothing; :func:`inert_settings` names each such field that
+was given a value other than its default, and says why it is inert.  The command lines
+print these as ``warning:`` lines before the run starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from federated.config.run_config import RunConfig, field_types, flat_names
+from federated.registry import load_method
+
+
+@dataclass(frozen=True)
+class InertRule:
+    """``fields`` have no effect when ``applies(config)``; ``why`` says so."""
+
+    fields: tuple[str, ...]
+    applies: Callable[[RunConfig], bool]
+    why: Callable[[RunConfig], str]
+
+
+def _declaration_notes(c: RunConfig) -> dict[str, str]:
+    """Method parameters of ``c`` (resolved) that have no effect -> why, from the chosen
+    methods' declarations: given but declared by neither (``c.method_options`` keeps
+    those), or made inert by the declarer's own values."""
+    declared = set(c.algorithm_params.flat()) | set(c.server_params.flat())
+    notes = {
+        name: f"algorithm={c.algorithm} and server_optimizer={c.server_optimizer} declare "
+        f"no parameter {name}"
+        for name, owners in flat_names().items()
+        if owners != ("run",) and name not in declared
+    }
+    notes.update(
+        (
+            name,
+            f"algorithm={c.algorithm} and server_optimizer={c.server_optimizer} declare "
+            f"no parameter {name}",
+        )
+        for name in c.method_options
+    )
+    for params in (c.algorithm_params, c.server_params):
+        notes.update(params.inert())
+    return notes
+
+
+# every registered server optimizer's parameters: inert where there is no server update
+SERVER_PARAMETERS = tuple(
+    name
+    for name, owners in flat_names().items()
+    if any(owner.startswith("server_optimizer ") for owner in owners)
+)
+
+
+def _stragglers_per_round(c: RunConfig) -> int:
+    """Stragglers among a round's drawn parties (federated/heterogeneity/system.py)."""
+    return round(c.parties_per_round * c.straggler_fraction)
+
+
+RULES = (
+    InertRule(
+        ("server_optimizer", *SERVER_PARAMETERS, "sample_fraction"),
+        lambda c: load_method("algorithm", c.algorithm).personal_models,
+        lambda c: f"algorithm={c.algorithm} trains every party alone: there is no server update",
+    ),
+    InertRule(
+        ("pack_width",),
+        lambda c: c.execution != "packed",
+        lambda c: f"execution={c.execution} trains parties one by one",
+    ),
+    InertRule(
+        ("beta",),
+        lambda c: c.partition not in ("dirichlet", "quantity"),
+        lambda c: f"partition={c.partition} draws no Dirichlet proportions",
+    ),
+    InertRule(
+        ("labels_per_party",),
+        lambda c: c.partition != "labels",
+        lambda c: f"partition={c.partition} (only partition=labels uses it)",
+    ),
+    InertRule(
+        ("feature_skew_level",),
+        lambda c: c.feature_skew == "none",
+        lambda c: "feature_skew=none: there is no feature skew to scale",
+    ),
+    InertRule(
+        ("feature_skew",),
+        lambda c: c.feature_skew_level == 0,
+        lambda c: f"feature_skew_level=0: {c.feature_skew} skew at level 0 changes no image",
+    ),
+    InertRule(
+        ("straggler_policy",),
+        lambda c: c.straggler_fraction == 0,
+        lambda c: "straggler_fraction=0: there are no stragglers to keep or drop",
+    ),
+    InertRule(
+        ("straggler_fraction", "straggler_policy"),
+        lambda c: c.straggler_fraction > 0 and _stragglers_per_round(c) == 0,
+        lambda c: (
+            f"round({c.parties_per_round} parties drawn per round x "
+            f"straggler_fraction={c.straggler_fraction:g}) = 0: no party is ever a straggler"
+        ),
+    ),
+    InertRule(
+        ("local_epochs_min",),
+        lambda c: c.local_epochs_min is not None and c.local_epochs_min == c.local_epochs,
+        lambda c: f"local_epochs_min = local_epochs={c.local_epochs}: every party runs every epoch",
+    ),
+    InertRule(
+        ("score_loss", "score_threshold"),
+        lambda c: c.task != "score",
+        lambda c: f"task={c.task}: only a score task has a score loss and threshold",
+    ),
+    InertRule(
+        ("out_dim",),
+        lambda c: not c.projection_head,
+        lambda c: "projection_head=false: there is no projection head to size",
+    ),
+)
+
+
+def changed_fields(config: RunConfig) -> set[str]:
+    """Flat names whose value differs from what it resolves to when unset: run-level
+    fields against their defaults, method parameters against their declarations'
+    defaults for the run (the paper's), and every given parameter no chosen method
+    declares."""
+    values = config.to_dict()
+    changed = {
+        name
+        for name in field_types()
+        if getattr(config, name) != RunConfig.__dataclass_fields__[name].default
+    }
+    for params in (config.algorithm_params, config.server_params):
+        for name, value in params.flat().items():
+            if value != type(params).resolved_default(name, values):
+                changed.add(name)
+    return changed | set(config.method_options)
+
+
+def inert_settings(config: RunConfig, given: Iterable[str] | None = None) -> list[str]:
+    """One ``warning: ...`` line per field of ``config`` that has no effect on the run.
+
+    ``given`` limits the check to fields the user set (a command line's flags); by
+    default every field whose value differs from RunConfig's default is checked.
+    ``config`` is resolved first (a resolved one is taken as it is).
+    """
+    config = config.resolved()
+    names = set(given) if given is not None else changed_fields(config)
+    flat = config.to_dict()
+    lines: list[str] = []
+    warned: set[str] = set()
+    for name, why in _declaration_notes(config).items():
+        if name in names:
+            warned.add(name)
+            lines.append(f"warning: {name}={flat.get(name)!r} has no effect: {why}")
+    for rule in RULES:
+        if not rule.applies(config):
+            continue
+        for name in rule.fields:
+            if name in names and name not in warned:
+                warned.add(name)
+                why = rule.why(config)
+                lines.append(f"warning: {name}={flat.get(name)!r} has no effect: {why}")
+    return lines

@@ -1,0 +1,496 @@
+"""The one configuration of a federated run: a typed value, resolved in one explicit step.
+
+Every entry point (Python, ``python -m federated.run``, Tune trials, ``study.sweep``)
+builds a :class:`RunConfig`.  Constructing one does no I/O and changes nothing: it is
+the values given.  :meth:`RunConfig.resolved` is the one step that checks every field
+(before any data is loaded; :class:`ConfigError` with one line naming the field, the bad
+value and what is allowed) and returns a new, complete config: fields left as ``None``
+take the MOON paper's settings (§4.1) for the chosen algorithm and dataset, a folder
+dataset's path is made absolute, its parties counted, the model checked, and the chosen
+methods' parameters built.
+
+Defaults are the paper's reference settings: 10 parties, Dir(0.5), 10 local epochs,
+SGD lr 0.01 / momentum 0.9 / weight decay 1e-5, batch 64, out_dim 256, tau 0.5.
+
+The chosen algorithm and server optimizer (registered names or ``package.module:Class``
+plug-ins, :mod:`federated.registry`) bring their own typed parameters
+(:class:`~federated.params.MethodParams`), each declared once, by its ``Params`` class
+(default, range, help): :attr:`RunConfig.algorithm_params`,
+:attr:`RunConfig.server_params`.  Users write them by flat name (``--mu 1``, ``mu = 1``
+in a study file, the ``mu`` column of results); :func:`flat_names` is the one table from
+those names to where they live, read by :meth:`RunConfig.from_dict` and
+:meth:`RunConfig.to_dict` and through them by the command lines, study files and results.
+A run's rows hold the parameters of its chosen methods only: a FedAvg row has no ``mu``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, get_type_hints
+
+from federated.config.checks import EXECUTION_ALIASES, check_types, validate
+from federated.params import (
+    ConfigError,
+    MethodParams,
+    coerce_value,
+    describe,
+)
+from federated.registry import (
+    ALGORITHM_PATHS,
+    SERVER_OPTIMIZER_PATHS,
+    load_method,
+)
+from federated.tasks.objective import TASK_METRICS
+
+# RunConfig's fields that hold the chosen methods' parameters (the rest are run-level)
+METHOD_FIELDS = ("method_options", "algorithm_params", "server_params")
+
+
+def _help(text: str) -> Any:
+    return describe(text)
+
+
+def _execution(text: str) -> Any:
+    return describe(text, execution_only=True)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines one federated run (one Tune trial).
+
+    Units: ``lr`` per SGD step, ``rounds`` communication rounds, ``local_epochs`` passes
+    over a party's data per round, fractions in (0, 1].
+    """
+
+    # --- what is studied
+    algorithm: str = field(default="fedavg", metadata=_help("party-side method"))
+    dataset: str = field(
+        default="fmnist", metadata=_help("dataset name, or folder:PATH (an image folder)")
+    )
+    model: str | None = field(
+        default=None,
+        metadata=_help(
+            "encoder: a built-in name, torchvision:NAME or package.module:factory; "
+            "default: the paper's for the dataset"
+        ),
+    )
+    init: str | None = field(
+        default=None,
+        metadata=_help(
+            "start of the global model: a torch.save(state_dict) file, fedsweep:NAME (a "
+            "shipped start) or torchvision:WEIGHTS (DEFAULT, IMAGENET1K_V1) of "
+            "model=torchvision:ARCH; none: random (docs/pretrained-starts.md)"
+        ),
+    )
+    rounds: int = field(default=100, metadata=_help("communication rounds"))
+    n_parties: int | None = field(
+        default=None,
+        metadata=_help("number of parties N; default 10, or the folder's under partition=natural"),
+    )
+    sample_fraction: float = field(
+        default=1.0, metadata=_help("fraction of parties drawn each round")
+    )
+    partition: str = field(default="dirichlet", metadata=_help("non-IID partition scheme"))
+    beta: float = field(
+        default=0.5, metadata=_help("Dirichlet concentration (dirichlet, quantity)")
+    )
+    labels_per_party: int = field(default=2, metadata=_help("labels per party (partition=labels)"))
+    local_epochs: int = field(default=10, metadata=_help("local epochs E per round"))
+    batch_size: int = field(default=64, metadata=_help("local batch size"))
+    lr: float = field(default=0.01, metadata=_help("local SGD learning rate"))
+    momentum: float = field(default=0.9, metadata=_help("local SGD momentum"))
+    weight_decay: float = field(default=1e-5, metadata=_help("local SGD weight decay"))
+    # --- the model's heads (the methods' own parameters live in their Params classes)
+    out_dim: int = field(default=256, metadata=_help("projection head output dimension"))
+    projection_head: bool = field(default=True, metadata=_help("use the projection head"))
+    server_optimizer: str = field(default="avg", metadata=_help("server update rule"))
+    # --- data and reproducibility
+    seed: int = field(default=0, metadata=_help("seeds partition, init, sampling, batches"))
+    data_fraction: float = field(
+        default=1.0, metadata=_help("fraction of the training set used (budgets)")
+    )
+    test_fraction: float = field(
+        default=1.0, metadata=_help("fraction of the test set evaluated (budgets)")
+    )
+    data_root: str | None = field(
+        default=None,
+        metadata=_help("dataset folder; default $FEDSWEEP_DATA or ~/.cache/fedsweep/data"),
+    )
+    image_size: str | None = field(
+        default=None,
+        metadata=_help("folder datasets: resize to N or HxW pixels; default the most common size"),
+    )
+    holdout_fraction: float | None = field(
+        default=None,
+        metadata=_help("folder datasets without test/: fraction of each class held out to test"),
+    )
+    # --- the evaluation protocol (federated/evaluation/holdout.py and validation.py):
+    # selection on validation, reporting on test; held out from their own stream
+    val_fraction: float = field(
+        default=0.0,
+        metadata=_help(
+            "share of each party's samples held out for validation, stratified by class "
+            "(0: no validation; every search needs it); the party trains on the rest"
+        ),
+    )
+    val_split: str = field(
+        default="party",
+        metadata=_help(
+            "where validation data live: party (each party's own held-out samples, "
+            "evaluated federated) or server (one class-stratified slice of the training "
+            "pool the server holds)"
+        ),
+    )
+    eval_fraction: float = field(
+        default=1.0,
+        metadata=_help(
+            "share of parties evaluating on their validation data each scored round, a "
+            "seeded draw (Flower's fraction_evaluate; the cross-device setting)"
+        ),
+    )
+    party_test_fraction: float = field(
+        default=0.0,
+        metadata=_help(
+            "share of each party's samples held out as its local test split: per-party "
+            "outcomes on the party's own images (0: re-weight the pooled test set by class)"
+        ),
+    )
+    # --- the task (federated/tasks/objective.py): set by the data, recorded with every run
+    task: str | None = field(
+        default=None,
+        metadata=_help(
+            "classification or score (image assessment: a folder with scores.csv); "
+            "default: what the dataset is (a different value is refused)"
+        ),
+    )
+    score_loss: str = field(
+        default="mse",
+        metadata=_help("score tasks: the loss on the score and attributes: mse, l1 or huber"),
+    )
+    score_threshold: float = field(
+        default=0.5,
+        metadata=_help(
+            "score tasks: test_acc is the share of images whose prediction and score are on "
+            "the same side of this threshold (score units; 0.5 on a 0..1 scale)"
+        ),
+    )
+    primary_metric: str | None = field(
+        default=None,
+        metadata=_help(
+            "what tables and searches rank by: acc for classification; for score tasks "
+            "srcc (default), plcc, mae, rmse or acc (mae, rmse: lower is better)"
+        ),
+    )
+    # --- heterogeneity beyond label skew (federated/heterogeneity/feature_skew.py,
+    # federated/heterogeneity/system.py): drawn from streams of their own
+    feature_skew: str = field(
+        default="none",
+        metadata=_help(
+            "per-party input shift: none, noise (party i of N adds Gaussian noise of std "
+            "level*i/N, 0..1 pixel scale) or rotation (each party's images rotated by its "
+            "own angle, drawn uniformly in [-level, level] degrees)"
+        ),
+    )
+    feature_skew_level: float = field(
+        default=0.0,
+        metadata=_help("feature skew strength: noise std (0..1 pixels) or largest angle (deg)"),
+    )
+    straggler_fraction: float = field(
+        default=0.0,
+        metadata=_help(
+            "share of each round's drawn parties that are stragglers: each does a uniform "
+            "number of local steps in [1, its full count]"
+        ),
+    )
+    straggler_policy: str = field(
+        default="partial",
+        metadata=_help(
+            "partial (stragglers' partial work is aggregated, FedProx) or drop (stragglers "
+            "are not aggregated, FedAvg)"
+        ),
+    )
+    local_epochs_min: int | None = field(
+        default=None,
+        metadata=_help(
+            "per-party local work: each drawn party runs a uniform number of epochs in "
+            "[local_epochs_min, local_epochs] each round (FedNova's setting); none: all E"
+        ),
+    )
+    dropout: float = field(
+        default=0.0,
+        metadata=_help(
+            "probability that a drawn party never reports (aggregation weights over those "
+            "that do)"
+        ),
+    )
+    # --- execution (never changes results on a given device)
+    device: str = field(default="auto", metadata=_execution("auto, cpu, cuda or cuda:N"))
+    threads: int | None = field(default=None, metadata=_execution("torch CPU threads"))
+    eval_batch_size: int = field(
+        default=256,
+        # moves only the last bits of test_loss (a float32 sum over evaluation batches);
+        # test_acc is exact
+        metadata=_execution("batch size of evaluation (256: cache-friendly on CPU)"),
+    )
+    execution: str = field(
+        default="packed",
+        metadata=_help(
+            "packed (a round's parties train together, where the method and model allow), "
+            "sequential (one party after another) or reference (plain per-sample path)"
+        ),
+    )
+    # not execution-only: MOON's frozen global model runs on all of a pack's batches at
+    # once, and the batch size moves the last float bits of its representations
+    pack_width: int | None = field(
+        default=None,
+        metadata=_help(
+            "packed execution: parties per packed network; default 4 on a CPU (wider packs "
+            "fall out of cache), every drawn party on a GPU"
+        ),
+    )
+    checkpoint_every: int = field(
+        default=5, metadata=_execution("Tune checkpoint period in rounds (0: never)")
+    )
+    fail_at_round: int | None = field(
+        default=None,
+        metadata=_execution("fault injection: the trial raises once after this round"),
+    )
+    # what a run records besides its results (federated/evaluation/party_scores.py,
+    # federated/evaluation/representations.py): never changes them, so execution-only
+    party_scores_every: int = field(
+        default=1,
+        metadata=_execution(
+            "score the global model on each party's class mix every k rounds and the last (0: off)"
+        ),
+    )
+    representations_at: str | None = field(
+        default=None,
+        metadata=_execution(
+            "rounds (e.g. '3' or '1,10') at which Fig. 2's projections of the global and "
+            "the first party's local model are saved"
+        ),
+    )
+    # --- the chosen methods' parameters.  ``method_options``: values given by flat name
+    # (``mu``, ``alpha``, a plug-in's own) and not yet built; resolved() builds them, with
+    # the paper defaults, into ``algorithm_params`` and ``server_params`` and keeps here
+    # only the given names that neither chosen method declares (inert, warned about).
+    method_options: Mapping[str, Any] = field(
+        default_factory=dict, metadata=_help("method parameters by flat name, not yet built")
+    )
+    algorithm_params: MethodParams | None = field(
+        default=None, metadata=_help("the chosen algorithm's typed parameters (resolved)")
+    )
+    server_params: MethodParams | None = field(
+        default=None, metadata=_help("the chosen server optimizer's typed parameters (resolved)")
+    )
+
+    # ------------------------------------------------------------------- resolution
+    @property
+    def is_resolved(self) -> bool:
+        """Whether :meth:`resolved` made this config (the methods' parameters built)."""
+        return self.algorithm_params is not None and self.server_params is not None
+
+    def resolved(self) -> RunConfig:
+        """The complete, checked config: a new value (this one is left as it is); a
+        resolved config returns itself.  Raises :class:`ConfigError` naming the first
+        bad field.  Reads an image folder (``folder:PATH``, cached) and builds an
+        import-path model once, to check them."""
+        if self.is_resolved:
+            return self
+        return _resolve(self)
+
+    # ------------------------------------------------------------------ conversions
+    def to_dict(self) -> dict[str, Any]:
+        """Plain flat dict: every run-level field, then every method parameter by its
+        flat name (the built ones once resolved, else those given)."""
+        values = {f: getattr(self, f) for f in field_types()}
+        values.update(self.method_options)
+        for params in (self.server_params, self.algorithm_params):
+            if params is not None:
+                values.update(params.flat())
+        return values
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> RunConfig:
+        """Build from a flat mapping (run-level fields and method parameters by flat
+        name, :func:`flat_names`), typed; not resolved.  Names neither a field nor a
+        parameter of the chosen methods are refused by :meth:`resolved`."""
+        known = field_types()
+        plain = {k: coerce(k, v) for k, v in values.items() if k in known}
+        given = {k: v for k, v in values.items() if k not in known and k not in METHOD_FIELDS}
+        given.update(values.get("method_options") or {})  # a nested mapping (Python callers)
+        return cls(**plain, method_options={k: coerce(k, v) for k, v in given.items()})
+
+    def replace(self, **changes: Any) -> RunConfig:
+        """A copy with ``changes`` (flat names) applied, resolved again when this one was.
+        Method parameters of a method that ``changes`` swaps out are dropped with it."""
+        values = self.to_dict()
+        chosen = (("algorithm", self.algorithm_params), ("server_optimizer", self.server_params))
+        for kind, params in chosen:
+            if kind in changes and changes[kind] != getattr(self, kind):
+                for key in params.flat() if params is not None else self.method_options:
+                    values.pop(key, None)
+        values.update(changes)
+        config = RunConfig.from_dict(values)
+        return config.resolved() if self.is_resolved else config
+
+    @property
+    def spec(self):
+        """The dataset's :class:`~federated.data.catalog.DatasetSpec` (an image folder's
+        from its cached load)."""
+        from federated.config.data_fields import run_spec
+
+        return run_spec(self)
+
+    @property
+    def n_train(self) -> int:
+        """Training samples used after ``data_fraction``."""
+        return max(1, round(self.spec.train_size * self.data_fraction))
+
+    @property
+    def n_test(self) -> int:
+        """Test samples evaluated after ``test_fraction``."""
+        return max(1, round(self.spec.test_size * self.test_fraction))
+
+    @property
+    def parties_per_round(self) -> int:
+        """Parties drawn each round: round(N * fraction), at least one."""
+        return max(1, round(self.n_parties * self.sample_fraction))
+
+
+# ---------------------------------------------------------------------- field helpers
+def field_types() -> dict[str, Any]:
+    """Run-level field name -> annotated type (resolved), in declaration order (every
+    field but those holding the methods' parameters, :data:`METHOD_FIELDS`)."""
+    hints = get_type_hints(RunConfig)
+    return {f.name: hints[f.name] for f in fields(RunConfig) if f.name not in METHOD_FIELDS}
+
+
+def field_help() -> dict[str, str]:
+    """Run-level field name -> its help text."""
+    run_level = field_types()
+    return {f.name: f.metadata.get("help", "") for f in fields(RunConfig) if f.name in run_level}
+
+
+def execution_fields() -> frozenset[str]:
+    """Fields that never change a run's results on a given device (a checkpoint may be
+    restored under other values of them): those declared ``execution_only``."""
+    return frozenset(f.name for f in fields(RunConfig) if f.metadata.get("execution_only"))
+
+
+@functools.cache
+def registered_params() -> dict[str, type[MethodParams]]:
+    """``"algorithm moon"`` / ``"server_optimizer fedadam"`` -> that method's parameters
+    class, for every registered method (imports them)."""
+    out = {}
+    kinds = (("algorithm", ALGORITHM_PATHS), ("server_optimizer", SERVER_OPTIMIZER_PATHS))
+    for kind, paths in kinds:
+        for name in paths:
+            out[f"{kind} {name}"] = load_method(kind, name).Params
+    return out
+
+
+@functools.cache
+def flat_names() -> dict[str, tuple[str, ...]]:
+    """The one table of the flat names users write (``--mu``, ``mu = 1`` in a study file,
+    the ``mu`` column of results) -> where each lives: ``("run",)`` for a run-level
+    field, else the registered methods that declare it as a parameter
+    (``("algorithm fedprox", "algorithm moon", "algorithm l2rep")`` for ``mu``).  A
+    plug-in's own parameters are found through the plug-in, when it is chosen."""
+    table: dict[str, tuple[str, ...]] = {name: ("run",) for name in field_types()}
+    for owner, params in registered_params().items():
+        for name in params.field_types():
+            table[name] = (*table.get(name, ()), owner)
+    return table
+
+
+def config_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a trial's values a :class:`RunConfig` takes: its fields and the
+    parameters of the algorithm and server optimizer they name (other keys, e.g. a
+    sweep's labels, are dropped)."""
+    known = set(field_types())
+    for kind, default in (("algorithm", "fedavg"), ("server_optimizer", "avg")):
+        known |= set(load_method(kind, str(values.get(kind, default))).Params.field_types())
+    return {k: v for k, v in values.items() if k in known}
+
+
+def coerce(name: str, value: Any) -> Any:
+    """Convert ``value`` (often a string from a command line) to field ``name``'s type.
+    A name that is no field is a method option: typed by the registered method that
+    declares it, or kept as it is for its plug-in to type (and :class:`RunConfig` to
+    reject when no chosen method declares it)."""
+    types = field_types()
+    if name in types:
+        return coerce_value(name, types[name], value)
+    for params in registered_params().values():
+        hint = params.field_types().get(name)
+        if hint is not None:
+            return coerce_value(name, hint, value)
+    return value
+
+
+# ------------------------------------------------------------------------ resolution
+def _resolve(c: RunConfig) -> RunConfig:
+    """:meth:`RunConfig.resolved`: each step returns a new value, none rewrites one."""
+    # Late import: the dataset and model checks load folder datasets and model factories.
+    from federated.config.data_fields import check_dataset, folder_path_resolved, resolved_parties
+    from federated.models.pretrained_start import absolute_start
+
+    check_types(c)
+    load_method("algorithm", c.algorithm)
+    load_method("server_optimizer", c.server_optimizer)
+    spec = check_dataset(c)
+    complete = replace(
+        c,
+        dataset=folder_path_resolved(c.dataset),
+        n_parties=resolved_parties(c, spec),
+        model=spec.default_model if c.model is None else c.model,
+        init=None if c.init is None else absolute_start(c.init),
+        task=spec.task if c.task is None else c.task,
+        primary_metric=(
+            TASK_METRICS.get(spec.task, ("acc",))[0]
+            if c.primary_metric is None
+            else c.primary_metric
+        ),
+        execution=EXECUTION_ALIASES.get(c.execution, c.execution),
+    )
+    validate(complete)
+    algorithm_params, server_params, inert = _method_params(complete)
+    return replace(
+        complete,
+        method_options=inert,
+        algorithm_params=algorithm_params,
+        server_params=server_params,
+    )
+
+
+def _method_params(c: RunConfig) -> tuple[MethodParams, MethodParams, dict[str, Any]]:
+    """The chosen methods' parameters from ``c.method_options`` (the paper defaults for
+    the rest), and the given values that neither declares but some registered method
+    does (inert: warned about, kept so that a run records what its user wrote)."""
+    algorithm = load_method("algorithm", c.algorithm).Params
+    server = load_method("server_optimizer", c.server_optimizer).Params
+    given = dict(c.method_options)
+    declared = {**server.field_types(), **algorithm.field_types()}
+    names = flat_names()
+    for key in given:
+        if key not in declared and key not in names:
+            raise ConfigError(
+                key,
+                given[key],
+                f"a known field: {', '.join(field_types())}, or a parameter of algorithm "
+                f"{c.algorithm} / server_optimizer {c.server_optimizer} "
+                f"({', '.join(declared) or 'none'})",
+            )
+    context = {f: getattr(c, f) for f in field_types()}
+    chosen = {k: v for k, v in given.items() if k in declared}
+    inert = {k: v for k, v in given.items() if k not in declared}
+    # an inert value is still one its declarers allow: --mu -1 is refused under FedAvg
+    # too (a typo is a typo whichever method it reaches), not run and warned about
+    for params in registered_params().values():
+        theirs = {k: v for k, v in inert.items() if k in params.field_types()}
+        if theirs:
+            params.build(theirs, context)
+    return algorithm.build(chosen, context), server.build(chosen, context), inert

@@ -1,0 +1,3 @@
+"""The torch-free contract every side reads alike: file names and status words of a
+sweep's results (:mod:`~federated.contract.results`).  ``analysis`` imports it
+without loading torch."""

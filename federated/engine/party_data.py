@@ -1,0 +1,71 @@
+"""A run's data laid out on its device: the training set party by party, the held-out
+splits, the test subset.
+
+Party i's training samples are the contiguous rows ``[offset_i, offset_{i+1})`` of one
+tensor on the device, so handing a party its data is a view, not a copy; its validation
+and local-test samples (federated/evaluation/holdout.py) are laid out the same way in tensors of
+their own.  The test subset is fixed (seed 0) so that every seed and method sees the
+same test images.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from federated.config.run_config import RunConfig
+from federated.data import ImageData
+from federated.evaluation.holdout import PartySplit, hold_out
+from federated.heterogeneity.partition import class_counts, partition_for_run, partition_labels
+
+
+class PartyData:
+    """The partitioned training set, its held-out splits and the evaluated test set of
+    one run, on ``device``."""
+
+    def __init__(self, data: ImageData, config: RunConfig, device: torch.device) -> None:
+        self.spec = data.spec
+        labels, groups = partition_labels(data)
+        # image folders with one folder per party: each training sample's party
+        parties = None if data.train_parties is None else data.train_parties.numpy()
+        drawn = partition_for_run(labels, config, parties)
+        held = hold_out(
+            drawn,
+            labels,
+            config.seed,
+            config.val_fraction,
+            config.val_split,
+            config.party_test_fraction,
+        )
+        #: per party, indices into the dataset's full training set of what it trains on
+        self.partition = held.train
+        self.class_counts = class_counts(self.partition, labels, groups)
+        self.party_sizes = [len(p) for p in self.partition]
+        #: first row of each party (and the total) in the laid-out training set
+        self.offsets = np.concatenate([[0], np.cumsum(self.party_sizes)]).tolist()
+        order = torch.from_numpy(np.concatenate(self.partition))
+        self.train_x = data.train_x[order].to(device)
+        self.train_y = data.train_y[order].to(device)
+        #: the parties' validation samples (party split), or the server's slice as one
+        #: pseudo-party (server split); None without validation
+        self.validation: PartySplit | None = None
+        if held.server_val is not None:
+            self.validation = PartySplit(data, [held.server_val], device)
+        elif config.val_fraction:
+            self.validation = PartySplit(data, held.val, device)
+        #: each party's own test samples; None unless party_test_fraction is set
+        self.local_test = (
+            PartySplit(data, held.local_test, device) if config.party_test_fraction else None
+        )
+
+        test_idx = torch.arange(data.test_y.shape[0])
+        if config.n_test < len(test_idx):
+            test_idx = torch.randperm(len(test_idx), generator=torch.Generator().manual_seed(0))
+            test_idx = test_idx[: config.n_test].sort().values
+        self.test_x = data.test_x[test_idx].to(device)
+        self.test_y = data.test_y[test_idx].to(device)
+
+    def party(self, party: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Party ``party``'s (uint8 images, labels): views into the laid-out set."""
+        lo, hi = self.offsets[party], self.offsets[party + 1]
+        return self.train_x[lo:hi], self.train_y[lo:hi]

@@ -1,0 +1,560 @@
+"""The round loop: one federated run, in memory, round by round.
+
+One round (docs/architecture.md, "The round"): draw ``max(1, round(N·fraction))``
+parties with the run's ``sampling`` stream (all of them for personal-model methods such
+as SOLO); each drawn party copies the global model and trains E local epochs on the
+round's batch plan through the run's local trainer (:mod:`federated.execution`: packed,
+sequential or reference, chosen once; this loop does not know which) and, in the drawn
+order, hands its :class:`Contribution` (weights, |D_i|-share, step count, extras) to the
+algorithm's aggregator; the server
+optimizer turns the aggregator's combined state into the next global model (unless
+the method keeps none); the global model — or each party's own, for SOLO — is
+evaluated on the test set.  The row's keys are documented in
+:mod:`federated.engine.round_row`.
+
+The pieces, one job each: :class:`~federated.engine.party_data.PartyData` lays the data out on
+the device, :class:`~federated.engine.round_row.RoundRow` is the row,
+:mod:`federated.engine.run_state` says which checkpoints fit, and this module runs rounds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from federated.algorithms import Contribution, LocalJob
+from federated.config.checks import parse_rounds
+from federated.config.inert_settings import inert_settings
+from federated.config.run_config import RunConfig
+from federated.data import Augmenter, ImageData, load_dataset
+from federated.engine.party_data import PartyData
+from federated.engine.round_row import RoundRow, work_columns
+from federated.engine.run_state import EXECUTION_FIELDS, STATE_FORMAT, check_compatible, tree_to
+from federated.evaluation.party_scores import PartyScorer, scoring_due
+from federated.evaluation.representations import RepresentationProbe
+from federated.evaluation.scoring import evaluate_scores
+from federated.evaluation.validation import SplitEvaluator, SplitScores, combined_scores
+from federated.execution.batch_plan import PartyBatches, draw_batches, limited, rotated
+from federated.execution.choice import PackingFallback, local_trainer
+from federated.execution.trainer import PartyResult
+from federated.heterogeneity.feature_skew import FeatureSkew
+from federated.heterogeneity.system import RoundWork, draw_round_work
+from federated.models import build_model
+from federated.models.pretrained_start import StartNotice, apply_start
+from federated.registry import load_method
+from federated.runtime.allocator import keep_freed_memory
+from federated.runtime.device import resolve_device, set_threads
+from federated.runtime.seeding import RunRandomness, stream_seed
+from federated.server import aggregation_weights
+from federated.tasks.objective import SCORE_METRICS
+
+NAN = float("nan")
+
+__all__ = ["EXECUTION_FIELDS", "STATE_FORMAT", "FederatedRun", "PackingFallback", "run_rounds"]
+
+
+class FederatedRun:
+    """A federated run in memory: set up once, then :meth:`run_round` per round.
+
+    Where state lives: the global model and the algorithm's server state
+    (``server_state``) on the run's device; the server optimizer's own state (FedAvgM's
+    velocity, FedAdam's moments) in the optimizer; each party's state
+    (``party_states[i]``) on the CPU between its local trainings; random streams in
+    ``rng``.  :meth:`state_dict` saves all of them.
+    """
+
+    def __init__(self, config: RunConfig, data: ImageData | None = None) -> None:
+        config = config.resolved()  # a resolved config (the driver's) is taken as it is
+        self.config = config
+        set_threads(config.threads)
+        keep_freed_memory()
+        self.device = resolve_device(config.device)
+        if data is None:
+            data = load_dataset(
+                config.dataset,
+                config.data_root,
+                image_size=config.image_size,
+                holdout_fraction=config.holdout_fraction,
+            )
+        self.spec = data.spec
+        self.data = PartyData(data, config, self.device)
+
+        torch.manual_seed(stream_seed(config.seed, "init"))
+        model = build_model(config.model, self.spec, config.out_dim, config.projection_head)
+        if config.init is not None:
+            # after the init stream's draws, drawing none itself: every other random
+            # number of the run is as without a start; a resumed run's restored weights
+            # replace it (load_state_dict)
+            notice = apply_start(model, config.init, config.model)
+            if notice is not None:
+                warnings.warn(notice, StartNotice, stacklevel=2)
+        self.global_model = model.to(self.device).requires_grad_(False)
+        self.rng = RunRandomness.from_seed(config.seed)
+
+        self.algorithm = load_method("algorithm", config.algorithm)(config, self.rng.algorithm)
+        self.server_state = self.algorithm.init_server_state(self.global_model)
+        self.server = load_method("server_optimizer", config.server_optimizer)(config)
+        self.party_states = [self.algorithm.init_party_state(i) for i in range(config.n_parties)]
+        self.augmenter = Augmenter(self.spec, self.device)
+        self.feature_skew = FeatureSkew.from_config(config)
+
+        state = self.global_model.state_dict()
+        self._float_keys = [k for k, v in state.items() if v.is_floating_point()]
+        self._other_keys = [k for k, v in state.items() if not v.is_floating_point()]
+        self.model_bytes = sum(v.numel() * v.element_size() for v in state.values())
+        self.param_bytes = sum(p.numel() * p.element_size() for p in self.global_model.parameters())
+
+        self.round = 0
+        self.diverged = False
+        self.cum_bytes = 0
+        self.trainer = local_trainer(
+            config,
+            self.algorithm,
+            self.global_model,
+            self.spec,
+            self.augmenter,
+            self.data.train_x,
+            self.data.train_y,
+            self.feature_skew,
+        )
+        # what the run records besides its results (neither changes them)
+        # a score task has no classes to re-weight the test set by: its per-party
+        # outcomes are the parties' own local test splits, or none
+        scored_per_party = not self.spec.is_score or bool(config.party_test_fraction)
+        self.party_scorer = PartyScorer(
+            self.class_counts,
+            self.spec.n_classes,
+            config.party_scores_every if scored_per_party else 0,
+            config.rounds,
+        )
+        # federated evaluation on held-out party data (federated/evaluation/validation.py)
+        self.validator = None
+        if self.data.validation is not None:
+            draws = config.eval_fraction < 1 and config.val_split == "party"
+            self.validator = SplitEvaluator(
+                self.data.validation,
+                config.eval_fraction,
+                self.rng.evaluation if draws else None,
+                config.score_loss,
+                config.score_threshold,
+            )
+        self.local_tester = (
+            SplitEvaluator(
+                self.data.local_test, score_loss=config.score_loss, threshold=config.score_threshold
+            )
+            if self.data.local_test is not None
+            else None
+        )
+        #: a score task's per-party metrics on the parties' own test splits, (N,) each,
+        #: from the latest scored round (parties.csv's party_test_<metric>)
+        self.local_test_metrics: dict[str, np.ndarray] = {}
+        #: the latest validation: (1-based round, its scores); carried into the rows of
+        #: rounds that do not evaluate
+        self.last_validation: tuple[int, SplitScores] | None = None
+        rounds = parse_rounds(config.representations_at, config.rounds)
+        self.probe = (
+            RepresentationProbe(
+                rounds, self.test_x, self.test_y, self.augmenter, config.eval_batch_size
+            )
+            if rounds
+            else None
+        )
+
+    # ----------------------------------------------------------------- data (views)
+    @property
+    def partition(self) -> list[np.ndarray]:
+        return self.data.partition
+
+    @property
+    def class_counts(self) -> np.ndarray:
+        return self.data.class_counts
+
+    @property
+    def party_sizes(self) -> list[int]:
+        return self.data.party_sizes
+
+    @property
+    def train_x(self) -> torch.Tensor:
+        return self.data.train_x
+
+    @property
+    def train_y(self) -> torch.Tensor:
+        return self.data.train_y
+
+    @property
+    def test_x(self) -> torch.Tensor:
+        return self.data.test_x
+
+    @property
+    def test_y(self) -> torch.Tensor:
+        return self.data.test_y
+
+    def party_data(self, party: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.data.party(party)
+
+    @property
+    def finished(self) -> bool:
+        return self.diverged or self.round >= self.config.rounds
+
+    # ------------------------------------------------------------------------ rounds
+    def draw_parties(self) -> list[int]:
+        """This round's parties, sorted; all of them for personal models or fraction 1."""
+        n = self.config.n_parties
+        k = self.config.parties_per_round
+        if self.algorithm.personal_models or k >= n:
+            return list(range(n))
+        return sorted(int(i) for i in self.rng.sampling.choice(n, size=k, replace=False))
+
+    def run_round(self) -> dict[str, Any]:
+        """Run the next round and return its metrics row."""
+        if self.finished:
+            raise RuntimeError(f"run already finished at round {self.round}")
+        row = self._round(time.perf_counter())
+        self.cum_bytes = row.cum_bytes
+        self.diverged = row.diverged
+        self.round += 1
+        return row.as_dict()
+
+    def _round_plan(self, drawn: list[int]) -> tuple[RoundWork, list[PartyBatches]]:
+        """This round's work and the batch plans of the parties that train.  Every drawn
+        party's plan is drawn in full first, so stragglers and dropouts change no other
+        party's batches; then the ``system`` stream cuts work and picks who reports."""
+        config = self.config
+        plan = draw_batches(
+            drawn,
+            self.party_sizes,
+            self.data.offsets,
+            self.augmenter,
+            config.batch_size,
+            config.local_epochs,
+            self.rng.batches,
+        )
+        work = draw_round_work(
+            drawn,
+            [p.steps for p in plan],
+            [p.steps // config.local_epochs for p in plan],
+            config,
+            self.rng.system,
+        )
+        by_party = {p.party: p for p in plan}
+        trained = []
+        for party in work.reporting:
+            batches = limited(by_party[party], work.step_limit.get(party))
+            if self.feature_skew is not None:
+                batches = rotated(batches, self.feature_skew.angle(party))
+            trained.append(batches)
+        return work, trained
+
+    def _local_trainings(
+        self, parties: list[int], plan: list[PartyBatches]
+    ) -> Iterator[tuple[LocalJob, PartyResult]]:
+        """Each party's finished local training on its plan, in the given order (the
+        trainer sets each job's model)."""
+        jobs = [
+            LocalJob(
+                party=party,
+                round_index=self.round,
+                model=self.global_model,
+                global_model=self.global_model,
+                state=self.party_states[party],
+                num_samples=self.party_sizes[party],
+                device=self.device,
+                server=self.server_state,
+            )
+            for party in parties
+        ]
+        return self.trainer.train(jobs, plan)
+
+    def _evaluate(self, model: torch.nn.Module, party: int | None = None) -> dict[str, float]:
+        """The test metrics: ``acc`` and ``loss``, and a score task's ``mae``, ``rmse``,
+        ``srcc``, ``plcc`` (federated/tasks/objective.py).  Classification: on a scored round
+        also the per-party scores (of every party with the global model, or of ``party``
+        with its own)."""
+        c = self.config
+        if self.spec.is_score:
+            return evaluate_scores(
+                model,
+                self.test_x,
+                self.test_y,
+                self.augmenter,
+                c.eval_batch_size,
+                c.score_loss,
+                c.score_threshold,
+            )
+        acc, loss = self.party_scorer.evaluate(
+            model,
+            self.test_x,
+            self.test_y,
+            self.augmenter,
+            c.eval_batch_size,
+            self.round + 1,
+            party,
+        )
+        return {"acc": acc, "loss": loss}
+
+    def _validation_due(self, round_number: int) -> bool:
+        """Validation follows the per-party scoring period and always scores the last
+        round (so it scores the last one even with per-party scoring off)."""
+        every = self.config.party_scores_every
+        return round_number == self.config.rounds or scoring_due(
+            round_number, every, self.config.rounds
+        )
+
+    def _validation_parties(self, round_number: int) -> np.ndarray | None:
+        """The parties whose validation data score this round (None: none do)."""
+        if self.validator is None or not self._validation_due(round_number):
+            return None
+        return self.validator.chosen_parties()
+
+    def _validate_global(self, round_number: int, parties: np.ndarray | None) -> None:
+        """The global model on the validation data of ``parties``."""
+        if parties is not None:
+            scores = self.validator.score(
+                self.global_model, self.augmenter, self.config.eval_batch_size, parties
+            )
+            self.last_validation = (round_number, scores)
+
+    def _own_scores(
+        self, model: torch.nn.Module, party: int, validate: bool, round_number: int
+    ) -> SplitScores | None:
+        """SOLO: party ``party``'s own model on its own local test split (on scored
+        rounds) and, when ``validate``, on its validation split (returned)."""
+        batch, augmenter = self.config.eval_batch_size, self.augmenter
+        if self.local_tester is not None and self.party_scorer.due(round_number):
+            own = self.local_tester.score(model, augmenter, batch, np.array([party]))
+            self.party_scorer.own_score(party, float(own.party_acc[party]))
+            for k, values in own.party_metrics.items():
+                self.local_test_metrics.setdefault(k, np.full(self.config.n_parties, NAN))
+                self.local_test_metrics[k][party] = values[party]
+        if not validate:
+            return None
+        return self.validator.score(model, augmenter, batch, np.array([party]))
+
+    def _local_test_global(self, round_number: int) -> None:
+        """On scored rounds, the per-party outcomes on the parties' own local test
+        splits instead of the class re-weighted test set."""
+        if self.local_tester is not None and self.party_scorer.due(round_number):
+            own = self.local_tester.score(
+                self.global_model, self.augmenter, self.config.eval_batch_size
+            )
+            self.party_scorer.use_own_scores(round_number, own.party_acc)
+            self.local_test_metrics = dict(own.party_metrics)
+
+    def validation_columns(self) -> dict[str, float]:
+        """The row's validation columns: the latest scores and the round they are from
+        (nothing without validation; NaN before the first validated round)."""
+        if self.validator is None:
+            return {}
+        if self.last_validation is None:
+            metrics = SCORE_METRICS if self.spec.is_score else ()
+            return {
+                "val_acc": NAN,
+                "val_loss": NAN,
+                **{f"val_{k}": NAN for k in metrics},
+                "val_parties": 0,
+                "val_round": 0,
+            }
+        round_number, scores = self.last_validation
+        return {
+            "val_acc": scores.acc,
+            "val_loss": scores.loss,
+            **{f"val_{k}": v for k, v in scores.metrics.items()},
+            "val_parties": scores.parties,
+            "val_round": round_number,
+        }
+
+    def _round(self, start: float) -> RoundRow:
+        drawn = self.draw_parties()
+        work, plan = self._round_plan(drawn)
+        reporting = work.reporting
+        row = RoundRow(round=self.round + 1, parties=len(drawn), results=[])
+        row.cum_bytes = self.cum_bytes
+        personal = self.algorithm.personal_models
+        self.global_model.eval()
+        weights = aggregation_weights([self.party_sizes[i] for i in reporting])
+        aggregator = self.algorithm.aggregator(self.server_state, self.global_model)
+        jobs: list[LocalJob] = []
+        scores: list[tuple[float, float]] = []  # personal models: (acc, loss) per party
+        val_parties = self._validation_parties(row.round)
+        own_validation: dict[int, SplitScores] = {}  # personal models, by party
+        personal_eval_seconds = 0.0
+        probe_seconds = 0.0  # Fig. 2's forward passes: not training time
+        for (job, result), weight in zip(self._local_trainings(reporting, plan), weights):
+            extras = self.algorithm.end_local(job)
+            jobs.append(job)
+            row.results.append(result)
+            if not result.finite:
+                return self._diverged(row, start)
+            if self.probe is not None and len(jobs) == 1:  # the first reporting party
+                probe_seconds += self.probe.capture(
+                    row.round, job.party, self.global_model, job.model
+                )
+            if personal:
+                t = time.perf_counter()
+                scores.append(self._evaluate(job.model, job.party))
+                validate = val_parties is not None and job.party in val_parties
+                own = self._own_scores(job.model, job.party, validate, row.round)
+                if own is not None:
+                    own_validation[job.party] = own
+                personal_eval_seconds += time.perf_counter() - t
+            contribution = Contribution(
+                party=job.party,
+                weights=job.model.state_dict(),
+                weight=weight,
+                num_samples=job.num_samples,
+                steps=result.steps,
+                extras=extras,
+            )
+            aggregator.add(contribution)
+        # a round where nobody reported leaves the global model as it was
+        combined = aggregator.result() if jobs else None
+        if combined is not None:
+            self._server_step(combined)
+        row.extra.update(work_columns(work, row.results))
+        row.train_seconds = time.perf_counter() - start - personal_eval_seconds - probe_seconds
+
+        if personal:
+            accs = [m["acc"] for m in scores]
+            row.test_acc = float(np.mean(accs))
+            row.test_loss = float(np.mean([m["loss"] for m in scores]))
+            # each party's own model on the test set: the mean over parties, as for acc
+            row.test_metrics = {
+                k: float(np.mean([m[k] for m in scores])) for k in SCORE_METRICS if k in scores[0]
+            }
+            row.eval_seconds = personal_eval_seconds
+            row.extra["test_acc_std"] = float(np.std(accs))
+            if val_parties is not None:
+                sizes = self.validator.split.sizes
+                self.last_validation = (row.round, combined_scores(own_validation, sizes))
+            row.extra.update({f"party_acc/{p}": a for p, a in zip(reporting, accs)})
+        else:
+            t = time.perf_counter()
+            metrics = self._evaluate(self.global_model)
+            row.test_acc, row.test_loss = metrics["acc"], metrics["loss"]
+            row.test_metrics = {k: v for k, v in metrics.items() if k in SCORE_METRICS}
+            if not math.isfinite(row.test_loss):
+                row.eval_seconds = time.perf_counter() - t
+                return self._diverged(row, start)
+            self._validate_global(row.round, val_parties)
+            self._local_test_global(row.round)
+            row.eval_seconds = time.perf_counter() - t
+
+        row.extra.update(self.validation_columns())
+        row.extra.update(self.party_scorer.columns(row.round))
+        down, up = self.algorithm.bytes_per_party(self.model_bytes, self.param_bytes)
+        # every drawn party was sent the model; only those that report send one back
+        row.bytes_down, row.bytes_up = len(drawn) * down, len(reporting) * up
+        row.cum_bytes += row.bytes_up + row.bytes_down
+        row.extra.update(self.algorithm.round_metrics(jobs, self.server_state))
+        row.round_seconds = time.perf_counter() - start
+        return row
+
+    def _server_step(self, combined: dict[str, torch.Tensor]) -> None:
+        """The server optimizer moves the global model's floating-point state towards
+        ``combined``; other entries (BatchNorm's counters) take the combined value."""
+        state = self.global_model.state_dict()
+        self.server.step(
+            [state[k] for k in self._float_keys], [combined[k] for k in self._float_keys]
+        )
+        for k in self._other_keys:
+            state[k].copy_(combined[k])
+
+    def _diverged(self, row: RoundRow, start: float) -> RoundRow:
+        nan = float("nan")
+        return RoundRow(
+            round=row.round,
+            parties=row.parties,
+            results=row.results,
+            test_acc=nan,
+            test_loss=nan,
+            test_metrics=dict.fromkeys(SCORE_METRICS, nan) if self.spec.is_score else {},
+            round_seconds=time.perf_counter() - start,
+            cum_bytes=self.cum_bytes,
+            diverged=True,
+        )
+
+    # -------------------------------------------------------------------- state I/O
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue the run exactly (CPU tensors and plain values)."""
+        return {
+            "format": STATE_FORMAT,
+            "config": self.config.to_dict(),
+            "round": self.round,
+            "diverged": self.diverged,
+            "cum_bytes": self.cum_bytes,
+            "global": tree_to(self.global_model.state_dict(), "cpu"),
+            "server": self.server.state_dict(),
+            "algorithm": tree_to(self.server_state, "cpu"),
+            "parties": self.party_states,
+            "rng": self.rng.state_dict(),
+            "validation": validation_state(self.last_validation),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(f"unsupported run-state format {state.get('format')!r}")
+        check_compatible(state["config"], self.config)
+        self.round = state["round"]
+        self.diverged = state["diverged"]
+        self.cum_bytes = state["cum_bytes"]
+        self.global_model.load_state_dict(state["global"])
+        self.server.load_state_dict(state["server"])
+        self.server_state = tree_to(state["algorithm"], self.device)
+        self.party_states = state["parties"]
+        self.rng.load_state_dict(state["rng"])
+        # a checkpoint from before federated evaluation holds none (nor did its run)
+        self.last_validation = validation_from_state(state.get("validation"))
+
+
+def validation_state(last: tuple[int, SplitScores] | None) -> dict[str, Any] | None:
+    """The latest validation as plain values (checkpoints load with weights_only)."""
+    if last is None:
+        return None
+    round_number, scores = last
+    return {
+        "round": round_number,
+        "acc": scores.acc,
+        "loss": scores.loss,
+        "parties": scores.parties,
+        "party_acc": scores.party_acc.tolist(),
+        "party_loss": scores.party_loss.tolist(),
+        "metrics": dict(scores.metrics),
+        "party_metrics": {k: v.tolist() for k, v in scores.party_metrics.items()},
+    }
+
+
+def validation_from_state(state: dict[str, Any] | None) -> tuple[int, SplitScores] | None:
+    """Inverse of :func:`validation_state`."""
+    if state is None:
+        return None
+    scores = SplitScores(
+        acc=state["acc"],
+        loss=state["loss"],
+        party_acc=np.asarray(state["party_acc"], dtype=np.float64),
+        party_loss=np.asarray(state["party_loss"], dtype=np.float64),
+        parties=state["parties"],
+        # checkpoints from before score tasks hold neither
+        metrics=dict(state.get("metrics", {})),
+        party_metrics={
+            k: np.asarray(v, dtype=np.float64) for k, v in state.get("party_metrics", {}).items()
+        },
+    )
+    return state["round"], scores
+
+
+def run_rounds(config: RunConfig, data: ImageData | None = None) -> Iterator[dict[str, Any]]:
+    """Yield one metrics row per round until ``config.rounds`` or divergence.
+
+    Settings that have no effect on this run are warned about (``UserWarning``)."""
+    config = config.resolved()
+    for line in inert_settings(config):
+        warnings.warn(line.removeprefix("warning: "), UserWarning, stacklevel=2)
+    run = FederatedRun(config, data)
+    while not run.finished:
+        yield run.run_round()

@@ -1,0 +1,109 @@
+"""Starting or joining Ray for a sweep, and what the driver asks of the cluster.
+
+A local Ray binds every port to loopback (README, "Network"); Tune's own log lines that
+would contradict the driver or alarm for nothing are filtered here (the Ray environment
+variables are set by :mod:`study`, before Ray is imported).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any
+
+import ray
+
+from federated.cli.input_checks import check_fits_cluster as check_fits_node
+
+DASHBOARD_PORT = 8265
+LOOPBACK = "127.0.0.1"
+
+
+class _NoTuneResumeHint(logging.Filter):
+    """Drop Tune's "Resume experiment with: Tuner.restore(...)" warning after an
+    interruption: the driver prints the command that resumes a sweep (``--resume``),
+    and Tune's Python call would contradict it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("has been interrupted" in message and ".restore(" in message)
+
+
+logging.getLogger("ray.tune.tune").addFilter(_NoTuneResumeHint())
+
+
+class _NoVanishedTempFileSync(logging.Filter):
+    """Drop the syncer's "Last sync command failed" warning (with its traceback) when
+    what failed was a file that vanished while being copied: a trial writes its files
+    (parties.csv, representations) through :func:`federated.runtime.atomic_file.atomic_open`,
+    whose ``.NAME….tmp`` exists for a moment before it is renamed into place; the next
+    sync (every SYNC_PERIOD_S, and the final one after the trial) copies the file itself.
+    Any other sync failure is still shown."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (
+            "Last sync command failed" in message
+            and "No such file or directory" in message
+            and re.search(r"/\.[^/']+\.tmp'", message) is not None
+        )
+
+
+logging.getLogger("ray.train._internal.syncer").addFilter(_NoVanishedTempFileSync())
+
+
+class _NoTokenAuthNotice(logging.Filter):
+    """Drop Ray's notice that a local cluster turned token authentication on by default
+    (it opened every sweep's output): that is the safe state, and nothing to act on.
+    Ray's warning that authentication is *disabled* still shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Token authentication is enabled")
+
+
+logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
+    _NoTokenAuthNotice()
+)
+
+
+def start_ray(address: str | None, dashboard: bool) -> str | None:
+    """Join ``address`` (or $RAY_ADDRESS), else start a local Ray; returns the dashboard URL.
+
+    A local Ray binds every port to loopback: its node address is 127.0.0.1 (with
+    ``study.sweep.LOCAL_ONLY_ENV`` set before Ray is imported, Ray keeps it rather than
+    resolving it to the machine's network address) and the dashboard, when asked for,
+    listens on 127.0.0.1 only.  Raises ConnectionError (one line) when Ray cannot start
+    or join."""
+    options: dict[str, Any] = {"logging_level": "WARNING", "log_to_driver": False}
+    address = address or os.environ.get("RAY_ADDRESS")
+    try:
+        if address:
+            context = ray.init(address=address, **options)
+        else:
+            context = ray.init(
+                address="local",
+                _node_ip_address=LOOPBACK,
+                include_dashboard=dashboard,
+                dashboard_host=LOOPBACK,
+                dashboard_port=DASHBOARD_PORT,
+                **options,
+            )
+    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        where = f"join the Ray cluster at {address}" if address else "start a local Ray"
+        raise ConnectionError(f"could not {where}: {first}") from None
+    url = getattr(context, "dashboard_url", None)
+    return f"http://{url}" if url and not str(url).startswith("http") else url
+
+
+def check_fits_cluster(cpus: float, gpus: float) -> None:
+    """Refuse (InputError) a trial larger than every live node: Ray would keep it pending."""
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    largest_cpus = max((r.get("CPU", 0.0) for r in nodes), default=0.0)
+    largest_gpus = max((r.get("GPU", 0.0) for r in nodes), default=0.0)
+    check_fits_node(cpus, gpus, largest_cpus, largest_gpus)
+
+
+def cluster_gpus() -> float:
+    return float(ray.cluster_resources().get("GPU", 0.0))
