@@ -123,8 +123,8 @@ class Study:
         dataset: the default dataset here (Fashion-MNIST: works offline on any machine).
         seeds: repeats of each grid point in the paper (seeds 0, 1, ...).
         report: how the report lays the study out, kept beside its definition:
-            ``table`` (a table shape of :mod:`analysis.study_tables` and its options),
-            ``figure`` (the fields of :class:`analysis.figure_layout.Layout`) and
+            ``table`` (a table shape of :mod:`analysis.tables.study_tables` and its options),
+            ``figure`` (the fields of :class:`analysis.figures.figure_layout.Layout`) and
             ``reproduces`` (what of the paper it reproduces); empty: the generic report.
         source: the study file it was read from.
         paper_settings: its fixed values and axes are the paper's settings, which budgets

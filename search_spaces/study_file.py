@@ -59,7 +59,7 @@ else:  # Python 3.10: the same parser, as the tomli package (a dependency there)
 TOP_KEYS = ("name", "description", "paper", "dataset", "seeds", "paper_datasets", "fixed", "axes")
 AXIS_KEYS = ("name", "values", "joint", "optuna")
 REPORT_KEYS = ("reproduces", "table", "figure", "statistic")
-# [report] statistic: what a trial's accuracy is (analysis/trial_statistic.py parses it;
+# [report] statistic: what a trial's accuracy is (analysis/stats/trial_statistic.py parses it;
 # named here without importing analysis, tests/test_analysis_statistic_report.py holds
 # the two to the same forms)
 STATISTIC_FORM = re.compile(r"final|val|best|last:[1-9][0-9]*")
@@ -67,7 +67,7 @@ STATISTIC_ALLOWED = "final, last:K (K a whole number >= 1), val, best"
 FIGURE_KEYS = ("lines", "panels", "x", "x_lines", "figure", "x_figure")
 RANGE_KINDS = ("uniform", "loguniform", "int", "logint", "categorical")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
-# Table shapes of analysis.study_tables (named here, not imported: analysis imports pandas)
+# Table shapes of analysis.tables.study_tables (named here, not imported: analysis imports pandas)
 TABLE_KINDS = (
     "generic",
     "comparison",

@@ -5,7 +5,7 @@ The first batch is the budget's (or the study's) seeds, 0..n-1; each later batch
 many seeds again (never past CAP), run as a sweep of its own beside the first,
 ``<sweep>-seeds<a>-<b>``: the report reads them together (one study, one condition, the
 seeds paired).  After each batch the tables the report would print are rebuilt from all
-batches (:func:`analysis.resolvable_tables.resolvable_differences`, the report's own
+batches (:func:`analysis.tables.resolvable_tables.resolvable_differences`, the report's own
 statistic) and the rule below decides.
 
 The rule stops on the *width* of the intervals — each table's resolvable difference, which

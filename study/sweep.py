@@ -451,7 +451,7 @@ def add_seed_batches(
     sweeps beside it until every table resolves T points or CAP seeds are spent
     (study/seed_batches.py); prints each decision and the report command over all
     batches; returns the batch folders."""
-    from analysis.resolvable_tables import resolvable_differences
+    from analysis.tables.resolvable_tables import resolvable_differences
 
     folders = [target.sweep_dir]
     done = len(plan.seeds)

@@ -55,11 +55,11 @@ def report_snapshot(
     """``{study: [markdown of each table]}`` on a fake results folder of each study (of
     ``studies``, default every built-in one); ``with_definition=False`` writes manifests
     without the study's definition (as sweeps did before studies became files)."""
-    from analysis.formats import to_markdown
-    from analysis.grouping import study_groups
-    from analysis.loading import load_results
-    from analysis.study_tables import TableOptions, study_tables
-    from analysis.trial_statistic import FINAL
+    from analysis.reading.grouping import study_groups
+    from analysis.reading.loading import load_results
+    from analysis.stats.trial_statistic import FINAL
+    from analysis.tables.formats import to_markdown
+    from analysis.tables.study_tables import TableOptions, study_tables
     from search_spaces import STUDIES
     from tests.analysis_fakes import curve, plan_configs, write_sweep
 

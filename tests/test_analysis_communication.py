@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.communication import (
+from analysis.tables.communication import (
     communication_frame,
     format_speedup,
     rounds_to_reach,

@@ -9,11 +9,11 @@ import sys
 import pandas as pd
 import pytest
 
-from analysis import figures
-from analysis.figure_layout import layout_for
-from analysis.grouping import study_groups
-from analysis.loading import load_results
-from analysis.search import parameter_importance, search_history
+from analysis.figures import plots as figures
+from analysis.figures.figure_layout import layout_for
+from analysis.reading.grouping import study_groups
+from analysis.reading.loading import load_results
+from analysis.stats.search import parameter_importance, search_history
 from tests.analysis_fakes import curve, plan_configs, write_sweep
 
 
@@ -45,7 +45,7 @@ def heterogeneity(tmp_path_factory):
 
 
 def test_matplotlib_runs_headless():
-    code = "import analysis.figures, matplotlib; print(matplotlib.get_backend())"
+    code = "import analysis.figures.plots, matplotlib; print(matplotlib.get_backend())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().lower() == "agg"
 

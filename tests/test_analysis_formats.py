@@ -6,8 +6,8 @@ import io
 
 import pandas as pd
 
-from analysis.formats import latex_escape, to_csv, to_latex, to_markdown, write_table
-from analysis.tables import Table
+from analysis.tables.formats import latex_escape, to_csv, to_latex, to_markdown, write_table
+from analysis.tables.table import Table
 
 
 def simple() -> Table:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.loading import load_results
+from analysis.reading.loading import load_results
 from analysis.report import write_report
-from analysis.timing import NOT_RECORDED, machine_text
+from analysis.tables.timing import NOT_RECORDED, machine_text
 from study.machine import machine_description
 from tests.analysis_fakes import curve, plan_configs, result_row, write_sweep, write_trial
 

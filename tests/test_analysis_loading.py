@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from analysis.loading import NoResultsError, find_sweep_dirs, load_results, read_result_rows
+from analysis.reading.loading import NoResultsError, find_sweep_dirs, load_results, read_result_rows
 from tests.analysis_fakes import (
     curve,
     manifest,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import figures
+from analysis.figures import plots as figures
 from analysis.report import main
 from study.driver_liveness import driver_record
 from tests.analysis_fakes import curve, plan_configs, write_sweep, write_trial

@@ -2,7 +2,7 @@
 default (the mean of the last 3 rounds) and its caption, ``val`` (refused without
 validation, else the test accuracy at the best validation round), the study file's
 choice, the seed plan under every comparison, the convergence check, and the sweep's
-stopping rule (:func:`analysis.resolvable_tables.resolvable_differences`)."""
+stopping rule (:func:`analysis.tables.resolvable_tables.resolvable_differences`)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from analysis.report import main
-from analysis.resolvable_tables import resolvable_differences, tables_above
-from analysis.trial_statistic import FINAL, StatisticError, parse_statistic
+from analysis.stats.trial_statistic import FINAL, StatisticError, parse_statistic
+from analysis.tables.resolvable_tables import resolvable_differences, tables_above
 from search_spaces.study_file import STATISTIC_FORM, StudyFileError, study_from_dict
 from tests.analysis_fakes import manifest, plan_configs, result_row, write_trial
 

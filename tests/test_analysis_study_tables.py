@@ -8,10 +8,10 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.grouping import study_groups
-from analysis.loading import load_results
-from analysis.study_tables import SHAPES, TableOptions, study_tables
-from analysis.trial_statistic import BEST, FINAL
+from analysis.reading.grouping import study_groups
+from analysis.reading.loading import load_results
+from analysis.stats.trial_statistic import BEST, FINAL
+from analysis.tables.study_tables import SHAPES, TableOptions, study_tables
 from search_spaces import STUDIES
 from tests.analysis_fakes import curve, plan_configs, write_sweep
 

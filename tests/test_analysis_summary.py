@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.summary import excluded_trials, summarise
-from analysis.tables import accuracy_table, best_of_table, stat_text
+from analysis.reading.summary import excluded_trials, summarise
+from analysis.tables.table import accuracy_table, best_of_table, stat_text
 
 
 def trial(method, seed, acc, status="completed", dataset="fmnist", **extra):

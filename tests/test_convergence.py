@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.comparisons import CellSample, compare_grid
-from analysis.convergence import convergence_note, judge_convergence
+from analysis.stats.comparisons import CellSample, compare_grid
+from analysis.stats.convergence import convergence_note, judge_convergence
 
 PARTITION = frozenset({("fmnist",)})
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from analysis import report
-from analysis.loading import NoResultsError, load_results
+from analysis.reading.loading import NoResultsError, load_results
 from tests.analysis_fakes import curve, plan_configs, write_sweep
 
 

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from analysis.loading import load_results
+from analysis.reading.loading import load_results
 from study.driver_liveness import driver_gone
 from tests.analysis_fakes import plan_configs, write_sweep
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.loading import load_results
+from analysis.reading.loading import load_results
 from federated.cli import exit_codes
 from tests.test_sweep_ray import manifest, reference_accuracies, rounds, trial_dirs
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.loading import load_results
+from analysis.reading.loading import load_results
 from analysis.report import write_report
-from analysis.study_tables import TableOptions
-from analysis.trial_statistic import FINAL
+from analysis.stats.trial_statistic import FINAL
+from analysis.tables.study_tables import TableOptions
 from search_spaces import BUDGETS
 from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import load_study_file, study_to_dict

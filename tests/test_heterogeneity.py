@@ -309,7 +309,7 @@ def test_inert_heterogeneity_settings_are_warned():
 
 # ----------------------------------------------------------------- example images
 def test_the_driver_writes_example_images_that_the_report_draws(tmp_path):
-    from analysis.feature_examples import feature_examples_figure, read_feature_examples
+    from analysis.figures.feature_examples import feature_examples_figure, read_feature_examples
     from study.feature_examples import IMAGES_PER_PARTY, write_feature_examples
 
     configs = [

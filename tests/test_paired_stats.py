@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from analysis.comparisons import CellSample, compare_grid, delta_text, signed
-from analysis.paired_stats import (
+from analysis.stats.comparisons import CellSample, compare_grid, delta_text, signed
+from analysis.stats.paired_stats import (
     PAIRED,
     WELCH,
     compare,

@@ -1,5 +1,5 @@
 """The report's per-party table and figure, data/parties.csv and Fig. 2's t-SNE panel
-(analysis/party_tables.py, analysis/representations.py), on a hand-made sweep."""
+(analysis/tables/party_tables.py, analysis/figures/representations.py), on a hand-made sweep."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from analysis.loading import load_results
-from analysis.party_tables import final_party_columns
+from analysis.reading.loading import load_results
 from analysis.report import write_report
+from analysis.tables.party_tables import final_party_columns
 from tests.analysis_fakes import manifest, plan_configs, result_row, write_trial
 
 # final-round mean over parties / worst 10% by (method, seed): MOON - FedAvg is

@@ -1,4 +1,4 @@
-"""Every file the report reads goes through one checker per kind (analysis/trial_files.py):
+"""Every file the report reads goes through one checker per kind (analysis/reading/trial_files.py):
 a damaged parties.csv, representations/round_*.npz or feature_examples.npz leaves that
 part of that trial out, named with its path and reason under "Files not counted", and
 the rest of the report is written; a report that fails writes nothing half-done."""
@@ -14,14 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.loading import load_results
-from analysis.report import main, write_report
-from analysis.trial_files import (
+from analysis.reading.loading import load_results
+from analysis.reading.trial_files import (
     DamagedFileError,
     read_feature_examples,
     read_parties,
     read_representation,
 )
+from analysis.report import main, write_report
 from tests.analysis_fakes import manifest, plan_configs, result_row, write_trial
 
 ROUNDS = 2

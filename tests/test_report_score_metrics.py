@@ -15,8 +15,6 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from analysis.communication import rounds_to_reach
-from analysis.loading import load_results
 from analysis.primary_metric import (
     ACCURACY,
     SCORE_METRICS,
@@ -25,10 +23,12 @@ from analysis.primary_metric import (
     sweep_metric,
     table_metrics,
 )
+from analysis.reading.loading import load_results
 from analysis.report import main, write_report
-from analysis.resolvable_tables import resolvable_differences
-from analysis.study_tables import TableOptions
-from analysis.trial_statistic import FINAL, Statistic, trial_values
+from analysis.stats.trial_statistic import FINAL, Statistic, trial_values
+from analysis.tables.communication import rounds_to_reach
+from analysis.tables.resolvable_tables import resolvable_differences
+from analysis.tables.study_tables import TableOptions
 from study.selection import (
     SELECTION_METRICS,
     SelectionError,

@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from analysis.paired_stats import resolvable_difference, resolvable_unpaired
-from analysis.resolvable_tables import tables_above
-from analysis.seed_plan import resolvable_with, seeds_text, seeds_to_resolve
+from analysis.stats.paired_stats import resolvable_difference, resolvable_unpaired
+from analysis.stats.seed_plan import resolvable_with, seeds_text, seeds_to_resolve
+from analysis.tables.resolvable_tables import tables_above
 
 
 @pytest.mark.parametrize(
@@ -46,7 +46,7 @@ def test_unpaired_plan_hand_computed():
 @pytest.mark.parametrize("target", [0.5, 2.0, 3.0])
 def test_the_plan_is_the_smallest_n_the_report_would_call_resolved(sd, target):
     """The report's own resolvable difference at the planned n is within the target,
-    and one seed fewer is not (the arithmetic matches analysis.paired_stats)."""
+    and one seed fewer is not (the arithmetic matches analysis.stats.paired_stats)."""
     n = seeds_to_resolve(sd, target)
     # n paired differences whose sample sd is exactly sd: 0, 1, ..., n-1 rescaled
     base = np.arange(n, dtype=float)

@@ -99,7 +99,7 @@ def outcomes_frame():
 def test_the_report_numbers_of_a_selection_by_hand():
     import numpy as np
 
-    from analysis.selection import (
+    from analysis.stats.selection import (
         best_so_far,
         evaluation_noise,
         point_choice,

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.trial_statistic import (
+from analysis.stats.trial_statistic import (
     BEST,
     DEFAULT_STATISTIC,
     FINAL,

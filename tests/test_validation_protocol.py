@@ -153,7 +153,7 @@ def test_local_test_scores_each_party_on_its_own_images(synthetic):
 def test_the_per_party_note_names_what_the_parties_were_scored_on():
     import pandas as pd
 
-    from analysis.party_tables import party_accuracy_note
+    from analysis.tables.party_tables import party_accuracy_note
 
     own = party_accuracy_note(pd.DataFrame({"party_test_fraction": [0.1, 0.1]}))
     assert "own held-out local test split" in own

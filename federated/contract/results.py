@@ -27,7 +27,7 @@ the end (the sweep's summary) or later (the report); both print the same words:
 ``stopped``      the sweep finished, the trial ran fewer rounds without error (a
                  scheduler such as ASHA stopped it)
 ``damaged``      its files lost rounds or cannot be read (the report only: it decides
-                 from the files, see :mod:`analysis.trial_files`)
+                 from the files, see :mod:`analysis.reading.trial_files`)
 ``interrupted``  the sweep was interrupted after the trial reported a round
 ``not started``  the sweep was interrupted before the trial reported any round
 ``running``      the sweep is still running and the trial has not finished

@@ -19,7 +19,7 @@ fraction, and no random stream of the run is touched.  The forward passes run un
 not change with the option.
 
 :func:`save_representations` writes one ``round_NNNN.npz`` (numpy, no pickle) per round,
-atomically; the report draws the t-SNE panel from them (analysis/representations.py).
+atomically; the report draws the t-SNE panel from them (analysis/figures/representations.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The report folder's pieces of markdown: unique file stems and figure blocks, shared by
-every section (analysis/report.py, analysis/selection_section.py)."""
+"""The report folder's pieces of markdown: unique file stems, links to a table's files and
+figure blocks, shared by every section of :mod:`analysis.sections`."""
 
 from __future__ import annotations
 
@@ -23,3 +23,8 @@ def figure_block(paths: list[Path], out: Path, caption: str) -> list[str]:
     )
     line = f"![{caption}]({png.relative_to(out).as_posix()})"
     return [line, "", f"*{caption}*" + (f" ({others})" if others else ""), ""]
+
+
+def file_links(paths: dict[str, Path], out: Path) -> str:
+    """Links to one table's files (``md · tex · csv``), paths relative to ``out``."""
+    return " · ".join(f"[{fmt}]({p.relative_to(out).as_posix()})" for fmt, p in paths.items())

@@ -27,7 +27,7 @@ generic            (any other study) every combination of the axes, the last axi
 Columns are datasets unless the study varies something else along them; then a
 second dataset shows up as part of the column label.
 
-Every accuracy table reports one statistic of each trial (:mod:`analysis.trial_statistic`:
+Every accuracy table reports one statistic of each trial (:mod:`analysis.stats.trial_statistic`:
 the final round, the mean of the last K rounds, the round chosen by validation), the
 user's choice, else the study file's ``[report] statistic``, else the default; its
 title names it.  The communication table keeps the baseline's final-round accuracy as
@@ -48,25 +48,25 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.comparisons import dataset_classes
-from analysis.grouping import StudyGroup
 from analysis.naming import dataset_name, format_value, method_name
 from analysis.primary_metric import Metric, sweep_metric, table_metrics
-from analysis.seed_plan import DEFAULT_TARGET
-from analysis.tables import (
-    Table,
-    accuracy_table,
-    best_of_table,
-    communication_table,
-    key_order,
-)
-from analysis.trial_statistic import (
+from analysis.reading.grouping import StudyGroup
+from analysis.stats.comparisons import dataset_classes
+from analysis.stats.seed_plan import DEFAULT_TARGET
+from analysis.stats.trial_statistic import (
     REPORTED,
     Statistic,
     resolve_statistic,
     shortest_rounds,
     trial_values,
     with_statistic,
+)
+from analysis.tables.table import (
+    Table,
+    accuracy_table,
+    best_of_table,
+    communication_table,
+    key_order,
 )
 
 
@@ -76,10 +76,10 @@ class TableOptions:
 
     Attributes:
         statistic: what a trial's accuracy is (None: the study file's ``[report]
-            statistic``, else :data:`~analysis.trial_statistic.DEFAULT_STATISTIC`).
+            statistic``, else :data:`~analysis.stats.trial_statistic.DEFAULT_STATISTIC`).
         column: the comparison table's columns (any config column; default datasets).
         baseline: the communication table's baseline method.
-        target: ``per-seed`` or ``mean`` (see :mod:`analysis.communication`).
+        target: ``per-seed`` or ``mean`` (see :mod:`analysis.tables.communication`).
         resolve_target: the difference (accuracy points; hundredths of a score metric's
             scale, :meth:`~analysis.primary_metric.Metric.target`) the notes plan seeds for.
         metric: what the tables are built on (None: the group's primary metric, and for
@@ -103,7 +103,7 @@ def primary_of(group: StudyGroup) -> Metric:
 
 def reported_group(group: StudyGroup, options: TableOptions) -> tuple[StudyGroup, Statistic]:
     """``group`` with its trials' reported statistic on ``options.metric`` (default: the
-    group's primary) (the column :data:`~analysis.trial_statistic.REPORTED` and its
+    group's primary) (the column :data:`~analysis.stats.trial_statistic.REPORTED` and its
     companions), and that statistic."""
     statistic = resolve_statistic(options.statistic, group.report)
     metric = options.metric or primary_of(group)
@@ -488,7 +488,7 @@ def study_tables(group: StudyGroup, options: TableOptions | None = None) -> list
     it names none).
 
     Optuna groups get none here (their trials are search samples, not grid points;
-    :mod:`analysis.search` summarises them).
+    :mod:`analysis.stats.search` summarises them).
     """
     options = options or TableOptions()
     if group.search == "optuna" or group.trials.empty:

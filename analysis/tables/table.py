@@ -1,22 +1,22 @@
 """Tables as data: the :class:`Table` every writer renders, and the generic builders.
 
-A table is built from the per-trial frame of :mod:`analysis.loading`.  Cells show
+A table is built from the per-trial frame of :mod:`analysis.reading.loading`.  Cells show
 accuracies as percentages with one decimal, ``mean ± std`` over seeds (the paper's
 style), then ``Δ`` to the table's baseline with its 95% interval; bold marks the best
 cell of each column (or row) only where the seeds tell it from the runner-up, and the
-title says the smallest difference the seeds resolve (rules: :mod:`analysis.comparisons`).
+title says the smallest difference the seeds resolve (rules: :mod:`analysis.stats.comparisons`).
 The numbers behind every cell (fractions in [0, 1], and percentages, the intervals in
 accuracy points) go to the CSV, one row per cell.  What a trial's accuracy is (the final
 round, the mean of the last rounds, the round chosen by validation) is the caller's
-column ``value`` and is named by ``metric_text`` (:mod:`analysis.trial_statistic`).
+column ``value`` and is named by ``metric_text`` (:mod:`analysis.stats.trial_statistic`).
 Which metric a table holds (top-1 accuracy, or a score task's SRCC, MAE ...) is its
 ``metric`` (:mod:`analysis.primary_metric`): its direction decides better, worse, best
 and reaching a target (the lowest MAE is the best), its units the cells (a correlation or
 an error with three decimals, differences in its own units; the CSV's columns then drop
 the ``_pct`` of the percentage columns and add ``metric``).
 Under every comparison the notes say how many seeds would resolve a stated difference
-(:mod:`analysis.seed_plan`) and whether the trials had converged by the reported round
-(:mod:`analysis.convergence`).
+(:mod:`analysis.stats.seed_plan`) and whether the trials had converged by the reported round
+(:mod:`analysis.stats.convergence`).
 
 Builders:
 
@@ -37,12 +37,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.communication import (
-    communication_frame,
-    format_speedup,
-    summarise_communication,
-)
-from analysis.comparisons import (
+from analysis.naming import parameter_name, value_label
+from analysis.primary_metric import ACCURACY, SCORE, Metric
+from analysis.reading.loading import COMPLETED, is_number_column, status_counts
+from analysis.reading.summary import counted_trials, excluded_trials, latest_per_seed, summarise
+from analysis.stats.comparisons import (
     LEARNED_MARGIN,
     GridComparison,
     caption_text,
@@ -55,13 +54,14 @@ from analysis.comparisons import (
     delta_text,
     planning_note,
 )
-from analysis.convergence import Convergence, convergence_note, judge_convergence
-from analysis.loading import COMPLETED, is_number_column, status_counts
-from analysis.naming import parameter_name, value_label
-from analysis.primary_metric import ACCURACY, SCORE, Metric
-from analysis.seed_plan import DEFAULT_TARGET
-from analysis.summary import counted_trials, excluded_trials, latest_per_seed, summarise
-from analysis.trial_statistic import CLIMB_WINDOW
+from analysis.stats.convergence import Convergence, convergence_note, judge_convergence
+from analysis.stats.seed_plan import DEFAULT_TARGET
+from analysis.stats.trial_statistic import CLIMB_WINDOW
+from analysis.tables.communication import (
+    communication_frame,
+    format_speedup,
+    summarise_communication,
+)
 
 PARTY_MARK = "†"
 METRICS = {
@@ -185,8 +185,8 @@ def _compare(
     classes: Mapping[str, int] | None,
     metric: Metric,
 ) -> tuple[GridComparison, Convergence]:
-    """The table's claims (:func:`analysis.comparisons.compare_grid`) and convergence
-    (:func:`analysis.convergence.judge_convergence`) from the counted trials of each
+    """The table's claims (:func:`analysis.stats.comparisons.compare_grid`) and convergence
+    (:func:`analysis.stats.convergence.judge_convergence`) from the counted trials of each
     cell, one per seed (the latest sweep's, as in the means)."""
     rows, columns = keys
     row_keys, col_keys = grid
@@ -287,11 +287,7 @@ def _assemble(
     (``best="row"``), default the first.  A cell with no counted trial says why when it
     has others: ``– (2 error)``."""
     rows, columns = list(rows), list(columns)
-    left_out: dict[tuple, dict[str, int]] = {}
-    for _, t in excluded_trials(trials, statuses).iterrows():
-        key = (tuple(t[k] for k in rows), tuple(t[k] for k in columns))
-        left_out.setdefault(key, {}).setdefault(t["status"], 0)
-        left_out[key][t["status"]] += 1
+    left_out = _left_out_counts(trials, statuses, rows, columns)
     row_keys = key_order(trials, rows)
     col_keys = key_order(trials, columns)
     common = _common_n(stats)
@@ -313,13 +309,6 @@ def _assemble(
         classes=classes,
         metric=metric,
     )
-    one_column = len(col_names) == 1
-    named_rows = [_named(label, rows) for label in row_names]
-    cell_labels = {
-        (ri, ci): named_rows[ri] if one_column else f"{named_rows[ri]} · {_flat(col_names[ci])}"
-        for ri in range(len(row_names))
-        for ci in range(len(col_names))
-    }
     data_rows = []
     for ri, rk in enumerate(row_keys):
         for ci, ck in enumerate(col_keys):
@@ -329,49 +318,109 @@ def _assemble(
                     why = ", ".join(f"{n} {s}" for s, n in sorted(left_out[(rk, ck)].items()))
                     text.iat[ri, ci] = f"– ({why})"
                 continue
-            cell = stat_text(stat["mean"], stat["std"], stat["n"], stat["spread"], common, metric)
-            if suffix is not None:
-                cell += suffix(stat)
-            diff = claims.deltas.get((ri, ci))
-            if diff is not None:
-                cell += f" · {delta_text(diff, metric)}"
-            elif (ri, ci) in claims.references and claims.deltas:
-                cell += " (ref.)"
-            text.iat[ri, ci] = cell
-            data_rows.append(
-                {
-                    **{k: v for k, v in zip(rows, rk)},
-                    **{k: v for k, v in zip(columns, ck)},
-                    "row": row_names[ri],
-                    "column": " / ".join(col_names[ci])
-                    if isinstance(col_names[ci], tuple)
-                    else col_names[ci],
-                    **{k: stat[k] for k in stat.index if k not in (*rows, *columns)},
-                    **_delta_columns(claims, ri, ci, resolve_target),
-                    f"climb{_suffix(metric)}": round(convergence.climbs.get((ri, ci), np.nan), 4),
-                    "_ri": ri,
-                    "_ci": ci,
-                }
-            )
+            text.iat[ri, ci] = _cell_text(stat, common, metric, suffix, claims, (ri, ci))
+            row = _data_row(stat, (rows, columns), (rk, ck), (row_names[ri], col_names[ci]))
+            row.update(_delta_columns(claims, ri, ci, resolve_target))
+            row[f"climb{_suffix(metric)}"] = round(convergence.climbs.get((ri, ci), np.nan), 4)
+            data_rows.append({**row, "_ri": ri, "_ci": ci})
     bold = pd.DataFrame(False, index=text.index, columns=text.columns)
     for ri, ci in claims.bold:
         bold.iat[ri, ci] = True
-    data = pd.DataFrame(data_rows)
-    if not data.empty:
-        data["best"] = [bold.iat[r, c] for r, c in zip(data.pop("_ri"), data.pop("_ci"))]
-        data["seeds"] = data["seeds"].map(lambda s: ";".join(map(str, s)))
-        if metric.percent:
-            data["mean_pct"] = (100 * data["mean"]).round(4)
-            data["std_pct"] = (100 * data["std"]).round(4)
-        data[f"resolvable{_suffix(metric)}"] = round(claims.resolvable, 4)
-        data["converged"] = convergence.converged
-        if metric.task == SCORE:
-            data["metric"] = metric.stem
+    data = _cell_data(data_rows, bold, claims, convergence, metric)
     ref_name = None
     if claims.references:
         ri, ci = next(iter(claims.references))
         ref_name = _reference_name(row_names[ri] if best != "row" else col_names[ci], rows, best)
+    cell_labels = _cell_labels(row_names, col_names, rows)
     return _Assembled(text, bold, data, claims, convergence, ref_name, cell_labels)
+
+
+def _left_out_counts(
+    trials: pd.DataFrame, statuses: Sequence[str], rows: list[str], columns: list[str]
+) -> dict[tuple, dict[str, int]]:
+    """Per (row key, column key): how many trials of each status are not counted."""
+    left_out: dict[tuple, dict[str, int]] = {}
+    for _, t in excluded_trials(trials, statuses).iterrows():
+        key = (tuple(t[k] for k in rows), tuple(t[k] for k in columns))
+        left_out.setdefault(key, {}).setdefault(t["status"], 0)
+        left_out[key][t["status"]] += 1
+    return left_out
+
+
+def _cell_labels(
+    row_names: list[str], col_names: list[Any], rows: list[str]
+) -> dict[tuple[int, int], str]:
+    """Each cell's name in the notes: its row, and its column when there are several."""
+    one_column = len(col_names) == 1
+    named_rows = [_named(label, rows) for label in row_names]
+    return {
+        (ri, ci): named_rows[ri] if one_column else f"{named_rows[ri]} · {_flat(col_names[ci])}"
+        for ri in range(len(row_names))
+        for ci in range(len(col_names))
+    }
+
+
+def _cell_text(
+    stat: pd.Series,
+    common: int,
+    metric: Metric,
+    suffix: Callable[[pd.Series], str] | None,
+    claims: GridComparison,
+    cell: tuple[int, int],
+) -> str:
+    """A counted cell's text: ``mean ± std``, the caller's suffix, then its Δ to the
+    reference (or ``(ref.)`` on the reference itself)."""
+    text = stat_text(stat["mean"], stat["std"], stat["n"], stat["spread"], common, metric)
+    if suffix is not None:
+        text += suffix(stat)
+    diff = claims.deltas.get(cell)
+    if diff is not None:
+        text += f" · {delta_text(diff, metric)}"
+    elif cell in claims.references and claims.deltas:
+        text += " (ref.)"
+    return text
+
+
+def _data_row(
+    stat: pd.Series,
+    keys: tuple[list[str], list[str]],
+    key: tuple[tuple, tuple],
+    names: tuple[str, Any],
+) -> dict[str, Any]:
+    """A counted cell's CSV row before its comparison: its keys, its row and column names
+    and the summary's numbers."""
+    (rows, columns), (rk, ck), (row_name, col_name) = keys, key, names
+    return {
+        **{k: v for k, v in zip(rows, rk)},
+        **{k: v for k, v in zip(columns, ck)},
+        "row": row_name,
+        "column": " / ".join(col_name) if isinstance(col_name, tuple) else col_name,
+        **{k: stat[k] for k in stat.index if k not in (*rows, *columns)},
+    }
+
+
+def _cell_data(
+    data_rows: list[dict[str, Any]],
+    bold: pd.DataFrame,
+    claims: GridComparison,
+    convergence: Convergence,
+    metric: Metric,
+) -> pd.DataFrame:
+    """The CSV's rows, one per counted cell, with the table-wide columns added: bold,
+    seeds as text, percentages, the resolvable difference, convergence, the metric."""
+    data = pd.DataFrame(data_rows)
+    if data.empty:
+        return data
+    data["best"] = [bold.iat[r, c] for r, c in zip(data.pop("_ri"), data.pop("_ci"))]
+    data["seeds"] = data["seeds"].map(lambda s: ";".join(map(str, s)))
+    if metric.percent:
+        data["mean_pct"] = (100 * data["mean"]).round(4)
+        data["std_pct"] = (100 * data["std"]).round(4)
+    data[f"resolvable{_suffix(metric)}"] = round(claims.resolvable, 4)
+    data["converged"] = convergence.converged
+    if metric.task == SCORE:
+        data["metric"] = metric.stem
+    return data
 
 
 def _suffix(metric: Metric) -> str:
@@ -519,7 +568,7 @@ def accuracy_table(
     ``best``: compare cells (and mark the best) per ``"column"``, per ``"row"``, or None
     (no comparison).  ``reference``: the baseline's row key (its column key with
     ``best="row"``), default the first in reading order.  ``classes``: ``{dataset:
-    classes}`` for the chance level (:func:`analysis.comparisons.dataset_classes`).
+    classes}`` for the chance level (:func:`analysis.stats.comparisons.dataset_classes`).
     ``metric_text`` names ``value`` in the notes (default: :data:`METRICS`).
     ``resolve_target``: the difference (accuracy points, or ``metric``'s units) the
     seed plan is made for.  ``metric``: what ``value`` is (its direction and units).
@@ -647,7 +696,7 @@ def communication_table(
     speed-ups).
 
     A column group whose baseline has not learned (a target below chance, 1/classes
-    of ``classes[dataset]``, plus :data:`~analysis.comparisons.LEARNED_MARGIN` points;
+    of ``classes[dataset]``, plus :data:`~analysis.stats.comparisons.LEARNED_MARGIN` points;
     classification accuracy only) gets no numbers: each of its cells says why."""
     columns = list(columns)
     per_seed = communication_frame(
@@ -661,6 +710,27 @@ def communication_table(
         metric=metric,
     )
     summary = summarise_communication(per_seed, row=row, columns=columns)
+    unlearned = _unlearned_targets(per_seed, trials, columns, classes, metric)
+    base_name = value_label(baseline_column, baseline)
+    display = _communication_display(summary, trials, row, columns, unlearned, base_name, metric)
+    bold = pd.DataFrame(False, index=display.index, columns=display.columns)
+    data = _communication_data(per_seed, row, columns, unlearned)
+    notes = _communication_notes(per_seed, base_name, target, unlearned, metric)
+    notes += _exclusion_note(trials, (COMPLETED,))
+    return Table(name, title, display, bold, data, parameter_name(row), notes)
+
+
+def _communication_display(
+    summary: pd.DataFrame,
+    trials: pd.DataFrame,
+    row: str,
+    columns: list[str],
+    unlearned: dict[tuple, tuple[float, float]],
+    base_name: str,
+    metric: Metric,
+) -> pd.DataFrame:
+    """Table 2's cells: per method (row) and column group, ``#rounds`` and ``speed-up``;
+    methods with no completed trial anywhere are left out."""
     row_keys = [k[0] for k in key_order(trials, [row])]
     col_keys = [k for k in key_order(trials, columns) if not summary.empty]
     present = set(map(tuple, summary[columns].itertuples(index=False, name=None)))
@@ -672,8 +742,6 @@ def communication_table(
         labels += [(group, "#rounds"), (group, "speed-up")]
     row_names = [value_label(row, v) for v in row_keys]
     display = pd.DataFrame("–", index=row_names, columns=_columns_index(labels), dtype=object)
-    unlearned = _unlearned_targets(per_seed, trials, columns, classes, metric)
-    base_name = value_label(baseline_column, baseline)
     for _, s in summary.iterrows():
         ri = row_keys.index(s[row])
         key = tuple(s[c] for c in columns)
@@ -686,27 +754,58 @@ def communication_table(
             )
             display.iat[ri, ci + 1] = "none (baseline not learned)"
             continue
-        if s["n_reached"] == s["n"]:
-            rounds_text = f"{s['rounds_mean']:.0f}"
-            if not math.isnan(s["rounds_std"]) and s["rounds_std"] > 0:
-                rounds_text += f" ± {s['rounds_std']:.1f}"
-        elif s["n_reached"] == 0:
-            rounds_text = "not reached"
-        else:
-            rounds_text = f"not reached in {s['n'] - s['n_reached']}/{s['n']} seeds"
-        display.iat[ri, ci] = rounds_text
-        speed = format_speedup(s["speedup"])
-        if s["n_reached"] == s["n"] and s["speedup_std"] > 0:  # (NaN > 0 is False)
-            speed += f" ± {s['speedup_std']:.1f}"
-        display.iat[ri, ci + 1] = speed
+        display.iat[ri, ci] = _rounds_text(s)
+        display.iat[ri, ci + 1] = _speedup_text(s)
     # drop method rows with no completed trial anywhere
-    display = display[(display != "–").any(axis=1)]
-    bold = pd.DataFrame(False, index=display.index, columns=display.columns)
+    return display[(display != "–").any(axis=1)]
+
+
+def _rounds_text(s: pd.Series) -> str:
+    """A cell's ``#rounds``: mean ± std over seeds when every seed reached the target,
+    else how many did not."""
+    if s["n_reached"] == s["n"]:
+        text = f"{s['rounds_mean']:.0f}"
+        if not math.isnan(s["rounds_std"]) and s["rounds_std"] > 0:
+            text += f" ± {s['rounds_std']:.1f}"
+        return text
+    if s["n_reached"] == 0:
+        return "not reached"
+    return f"not reached in {s['n'] - s['n_reached']}/{s['n']} seeds"
+
+
+def _speedup_text(s: pd.Series) -> str:
+    """A cell's speed-up, ± the std of the per-seed speed-ups when every seed reached."""
+    speed = format_speedup(s["speedup"])
+    if s["n_reached"] == s["n"] and s["speedup_std"] > 0:  # (NaN > 0 is False)
+        speed += f" ± {s['speedup_std']:.1f}"
+    return speed
+
+
+def _communication_data(
+    per_seed: pd.DataFrame,
+    row: str,
+    columns: list[str],
+    unlearned: dict[tuple, tuple[float, float]],
+) -> pd.DataFrame:
+    """Table 2's CSV: one row per (method, column group, seed), with whether the
+    baseline learned there (no speed-up where it did not)."""
     data = per_seed.copy()
     data.insert(0, "row", [value_label(row, v) for v in data[row]])
     learned = [tuple(r) not in unlearned for r in data[columns].itertuples(index=False)]
     data["baseline_learned"] = learned
     data["speedup"] = data["speedup"].where(learned)  # a speed-up to chance is no number
+    return data
+
+
+def _communication_notes(
+    per_seed: pd.DataFrame,
+    base_name: str,
+    target: str,
+    unlearned: dict[tuple, tuple[float, float]],
+    metric: Metric,
+) -> list[str]:
+    """Table 2's notes: the target, how rounds and speed-ups read, and where the baseline
+    has not learned."""
     final = "final accuracy" if metric is ACCURACY else f"final {metric.noun}"
     target_words = (
         f"the same seed's baseline {final}"
@@ -715,7 +814,7 @@ def communication_table(
     )
     reach = "test accuracy ≥" if metric is ACCURACY else f"{metric.noun} {_reach_sign(metric)}"
     notes = [
-        f"Baseline {value_label(baseline_column, baseline)}: target = {target_words}; "
+        f"Baseline {base_name}: target = {target_words}; "
         f"#rounds = first round with {reach} target (mean ± std over seeds); the "
         "baseline's own #rounds are the rounds it ran.",
         "Speed-up = baseline rounds / method rounds (± the std of the per-seed speed-ups, "
@@ -736,5 +835,4 @@ def communication_table(
     fallback = not per_seed.empty and (per_seed["target_source"] == "mean over seeds").any()
     if fallback and target == "per-seed":
         notes.append("Seeds the baseline lacks were compared with its mean over seeds.")
-    notes += _exclusion_note(trials, (COMPLETED,))
-    return Table(name, title, display, bold, data, parameter_name(row), notes)
+    return notes

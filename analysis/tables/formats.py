@@ -1,4 +1,4 @@
-"""Writing a :class:`~analysis.tables.Table` as Markdown, LaTeX and CSV.
+"""Writing a :class:`~analysis.tables.table.Table` as Markdown, LaTeX and CSV.
 
 - Markdown (GitHub tables): the title in bold, the best cells in bold, the notes in
   italics under the table; grouped column headers read "group, sub-column".
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.tables import Table
+from analysis.tables.table import Table
 
 FORMATS = ("md", "tex", "csv")
 
@@ -80,7 +80,7 @@ _LATEX_UNICODE = {
     "·": r"$\cdot$",
     "§": r"\S{}",
     "₀": r"$_0$",
-    # the comparisons' marks (analysis.comparisons)
+    # the comparisons' marks (analysis.stats.comparisons)
     "Δ": r"$\Delta$",
     "↑": r"$\uparrow$",
     "↓": r"$\downarrow$",

@@ -8,7 +8,7 @@ method — the global model the round started from (Fig. 2c) and the first repor
 party's model after its local training (Fig. 2d) — coloured by class.  The maps are
 scikit-learn's ``TSNE`` (2-D, PCA initialisation, perplexity 30, seeded with
 :data:`TSNE_SEED`), so a report draws the same maps every time.  Files are read through
-:func:`analysis.trial_files.read_representation` (``allow_pickle=False``: the report never
+:func:`analysis.reading.trial_files.read_representation` (``allow_pickle=False``: the report never
 unpickles; a damaged capture is named, never drawn).
 """
 
@@ -26,9 +26,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis.loading import COMPLETED, Results
-from analysis.tables import key_order, row_label
-from analysis.trial_files import DamagedFileError, read_representation
+from analysis.reading.loading import COMPLETED, Results
+from analysis.reading.trial_files import DamagedFileError, read_representation
+from analysis.tables.table import key_order, row_label
 from federated.contract.results import REPRESENTATIONS
 
 FOLDER = REPRESENTATIONS
@@ -52,8 +52,8 @@ class Capture:
 
 def read_capture(path: Path, label: str, trial: str, seed: int) -> Capture:
     """One ``round_NNNN.npz`` (no pickle), checked by
-    :func:`analysis.trial_files.read_representation`; raises its
-    :class:`~analysis.trial_files.DamagedFileError` when damaged."""
+    :func:`analysis.reading.trial_files.read_representation`; raises its
+    :class:`~analysis.reading.trial_files.DamagedFileError` when damaged."""
     arrays = read_representation(path)
     return Capture(
         label,

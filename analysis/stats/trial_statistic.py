@@ -33,7 +33,7 @@ seed-to-seed spread of the paired differences than the final round alone
 Units: accuracies stay fractions in [0, 1] here (as in the rows); the tables turn them
 into percentages.  Along with the value, each trial gets its *climb*: the rise of a
 least-squares line through its test accuracy over the last :data:`CLIMB_WINDOW` rounds up
-to the reported round (a fraction; :mod:`analysis.convergence` judges it).
+to the reported round (a fraction; :mod:`analysis.stats.convergence` judges it).
 """
 
 from __future__ import annotations

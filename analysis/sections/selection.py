@@ -1,6 +1,6 @@
 """The report's selection section: for every sweep that chose a configuration, what it
 chose on, what that choice is worth on test, and how robust it is to evaluation noise
-(the numbers are :mod:`analysis.selection`'s; docs/validation.md reads them).  "Test
+(the numbers are :mod:`analysis.stats.selection`'s; docs/validation.md reads them).  "Test
 accuracy" is the sweep's primary metric on test (:mod:`analysis.primary_metric`: a score
 sweep's ``test_srcc``, ``test_mae`` ...), shown in its units."""
 
@@ -13,12 +13,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis.figures import save_figure
-from analysis.loading import Results, Sweep
+from analysis.figures.plots import save_figure
 from analysis.naming import percent
 from analysis.primary_metric import Metric, sweep_metric
-from analysis.report_markdown import figure_block, unique_stem
-from analysis.selection import (
+from analysis.reading.loading import Results, Sweep
+from analysis.sections.markdown import figure_block, unique_stem
+from analysis.stats.selection import (
     best_so_far,
     evaluation_noise,
     final_party_values,
@@ -27,7 +27,7 @@ from analysis.selection import (
     rerun_outcome,
     trial_outcomes,
 )
-from analysis.trial_statistic import final_values
+from analysis.stats.trial_statistic import final_values
 
 #: evaluating-party counts the noise table shows (those below N)
 NOISE_KS = (1, 2, 3, 5, 10, 20, 50)

@@ -24,9 +24,9 @@ computed against FedAvg"):
   (``speedup_std``).  Otherwise the table says in how many seeds it was reached and
   shows ``<1×``.
 - A speed-up means something only when the baseline has learned: the table
-  (:func:`analysis.tables.communication_table`) gives rounds and speed-ups for a column
+  (:func:`analysis.tables.table.communication_table`) gives rounds and speed-ups for a column
   only when every target there is at least chance (1/classes) plus
-  :data:`analysis.comparisons.LEARNED_MARGIN` (10 accuracy points); otherwise each of its
+  :data:`analysis.stats.comparisons.LEARNED_MARGIN` (10 accuracy points); otherwise each of its
   cells says why instead of a number (reaching a chance-level accuracy first is luck).
 - A score task's table (:mod:`analysis.primary_metric`) counts on its metric instead of
   accuracy: the target is the baseline's final value of it (``test_srcc``, ``test_mae``
@@ -38,16 +38,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.loading import COMPLETED
 from analysis.primary_metric import ACCURACY, Metric
-from analysis.trial_statistic import final_values
+from analysis.reading.loading import COMPLETED
+from analysis.stats.trial_statistic import final_values
 
 TARGETS = ("per-seed", "mean")
 NOT_REACHED = "<1×"
+#: :func:`communication_frame`'s columns after the column group's and the row's
+FRAME_COLUMNS = (
+    "seed",
+    "target",
+    "target_source",
+    "baseline_rounds",
+    "rounds_needed",
+    "reached",
+    "speedup",
+)
 
 
 def rounds_to_reach(
@@ -109,7 +121,7 @@ def communication_frame(
 ) -> pd.DataFrame:
     """Per (column group, row, seed): the target, the rounds to reach it, the speed-up.
 
-    ``trials`` and ``rounds`` are :class:`~analysis.loading.Results` frames; only
+    ``trials`` and ``rounds`` are :class:`~analysis.reading.loading.Results` frames; only
     completed trials are used.  Column groups without a completed baseline trial are
     left out.  ``metric``: what is reached (its test column; an error is reached from
     above).  Returns columns ``*columns, row, seed, target`` (the metric as recorded)
@@ -119,15 +131,7 @@ def communication_frame(
     if target not in TARGETS:
         raise ValueError(f"target={target!r} (allowed: {', '.join(TARGETS)})")
     columns = list(columns)
-    curves = {
-        key: (
-            group["round"].astype(int).tolist(),
-            pd.to_numeric(group[metric.column], errors="coerce").astype(float).tolist()
-            if metric.column in group
-            else [math.nan] * len(group),
-        )
-        for key, group in rounds.groupby(["sweep", "trial"], sort=False)
-    }
+    curves = _test_curves(rounds, metric)
     done = trials.assign(final_value=final_values(trials, rounds, metric))
     done = done[(done["status"] == COMPLETED) & done["final_value"].notna()]
     out = []
@@ -138,21 +142,16 @@ def communication_frame(
         if base.empty:
             continue
         base_value = baseline_rows(group, row, baseline, baseline_column)
-        by_seed = dict(zip(base["seed"], base["final_value"].astype(float)))
-        base_rounds = dict(zip(base["seed"], base["last_round"].astype(int)))
-        mean_target = float(np.mean(list(by_seed.values())))
-        mean_rounds = float(np.mean(list(base_rounds.values())))
+        targets = _BaselineTargets.of(base)
         for _, trial in group.iterrows():
             seed = trial["seed"]
-            paired = target == "per-seed" and seed in by_seed
-            goal = by_seed[seed] if paired else mean_target
-            r_base = base_rounds[seed] if paired else mean_rounds
+            paired = target == "per-seed" and seed in targets.by_seed
+            goal = targets.by_seed[seed] if paired else targets.mean
+            r_base = targets.rounds[seed] if paired else targets.mean_rounds
             if trial[row] == base_value:
                 needed: float | None = float(trial["last_round"])  # by definition (see above)
             else:
-                curve_rounds, curve_acc = curves.get((trial["sweep"], trial["trial"]), ([], []))
-                reached_at = rounds_to_reach(curve_rounds, curve_acc, goal, metric.higher_is_better)
-                needed = None if reached_at is None else float(reached_at)
+                needed = _rounds_needed(curves, trial, goal, metric)
             out.append(
                 {
                     **dict(zip(columns, key)),
@@ -166,20 +165,57 @@ def communication_frame(
                     "speedup": speedup(r_base, needed),
                 }
             )
-    return pd.DataFrame(
-        out,
-        columns=[
-            *columns,
-            row,
-            "seed",
-            "target",
-            "target_source",
-            "baseline_rounds",
-            "rounds_needed",
-            "reached",
-            "speedup",
-        ],
-    )
+    return pd.DataFrame(out, columns=[*columns, row, *FRAME_COLUMNS])
+
+
+def _test_curves(
+    rounds: pd.DataFrame, metric: Metric
+) -> dict[tuple[str, str], tuple[list[int], list[float]]]:
+    """Per (sweep, trial): its rounds and its test values of ``metric`` (NaN where the
+    column is missing or a value is not a number)."""
+    return {
+        key: (
+            group["round"].astype(int).tolist(),
+            pd.to_numeric(group[metric.column], errors="coerce").astype(float).tolist()
+            if metric.column in group
+            else [math.nan] * len(group),
+        )
+        for key, group in rounds.groupby(["sweep", "trial"], sort=False)
+    }
+
+
+@dataclass(frozen=True)
+class _BaselineTargets:
+    """A column group's baseline: per seed its final value (the target) and the rounds it
+    ran, and the means over seeds (for seeds the baseline lacks, or ``target="mean"``)."""
+
+    by_seed: dict[Any, float]
+    rounds: dict[Any, int]
+    mean: float
+    mean_rounds: float
+
+    @classmethod
+    def of(cls, base: pd.DataFrame) -> _BaselineTargets:
+        by_seed = dict(zip(base["seed"], base["final_value"].astype(float)))
+        rounds = dict(zip(base["seed"], base["last_round"].astype(int)))
+        return cls(
+            by_seed,
+            rounds,
+            float(np.mean(list(by_seed.values()))),
+            float(np.mean(list(rounds.values()))),
+        )
+
+
+def _rounds_needed(
+    curves: dict[tuple[str, str], tuple[list[int], list[float]]],
+    trial: pd.Series,
+    goal: float,
+    metric: Metric,
+) -> float | None:
+    """The first round whose test value reaches ``goal``; None if none does."""
+    curve_rounds, curve_acc = curves.get((trial["sweep"], trial["trial"]), ([], []))
+    reached_at = rounds_to_reach(curve_rounds, curve_acc, goal, metric.higher_is_better)
+    return None if reached_at is None else float(reached_at)
 
 
 def summarise_communication(

@@ -20,9 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.loading import Results, Sweep
 from analysis.naming import format_value
-from analysis.study_spec import report_spec
+from analysis.reading.loading import Results, Sweep
+from analysis.reading.study_spec import report_spec
 
 # federated.engine.run_state.EXECUTION_FIELDS (the execution_only config fields; not imported:
 # it would import torch), plus
@@ -53,7 +53,7 @@ class StudyGroup:
         search: ``grid`` (grid and rerun-best sweeps) or ``optuna``.
         axes: the study's varied dimensions (the manifests' ``axes``).
         paper: the paper table or figure the study reproduces (the manifest's ``paper``).
-        trials, rounds: the group's rows of :class:`~analysis.loading.Results`.
+        trials, rounds: the group's rows of :class:`~analysis.reading.loading.Results`.
         sweeps: the sweeps its trials come from.
         condition: what sets this group apart from others of the same study, e.g.
             ``{"budget": "laptop", "rounds": 10}``; empty when nothing does.

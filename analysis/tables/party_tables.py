@@ -6,7 +6,7 @@ defines them); its ``parties.csv`` the per-party numbers (federated/engine/run_f
 
 - :func:`per_party_table`: per method/setting, the final scored round's mean over
   parties and mean of the worst 10% of parties, mean ± std over seeds, each with its
-  paired Δ to the table's baseline and 95% interval (:mod:`analysis.comparisons`, the
+  paired Δ to the table's baseline and 95% interval (:mod:`analysis.stats.comparisons`, the
   same rules as every accuracy table).
 - :func:`party_frame`: every trial's per-party accuracies (``data/parties.csv``).
 - :func:`party_distribution_figure`: per method/setting, the final round's per-party
@@ -32,18 +32,18 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from analysis.loading import COMPLETED, Results
 from analysis.primary_metric import ACCURACY, Metric
-from analysis.seed_plan import DEFAULT_TARGET
-from analysis.summary import excluded_trials
-from analysis.tables import Table, accuracy_table, key_order, row_label
-from analysis.trial_files import DamagedFileError, read_parties
+from analysis.reading.loading import COMPLETED, Results
+from analysis.reading.summary import excluded_trials
+from analysis.reading.trial_files import DamagedFileError, read_parties
+from analysis.stats.seed_plan import DEFAULT_TARGET
+from analysis.tables.table import Table, accuracy_table, key_order, row_label
 from federated.contract.results import PARTIES, STATUSES
 
 PARTIES_FILE = PARTIES
 METRIC_COLUMN = "party_metric"  # the table's column axis (analysis/naming.py: self-describing)
 MEAN, WORST = "mean over parties", "worst 10% of parties"
-NOT_COUNTED_NOTE = "Not counted:"  # how analysis.tables opens its note of left-out trials
+NOT_COUNTED_NOTE = "Not counted:"  # how analysis.tables.table opens its note of left-out trials
 SOURCES = {MEAN: "party_acc_mean", WORST: "party_acc_worst10"}
 
 
@@ -193,7 +193,7 @@ def party_frame(results: Results, not_counted: list[str] | None = None) -> pd.Da
     """Every trial's ``parties.csv`` with its ``sweep``, ``trial``, ``status``, reading
     order and config columns: one row per (trial, scored round, party).
 
-    Each file goes through :func:`analysis.trial_files.read_parties`; a damaged one is
+    Each file goes through :func:`analysis.reading.trial_files.read_parties`; a damaged one is
     left out and named in ``not_counted`` (path and reason), the trial's other results
     still count."""
     frames = []

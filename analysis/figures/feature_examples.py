@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.trial_files import DamagedFileError
-from analysis.trial_files import read_feature_examples as read_checked
+from analysis.reading.trial_files import DamagedFileError
+from analysis.reading.trial_files import read_feature_examples as read_checked
 from federated.contract.results import FEATURE_EXAMPLES
 
 
@@ -18,7 +18,7 @@ def read_feature_examples(
     sweep_dir: Path, not_counted: list[str] | None = None
 ) -> dict[str, np.ndarray] | None:
     """The arrays of ``sweep_dir``'s examples (checked by
-    :func:`analysis.trial_files.read_feature_examples`), or None when it has none or they
+    :func:`analysis.reading.trial_files.read_feature_examples`), or None when it has none or they
     are damaged: a damaged file is named in ``not_counted`` (path and reason), not a
     reason to lose the rest of the report."""
     try:

@@ -1,8 +1,8 @@
 """Had a table's trials converged by the reported round?  A comparison made while the
 curves still climb says how fast methods learn, not where they end.
 
-Each trial's *climb* (:mod:`analysis.trial_statistic`) is the rise of a least-squares
-line through its test accuracy over the last :data:`~analysis.trial_statistic.CLIMB_WINDOW`
+Each trial's *climb* (:mod:`analysis.stats.trial_statistic`) is the rise of a least-squares
+line through its test accuracy over the last :data:`~analysis.stats.trial_statistic.CLIMB_WINDOW`
 rounds up to the reported round, in accuracy points (a score task's metric: in its own
 units; a falling error climbs downwards, and only the size counts).  A cell's climb is
 the mean over its seeds.  The yardstick is the statistic's own spread: the sd over seeds
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.comparisons import CellSample, GridComparison
-from analysis.paired_stats import pooled_sd
 from analysis.primary_metric import ACCURACY, Metric
-from analysis.trial_statistic import CLIMB_WINDOW
+from analysis.stats.comparisons import CellSample, GridComparison
+from analysis.stats.paired_stats import pooled_sd
+from analysis.stats.trial_statistic import CLIMB_WINDOW
 
 # A note names this many moving cells, the steepest first, then counts the rest.
 NAMED_CELLS = 4

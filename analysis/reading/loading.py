@@ -25,7 +25,7 @@ words and the one function that decides them are the results contract's
 last one of a running trial, or fewer rounds than the manifest recorded) or its
 ``params.json`` cannot be read; ``error`` says what.  A trial's other files
 (``parties.csv``, ``representations/``) are checked when the report reads them
-(:mod:`analysis.trial_files`): a damaged one leaves that part of the trial out, named.
+(:mod:`analysis.reading.trial_files`): a damaged one leaves that part of the trial out, named.
 
 A sweep whose manifest says ``running`` but whose driver process (recorded in the
 manifest) is gone from this host was killed: it is read as ``interrupted``.  Trials an
@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.trial_files import (
+from analysis.reading.trial_files import (
     DamagedFileError,
     read_manifest,
     read_params,
@@ -255,21 +255,7 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
     """One sweep directory -> (Sweep, trial records, round rows)."""
     path = Path(path)
     problems = problems if problems is not None else []
-    try:
-        manifest = dict(read_manifest(path / MANIFEST))
-    except DamagedFileError as err:
-        raise NoResultsError(f"unreadable sweep manifest: {err}") from None
-    label = name or path.name
-    manifest["status"] = _sweep_status(manifest, label, problems)
-    manifest["trials"] = manifest.get("trials") or {}
-    partitions, partitions_problem = read_partitions(path / PARTITIONS)
-    if partitions_problem:
-        problems.append(f"{label}: {partitions_problem}")
-    sweep = Sweep(path, manifest, partitions, label)
-    entries: dict[str, Any] = manifest["trials"]
-    # Nothing appends to a sweep that ended: a cut-short last line is lost data then.
-    ended = sweep.status != SWEEP_RUNNING
-
+    sweep = _read_sweep(path, problems, name or path.name)
     trial_dirs = sorted(
         (p for p in path.iterdir() if p.is_dir() and (p / PARAMS).exists()),
         key=_trial_order,
@@ -277,78 +263,131 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
     trials: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     for order, trial_dir in enumerate(trial_dirs):
-        try:
-            config = read_params(trial_dir / PARAMS)
-        except (DamagedFileError, FileNotFoundError) as err:
-            if not ended:  # Tune may be writing it right now
-                problems.append(
-                    f"{sweep.name}/{trial_dir.name}: params.json not readable yet; skipped ({err})"
-                )
-                continue
-            trials.append(_damaged_trial(sweep, trial_dir, order, f"damaged: {err}"))
-            problems.append(f"{sweep.name}/{trial_dir.name}: damaged: {err}; not counted")
-            continue
-        skipped: list[str] = []
-        result_rows = read_result_rows(
-            trial_dir / RESULT, skipped, complete=sweep.status == SWEEP_FINISHED
-        )
-        entry = entries.get(trial_dir.name)
-        failed = _trial_failed(trial_dir, entry, sweep.status)
-        last = result_rows[-1] if result_rows else {}
-        last_round = int(last.get("round", 0))
-        recorded = entry.get("last_round") if entry else None
-        planned = _whole(config.get("rounds"))
-        diverged = any(_is_true(r.get("diverged")) for r in result_rows)
-        if isinstance(recorded, int) and recorded > last_round:
-            skipped.append(f"{RESULT} ends at round {last_round}, the manifest recorded {recorded}")
-        elif not skipped and _cut_short(sweep, last_round, planned) and not (failed or diverged):
-            # Only a scheduler stops a trial early; without one, missing rounds were lost.
-            skipped.append(
-                f"{RESULT} ends at round {last_round} of {planned}, and the finished sweep "
-                "had no early-stopping scheduler"
-            )
-        if skipped:
-            problems.append(f"{sweep.name}/{trial_dir.name}: damaged: " + "; ".join(skipped))
-        accs = [_number(r.get("test_acc")) for r in result_rows]
-        finite = [(a, r["round"]) for a, r in zip(accs, result_rows) if not math.isnan(a)]
-        best_acc, best_round = max(finite, key=lambda t: (t[0], -t[1])) if finite else (math.nan, 0)
-        status = trial_status(
-            last_round=last_round,
-            planned_rounds=planned,
-            diverged=diverged,
-            failed=failed,
-            sweep_status=sweep.status,
-            damaged=bool(skipped),
-        )
-        error = _error_line(trial_dir, entry) if failed or status == FAILED else None
-        if status == DAMAGED:
-            error = "damaged: " + "; ".join(skipped)
-        record = {
-            "sweep": sweep.name,
-            "trial": trial_dir.name,
-            "trial_id": str(last.get("trial_id") or "_".join(trial_dir.name.split("_")[:2])),
-            "order": order,
-            "status": status,
-            "error": error,
-            "rounds_done": len(result_rows),
-            "last_round": last_round,
-            "final_acc": _number(last.get("test_acc")),
-            "final_acc_std": _number(last.get("test_acc_std")),
-            "best_acc": best_acc,
-            "best_round": best_round,
-            "sweep_started": sweep.started,
-        }
-        trials.append({**record, **config})
-        for row in result_rows:
-            # A metric never overwrites a config column of the same name.
-            metrics = {(f"{k}_metric" if k in config else k): v for k, v in row.items()}
-            rows.append({"sweep": sweep.name, "trial": trial_dir.name, **config, **metrics})
-    if sweep.status == SWEEP_INTERRUPTED and manifest.get("not_started"):
+        record, trial_rows = _load_trial(sweep, trial_dir, order, problems)
+        if record is not None:
+            trials.append(record)
+        rows += trial_rows
+    if sweep.status == SWEEP_INTERRUPTED and sweep.manifest.get("not_started"):
         problems.append(
-            f"{sweep.name}: {manifest['not_started']} trial(s) never started "
+            f"{sweep.name}: {sweep.manifest['not_started']} trial(s) never started "
             "(interrupted; python -m study.sweep ... --resume runs them)"
         )
     return sweep, trials, rows
+
+
+def _read_sweep(path: Path, problems: list[str], label: str) -> Sweep:
+    """The sweep's manifest (with its status and trial entries settled) and partitions;
+    an unreadable manifest is no sweep (:class:`NoResultsError`)."""
+    try:
+        manifest = dict(read_manifest(path / MANIFEST))
+    except DamagedFileError as err:
+        raise NoResultsError(f"unreadable sweep manifest: {err}") from None
+    manifest["status"] = _sweep_status(manifest, label, problems)
+    manifest["trials"] = manifest.get("trials") or {}
+    partitions, partitions_problem = read_partitions(path / PARTITIONS)
+    if partitions_problem:
+        problems.append(f"{label}: {partitions_problem}")
+    return Sweep(path, manifest, partitions, label)
+
+
+def _load_trial(
+    sweep: Sweep, trial_dir: Path, order: int, problems: list[str]
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """One trial folder -> (its record, or None while Tune may still be writing its
+    params.json; its round rows).  What is damaged goes to ``problems``."""
+    # Nothing appends to a sweep that ended: a cut-short last line is lost data then.
+    ended = sweep.status != SWEEP_RUNNING
+    try:
+        config = read_params(trial_dir / PARAMS)
+    except (DamagedFileError, FileNotFoundError) as err:
+        if not ended:  # Tune may be writing it right now
+            problems.append(
+                f"{sweep.name}/{trial_dir.name}: params.json not readable yet; skipped ({err})"
+            )
+            return None, []
+        problems.append(f"{sweep.name}/{trial_dir.name}: damaged: {err}; not counted")
+        return _damaged_trial(sweep, trial_dir, order, f"damaged: {err}"), []
+    skipped: list[str] = []
+    result_rows = read_result_rows(
+        trial_dir / RESULT, skipped, complete=sweep.status == SWEEP_FINISHED
+    )
+    entry = sweep.manifest["trials"].get(trial_dir.name)
+    failed = _trial_failed(trial_dir, entry, sweep.status)
+    last = result_rows[-1] if result_rows else {}
+    last_round = int(last.get("round", 0))
+    planned = _whole(config.get("rounds"))
+    diverged = any(_is_true(r.get("diverged")) for r in result_rows)
+    skipped += _missing_rounds(
+        sweep, entry, (last_round, planned), stopped=failed or diverged, damaged=bool(skipped)
+    )
+    if skipped:
+        problems.append(f"{sweep.name}/{trial_dir.name}: damaged: " + "; ".join(skipped))
+    status = trial_status(
+        last_round=last_round,
+        planned_rounds=planned,
+        diverged=diverged,
+        failed=failed,
+        sweep_status=sweep.status,
+        damaged=bool(skipped),
+    )
+    error = _error_line(trial_dir, entry) if failed or status == FAILED else None
+    if status == DAMAGED:
+        error = "damaged: " + "; ".join(skipped)
+    best_acc, best_round = _best_accuracy(result_rows)
+    record = {
+        "sweep": sweep.name,
+        "trial": trial_dir.name,
+        "trial_id": str(last.get("trial_id") or "_".join(trial_dir.name.split("_")[:2])),
+        "order": order,
+        "status": status,
+        "error": error,
+        "rounds_done": len(result_rows),
+        "last_round": last_round,
+        "final_acc": _number(last.get("test_acc")),
+        "final_acc_std": _number(last.get("test_acc_std")),
+        "best_acc": best_acc,
+        "best_round": best_round,
+        "sweep_started": sweep.started,
+    }
+    rows = []
+    for row in result_rows:
+        # A metric never overwrites a config column of the same name.
+        metrics = {(f"{k}_metric" if k in config else k): v for k, v in row.items()}
+        rows.append({"sweep": sweep.name, "trial": trial_dir.name, **config, **metrics})
+    return {**record, **config}, rows
+
+
+def _missing_rounds(
+    sweep: Sweep,
+    entry: dict[str, Any] | None,
+    rounds: tuple[int, int],
+    *,
+    stopped: bool,
+    damaged: bool,
+) -> list[str]:
+    """Why a trial's result file lacks rounds it should hold (``rounds``: its last round
+    and the planned count): fewer than the manifest recorded, or, in a finished sweep
+    without a scheduler, fewer than planned (not when reading it already found damage,
+    or the trial ``stopped`` by failing or diverging)."""
+    last_round, planned = rounds
+    recorded = entry.get("last_round") if entry else None
+    if isinstance(recorded, int) and recorded > last_round:
+        return [f"{RESULT} ends at round {last_round}, the manifest recorded {recorded}"]
+    if not damaged and _cut_short(sweep, last_round, planned) and not stopped:
+        # Only a scheduler stops a trial early; without one, missing rounds were lost.
+        return [
+            f"{RESULT} ends at round {last_round} of {planned}, and the finished sweep "
+            "had no early-stopping scheduler"
+        ]
+    return []
+
+
+def _best_accuracy(result_rows: list[dict[str, Any]]) -> tuple[float, int]:
+    """The highest test accuracy over rounds and its round (the earliest on a tie);
+    NaN and 0 when no round has one."""
+    accs = [_number(r.get("test_acc")) for r in result_rows]
+    finite = [(a, r["round"]) for a, r in zip(accs, result_rows) if not math.isnan(a)]
+    return max(finite, key=lambda t: (t[0], -t[1])) if finite else (math.nan, 0)
 
 
 def _cut_short(sweep: Sweep, last_round: int, planned: int) -> bool:

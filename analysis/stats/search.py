@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.loading import COMPLETED, STOPPED, is_number_column
 from analysis.primary_metric import ACCURACY, Metric
+from analysis.reading.loading import COMPLETED, STOPPED, is_number_column
 
 MIN_FANOVA = 5
 MIN_PED_ANOVA = 20

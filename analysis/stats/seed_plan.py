@@ -1,14 +1,14 @@
 """Seed planning: how many seeds a comparison needs to resolve a stated difference, and
 what a results folder's tables resolve now.
 
-The arithmetic is the report's own (:mod:`analysis.paired_stats`): a table of ``n`` seeds
+The arithmetic is the report's own (:mod:`analysis.stats.paired_stats`): a table of ``n`` seeds
 resolves ``t(1 - α/2, n - 1) · s / √n`` accuracy points, ``s`` the sd of the paired
 differences (pooled over the table's Δ cells); unpaired tables
 ``t(1 - α/2, 2(n - 1)) · s · √(2/n)``, ``s`` the within-cell sd.  Planning inverts it:
 :func:`seeds_to_resolve` is the smallest ``n`` whose resolvable difference is at most
 the target, for the observed ``s``.  The ``s`` observed with few seeds is itself an
 estimate, so the plan is a forecast, not a promise:
-:func:`analysis.resolvable_tables.resolvable_differences` then says what the seeds run
+:func:`analysis.tables.resolvable_tables.resolvable_differences` then says what the seeds run
 did resolve.
 
 Stopping a sweep when every table's *resolvable difference* (the interval's half-width,
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from analysis.paired_stats import LEVEL, t_quantile
+from analysis.stats.paired_stats import LEVEL, t_quantile
 
 # Where a t-based search starts looking beyond (a guard: 10^6 seeds is no plan).
 MAX_SEEDS = 1_000_000

@@ -1,5 +1,5 @@
 """What a table may claim: each cell against the table's baseline, the bold rule, and
-the smallest difference its seeds resolve.  The statistics are :mod:`analysis.paired_stats`'s;
+the smallest difference its seeds resolve.  The statistics are :mod:`analysis.stats.paired_stats`'s;
 this module decides which cells are compared with which and how that is written.
 
 A table compares its cells along one direction: down each column (``along="column"``,
@@ -20,13 +20,13 @@ direction: the lowest MAE is the best):
   accuracy only: no other metric has a chance level).  Otherwise no bold, and a note
   says the top cells are within the seeds' resolution (or at chance).
 - **One seed** (no cell has two): no Δ, no bold, and the table says it makes no claim.
-- **Resolvable**: :func:`~analysis.paired_stats.resolvable_difference` pooled over every
+- **Resolvable**: :func:`~analysis.stats.paired_stats.resolvable_difference` pooled over every
   paired Δ of the table (each cell's per-seed differences to its reference, weighted by
   seeds - 1), with n = the table's seed count (the largest in a cell); a table with only
-  unpaired comparisons uses :func:`~analysis.paired_stats.resolvable_unpaired` over its
+  unpaired comparisons uses :func:`~analysis.stats.paired_stats.resolvable_unpaired` over its
   cells' values.
 - **Seeds to resolve** a stated difference (the report's ``--resolve-target``): the same
-  arithmetic inverted (:func:`analysis.seed_plan.seeds_to_resolve`) on the table's pooled
+  arithmetic inverted (:func:`analysis.stats.seed_plan.seeds_to_resolve`) on the table's pooled
   sd, and on each Δ cell's own (a noisier estimate, for the CSV and the note).
 """
 
@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.paired_stats import (
+from analysis.primary_metric import ACCURACY, Metric
+from analysis.stats.paired_stats import (
     LEVEL,
     PAIRED,
     WELCH,
@@ -50,8 +51,7 @@ from analysis.paired_stats import (
     resolvable_difference,
     resolvable_unpaired,
 )
-from analysis.primary_metric import ACCURACY, Metric
-from analysis.seed_plan import DEFAULT_TARGET, seeds_text
+from analysis.stats.seed_plan import DEFAULT_TARGET, seeds_text
 
 # A trial's partition is drawn from these config fields and its seed: cells that differ in
 # one of them do not share partitions, so their seeds cannot be paired.
@@ -130,7 +130,7 @@ class CellSample:
         chance: its dataset's chance accuracy in points (None: unknown, or a metric
             without a chance level).
         climb_by_seed: ``{seed: points}`` (display units), each trial's climb over its
-            last rounds up to the reported round (:mod:`analysis.trial_statistic`);
+            last rounds up to the reported round (:mod:`analysis.stats.trial_statistic`);
             empty when unknown.
     """
 

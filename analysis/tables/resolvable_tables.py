@@ -2,10 +2,10 @@
 
 ``python -m study.sweep ... --seeds until:T`` adds seeds until every table's resolvable
 difference (the half-width of a Δ's 95% interval for the table's spread and seeds,
-:mod:`analysis.comparisons`) is at most ``T`` points.  The tables are the report's own
-(:func:`analysis.study_tables.study_tables`, the same statistic), so the sweep stops on
+:mod:`analysis.stats.comparisons`) is at most ``T`` points.  The tables are the report's own
+(:func:`analysis.tables.study_tables.study_tables`, the same statistic), so the sweep stops on
 exactly what the report will print.  Stopping on the width, which does not depend on
-the differences observed, keeps the intervals honest (:mod:`analysis.seed_plan`).
+the differences observed, keeps the intervals honest (:mod:`analysis.stats.seed_plan`).
 
 T is in accuracy points; a score task's tables (SRCC, MAE ...) resolve in their metric's
 units, counted here in hundredths of its scale (0.02 SRCC reads 2), the same reading
@@ -18,11 +18,11 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from analysis.grouping import study_groups
-from analysis.loading import Results, load_results
 from analysis.primary_metric import table_metrics
-from analysis.study_tables import TableOptions, primary_of, study_tables
-from analysis.trial_statistic import Statistic, check_validation, resolve_statistic
+from analysis.reading.grouping import study_groups
+from analysis.reading.loading import Results, load_results
+from analysis.stats.trial_statistic import Statistic, check_validation, resolve_statistic
+from analysis.tables.study_tables import TableOptions, primary_of, study_tables
 
 
 def resolvable_differences(
@@ -37,8 +37,8 @@ def resolvable_differences(
     no completed trial).
     Tables of the same name in two groups are told apart as the report does (``_2``).
 
-    Raises :class:`~analysis.loading.NoResultsError` when a path holds no sweep, and
-    :class:`~analysis.trial_statistic.StatisticError` for ``val`` on trials without
+    Raises :class:`~analysis.reading.loading.NoResultsError` when a path holds no sweep, and
+    :class:`~analysis.stats.trial_statistic.StatisticError` for ``val`` on trials without
     validation accuracy, :class:`~analysis.primary_metric.PrimaryMetricError` for a group
     whose trials record different primary metrics."""
     results = source if isinstance(source, Results) else load_results(source)

@@ -36,8 +36,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.paired_stats import t_quantile
 from analysis.primary_metric import ACCURACY, Metric, higher_is_better
+from analysis.stats.paired_stats import t_quantile
 
 NOISE_DRAWS = 200
 

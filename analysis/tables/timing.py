@@ -22,9 +22,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.loading import COMPLETED
 from analysis.naming import parameter_name
-from analysis.tables import Table, key_order, row_label
+from analysis.reading.loading import COMPLETED
+from analysis.tables.table import Table, key_order, row_label
 
 PHASES = {
     "train_seconds": "training (s)",

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.loading import COMPLETED
+from analysis.reading.loading import COMPLETED
 
 SUMMARY_COLUMNS = ["mean", "std", "n", "seeds", "spread", "seed_std", "duplicates"]
 

@@ -37,11 +37,11 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from analysis.figure_layout import Layout
-from analysis.loading import COMPLETED, STOPPED
+from analysis.figures.figure_layout import Layout
 from analysis.naming import dataset_name, parameter_name, value_label
 from analysis.primary_metric import ACCURACY, Metric
-from analysis.tables import key_order
+from analysis.reading.loading import COMPLETED, STOPPED
+from analysis.tables.table import key_order
 
 DPI = 120
 PANEL_SIZE = (4.4, 3.4)  # inches per panel

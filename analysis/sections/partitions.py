@@ -1,0 +1,55 @@
+"""The report's *Data partitions* section (Fig. 5): each distinct partition of the runs
+drawn once, at its lowest seed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from analysis.naming import format_value
+from analysis.reading.loading import Sweep
+from analysis.sections.markdown import figure_block, unique_stem
+
+MAX_PARTITION_FIGURES = 6
+
+
+def partition_section(
+    sweeps: list[Sweep], out: Path, used: set[str], formats: Sequence[str]
+) -> list[str]:
+    """One heatmap per distinct partition (at most :data:`MAX_PARTITION_FIGURES`)."""
+    from analysis.figures import plots as figures
+
+    seen: dict[tuple, dict] = {}
+    for sweep in sweeps:
+        for entry in sweep.partitions:
+            fields = ("dataset", "n_parties", "partition", "beta", "labels_per_party")
+            key = (*(entry.get(k) for k in fields), entry.get("data_fraction"))
+            if key not in seen or entry.get("seed", 0) < seen[key].get("seed", 0):
+                seen[key] = entry
+    if not seen:
+        return []
+    lines = [
+        "## Data partitions (Fig. 5)",
+        "",
+        "Samples of each class held by each party, for each distinct partition of the runs "
+        "(the lowest seed of each; other seeds draw other partitions of the same kind).",
+        "",
+    ]
+    for entry in list(seen.values())[:MAX_PARTITION_FIGURES]:
+        stem = "fig5_partition_{}_N{}_{}{}_data{}_seed{}".format(
+            # an image folder's "folder:/a/b" must not put slashes in a file name
+            re.sub(r"[^A-Za-z0-9._=-]+", "_", str(entry.get("dataset"))).strip("_"),
+            entry.get("n_parties"),
+            entry.get("partition"),
+            format_value(entry.get("beta")) if entry.get("partition") == "dirichlet" else "",
+            format_value(entry.get("data_fraction")),
+            entry.get("seed"),
+        )
+        name = unique_stem(stem, used)
+        figure = figures.partition_heatmap(entry)
+        paths = figures.save_figure(figure, out / "figures" / name, formats)
+        lines += figure_block(paths, out, figures.partition_title(entry))
+    if len(seen) > MAX_PARTITION_FIGURES:
+        lines += [f"({len(seen) - MAX_PARTITION_FIGURES} more partitions not drawn.)", ""]
+    return lines

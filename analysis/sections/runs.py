@@ -1,0 +1,72 @@
+"""The report's *Runs* section: one line per sweep (study, search, dataset, budget, seeds,
+settings, trial counts, state) and how to read the numbers."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.naming import dataset_name, format_value, value_label
+from analysis.reading.loading import Results, status_counts
+
+SCORE_WORDS = (
+    " Score tasks (image assessment) report their primary metric as recorded, three "
+    "decimals: SRCC and PLCC (correlations in [-1, 1], higher is better), MAE and RMSE (in "
+    "the score's own units, lower is better); their Δ and resolvable differences are in the "
+    'metric\'s units (docs/reports.md, "Score tasks: the primary metric").'
+)
+
+
+def _budget_words(trials: pd.DataFrame) -> str:
+    """The trials' budget in words: rounds, epochs, parties, data fractions, partition."""
+    if trials.empty:
+        return "no trial started yet"
+
+    def values(column: str) -> str:
+        if column not in trials:
+            return "?"
+        return "/".join(format_value(v) for v in sorted(set(trials[column].dropna())))
+
+    partitions = sorted(set(trials["partition"].dropna())) if "partition" in trials else []
+    scheme = ", ".join(value_label("partition", p) for p in partitions)
+    return (
+        f"{values('rounds')} rounds, E={values('local_epochs')}, N={values('n_parties')}, "
+        f"{values('data_fraction')} of train / {values('test_fraction')} of test data"
+        + (f", {scheme} partition" if scheme else "")
+    )
+
+
+def runs_section(results: Results, score: bool = False) -> list[str]:
+    """The runs' table and how to read the numbers (``score``: some are score tasks)."""
+    lines = [
+        "## Runs",
+        "",
+        "| sweep | study (paper) | search | dataset | budget | seeds | settings | trials | state |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for sweep in results.sweeps:
+        m = sweep.manifest
+        trials = results.trials[results.trials["sweep"] == sweep.name]
+        counts = status_counts(trials)
+        found = ", ".join(f"{n} {s}" for s, n in counts.items()) or "none yet"
+        planned = m.get("n_trials")
+        state = sweep.status
+        if state == "running":
+            state = "**still running** (read as far as complete)"
+        seeds = ", ".join(str(s) for s in m.get("seeds", []))
+        lines.append(
+            f"| `{sweep.name}` | {m.get('study', '?')} ({m.get('paper', '')}) | "
+            f"{sweep.search}{' + ' + str(m['scheduler']) if m.get('scheduler') else ''} | "
+            f"{dataset_name(m.get('dataset', '?'))} | {m.get('budget', '?')} | {seeds} | "
+            f"{_budget_words(trials)} | {found} (of {planned}) | {state} |"
+        )
+    lines += [
+        "",
+        "Tables and curves count **completed** trials only (every planned round run). "
+        "Errored, diverged and unfinished trials are never averaged in; they are listed "
+        "under *Trials not counted*. Trials stopped early by ASHA appear only in the Optuna "
+        "search history (with the accuracy they had when stopped). Accuracies are "
+        "percentages of the test set (the fraction evaluated by the budget)."
+        + (SCORE_WORDS if score else ""),
+        "",
+    ]
+    return lines
