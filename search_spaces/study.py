@@ -11,7 +11,8 @@ mode: log-uniform where the grid is geometric, integer or categorical where it m
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,6 +186,65 @@ class Study:
         return [a.name for a in self.axes if a.joint]
 
 
-def point_label(point: Mapping[str, Any]) -> str:
-    """``"mu=5"``, ``"algorithm=moon, setting=N=50"``: a grid point in words."""
-    return ", ".join(f"{k}={v}" for k, v in point.items())
+# Significant digits of a float in a point's label (live view, summary, folder names,
+# trackers, the report); params.json and the manifest keep the full value.
+LABEL_DIGITS = 4
+FULL_PRECISION_DIGITS = 17  # enough for any float: repr's shortest round trip beyond
+
+
+def label_value(value: Any, digits: int | None = LABEL_DIGITS) -> str:
+    """``value`` as a label writes it: a float that ``digits`` significant digits would
+    not give back exactly is rounded to them (``0.020547625125911337`` -> ``0.02055``);
+    any other value as written (``5.0``, ``0.001``, ``moon``).  ``digits=None``: as
+    written, always (the labels of sweeps from before the rounding)."""
+    if isinstance(value, float) and digits and math.isfinite(value):
+        short = f"{value:.{digits}g}"
+        if float(short) != value:
+            return short
+    return str(value)
+
+
+def point_label(point: Mapping[str, Any], digits: int | None = LABEL_DIGITS) -> str:
+    """``"mu=5"``, ``"algorithm=moon, setting=N=50"``, ``"mu=0.02055, lr=0.1342"``: a
+    point in words, floats at ``digits`` significant digits (:func:`label_value`)."""
+    return ", ".join(f"{k}={label_value(v, digits)}" for k, v in point.items())
+
+
+def distinct_label(
+    point: Mapping[str, Any],
+    earlier: Iterable[tuple[Mapping[str, Any], str]],
+    digits: int | None = LABEL_DIGITS,
+) -> str:
+    """``point``'s label, kept apart from the ``earlier`` points' labels: two points
+    whose rounded labels coincide are different points (a selection or a report groups
+    trials by label), so the later one gets more digits, one at a time, until its label
+    is new; a label that full precision cannot part (a value written exactly as another
+    point's rounded label) gets `` (2)``, `` (3)``...  The same point keeps the same
+    label.  Deterministic: it depends on the earlier points and their order only."""
+    taken = [(dict(p), label) for p, label in earlier]
+    mine = dict(point)
+    clashes = lambda text: any(text == label and p != mine for p, label in taken)  # noqa: E731
+    for same, label in taken:
+        if same == mine:
+            return label
+    tried = digits
+    while tried is not None:
+        label = point_label(point, tried)
+        if not clashes(label):
+            return label
+        tried = tried + 1 if tried < FULL_PRECISION_DIGITS else None
+    label = point_label(point, None)
+    n = 2
+    while clashes(f"{label} ({n})"):
+        n += 1
+    return f"{label} ({n})"
+
+
+def distinct_labels(
+    points: Sequence[Mapping[str, Any]], digits: int | None = LABEL_DIGITS
+) -> list[str]:
+    """Every point's :func:`distinct_label`, in order (a grid's labels)."""
+    labels: list[str] = []
+    for i, point in enumerate(points):
+        labels.append(distinct_label(point, zip(points[:i], labels), digits))
+    return labels

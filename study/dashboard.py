@@ -7,10 +7,13 @@ TensorBoard shows from the files every trial writes, so the printed line names b
 
 A local Ray ends with the driver, and its dashboard with it: a finished sweep could not
 be looked at.  With ``--dashboard`` the driver waits after the sweep's summary (one line
-says so) until Ctrl-C or SIGTERM, then exits with the sweep's own exit status.  It does
-not wait after the sweep was interrupted (the user asked it to stop), nor when it joined
-a cluster (``--address``: the cluster's dashboard outlives the driver anyway).  This
-module does not import Ray.
+says so) until Ctrl-C or SIGTERM, then exits with the sweep's own exit status.  It has
+disconnected from Ray by then, so the dashboard's Jobs and Overview pages show the
+sweep's job SUCCEEDED (Ray's word for a driver that ended), not RUNNING: the local Ray
+is held by a child process (:mod:`study.local_ray`), not by the driver's connection.
+It does not wait after the sweep was interrupted (the user asked it to stop), nor when
+it joined a cluster (``--address``: the cluster's dashboard outlives the driver
+anyway).  This module does not import Ray.
 """
 
 from __future__ import annotations
@@ -38,9 +41,14 @@ def dashboard_line(url: str | None, sweep_dir: Path) -> str:
 def keep_dashboard_up(url: str, stream: TextIO | None = None) -> None:
     """Say that the dashboard stays up, then block until SIGINT or SIGTERM.
 
-    The local Ray and its dashboard stay up meanwhile (they end with the driver)."""
+    The local Ray and its dashboard stay up meanwhile (the caller ends them after)."""
     out = stream or sys.stdout
-    print(f"the Ray dashboard stays up at {url} until Ctrl-C", file=out, flush=True)
+    print(
+        f"the Ray dashboard stays up at {url} until Ctrl-C (the sweep's Ray job has ended: "
+        "SUCCEEDED on its Jobs page)",
+        file=out,
+        flush=True,
+    )
     stop = threading.Event()
 
     def _stop(sig: int, frame: FrameType | None) -> None:

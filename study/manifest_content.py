@@ -38,6 +38,8 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         # the metric that ranks trials (study/selection.py): validation, never test
         "metric": plan.ranking_metric,
         "seeds": plan.seeds,
+        # floats' significant digits in the trials' point labels (full values: params.json)
+        "label_digits": plan.label_digits,
         "axes": [a.name for a in plan.study.axes],
         "label_columns": plan.study.label_columns,
         # the whole study (its [report] too): resume and the report need no catalogue

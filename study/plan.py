@@ -29,6 +29,7 @@ from search_spaces import (
     with_axis_values,
 )
 from search_spaces.resolve import trial_config_and_changes
+from search_spaces.study import LABEL_DIGITS, distinct_label, distinct_labels
 from study.selection import LEGACY_METRIC, selection_metric
 
 OPTUNA_SEED = 0
@@ -53,7 +54,8 @@ class TrialSpec:
 
     @property
     def label(self) -> str:
-        return point_label(self.point)
+        """The point's label, as the plan made it distinct (:meth:`SweepPlan._resolved`)."""
+        return str(self.config["point"])
 
 
 _ABSENT = object()  # a key one grid point's config has and another's lacks
@@ -71,6 +73,10 @@ class PointLookup:
         return self.table[config["point"]].get(self.key)
 
 
+# The Optuna trial's user attribute holding its point's label (optuna-dashboard shows it).
+POINT_ATTR = "point"
+
+
 class DefineByRun:
     """Optuna define-by-run space: suggests the study's axes, returns the full config."""
 
@@ -80,7 +86,17 @@ class DefineByRun:
     def __call__(self, trial: Any) -> dict[str, Any]:
         study = self.plan.study
         point = {axis.name: axis.search_range.suggest(trial, axis.name) for axis in study.axes}
-        config = self.plan.resolve(point, self.plan.seeds[0])
+        # the label is kept apart from the earlier trials' (kept in the Optuna study, so
+        # a resumed search goes on from them): two points TPE drew close together would
+        # round to one label, and trials are grouped by label
+        earlier = [
+            (t.params, t.user_attrs[POINT_ATTR])
+            for t in trial.study.get_trials(deepcopy=False)
+            if t.number < trial.number and POINT_ATTR in t.user_attrs
+        ]
+        label = distinct_label(point, earlier, getattr(self.plan, "label_digits", None))
+        trial.set_user_attr(POINT_ATTR, label)
+        config = self.plan.resolve(point, self.plan.seeds[0], label=label)
         # Optuna adds the suggested values itself; return the rest as constants
         return {k: v for k, v in config.items() if k not in point}
 
@@ -97,6 +113,9 @@ class SweepPlan:
     # --metric (study/selection.py); None: the trials' val_<primary metric> (val_acc,
     # or a score task's val_srcc ...); test_acc only in old sweeps
     metric: str | None = None
+    # significant digits of floats in point labels (search_spaces.study.label_value);
+    # None: as written (a sweep from before the rounding, so it resumes with its labels)
+    label_digits: int | None = LABEL_DIGITS
 
     @classmethod
     def build(
@@ -110,6 +129,7 @@ class SweepPlan:
         overrides: Mapping[str, Any] | None = None,
         num_samples: int | None = None,
         metric: str | None = None,
+        label_digits: int | None = LABEL_DIGITS,
     ) -> SweepPlan:
         """``seeds``: the ``--seeds`` text, or the list a manifest recorded.
         ``overrides`` may change a plain axis's values (``algorithm+=fednova``, see
@@ -138,17 +158,21 @@ class SweepPlan:
             overrides=overrides,
             num_samples=num_samples or max(8, study.grid_size),
             metric=metric,
+            label_digits=label_digits,
         )
         plan.trials()  # validates every trial config now, before anything starts
         return plan
 
     # ------------------------------------------------------------------ resolution
-    def resolve(self, point: Mapping[str, Any], seed: int) -> dict[str, Any]:
-        """A trial's config: RunConfig fields, then the study's labels."""
-        return self._resolve(point, seed)[0]
+    def resolve(
+        self, point: Mapping[str, Any], seed: int, label: str | None = None
+    ) -> dict[str, Any]:
+        """A trial's config: RunConfig fields, then the study's labels (``label``: the
+        point's, when made distinct from other points')."""
+        return self._resolve(point, seed, label)[0]
 
     def _resolve(
-        self, point: Mapping[str, Any], seed: int
+        self, point: Mapping[str, Any], seed: int, label: str | None = None
     ) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]], RunConfig]:
         """A trial's config, what the budget changed in it, and its resolved RunConfig."""
         run_config, changes = trial_config_and_changes(
@@ -164,7 +188,7 @@ class SweepPlan:
         config = {
             **run_config.to_dict(),
             **labels,
-            "point": point_label(point),
+            "point": label or point_label(point, self.label_digits),
             "study": self.study.name,
             "budget": self.budget.name,
         }
@@ -188,11 +212,12 @@ class SweepPlan:
         if cached is not None and cached[0] == key:
             return cached[1]
         points = self.study.grid() if self.search == "grid" else [self.study.example_point()]
+        labels = distinct_labels(points, self.label_digits)  # grid points stay apart
         trials: list[TrialSpec] = []
         changes: dict[str, list[tuple[Any, Any]]] = {}
-        for p in points:
+        for p, label in zip(points, labels):
             for s in self.seeds:
-                config, changed, run_config = self._resolve(p, s)
+                config, changed, run_config = self._resolve(p, s, label)
                 trials.append(TrialSpec(p, s, config, run_config))
                 for name, pair in changed.items():
                     if pair not in changes.setdefault(name, []):
@@ -253,6 +278,20 @@ class SweepPlan:
         return DefineByRun(self)
 
     @property
+    def varied_fields(self) -> list[str]:
+        """What the sweep varies, as the trial configs name it: the study's axes (a
+        plain axis is its field; a joint axis its label), every other config field that
+        differs between the grid's points (what a joint axis sets), then ``seed``."""
+        configs = [t.config for t in self.trials()]
+        first = configs[0]
+        axes = [a.name for a in self.study.axes]
+        differing = sorted(
+            {k for c in configs for k in c if c[k] != first.get(k, _ABSENT)}
+            - {*axes, "point", "seed"}
+        )
+        return [*axes, *differing, "seed"]
+
+    @property
     def parameter_columns(self) -> list[str]:
         """What the live progress table shows of each trial's config."""
         return [a.name for a in self.study.axes] + (["seed"] if len(self.seeds) > 1 else [])
@@ -285,6 +324,8 @@ class SweepPlan:
             num_samples=manifest.get("num_samples"),
             # sweeps from before the validation protocol ranked by test accuracy
             metric=manifest.get("metric", "test_acc"),
+            # sweeps from before rounded labels keep their labels (and resume with them)
+            label_digits=manifest.get("label_digits"),
         )
 
     def default_name(self, stamp: str) -> str:

@@ -143,7 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         code = exit_codes.OK
     # a sweep that ended on its own (not one the user interrupted) stays inspectable
     if dashboard and code in (exit_codes.OK, exit_codes.ALL_TRIALS_FAILED):
+        from study.tune import ray_session  # imported already: Ray runs
+
+        # the driver's job ends now, so the dashboard shows the sweep finished, while
+        # the local Ray holding the dashboard stays up until Ctrl-C
+        ray_session.end_driver_job()
         keep_dashboard_up(dashboard)
+        ray_session.end_local_ray()
     return code
 
 
@@ -263,6 +269,9 @@ def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution,
     up after the sweep (``--dashboard`` on a local Ray; else None)."""
     if not target.address:
         os.environ.update(LOCAL_ONLY_ENV)
+        # token authentication, as Ray turns it on for a local cluster: the driver joins
+        # a head node started apart (study/local_ray.py), and Ray reads the mode at import
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
 
     # a failed trial is one line on the terminal (its traceback stays in its error.txt)
     install_one_line_trial_errors()
@@ -353,7 +362,9 @@ def fit_and_summarise(
                 print(
                     "\n".join(describe_plan(plan, execution.resources).splitlines()[:2]), flush=True
                 )
-                callbacks = tracking_callbacks.tracking_callbacks(tracking, tags)
+                callbacks = tracking_callbacks.tracking_callbacks(
+                    tracking, tags, plan.varied_fields
+                )
                 tuner = tuners.new_tuner(
                     plan, target.sweep_dir.name, target.storage, execution, callbacks
                 )

@@ -262,6 +262,9 @@ def test_the_dashboard_waits_for_ctrl_c_and_says_so(capsys):
     waited = time.monotonic() - started
     sent.join()
     assert 0.9 <= waited < 10
-    line = "the Ray dashboard stays up at http://127.0.0.1:8265 until Ctrl-C\n"
+    line = (
+        "the Ray dashboard stays up at http://127.0.0.1:8265 until Ctrl-C (the sweep's Ray "
+        "job has ended: SUCCEEDED on its Jobs page)\n"
+    )
     assert capsys.readouterr().out == line
     assert signal.getsignal(signal.SIGINT) is before  # the sweep's handlers are back

@@ -10,7 +10,8 @@ that ``study`` selects with ``RAY_AIR_NEW_OUTPUT=0``)::
 (the summary line ends ``best test_acc 0.6990 | ~0:03:10 left``).  A score task's sweep
 (image assessment) shows its primary metric instead (``best test_srcc 0.8120``; the
 lowest for ``test_mae``, ``test_rmse``), and a selecting sweep its ranking metric
-(``best val_srcc ...``).
+(``best val_srcc ...``).  A trial is named by its point's label, as in its folder name
+and the summary: floats at 4 significant digits (``mu=0.02055, lr=0.1342``).
 
 On a terminal the block is redrawn in place (ANSI cursor-up and erase) at most every
 ``tty_period_s``.  When the output is a file or CI it is printed again only when the
@@ -158,9 +159,20 @@ class LiveView(ProgressReporter):
         left = (total - rounds) * elapsed_s / rounds
         return f" | ~{clock(left)} left" if rounds < total else ""
 
+    def _label(self, config: dict[str, Any]) -> str:
+        """The trial's point as the plan labelled it (floats at 4 significant digits,
+        kept distinct: ``mu=0.02055, lr=0.1342``), and its seed when seeds vary."""
+        point = config.get("point")
+        if point is None:  # a config without the plan's label: its values as written
+            keys = self.label_keys
+        else:
+            keys = [k for k in self.label_keys if k == "seed"]
+        parts = [str(point)] if point is not None else []
+        parts += [f"{k}={config.get(k)}" for k in keys if k in config]
+        return " ".join(parts)
+
     def _trial_line(self, trial) -> str:
-        config = trial.config or {}
-        label = " ".join(f"{k}={config.get(k)}" for k in self.label_keys if k in config)
+        label = self._label(trial.config or {})
         result = trial.last_result or {}
         round_ = result.get("round")
         test = f"test_{self.primary}"

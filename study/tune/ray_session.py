@@ -1,23 +1,31 @@
 """Starting or joining Ray for a sweep, and what the driver asks of the cluster.
 
-A local Ray binds every port to loopback (README, "Network"); Tune's own log lines that
-would contradict the driver or alarm for nothing are filtered here (the Ray environment
+A local Ray binds every port to loopback (README, "Network") and is held by a child
+process of the driver (:mod:`study.local_ray`: free ports, so sweeps run side by side,
+and a driver job that ends when the sweep does); Tune's own log lines that would
+contradict the driver or alarm for nothing are filtered here (the Ray environment
 variables are set by :mod:`study`, before Ray is imported).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import re
 from typing import Any
 
+import optuna
 import ray
+from ray._private.authentication.authentication_token_setup import (
+    ensure_token_if_auth_enabled,
+)
 
 from federated.cli.input_checks import check_fits_cluster as check_fits_node
+from study.local_ray import LocalRay
 
-DASHBOARD_PORT = 8265
-LOOPBACK = "127.0.0.1"
+# The local head node this driver holds, if any (None: none, or a cluster was joined).
+_LOCAL: LocalRay | None = None
 
 
 class _NoTuneResumeHint(logging.Filter):
@@ -67,34 +75,61 @@ logging.getLogger("ray._private.authentication.authentication_token_setup").addF
 )
 
 
+# Optuna logs at INFO on the driver ("A new study created in RDB with name: ...", "Using
+# an existing study ..." on --resume), which went through --quiet: the sweep's own lines
+# say what the user needs; Optuna's warnings still show.
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
 def start_ray(address: str | None, dashboard: bool) -> str | None:
     """Join ``address`` (or $RAY_ADDRESS), else start a local Ray; returns the dashboard URL.
 
     A local Ray binds every port to loopback: its node address is 127.0.0.1 (with
     ``study.sweep.LOCAL_ONLY_ENV`` set before Ray is imported, Ray keeps it rather than
     resolving it to the machine's network address) and the dashboard, when asked for,
-    listens on 127.0.0.1 only.  Raises ConnectionError (one line) when Ray cannot start
-    or join."""
+    listens on 127.0.0.1 only.  It is held by a ``ray start`` child
+    (:class:`study.local_ray.LocalRay`) with token authentication on, as Ray sets it for
+    a cluster ``ray.init`` starts (unless $RAY_AUTH_MODE says otherwise).  Raises
+    ConnectionError (one line) when Ray cannot start or join."""
+    global _LOCAL
     options: dict[str, Any] = {"logging_level": "WARNING", "log_to_driver": False}
     address = address or os.environ.get("RAY_ADDRESS")
     try:
         if address:
             context = ray.init(address=address, **options)
-        else:
-            context = ray.init(
-                address="local",
-                _node_ip_address=LOOPBACK,
-                include_dashboard=dashboard,
-                dashboard_host=LOOPBACK,
-                dashboard_port=DASHBOARD_PORT,
-                **options,
-            )
+            url = getattr(context, "dashboard_url", None)
+            return f"http://{url}" if url and not str(url).startswith("http") else url
+        # the holder and the driver read the mode from the environment (study.sweep sets
+        # it before Ray is imported); a local cluster gets a token made for it when none
+        # exists yet (ray.init does the same)
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        ensure_token_if_auth_enabled(None, create_token_if_missing=True)
+        _LOCAL = LocalRay.start(dashboard)
+        atexit.register(end_local_ray)  # after Ray's own exit hook: it runs first
+        ray.init(address=_LOCAL.address, **options)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as err:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        if first.startswith("could not start a local Ray"):
+            raise ConnectionError(first) from None
         where = f"join the Ray cluster at {address}" if address else "start a local Ray"
         raise ConnectionError(f"could not {where}: {first}") from None
-    url = getattr(context, "dashboard_url", None)
-    return f"http://{url}" if url and not str(url).startswith("http") else url
+    return _LOCAL.dashboard_url
+
+
+def end_driver_job() -> None:
+    """Disconnect the driver from Ray: Ray marks its job finished (SUCCEEDED on the
+    dashboard's Jobs and Overview pages).  A local Ray and its dashboard stay up, held
+    by :class:`study.local_ray.LocalRay`, until :func:`end_local_ray`."""
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+def end_local_ray() -> None:
+    """End the driver's job, then the local Ray this driver holds (if any); idempotent.
+    In this order, so that the node has no live job to drain when it is stopped."""
+    end_driver_job()
+    if _LOCAL is not None:
+        _LOCAL.stop()
 
 
 def check_fits_cluster(cpus: float, gpus: float) -> None:

@@ -1,9 +1,11 @@
 """Tune's MLflow and W&B logger callbacks with fedsweep's per-trial tags (see
-:mod:`study.tracking` for what is logged where).  Module-level classes, so the run config
-Tune pickles for ``--resume`` holds them by reference."""
+:mod:`study.tracking` for what is logged where), and Tune's TensorBoard logger with the
+sweep's hyperparameters.  Module-level classes, so the run config Tune pickles for
+``--resume`` holds them by reference."""
 
 from __future__ import annotations
 
+import numbers
 import os
 import sys
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 import ray
 from ray.air.integrations.mlflow import MLflowLoggerCallback
 from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
+from ray.tune.logger import TBXLoggerCallback
 
 from study.tune.trial_actor import trial_label
 
@@ -106,9 +109,60 @@ class WandbTrialRuns(WandbLoggerCallback):
         super()._start_logging_actor(trial, exclude_results, **init_kwargs)
 
 
-def tracking_callbacks(tracking: dict[str, dict[str, Any]], tags: dict[str, str]) -> list[Any]:
-    """Tune callbacks for what :func:`study.tracking.start_tracking` set up."""
-    callbacks: list[Any] = []
+# Where Tune's TensorBoard logger puts a trial's reported values.
+SCALAR_PREFIX = "ray/tune/"
+# The metrics the HPARAMS tab tables and plots: the final validation and test values.
+HPARAM_METRIC_PREFIXES = ("val_", "test_")
+
+
+class SweepTensorBoard(TBXLoggerCallback):
+    """Tune's TensorBoard logger, whose HPARAMS entry of a trial holds what the sweep
+    varies, typed, and the trial's final validation and test metrics.
+
+    Tune's own entry lists the trial's *evaluated* parameters: in a grid sweep ``point``
+    (a string such as ``"mu=0.1"``) and ``seed`` only, so TensorBoard could not plot μ
+    against accuracy; and it names the metrics by the result's keys (``test_acc``) while
+    the scalars are logged as ``ray/tune/test_acc``, so their columns stayed empty.
+    Here the hyperparameters are ``hparams`` (the study's axes and every field that
+    differs between its points, then ``seed``) with the trial config's values — numbers
+    as numbers, a joint axis's label as text — and the metrics are the scalar tags
+    ``ray/tune/val_*`` and ``ray/tune/test_*``, which the HPARAMS tab reads at their
+    last step: the trial's final values.  Written when a trial ends, as Tune does."""
+
+    def __init__(self, hparams: list[str]) -> None:
+        super().__init__()
+        self.hparams = list(hparams)
+
+    def _try_log_hparams(self, trial, result: dict) -> None:
+        from tensorboardX.summary import hparams
+
+        config = trial.config or {}
+        values = {
+            name: config[name]
+            for name in self.hparams
+            if isinstance(config.get(name), (bool, int, float, str))
+        }
+        # Tune hands over the trial's last logged values under their scalar tags
+        # (ray/tune/test_acc); HPARAMS names a metric by that tag
+        metrics = {
+            SCALAR_PREFIX + key.removeprefix(SCALAR_PREFIX): float(value)
+            for key, value in result.items()
+            if key.removeprefix(SCALAR_PREFIX).startswith(HPARAM_METRIC_PREFIXES)
+            and isinstance(value, numbers.Real)
+            and not isinstance(value, bool)
+        }
+        writer = self._trial_writer[trial].file_writer
+        for summary in hparams(hparam_dict=values, metric_dict=metrics):
+            writer.add_summary(summary)
+
+
+def tracking_callbacks(
+    tracking: dict[str, dict[str, Any]], tags: dict[str, str], hparams: list[str] | None = None
+) -> list[Any]:
+    """Tune callbacks for what :func:`study.tracking.start_tracking` set up, and the
+    TensorBoard logger with ``hparams`` as the HPARAMS tab's hyperparameters
+    (:class:`SweepTensorBoard`; without them, Tune's own logger)."""
+    callbacks: list[Any] = [SweepTensorBoard(hparams)] if hparams else []
     if "mlflow" in tracking:
         info = tracking["mlflow"]
         callbacks.append(

@@ -1,0 +1,86 @@
+"""One real, quiet Optuna sweep (synthetic data, two trials, two rounds), read back as a
+user would:
+
+* ``--quiet`` lets no library line through: not Optuna's "A new study created in RDB";
+* its points are labelled at 4 significant digits in the summary and the trial folder
+  names, while params.json and Optuna keep the full values;
+* TensorBoard's HPARAMS data, read from the event files with TensorBoard's own reader:
+  the varied fields (``mu``, ``lr``) and ``seed`` as numbers, and the final validation
+  and test metrics as the metric list, whose scalars hold the trial's last values.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from search_spaces.study import point_label
+
+pytestmark = pytest.mark.slow
+
+SWEEP = [
+    "--vary", "mu=loguniform:0.01:10", "--vary", "lr=loguniform:0.01:0.5",
+    "--set", "algorithm=moon", "--search", "optuna", "--num-samples", "2",
+    "--budget", "smoke", "--dataset", "synthetic", "--set", "rounds=2",
+    "--max-concurrent", "1", "--quiet", "--name", "labelled",
+]  # fmt: skip
+
+
+def hparams_of(trial_dir: Path) -> tuple[dict, list[str], dict[str, float]]:
+    """(hyperparameters, metric names, each metric's last scalar) of a trial's events,
+    read with TensorBoard's event reader and its HPARAMS plugin's own parsers."""
+    from google.protobuf.json_format import MessageToDict
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import metadata
+
+    events = EventAccumulator(str(trial_dir))
+    events.Reload()
+    content = events.PluginTagToContent(metadata.PLUGIN_NAME)
+    start = metadata.parse_session_start_info_plugin_data(content[metadata.SESSION_START_INFO_TAG])
+    experiment = metadata.parse_experiment_plugin_data(content[metadata.EXPERIMENT_TAG])
+    # a number is a protobuf number_value: MessageToDict gives it back as a float
+    values = {name: MessageToDict(value) for name, value in start.hparams.items()}
+    metrics = [info.name.tag for info in experiment.metric_infos]
+    last = {tag: events.Scalars(tag)[-1].value for tag in metrics}
+    return values, metrics, last
+
+
+def test_a_quiet_optuna_sweep_labels_points_briefly_and_tables_typed_hparams(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "study.sweep", *SWEEP, "--storage-path", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    assert "A new study created" not in output and "[I " not in output, output
+
+    sweep_dir = tmp_path / "labelled"
+    trials = sorted(p for p in sweep_dir.iterdir() if (p / "params.json").is_file())
+    assert len(trials) == 2
+    manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
+    assert manifest["label_digits"] == 4
+    for trial in trials:
+        params = json.loads((trial / "params.json").read_text())
+        mu, lr = params["mu"], params["lr"]
+        label = point_label({"mu": mu, "lr": lr})
+        assert params["point"] == label
+        assert label == f"mu={mu:.4g}, lr={lr:.4g}"  # e.g. mu=0.02055, lr=0.1342
+        assert len(repr(mu)) > len(f"{mu:.4g}")  # the file keeps the full value
+        assert trial.name.endswith(f"_mu={mu:.4g}_lr={lr:.4g}_seed0")
+        summary = [line for line in proc.stdout.splitlines() if f" {label} " in line]
+        assert len(summary) == 1 and " completed " in summary[0], proc.stdout
+
+        values, metrics, last = hparams_of(trial)
+        assert values == {"mu": mu, "lr": lr, "seed": 0}
+        assert all(isinstance(v, float) for v in values.values())  # numbers, not text
+        assert {"ray/tune/val_acc", "ray/tune/test_acc", "ray/tune/test_loss"} <= set(metrics)
+        assert all(m.startswith(("ray/tune/val_", "ray/tune/test_")) for m in metrics)
+        final = json.loads((trial / "result.json").read_text().splitlines()[-1])
+        assert last["ray/tune/test_acc"] == pytest.approx(final["test_acc"], abs=1e-6)
+        assert last["ray/tune/val_acc"] == pytest.approx(final["val_acc"], abs=1e-6)
