@@ -3,7 +3,8 @@
 :func:`sweep_to_resume` names the folder (``--name``, else the latest folder of the same
 study, dataset, budget and search), refuses one whose driver is still alive, one that
 someone else could have written (:mod:`study.resume_trust`, checked before anything of
-the folder is read as code) and one without a readable manifest or Tune state; it
+the folder is read as code), one whose Tune state this user's fedsweep did not record
+(:mod:`study.resume_digests`) and one without a readable manifest or Tune state; it
 returns the folder and the plan its manifest records.  Every refusal is one line (a
 :class:`~study.sweep_args.UsageError`).  This module does not import Ray.
 """
@@ -17,6 +18,7 @@ from federated.config.run_config import ConfigError
 from search_spaces.study_file import StudyFileError
 from study.driver_liveness import driver_gone
 from study.plan import PlanTooLargeError, SweepPlan
+from study.resume_digests import check_resume_digests
 from study.resume_trust import check_resume_trust
 from study.sweep_args import UsageError
 from study.sweep_folder import MANIFEST, read_manifest
@@ -30,9 +32,12 @@ def sweep_to_resume(storage: Path, plan: SweepPlan, name: str | None) -> tuple[P
         raise UsageError(
             f"--resume: {sweep_dir} is still running (its driver is alive); stop it first"
         )
-    # before anything of the folder is read as code (Tune's pickles)
+    # before anything of the folder is read as code (Tune's pickles): who could write
+    # it, then whether this user's fedsweep recorded what Tune would unpickle
     check_resume_trust(sweep_dir)
-    return sweep_dir, resumable_plan(sweep_dir)
+    plan = resumable_plan(sweep_dir)
+    check_resume_digests(sweep_dir)
+    return sweep_dir, plan
 
 
 def find_sweep(storage: Path, plan: SweepPlan, name: str | None) -> Path:

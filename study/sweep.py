@@ -41,6 +41,7 @@ from study.plan import PlanTooLargeError, SweepPlan
 from study.plan_description import describe_plan, list_studies, plan_warnings
 from study.preflight import check_batches, check_cpus, check_devices, preflight, trial_configs
 from study.resources import Execution, TrialResources, choose_resources
+from study.resume_digests import record_digests
 from study.resume_discovery import sweep_to_resume
 from study.seed_batches import SeedTarget, next_batch, parse_seed_target
 from study.selection import (
@@ -143,13 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         code = exit_codes.OK
     # a sweep that ended on its own (not one the user interrupted) stays inspectable
     if dashboard and code in (exit_codes.OK, exit_codes.ALL_TRIALS_FAILED):
-        from study.tune import ray_session  # imported already: Ray runs
-
-        # the driver's job ends now, so the dashboard shows the sweep finished, while
-        # the local Ray holding the dashboard stays up until Ctrl-C
-        ray_session.end_driver_job()
         keep_dashboard_up(dashboard)
-        ray_session.end_local_ray()
     return code
 
 
@@ -192,6 +187,7 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan:
             metric=args.metric,
         )
         check_validated((t.config for t in plan.trials()), by)
+        check_selection_flags(args, plan, by)
         if note:
             print(note, file=sys.stderr)
         return plan
@@ -201,6 +197,27 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan:
     except KeyboardInterrupt:  # Ctrl-C while planning: nothing has been written yet
         print("error: interrupted while planning; nothing was written", file=sys.stderr)
         raise SweepStopError(exit_codes.INTERRUPTED) from None
+
+
+def check_selection_flags(args: argparse.Namespace, plan: SweepPlan, by: str | None) -> None:
+    """Refuse, in one line, the selection flags a plan would ignore or fail on at its
+    end: a ``--metric`` its task does not record (checked here, so a dry run refuses
+    what the real run would), a ``--metric`` where nothing ranks trials, and
+    ``--rerun-best`` of a grid with one point (nothing is chosen)."""
+    if by or args.metric is not None:
+        plan.chosen_metric  # noqa: B018 -- raises SelectionError for a metric not recorded
+    if args.metric is not None and plan.ranking_metric is None:
+        raise UsageError(
+            f"--metric={args.metric!r}: this sweep ranks no trials (a plain grid without "
+            "validation data) (allowed: with --search optuna, --scheduler asha or "
+            "--rerun-best K, or --set val_fraction=0.1 to rank the summary)"
+        )
+    if args.rerun_best and args.search == "grid" and plan.study.grid_size == 1:
+        raise UsageError(
+            f"--rerun-best={args.rerun_best}: the grid has one point, so there is nothing "
+            "to choose (allowed: a grid of >= 2 points or --search optuna; for more seeds "
+            "of one point, --seeds)"
+        )
 
 
 def check_machine(args: argparse.Namespace, plan: SweepPlan) -> None:
@@ -269,9 +286,6 @@ def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution,
     up after the sweep (``--dashboard`` on a local Ray; else None)."""
     if not target.address:
         os.environ.update(LOCAL_ONLY_ENV)
-        # token authentication, as Ray turns it on for a local cluster: the driver joins
-        # a head node started apart (study/local_ray.py), and Ray reads the mode at import
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
 
     # a failed trial is one line on the terminal (its traceback stays in its error.txt)
     install_one_line_trial_errors()
@@ -352,23 +366,30 @@ def fit_and_summarise(
     print its summary and outcome (:func:`summarise`).  Returns Tune's results when every
     trial finished; otherwise ends the command with the outcome's exit status."""
     from study.tune import fit, tracking_callbacks, tuners  # import Ray
+    from study.tune.resume_digest_callback import ResumeDigestRecorder
 
     started = time.perf_counter()
     with StopSignals() as signals:
         try:
             if args.resume:
+                # its callbacks, the digest recorder among them, come back from tuner.pkl
                 tuner = restored_tuner(target.sweep_dir, execution)
             else:
                 print(
                     "\n".join(describe_plan(plan, execution.resources).splitlines()[:2]), flush=True
                 )
-                callbacks = tracking_callbacks.tracking_callbacks(
-                    tracking, tags, plan.varied_fields
-                )
+                callbacks = [
+                    *tracking_callbacks.tracking_callbacks(tracking or {}, tags),
+                    ResumeDigestRecorder(),  # what --resume will verify (study/resume_digests.py)
+                ]
                 tuner = tuners.new_tuner(
                     plan, target.sweep_dir.name, target.storage, execution, callbacks
                 )
-            results = fit.fit(tuner, target.sweep_dir, signals)
+                record_digests(target.sweep_dir)  # tuner.pkl, written as the Tuner was built
+            try:
+                results = fit.fit(tuner, target.sweep_dir, signals)
+            finally:  # finished, interrupted or failed: the state Tune left is the user's
+                record_digests(target.sweep_dir)
         except KeyboardInterrupt:  # a second signal, or one before Tune's loop ran
             print(f"sweep interrupted; results in {target.sweep_dir}", file=sys.stderr)
             print(f"continue it with: {target.resume_command}", file=sys.stderr)
@@ -462,7 +483,7 @@ def add_seed_batches(
     sweeps beside it until every table resolves T points or CAP seeds are spent
     (study/seed_batches.py); prints each decision and the report command over all
     batches; returns the batch folders."""
-    from analysis.tables.resolvable_tables import resolvable_differences
+    from analysis.resolvable_tables import resolvable_differences
 
     folders = [target.sweep_dir]
     done = len(plan.seeds)
@@ -538,7 +559,10 @@ def rerun_best(
         f"({selection['point']}) over fresh seeds {seeds[0]}..{seeds[-1]}",
         flush=True,
     )
-    rerun = fit.fit(tuners.rerun_tuner(rerun_plan, name, storage, execution), storage / name)
+    try:
+        rerun = fit.fit(tuners.rerun_tuner(rerun_plan, name, storage, execution), storage / name)
+    finally:
+        record_digests(storage / name)
     print(format_summary(summary_rows(rerun), metric=rerun_plan.ranking_metric))
     return storage / name
 

@@ -25,6 +25,10 @@ from search_spaces.study_file import load_study_file
 from study.selection import DEFAULT_METRIC, SELECTION_METRICS
 from study.tracking import TrackerUnavailableError, check_trackers
 
+# Most fresh seeds --rerun-best reruns the chosen configuration on: far beyond what any
+# table resolves with (the seed forecast stops at tens), so only a typo reaches it.
+MAX_RERUN_BEST = 1_000
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line; a malformed flag is one ``error:`` line (OneLineParser)."""
@@ -119,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--rerun-best",
         type=int,
-        default=0,
+        default=None,  # None: not asked for (an explicit 0 is refused, never ignored)
         metavar="K",
         help="rerun the configuration chosen on --metric over K fresh seeds (no searched "
         "trial's seed)",
@@ -170,8 +174,12 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--max-concurrent={args.max_concurrent!r} (allowed: an integer >= 1)")
     if args.metric is not None:  # None: the trials' own, known once they are resolved
         one_of("--metric", args.metric, tuple(SELECTION_METRICS))
-    if args.rerun_best < 0:
-        raise UsageError(f"--rerun-best={args.rerun_best!r} (allowed: an integer >= 1)")
+    if args.rerun_best is not None and not 1 <= args.rerun_best <= MAX_RERUN_BEST:
+        # 0 would silently rerun nothing; a huge K is a typo that would plan K trials
+        raise UsageError(
+            f"--rerun-best={args.rerun_best!r} (allowed: an integer in [1, {MAX_RERUN_BEST:,}]: "
+            "the fresh seeds the chosen configuration is rerun on; leave it out to rerun none)"
+        )
     if args.track_uri and "mlflow" not in args.track:
         raise UsageError(f"--track-uri={args.track_uri!r} needs --track mlflow")
     try:

@@ -17,6 +17,8 @@
           checkpoint_NNNNNN/run_state.pt  the last checkpoints (whole run state)
           error.txt                       only when the trial failed
         experiment_state-*.json, tuner.pkl, ...   Tune's own, used by --resume
+        fedsweep_resume_digests.json      keyed digests of Tune's pickles, which --resume
+                                          verifies (study/resume_digests.py)
         mlflow.db, mlartifacts/           with --track mlflow (the default local store)
         <trial dir>/wandb/offline-run-*   with --track wandb (offline by default)
 

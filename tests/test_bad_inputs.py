@@ -87,6 +87,32 @@ RUN_CASES = [
         ["--data-fraction", "0.001", "--n-parties", "10"],
         "data_fraction",
     ),
+    # validation settings that would do nothing, or not what was written
+    ("server-split-no-validation", ["--val-split", "server"], "val_split='server'"),
+    ("eval-fraction-no-validation", ["--eval-fraction", "0.5"], "eval_fraction=0.5"),
+    (
+        "eval-fraction-server-split",
+        ["--val-fraction", "0.1", "--val-split", "server", "--eval-fraction", "0.5"],
+        "1 with val_split=server",
+    ),
+    (
+        "eval-fraction-draws-none",
+        ["--val-fraction", "0.1", "--eval-fraction", "0.01"],
+        "eval_fraction=0.01",
+    ),
+    # values outside any meaningful range
+    ("lr-tiny", ["--lr", "1e-300"], "lr=1e-300 (allowed: a learning rate >= 1e-08"),
+    (
+        "noise-std-5",
+        ["--feature-skew", "noise", "--feature-skew-level", "5"],
+        "feature_skew_level=5.0 (allowed: a noise std in [0, 1]",
+    ),
+    # start files: named, with what is wrong, before training
+    ("init-empty", ["--init", "empty.pt"], "empty.pt is refused: it is empty"),
+    ("init-text", ["--init", "text.pt"], "text.pt is refused: not a torch.save file"),
+    ("init-nan", ["--init", "nan.pt"], "holds NaN or infinite values"),
+    # an image whose header declares 20000x20000 pixels is refused before it is decoded
+    ("image-huge", ["--dataset", "folder:huge_images"], "20000x20000 pixels"),
 ]
 
 SWEEP_CASES = [
@@ -153,6 +179,17 @@ SWEEP_CASES = [
         "--track",
     ),
     ("track-uri-folder", ["moon_mu", "--track", "mlflow", "--track-uri", "mlruns"], "--track"),
+    # selection flags that would be ignored, fail at the end, or plan absurd work
+    ("metric-ranks-nothing", ["moon_mu", "--metric", "val_loss"], "ranks no trials"),
+    (
+        "metric-not-recorded-dry-run",
+        ["moon_mu", "--metric", "val_srcc", "--rerun-best", "2", "--dry-run"],
+        "record no val_srcc",
+    ),
+    ("rerun-best-0", ["moon_mu", "--rerun-best", "0"], "--rerun-best=0 (allowed"),
+    ("rerun-best-huge", ["moon_mu", "--rerun-best", "1000000"], "--rerun-best=1000000"),
+    ("rerun-best-one-point", ["--vary", "mu=0.1", "--rerun-best", "2"], "has one point"),
+    ("server-split-dry-run", ["moon_mu", "--set", "val_split=server", "--dry-run"], "val_split"),
 ]
 
 REPORT_CASES = [
@@ -219,6 +256,8 @@ def workdir(tmp_path, monkeypatch):
     ):
         (tmp_path / name).mkdir()
         (tmp_path / name / "fedsweep_sweep.json").write_bytes(text)
+    _bad_start_files(tmp_path)
+    _huge_image_folder(tmp_path / "huge_images")
     good = tmp_path / "good_sweep"
     good.mkdir()
     (good / "fedsweep_sweep.json").write_text(
@@ -228,6 +267,47 @@ def workdir(tmp_path, monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setenv("FEDSWEEP_RESULTS", str(tmp_path / "results"))
     return tmp_path
+
+
+def _bad_start_files(folder: Path) -> None:
+    """Start files (``--init``) that are empty, text, and finite-shaped but NaN."""
+    import torch
+
+    (folder / "empty.pt").write_bytes(b"")
+    (folder / "text.pt").write_text("these are not weights\n")
+    torch.save({"conv1.weight": torch.full((2, 2), float("nan"))}, folder / "nan.pt")
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A PNG whose header declares ``width`` x ``height`` grey pixels and whose pixel
+    data is a stub: only a decoder would find out, and it must never be reached."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _huge_image_folder(root: Path) -> None:
+    """An image folder of two classes of small images, one of which declares 20000x20000."""
+    from PIL import Image
+
+    for split in ("train", "test"):
+        for label in ("a", "b"):
+            folder = root / split / label
+            folder.mkdir(parents=True)
+            for i in range(12):
+                Image.new("L", (8, 8), color=i * 10).save(folder / f"{i}.png")
+    (root / "train" / "a" / "huge.png").write_bytes(_png_header(20000, 20000))
 
 
 def snapshot(folder: Path) -> dict[str, float]:
@@ -291,6 +371,27 @@ def test_an_impossible_dirichlet_draw_is_refused_before_ray(workdir, capsys):
     argv = ["moon_mu", "--budget", "smoke", "--set", "n_parties=40", "--set", "beta=0.001"]
     assert call("sweep", argv) == 2
     assert_one_error_line(capsys.readouterr().err, "Dirichlet partition")
+    assert snapshot(workdir) == before
+
+
+def test_a_score_folder_with_a_dirichlet_partition_names_the_conflict(
+    workdir, capsys, tmp_path_factory
+):
+    """The sweep names what the run names (a score task has no classes to skew by),
+    not a party-count limit that only a budget's smaller data fraction reaches."""
+    from tests.test_iqa_builder import load_builder
+
+    if not Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz").is_file():
+        pytest.skip("needs Debian's dataset-fashion-mnist")
+    tree = tmp_path_factory.mktemp("iqa") / "task"
+    assert load_builder().main([str(tree), "--train-sources", "10", "--test-sources", "4"]) == 0
+    before = snapshot(workdir)
+    argv = [
+        "--vary", "lr=0.01,0.1", "--set", f"dataset=folder:{tree}", "--set", "partition=dirichlet",
+        "--set", "n_parties=100", "--budget", "smoke", "--dry-run",
+    ]  # fmt: skip
+    assert call("sweep", argv) == 2
+    assert_one_error_line(capsys.readouterr().err, "has no classes to skew by")
     assert snapshot(workdir) == before
 
 

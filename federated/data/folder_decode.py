@@ -18,11 +18,44 @@ from torchvision.io import ImageReadMode, decode_image, read_file
 
 from federated.data.folder_layout import FolderDataError, ImageFile
 
+# Largest image decoded (height x width): 8192 x 8192, 192 MiB as RGB uint8.  Every image
+# is decoded whole before it is resized, so one huge file would exhaust memory before
+# any memory check could see it; its header says its size without decoding.
+MAX_DECODE_PIXELS = 2**26
+
+
+def check_decode_size(path: str) -> None:
+    """Refuse (one line naming the file) an image whose header declares more than
+    :data:`MAX_DECODE_PIXELS`; a header Pillow cannot read is left to the decoder."""
+    import warnings
+
+    from PIL import Image, UnidentifiedImageError
+
+    pillows_limit = Image.MAX_IMAGE_PIXELS
+    try:
+        # only the header is read; Pillow's own bomb check would hide the size we name
+        Image.MAX_IMAGE_PIXELS = None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as image:
+                width, height = image.size
+    except (OSError, ValueError, UnidentifiedImageError):
+        return
+    finally:
+        Image.MAX_IMAGE_PIXELS = pillows_limit
+    if width * height > MAX_DECODE_PIXELS:
+        raise FolderDataError(
+            f"{path}: {width}x{height} pixels (allowed: at most {MAX_DECODE_PIXELS:,} pixels, "
+            "e.g. 8192x8192, per image: each is decoded whole; shrink it first)"
+        )
+
 
 def decode_files(files: Sequence[ImageFile]) -> list[torch.Tensor]:
-    """Each file as a uint8 (C, H, W) tensor with C in {1, 3}; names a file that fails."""
+    """Each file as a uint8 (C, H, W) tensor with C in {1, 3}; names a file that fails
+    (one too large to decode is named before it is decoded)."""
     images = []
     for item in files:
+        check_decode_size(item.path)
         try:
             image = decode_image(read_file(item.path), mode=ImageReadMode.UNCHANGED)
         except (RuntimeError, ValueError, OSError) as err:

@@ -180,13 +180,32 @@ def read_state_dict(path: Path) -> dict[str, torch.Tensor]:
     return _cache[key]
 
 
+# What torch.save writes: a zip archive (torch >= 1.6), or a legacy pickle (protocol 2+)
+_ZIP_MAGIC = b"PK\x03\x04"
+_PICKLE_MAGIC = b"\x80"
+_NOT_A_START = "(allowed: a torch.save(model.state_dict(), path) file)"
+
+
 def _load(path: Path) -> dict[str, torch.Tensor]:
+    """The state dict in ``path``: one line naming the file and what is wrong with it
+    (empty, not a torch file, needs code, not name -> tensor, NaN or infinite values)."""
+    with path.open("rb") as fh:
+        head = fh.read(4)
+    if not head:
+        raise StartError(f"{path} is refused: it is empty {_NOT_A_START}")
+    if not (head.startswith(_ZIP_MAGIC) or head.startswith(_PICKLE_MAGIC)):
+        # torch.load's own words for this are its parser's ("101", "invalid load key")
+        raise StartError(
+            f"{path} is refused: not a torch.save file (it starts {head!r}) {_NOT_A_START}"
+        )
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # UnpicklingError, RuntimeError, EOFError, zip errors ...
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
         if "weights_only" in str(err) or "Unsupported global" in str(err):
             reason = "its pickle needs code to load (only tensors, numbers and strings load)"
+        elif isinstance(err, EOFError) or reason in ("", type(err).__name__):
+            reason = f"it is cut short or damaged ({type(err).__name__})"
         raise StartError(f"{path} is refused: {reason}"[:300]) from None
     if not isinstance(state, Mapping) or not state:
         got = type(state).__name__ if not isinstance(state, Mapping) else "an empty mapping"
@@ -199,6 +218,16 @@ def _load(path: Path) -> dict[str, torch.Tensor]:
         raise StartError(
             f"{path} is not a state dict: entry {bad[0]!r} is not a name -> tensor "
             "(save one with torch.save(model.state_dict(), path))"
+        )
+    # a start with NaN or infinite weights would only show as a divergence at round 1
+    broken = [
+        k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())
+    ]
+    if broken:
+        more = f" and {len(broken) - 1} more" if len(broken) > 1 else ""
+        raise StartError(
+            f"{path}: tensor {broken[0]!r}{more} holds NaN or infinite values "
+            "(allowed: finite weights)"
         )
     return dict(state)
 
