@@ -8,7 +8,7 @@ existed have neither: they are classification runs reporting accuracy.
 - Classification reports top-1 test accuracy (``acc``), as always: a fraction in the rows,
   a percentage with one decimal in the tables, differences in *points*, a chance level
   (1/classes) below which nothing has learned.
-- A score task (image assessment: a score per image, federated/tasks/objective.py) reports its
+- A score task (image assessment: a score per image, federated/tasks/score.py) reports its
   primary metric, ``srcc`` by default, else the one the run chose: ``srcc`` / ``plcc``
   (Spearman / Pearson correlation, in [-1, 1], higher is better), ``mae`` / ``rmse`` (the
   error of the predicted score in the score's own units, lower is better), or ``acc``
@@ -24,8 +24,9 @@ not the primary (docs/reports.md, "Score tasks: the primary metric").
 scale: POINTS accuracy points, or POINTS/100 in a correlation's or an error's units (2 ->
 0.02), :meth:`Metric.target`.
 
-Nothing here imports torch: federated/tasks/objective.py's ``TASK_METRICS`` is the engine's
-list, and the tests check that the two agree.
+Nothing here imports torch: the metrics are the torch-free specs of
+:mod:`federated.contract.metrics`, the same ones the engine's tasks record; this module
+adds how a table shows them.
 """
 
 from __future__ import annotations
@@ -36,9 +37,18 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis.naming import percent
+from federated.contract.metrics import ACCURACY as ACCURACY_SPEC
+from federated.contract.metrics import (
+    BUILTIN_TASK_METRICS,
+    CLASSIFICATION,
+    SCORE,
+    SCORE_SPECS,
+    MetricSpec,
+    metric_stems,
+)
+from federated.contract.metrics import higher_is_better as contract_higher_is_better
 from federated.contract.results import DAMAGED
 
-CLASSIFICATION, SCORE = "classification", "score"
 #: the field's pair every score report shows besides its primary metric
 SCORE_REPORTED = ("srcc", "mae")
 
@@ -49,28 +59,9 @@ class PrimaryMetricError(ValueError):
 
 
 @dataclass(frozen=True)
-class Metric:
-    """One reported metric of one task.
-
-    Attributes:
-        stem: the rows' column stem: ``test_<stem>``, ``val_<stem>``.
-        task: ``classification`` or ``score``.
-        higher_is_better: False for errors (``mae``, ``rmse``).
-        name: its short name in sentences ("accuracy", "SRCC", "MAE").
-        noun: what a caption calls the test value ("top-1 test accuracy", "test SRCC").
-        percent: shown as a percentage (a fraction × 100, one decimal), differences in
-            points; otherwise shown as recorded with three decimals, differences in the
-            metric's units.
-        chance: a chance level (1/classes) applies (classification accuracy only).
-    """
-
-    stem: str
-    task: str
-    higher_is_better: bool
-    name: str
-    noun: str
-    percent: bool
-    chance: bool
+class Metric(MetricSpec):
+    """One reported metric of one task (:class:`~federated.contract.metrics.MetricSpec`'s
+    fields) and how a table shows it."""
 
     @property
     def column(self) -> str:
@@ -154,43 +145,66 @@ class Metric:
         return difference if self.percent else difference * 100.0
 
 
-ACCURACY = Metric("acc", CLASSIFICATION, True, "accuracy", "top-1 test accuracy", True, True)
-SCORE_METRICS: dict[str, Metric] = {
-    "srcc": Metric("srcc", SCORE, True, "SRCC", "test SRCC", False, False),
-    "plcc": Metric("plcc", SCORE, True, "PLCC", "test PLCC", False, False),
-    "mae": Metric("mae", SCORE, False, "MAE", "test MAE", False, False),
-    "rmse": Metric("rmse", SCORE, False, "RMSE", "test RMSE", False, False),
-    "acc": Metric(
-        "acc", SCORE, True, "accuracy", "binary test accuracy at the score threshold", True, False
-    ),
-}
+def _shown(spec: MetricSpec) -> Metric:
+    return Metric(**spec.to_dict())
+
+
+ACCURACY = _shown(ACCURACY_SPEC)
+SCORE_METRICS: dict[str, Metric] = {spec.stem: _shown(spec) for spec in SCORE_SPECS}
 #: each task's metrics, the default (primary) first
 TASK_METRICS: dict[str, tuple[str, ...]] = {
-    CLASSIFICATION: (ACCURACY.stem,),
-    SCORE: tuple(SCORE_METRICS),
+    task: metric_stems(specs) for task, specs in BUILTIN_TASK_METRICS.items()
 }
+
+
+#: the metrics of tasks that are not built in (a user's ``package.module:Class``), as
+#: the sweeps' manifests recorded them (:func:`record_task_metrics`): read as data, the
+#: task's code is never imported by a report
+RECORDED_TASK_METRICS: dict[str, tuple[Metric, ...]] = {}
+
+
+def record_task_metrics(manifest: dict) -> None:
+    """Make a sweep's own task's metrics known (its manifest's ``task`` and
+    ``metric_specs``, written by ``study.sweep``); built-in tasks keep their own."""
+    task, specs = manifest.get("task"), manifest.get("metric_specs")
+    if not task or task in TASK_METRICS or not isinstance(specs, list) or not specs:
+        return
+    try:
+        RECORDED_TASK_METRICS[str(task)] = tuple(
+            _shown(MetricSpec.from_dict(spec)) for spec in specs
+        )
+    except (KeyError, TypeError):
+        return  # a damaged record: the trials' metric is then refused in one line
+
+
+def _task_metrics(task: str) -> dict[str, Metric]:
+    if task == CLASSIFICATION:
+        return {ACCURACY.stem: ACCURACY}
+    if task == SCORE:
+        return SCORE_METRICS
+    return {m.stem: m for m in RECORDED_TASK_METRICS.get(task, ())}
 
 
 def metric_of(task: str, stem: str | None = None) -> Metric:
     """The :class:`Metric` ``stem`` of ``task`` (default: the task's primary).  Raises
     :class:`PrimaryMetricError` for a task or metric no run records."""
-    if task not in TASK_METRICS:
-        raise PrimaryMetricError(f"task={task!r} (allowed: {', '.join(TASK_METRICS)})")
-    stem = TASK_METRICS[task][0] if stem is None else stem
-    if stem not in TASK_METRICS[task]:
-        allowed = ", ".join(TASK_METRICS[task])
+    metrics = _task_metrics(task)
+    if not metrics:
+        known = [*TASK_METRICS, *RECORDED_TASK_METRICS]
+        raise PrimaryMetricError(f"task={task!r} (allowed: {', '.join(known)})")
+    stem = next(iter(metrics)) if stem is None else stem
+    if stem not in metrics:
+        allowed = ", ".join(metrics)
         raise PrimaryMetricError(f"primary_metric={stem!r} for a {task} task (allowed: {allowed})")
-    return ACCURACY if task == CLASSIFICATION else SCORE_METRICS[stem]
+    return metrics[stem]
 
 
 def higher_is_better(column: str) -> bool:
     """Whether a larger value of a row column (``val_mae``, ``test_srcc``, ``val_loss``,
-    or a bare stem) is better: errors and losses are lower-is-better, the rest higher."""
-    stem = column.split("_", 1)[1] if column.startswith(("test_", "val_")) else column
-    if stem == "loss":
-        return False
-    found = SCORE_METRICS.get(stem)
-    return True if found is None else found.higher_is_better
+    or a bare stem) is better: errors and losses are lower-is-better, the rest higher
+    (a recorded plug-in task's metrics by their specs)."""
+    recorded = tuple(m for metrics in RECORDED_TASK_METRICS.values() for m in metrics)
+    return contract_higher_is_better(column, recorded)
 
 
 def _text(value: object) -> str | None:

@@ -2,7 +2,8 @@
 
 A new algorithm is one file in :mod:`federated.algorithms` and one line in
 :data:`ALGORITHM_PATHS`; a new server optimizer one file in :mod:`federated.server`
-and one line in :data:`SERVER_OPTIMIZER_PATHS`.  A user's own method needs no line at
+and one line in :data:`SERVER_OPTIMIZER_PATHS`; a new task one file in
+:mod:`federated.tasks` and one line in :data:`TASK_PATHS`.  A user's own method needs no line at
 all: ``--algorithm package.module:Class`` (or ``server_optimizer=package.module:Class``
 in a study file or sweep) imports it.
 
@@ -43,6 +44,13 @@ TEMPERATURE_SCHEDULE_PATHS: dict[str, str] = {
     "annealed": "federated.algorithms.annealed_temperature:AnnealedTemperature",
 }
 
+# The tasks (federated/tasks/base.py): a new task is one file and one line; the data say
+# which task they are (DatasetSpec.task), a user's own is task=package.module:Class
+TASK_PATHS: dict[str, str] = {
+    "classification": "federated.tasks.classification:Classification",
+    "score": "federated.tasks.score:ScoreTask",
+}
+
 KINDS = {
     "algorithm": (ALGORITHM_PATHS, "federated.algorithms.base:Algorithm"),
     "server_optimizer": (SERVER_OPTIMIZER_PATHS, "federated.server.base:ServerOptimizer"),
@@ -50,6 +58,7 @@ KINDS = {
         TEMPERATURE_SCHEDULE_PATHS,
         "federated.algorithms.temperature:TemperatureSchedule",
     ),
+    "task": (TASK_PATHS, "federated.tasks.base:Task"),
 }
 
 
@@ -65,7 +74,8 @@ def _import(path: str) -> Any:
 
 def load_method(kind: str, name: str) -> type:
     """The class registered as ``name`` (or imported from ``package.module:Class``) for
-    ``kind`` ("algorithm" or "server_optimizer"); :class:`ConfigError` if there is none."""
+    ``kind`` ("algorithm", "server_optimizer", "tau_schedule" or "task");
+    :class:`ConfigError` if there is none."""
     paths, base_path = KINDS[kind]
     allowed = "one of " + ", ".join(paths) + ", or package.module:Class"
     if name in paths:

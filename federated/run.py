@@ -47,16 +47,16 @@ from federated.models.pretrained_start import StartNotice
 from federated.registry import is_plugin, load_method
 from federated.runtime.atomic_file import atomic_open
 from federated.runtime.device import DeviceUnavailableError
-from federated.tasks.objective import SCORE_METRICS
 
 ROW_FORMATS = (".csv", ".jsonl")  # what write_rows writes, chosen by --out's suffix
 
 
 def _plugin_params(argv: list[str]) -> dict[str, type]:
-    """Parameters of a plug-in named on the command line (``--algorithm pkg.mod:Class``),
-    so that its own flags exist; a name that does not load is reported by RunConfig."""
+    """Parameters of a plug-in named on the command line (``--algorithm pkg.mod:Class``,
+    ``--task pkg.mod:Class``), so that its own flags exist; a name that does not load is
+    reported by RunConfig."""
     out = {}
-    for kind in ("algorithm", "server_optimizer"):
+    for kind in ("algorithm", "server_optimizer", "task"):
         flag = "--" + kind.replace("_", "-")
         for i, arg in enumerate(argv):
             name = arg.split("=", 1)[1] if arg.startswith(flag + "=") else None
@@ -170,11 +170,14 @@ def format_row(row: dict[str, Any], rounds: int) -> str:
             else fmt % value
         )
 
-    # a score task's row leads with its correlations and errors; test_acc is then the
-    # binary accuracy at score_threshold
-    scores = "".join(
-        f"test_{k} {num(f'test_{k}', '%.4f')}  " for k in SCORE_METRICS if f"test_{k}" in row
-    )
+    # a task's other test metrics lead (a score task's errors and correlations; its
+    # test_acc is the binary accuracy at score_threshold)
+    others = [
+        k
+        for k in row
+        if k.startswith("test_") and k not in ("test_acc", "test_loss") and not k.endswith("_std")
+    ]
+    scores = "".join(f"{k} {num(k, '%.4f')}  " for k in others)
     text = (
         f"round {row['round']:>3}/{rounds}  {scores}test_acc {num('test_acc', '%.4f')}  "
         f"test_loss {num('test_loss', '%.4f')}  train_loss {num('train_loss', '%.4f')}"

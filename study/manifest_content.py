@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any
 
+from federated.contract.metrics import task_metric_specs
 from federated.data.folder_dataset import folder_identity
 from federated.data.folder_layout import is_folder_dataset
 from federated.models.pretrained_start import start_hashes
@@ -37,6 +38,10 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "search": plan.search,
         # the metric that ranks trials (study/selection.py): validation, never test
         "metric": plan.ranking_metric,
+        # the trials' task and its metrics as data: a report reads a plug-in task's
+        # metrics here, never by importing its code
+        "task": plan.task,
+        "metric_specs": [spec.to_dict() for spec in task_metric_specs(plan.task)],
         "seeds": plan.seeds,
         # floats' significant digits in the trials' point labels (full values: params.json)
         "label_digits": plan.label_digits,

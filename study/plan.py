@@ -247,8 +247,12 @@ class SweepPlan:
         if self.metric == LEGACY_METRIC:
             return self.metric
         first = self.first_config()
-        task = first.get("task") or "classification"
-        return selection_metric(self.metric, task, first.get("primary_metric") or "acc")
+        return selection_metric(self.metric, self.task, first.get("primary_metric") or "acc")
+
+    @property
+    def task(self) -> str:
+        """The trials' task (resolved from their data; classification in old sweeps)."""
+        return self.first_config().get("task") or "classification"
 
     def first_config(self) -> dict[str, Any]:
         trials = self.trials() or [self._resolve(self.study.example_point(), self.seeds[0])]

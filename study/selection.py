@@ -10,7 +10,7 @@ federated validation of federated/evaluation/validation.py.  A score task (image
 ranks by the validation value of its primary metric (``val_srcc`` by default; ``val_mae``
 and ``val_rmse`` minimised), or by any validation metric it records
 (:func:`selection_metric`; the metrics and their directions are
-:mod:`analysis.primary_metric`'s).  A selecting sweep whose trials hold
+:mod:`federated.contract.metrics`'s, or a plug-in task's own).  A selecting sweep whose trials hold
 out no validation data is refused in one line; where the user wrote no ``val_fraction``
 the sweep holds out :data:`DEFAULT_VAL_FRACTION` (FederatedScope's 0.1) and says so.  A
 plain grid selects nothing and keeps the paper's protocol (no hold-out) unless asked.
@@ -25,7 +25,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from analysis.primary_metric import TASK_METRICS, higher_is_better
+from federated.contract.metrics import (
+    BUILTIN_TASK_METRICS,
+    higher_is_better,
+    metric_stems,
+    task_metric_specs,
+)
 from federated.cli.input_checks import InputError
 
 #: metric -> Tune mode: every task's validation metrics (classification's first)
@@ -34,8 +39,8 @@ SELECTION_METRICS = {
     "val_loss": "min",
     **{
         f"val_{stem}": "max" if higher_is_better(stem) else "min"
-        for stems in TASK_METRICS.values()
-        for stem in stems
+        for specs in BUILTIN_TASK_METRICS.values()
+        for stem in metric_stems(specs)
         if stem != "acc"
     },
 }
@@ -51,15 +56,19 @@ class SelectionError(InputError):
     """A selecting sweep without validation data (one line, before any work)."""
 
 
-def mode_of(metric: str) -> str:
+def mode_of(metric: str, task: str | None = None) -> str:
     """``"max"`` or ``"min"``: how ``metric`` ranks (test accuracy, of old sweeps: max; a
-    test column, the live view's: its direction)."""
-    return SELECTION_METRICS.get(metric) or ("max" if higher_is_better(metric) else "min")
+    test column, the live view's: its direction); ``task``: the trials' task, whose
+    metric specs decide first (a plug-in task's own metrics)."""
+    specs = task_metric_specs(task) if task else ()
+    if not specs and metric in SELECTION_METRICS:
+        return SELECTION_METRICS[metric]
+    return "max" if higher_is_better(metric, specs) else "min"
 
 
 def task_metrics(task: str) -> list[str]:
     """The validation metrics a ``task``'s trials record and may be ranked by."""
-    return [f"val_{stem}" for stem in TASK_METRICS[task]] + ["val_loss"]
+    return [f"val_{stem}" for stem in metric_stems(task_metric_specs(task))] + ["val_loss"]
 
 
 def selection_metric(chosen: str | None, task: str, primary: str) -> str:
@@ -141,24 +150,36 @@ def rerun_seeds(searched: Sequence[int], k: int) -> list[int]:
     return list(range(start, start + k))
 
 
+def ran_all_rounds(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> bool:
+    """Whether a trial's last row is its config's last round (a scheduler such as ASHA
+    stops trials earlier; a trial that records neither counts as complete)."""
+    planned, last = config.get("rounds"), metrics.get("round")
+    return not planned or last is None or int(last) >= int(planned)
+
+
 def best_point(
-    trials: Iterable[tuple[str, Mapping[str, Any], Mapping[str, Any]]], metric: str
+    trials: Iterable[tuple[str, Mapping[str, Any], Mapping[str, Any]]],
+    metric: str,
+    task: str | None = None,
 ) -> tuple[str, float, list[Mapping[str, Any]]]:
     """The point whose trials' final ``metric`` is best on average, from ``(point
-    label, config, final metrics)`` per trial (NaN, missing and diverged values are
-    left out).  Returns (the point, its mean metric, its trials' metrics); raises
-    :class:`SelectionError` when no trial has a finite value."""
+    label, config, final metrics)`` per trial.  Only trials that ran all their rounds
+    are compared: an early-stopped trial's value is from an earlier round than the
+    others' and would rank it unfairly (high or low); NaN, missing and diverged values
+    are left out too.  Returns (the point, its mean metric, its trials' metrics); raises
+    :class:`SelectionError` when no complete trial has a finite value."""
     by_point: dict[str, list[Mapping[str, Any]]] = {}
-    for point, _config, metrics in trials:
+    for point, config, metrics in trials:
         value = metrics.get(metric)
-        if isinstance(value, (int, float)) and math.isfinite(value):
+        finite = isinstance(value, (int, float)) and math.isfinite(value)
+        if finite and ran_all_rounds(config, metrics):
             by_point.setdefault(point, []).append(metrics)
     if not by_point:
         raise SelectionError(
-            f"no trial reported a finite {metric}: nothing to select (did every trial fail "
-            "or diverge?)"
+            f"no trial ran all its rounds with a finite {metric}: nothing to select (did "
+            "every trial fail, diverge or get stopped early?)"
         )
-    sign = 1.0 if mode_of(metric) == "max" else -1.0
+    sign = 1.0 if mode_of(metric, task) == "max" else -1.0
 
     def mean(point: str) -> float:
         values = [m[metric] for m in by_point[point]]
@@ -179,18 +200,24 @@ def best_config(results: Iterable[Any], metric: str) -> dict[str, Any]:
         for r in results
         if r.metrics and not r.metrics.get("diverged")
     ]
-    point, value, chosen = best_point(trials, metric)
+    task = next((c.get("task") for _, c, _ in trials if c.get("task")), None)
+    point, value, chosen = best_point(trials, metric, task)
+    compared = [t for t in trials if ran_all_rounds(t[1], t[2])]
     config = next(dict(c) for p, c, _ in trials if p == point)
     config.pop("seed", None)
     reported = f"test_{config.get('primary_metric') or 'acc'}"
     selection = {
         "metric": metric,
-        "mode": mode_of(metric),
+        "mode": mode_of(metric, task),
         "value": value,
         "point": point,
         # the chosen trials' test values of their primary metric (the report's optimism
         # reads search_test_<metric>: search_test_acc for classification)
         f"search_{reported}": [m.get(reported) for m in chosen],
         "search_seeds": [c.get("seed") for p, c, m in trials if p == point and m in chosen],
+        # what the ranking compared: trials that ran all their rounds (early-stopped
+        # and diverged ones left out)
+        "compared_trials": len(compared),
+        "stopped_early": len(trials) - len(compared),
     }
     return {"config": config, "selection": selection}

@@ -26,12 +26,14 @@ from federated.evaluation.party_scores import (
     worst_decile,
 )
 from federated.evaluation.representations import PROBE_SIZE, probe_indices
-from federated.evaluation.scoring import evaluate, evaluate_by_class
+from federated.evaluation.scoring import evaluate
 from federated.models import ModelOutput
 from federated.run import main as run_main
+from federated.tasks.base import build_task
 from tests.conftest import tiny
 
 SPEC = DatasetSpec("hand", 3, 1, 2, 2, 100, 10, "simple-cnn", (0.5,), (0.25,))
+TASK = build_task("classification", None, SPEC)
 
 
 class PixelClassifier(nn.Module):
@@ -62,14 +64,13 @@ def test_two_parties_by_hand():
     augmenter = Augmenter(SPEC, torch.device("cpu"))
     model = PixelClassifier(augmenter)
     images, labels = hand_test_set()
-    acc, loss, correct, total = evaluate_by_class(model, images, labels, augmenter, 4, 3)
-    assert (acc, loss) == evaluate(model, images, labels, augmenter, 4)
-    assert acc == 0.4
-    assert correct.tolist() == [3, 1, 0] and total.tolist() == [4, 2, 4]
+    scores = evaluate(model, images, labels, augmenter, 4, TASK.accumulator())
+    assert scores.values["acc"] == 0.4
+    assert scores.class_correct.tolist() == [3, 1, 0] and scores.class_total.tolist() == [4, 2, 4]
 
     counts = np.array([[30, 10, 0], [0, 20, 60]])
     scorer = PartyScorer(counts, n_classes=3, every=1, rounds=1)
-    assert scorer.evaluate(model, images, labels, augmenter, 4, round_number=1) == (acc, loss)
+    scorer.record(1, scores)
     np.testing.assert_allclose(scorer.last, [0.6875, 0.125])
     columns = scorer.columns(1)
     assert columns == pytest.approx(
@@ -87,8 +88,9 @@ def test_own_models_score_their_own_mix():
     augmenter = Augmenter(SPEC, torch.device("cpu"))
     images, labels = hand_test_set()
     scorer = PartyScorer(np.array([[30, 10, 0], [0, 20, 60]]), 3, every=1, rounds=1)
-    scorer.evaluate(PixelClassifier(augmenter), images, labels, augmenter, 4, 1, party=1)
-    scorer.evaluate(PixelClassifier(augmenter), images, labels, augmenter, 4, 1, party=0)
+    scores = evaluate(PixelClassifier(augmenter), images, labels, augmenter, 4, TASK.accumulator())
+    scorer.record(1, scores, party=1)
+    scorer.record(1, scores, party=0)
     assert scorer.columns(1)["party_acc_mean"] == pytest.approx(0.40625)
     np.testing.assert_allclose(scorer.last, [0.6875, 0.125])
 

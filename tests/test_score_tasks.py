@@ -16,10 +16,12 @@ import torch
 import torch.nn.functional as F
 
 from federated.config.run_config import ConfigError, RunConfig
+from federated.data.catalog import DatasetSpec
 from federated.data.folder_dataset import folder_identity, load_folder
 from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.engine.run_files import party_columns, party_rows
-from federated.tasks.objective import score_metrics, supervised_loss
+from federated.tasks.base import build_task
+from federated.tasks.score import ScoreParams, score_metrics
 from federated.trainable import load_run_state, save_run_state
 from tests.test_iqa_builder import load_builder
 from tests.test_round_loop import results
@@ -76,18 +78,25 @@ def test_score_metrics_by_hand():
 
 def test_the_supervised_loss_is_cross_entropy_on_labels_and_the_score_loss_on_scores():
     torch.manual_seed(0)
+    spec = DatasetSpec("hand", 3, 1, 2, 2, 10, 10, "simple-cnn", (0.5,), (0.25,))
     logits = torch.randn(6, 3)
     labels = torch.tensor([0, 2, 1, 1, 0, 2])
-    assert torch.equal(supervised_loss(logits, labels, "mse"), F.cross_entropy(logits, labels))
+    classification = build_task("classification", None, spec)
+    assert torch.equal(classification.loss(logits, labels), F.cross_entropy(logits, labels))
+
+    def score_loss(kind: str, outputs: torch.Tensor, targets: torch.Tensor) -> float:
+        task = build_task("score", ScoreParams(score_loss=kind), spec)
+        return float(task.loss(outputs, targets))
+
     targets = torch.rand(6, 3)
-    assert supervised_loss(logits, targets, "mse") == pytest.approx(
+    assert score_loss("mse", logits, targets) == pytest.approx(
         float(((logits - targets) ** 2).mean())
     )
-    assert supervised_loss(logits, targets, "l1") == pytest.approx(
+    assert score_loss("l1", logits, targets) == pytest.approx(
         float((logits - targets).abs().mean())
     )
     small = targets + 0.05  # within Huber's delta (0.1): half the squared error
-    assert supervised_loss(small, targets, "huber") == pytest.approx(0.5 * 0.05**2, rel=1e-4)
+    assert score_loss("huber", small, targets) == pytest.approx(0.5 * 0.05**2, rel=1e-4)
 
 
 # ------------------------------------------------------------------------- the data

@@ -49,8 +49,30 @@ def test_val_loss_is_minimised_and_nan_or_missing_values_are_left_out():
     ]
     assert mode_of("val_loss") == "min"
     assert best_point(trials, "val_loss")[0] == "b"
-    with pytest.raises(SelectionError, match="no trial reported a finite val_acc"):
+    with pytest.raises(SelectionError, match="no trial ran all its rounds with a finite val_acc"):
         best_point([trial("a", 0, math.nan, 0.5)], "val_acc")
+
+
+def test_an_early_stopped_trial_is_never_averaged_with_complete_ones():
+    """ASHA stopped lr=0.5 at round 2 of 8, where its validation accuracy happened to be
+    0.82; lr=0.05 ran all 8 rounds to 0.80.  The old rule (every trial's last value)
+    chose lr=0.5 on an early-rung value; the choice is made on complete trials only."""
+
+    def ran(point, seed, val_acc, last_round):
+        return point, {"point": point, "seed": seed, "rounds": 8}, {
+            "val_acc": val_acc, "round": last_round
+        }
+
+    trials = [ran("lr=0.5", 0, 0.82, 2), ran("lr=0.05", 0, 0.80, 8), ran("lr=0.05", 1, 0.78, 8)]
+    old_rule = max(("lr=0.5", 0.82), ("lr=0.05", 0.79), key=lambda p: p[1])[0]
+    assert old_rule == "lr=0.5"
+    point, value, chosen = best_point(trials, "val_acc")
+    assert point == "lr=0.05" and value == pytest.approx(0.79) and len(chosen) == 2
+    # a point with one complete and one stopped seed is ranked on the complete one alone
+    mixed = [ran("a", 0, 0.90, 2), ran("a", 1, 0.70, 8), ran("b", 0, 0.75, 8)]
+    assert best_point(mixed, "val_acc")[:2] == ("b", pytest.approx(0.75))
+    with pytest.raises(SelectionError, match="stopped early"):
+        best_point([ran("a", 0, 0.9, 2)], "val_acc")
 
 
 def test_rerun_seeds_are_disjoint_from_the_searched_ones():
@@ -177,13 +199,20 @@ def test_a_diverged_trial_fails_in_optuna_without_a_warning(tmp_path, caplog):
         mode="max",
         study_name="s",
         sweep_dir=tmp_path,
+        planned_rounds=4,
     )
-    assert search.suggest("t1") is not None and search.suggest("t2") is not None
+    for trial in ("t1", "t2", "t3", "t4"):
+        assert search.suggest(trial) is not None
     with caplog.at_level(logging.WARNING):
-        search.on_trial_complete("t1", {"val_acc": math.nan, "test_acc": 0.1})
-        search.on_trial_complete("t2", {"val_acc": 0.5, "test_acc": 0.4})
+        search.on_trial_complete("t1", {"val_acc": math.nan, "test_acc": 0.1, "round": 2})
+        search.on_trial_complete("t2", {"val_acc": 0.5, "test_acc": 0.4, "round": 4})
+        # stopped by ASHA at round 2 of 4: pruned, its early value never told
+        search.on_trial_complete("t3", {"val_acc": 0.9, "test_acc": 0.4, "round": 2})
+        # a diverged row (its ranking metric NaN, diverged set) after a finite history
+        search.on_trial_complete("t4", {"val_acc": math.nan, "diverged": True, "round": 3})
     assert "not acceptable" not in caplog.text
     study = optuna.load_study(study_name="s", storage=storage_url(tmp_path))
     states = [t.state for t in study.trials]
-    assert states == [optuna.trial.TrialState.FAIL, optuna.trial.TrialState.COMPLETE]
+    state = optuna.trial.TrialState
+    assert states == [state.FAIL, state.COMPLETE, state.PRUNED, state.FAIL]
     assert study.metric_names == ["val_acc"] and study.trials[1].value == 0.5

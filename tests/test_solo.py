@@ -35,7 +35,8 @@ def test_one_accuracy_per_party_and_the_mean_and_std_over_them(synthetic):
     model = copy.deepcopy(run.global_model)
     for i, acc in enumerate(accs):
         model.load_state_dict(run.party_states[i]["weights"])
-        assert evaluate(model, run.test_x, run.test_y, run.augmenter)[0] == acc
+        scores = evaluate(model, run.test_x, run.test_y, run.augmenter, 256, run.task.accumulator())
+        assert scores.values["acc"] == acc
     # nothing is aggregated: the global model stays the initial model
     for k, v in run.global_model.state_dict().items():
         assert torch.equal(v, initial[k])

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.primary_metric import record_task_metrics
 from analysis.reading.trial_files import (
     DamagedFileError,
     read_manifest,
@@ -284,6 +285,7 @@ def _read_sweep(path: Path, problems: list[str], label: str) -> Sweep:
         raise NoResultsError(f"unreadable sweep manifest: {err}") from None
     manifest["status"] = _sweep_status(manifest, label, problems)
     manifest["trials"] = manifest.get("trials") or {}
+    record_task_metrics(manifest)  # a user's own task: its metrics, as the sweep wrote them
     partitions, partitions_problem = read_partitions(path / PARTITIONS)
     if partitions_problem:
         problems.append(f"{label}: {partitions_problem}")

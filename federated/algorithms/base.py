@@ -51,7 +51,7 @@ from federated.models import FedConModel, ModelOutput
 from federated.params import MethodParams, NoParams
 from federated.server.aggregation import Aggregator, WeightedMean
 from federated.server.contribution import Contribution as Contribution  # re-exported
-from federated.tasks.objective import supervised_loss
+from federated.tasks.base import Task, build_task
 
 if TYPE_CHECKING:
     from federated.config.run_config import RunConfig
@@ -99,7 +99,7 @@ class Algorithm:
     #: the method's typed parameters (a frozen :class:`~federated.params.MethodParams`)
     Params: ClassVar[type[MethodParams]] = NoParams
     # SOLO-style methods: every party trains its own model every round (whatever the
-    # sample fraction), continuing from its own weights, and is evaluated on its own.
+    # sample fraction), continuing from its own weights (its evaluation: party_model)
     personal_models: ClassVar[bool] = False
     # Whether the engine may train this method's parties together (see the module
     # docstring for what that asks of the hooks); False for a method that has not said.
@@ -112,6 +112,9 @@ class Algorithm:
         built = config.algorithm_params
         self.params = built if type(built) is self.Params else self.Params.build(config.to_dict())
         self.generator = generator  # the run's "algorithm" random stream (CPU)
+        #: what the parties learn: the supervised part of every method's loss
+        task = config.task or config.spec.task
+        self.task: Task = build_task(task, config.task_params, config.spec)
 
     def packing_obstacle(self) -> str | None:
         """Why this method's parties cannot train packed (one line), or None."""
@@ -134,10 +137,10 @@ class Algorithm:
         return LossTerms(ce, {"ce": ce.detach()})
 
     def supervised_loss(self, out: ModelOutput, y: torch.Tensor) -> torch.Tensor:
-        """The task's loss on the head (:mod:`federated.tasks.objective`): cross-entropy on
-        class labels, the run's ``score_loss`` on score targets.  Logged as ``ce``
-        (``train_loss``) whichever it is."""
-        return supervised_loss(out.logits, y, self.config.score_loss)
+        """The task's loss on the head (:meth:`federated.tasks.base.Task.loss`):
+        cross-entropy on class labels, the run's ``score_loss`` on score targets.  Logged
+        as ``ce`` (``train_loss``) whichever it is."""
+        return self.task.loss(out.logits, y)
 
     def after_backward(self, job: LocalJob) -> dict[str, torch.Tensor]:
         """Adjust gradients before the SGD step; returns extra loss parts to log."""
@@ -151,6 +154,15 @@ class Algorithm:
         """Finish local training: update the party's state (kept on the CPU) and return
         the contribution's extras (what the party sends besides its weights)."""
         return {}
+
+    # ------------------------------------------------------------------ evaluation
+    def party_model(
+        self, party: int, global_model: FedConModel, state: dict[str, Any]
+    ) -> FedConModel | None:
+        """The model party ``party`` is evaluated with, from its ``state``; None: the
+        global model (every method that trains one).  A personal-model method returns
+        the party's own (:mod:`federated.evaluation.round_evaluation`)."""
+        return None
 
     # ------------------------------------------------------------------ server side
     def init_server_state(self, global_model: FedConModel) -> dict[str, Any]:

@@ -10,11 +10,11 @@ The config reaches these functions as a plain object (``Any``): this module sits
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import fields
 from typing import Any, get_type_hints
 
+from federated.contract.metrics import metric_stems
 from federated.data.folder_layout import is_folder_dataset
 from federated.params import (
     ConfigError,
@@ -28,7 +28,6 @@ from federated.params import (
     unit_interval,
 )
 from federated.registry import load_method
-from federated.tasks.objective import SCORE_LOSSES, TASK_METRICS
 
 PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
 EXECUTIONS = ("packed", "sequential", "reference")
@@ -288,28 +287,29 @@ def _check_validation_settings(c: Any) -> None:
 
 
 def _validate_task(c: Any, spec: Any) -> None:
-    """The task is the data's; a score task has no classes to partition by; the primary
-    metric is one the task has (federated/tasks/objective.py)."""
-    if c.task is not None and c.task != spec.task:
+    """The task reads the data's targets (the data's own task by default); the primary
+    metric is one the task records; a task without classes has none to skew by."""
+    task = load_method("task", c.task)
+    if task.targets != spec.task:
         raise ConfigError(
-            "task", c.task, f"{spec.task} (what {c.dataset} is), or unset: the data set the task"
+            "task",
+            c.task,
+            f"{spec.task}, or a task on {spec.task} targets (what {c.dataset} holds), or "
+            "unset: the data set the task",
         )
-    one_of("score_loss", c.score_loss, SCORE_LOSSES)
-    if not math.isfinite(c.score_threshold):
-        raise ConfigError("score_threshold", c.score_threshold, "a finite number (score units)")
-    metrics = TASK_METRICS[spec.task]
-    if c.primary_metric is not None and c.primary_metric not in metrics:
+    stems = metric_stems(task.metrics)
+    if c.primary_metric is not None and c.primary_metric not in stems:
         raise ConfigError(
             "primary_metric",
             c.primary_metric,
-            f"for a {spec.task} task one of {', '.join(metrics)}",
+            f"for a {task.name} task one of {', '.join(stems)}",
         )
-    if spec.is_score and c.partition in ("dirichlet", "labels"):
+    if not task.has_classes and c.partition in ("dirichlet", "labels"):
         raise ConfigError(
             "partition",
             c.partition,
-            "natural, iid or quantity: a score task has no classes to skew by (its natural "
-            "parties are its train/<party>/ folders)",
+            f"natural, iid or quantity: a {task.name} task has no classes to skew by (its "
+            "natural parties are its train/<party>/ folders)",
         )
 
 
@@ -318,7 +318,7 @@ def check_types(c: Any) -> None:
     is not of its annotated type."""
     hints = get_type_hints(type(c))
     for f in fields(c):
-        if f.name not in ("method_options", "algorithm_params", "server_params"):
+        if f.name not in ("method_options", "algorithm_params", "server_params", "task_params"):
             check_type(f.name, hints[f.name], getattr(c, f.name))
 
 

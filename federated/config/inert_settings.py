@@ -25,27 +25,31 @@ class InertRule:
 
 
 def _declaration_notes(c: RunConfig) -> dict[str, str]:
-    """Method parameters of ``c`` (resolved) that have no effect -> why, from the chosen
-    methods' declarations: given but declared by neither (``c.method_options`` keeps
-    those), or made inert by the declarer's own values."""
-    declared = set(c.algorithm_params.flat()) | set(c.server_params.flat())
+    """Method and task parameters of ``c`` (resolved) that have no effect -> why, from
+    the chosen methods' and task's declarations: given but declared by none
+    (``c.method_options`` keeps those), or made inert by the declarer's own values."""
+    chosen = (c.algorithm_params, c.server_params, c.task_params)
+    declared = {name for params in chosen for name in params.flat()}
+    owners_of = flat_names()
     notes = {
-        name: f"algorithm={c.algorithm} and server_optimizer={c.server_optimizer} declare "
-        f"no parameter {name}"
-        for name, owners in flat_names().items()
-        if owners != ("run",) and name not in declared
+        name: _undeclared(c, name, owners_of.get(name, ()))
+        for name in [*owners_of, *c.method_options]
+        if owners_of.get(name) != ("run",) and name not in declared
     }
-    notes.update(
-        (
-            name,
-            f"algorithm={c.algorithm} and server_optimizer={c.server_optimizer} declare "
-            f"no parameter {name}",
-        )
-        for name in c.method_options
-    )
-    for params in (c.algorithm_params, c.server_params):
+    for params in chosen:
         notes.update(params.inert())
     return notes
+
+
+def _undeclared(c: RunConfig, name: str, owners: tuple[str, ...]) -> str:
+    """Why parameter ``name``, declared by ``owners`` only, does nothing in run ``c``."""
+    tasks = [owner.removeprefix("task ") for owner in owners if owner.startswith("task ")]
+    if owners and len(tasks) == len(owners):
+        return f"task={c.task}: only a {' or '.join(tasks)} task has {name}"
+    return (
+        f"algorithm={c.algorithm} and server_optimizer={c.server_optimizer} declare "
+        f"no parameter {name}"
+    )
 
 
 # every registered server optimizer's parameters: inert where there is no server update
@@ -111,11 +115,6 @@ RULES = (
         lambda c: f"local_epochs_min = local_epochs={c.local_epochs}: every party runs every epoch",
     ),
     InertRule(
-        ("score_loss", "score_threshold"),
-        lambda c: c.task != "score",
-        lambda c: f"task={c.task}: only a score task has a score loss and threshold",
-    ),
-    InertRule(
         ("out_dim",),
         lambda c: not c.projection_head,
         lambda c: "projection_head=false: there is no projection head to size",
@@ -134,7 +133,7 @@ def changed_fields(config: RunConfig) -> set[str]:
         for name in field_types()
         if getattr(config, name) != RunConfig.__dataclass_fields__[name].default
     }
-    for params in (config.algorithm_params, config.server_params):
+    for params in (config.algorithm_params, config.server_params, config.task_params):
         for name, value in params.flat().items():
             if value != type(params).resolved_default(name, values):
                 changed.add(name)

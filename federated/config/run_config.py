@@ -40,12 +40,12 @@ from federated.params import (
 from federated.registry import (
     ALGORITHM_PATHS,
     SERVER_OPTIMIZER_PATHS,
+    TASK_PATHS,
     load_method,
 )
-from federated.tasks.objective import TASK_METRICS
 
 # RunConfig's fields that hold the chosen methods' parameters (the rest are run-level)
-METHOD_FIELDS = ("method_options", "algorithm_params", "server_params")
+METHOD_FIELDS = ("method_options", "algorithm_params", "server_params", "task_params")
 
 
 def _help(text: str) -> Any:
@@ -161,19 +161,9 @@ class RunConfig:
     task: str | None = field(
         default=None,
         metadata=_help(
-            "classification or score (image assessment: a folder with scores.csv); "
-            "default: what the dataset is (a different value is refused)"
-        ),
-    )
-    score_loss: str = field(
-        default="mse",
-        metadata=_help("score tasks: the loss on the score and attributes: mse, l1 or huber"),
-    )
-    score_threshold: float = field(
-        default=0.5,
-        metadata=_help(
-            "score tasks: test_acc is the share of images whose prediction and score are on "
-            "the same side of this threshold (score units; 0.5 on a 0..1 scale)"
+            "classification, score (image assessment: a folder with scores.csv) or "
+            "package.module:Class; default: what the dataset is (a task on other targets "
+            "is refused)"
         ),
     )
     primary_metric: str | None = field(
@@ -285,12 +275,19 @@ class RunConfig:
     server_params: MethodParams | None = field(
         default=None, metadata=_help("the chosen server optimizer's typed parameters (resolved)")
     )
+    task_params: MethodParams | None = field(
+        default=None, metadata=_help("the task's typed parameters (resolved)")
+    )
 
     # ------------------------------------------------------------------- resolution
     @property
     def is_resolved(self) -> bool:
         """Whether :meth:`resolved` made this config (the methods' parameters built)."""
-        return self.algorithm_params is not None and self.server_params is not None
+        return (
+            self.algorithm_params is not None
+            and self.server_params is not None
+            and self.task_params is not None
+        )
 
     def resolved(self) -> RunConfig:
         """The complete, checked config: a new value (this one is left as it is); a
@@ -307,7 +304,7 @@ class RunConfig:
         flat name (the built ones once resolved, else those given)."""
         values = {f: getattr(self, f) for f in field_types()}
         values.update(self.method_options)
-        for params in (self.server_params, self.algorithm_params):
+        for params in (self.task_params, self.server_params, self.algorithm_params):
             if params is not None:
                 values.update(params.flat())
         return values
@@ -327,7 +324,11 @@ class RunConfig:
         """A copy with ``changes`` (flat names) applied, resolved again when this one was.
         Method parameters of a method that ``changes`` swaps out are dropped with it."""
         values = self.to_dict()
-        chosen = (("algorithm", self.algorithm_params), ("server_optimizer", self.server_params))
+        chosen = (
+            ("algorithm", self.algorithm_params),
+            ("server_optimizer", self.server_params),
+            ("task", self.task_params),
+        )
         for kind, params in chosen:
             if kind in changes and changes[kind] != getattr(self, kind):
                 for key in params.flat() if params is not None else self.method_options:
@@ -382,10 +383,14 @@ def execution_fields() -> frozenset[str]:
 
 @functools.cache
 def registered_params() -> dict[str, type[MethodParams]]:
-    """``"algorithm moon"`` / ``"server_optimizer fedadam"`` -> that method's parameters
-    class, for every registered method (imports them)."""
+    """``"algorithm moon"`` / ``"server_optimizer fedadam"`` / ``"task score"`` -> that
+    method's (or task's) parameters class, for every registered one (imports them)."""
     out = {}
-    kinds = (("algorithm", ALGORITHM_PATHS), ("server_optimizer", SERVER_OPTIMIZER_PATHS))
+    kinds = (
+        ("algorithm", ALGORITHM_PATHS),
+        ("server_optimizer", SERVER_OPTIMIZER_PATHS),
+        ("task", TASK_PATHS),
+    )
     for kind, paths in kinds:
         for name in paths:
             out[f"{kind} {name}"] = load_method(kind, name).Params
@@ -413,6 +418,12 @@ def config_values(values: Mapping[str, Any]) -> dict[str, Any]:
     known = set(field_types())
     for kind, default in (("algorithm", "fedavg"), ("server_optimizer", "avg")):
         known |= set(load_method(kind, str(values.get(kind, default))).Params.field_types())
+    # the task is the data's until resolved: every registered task's parameters, and a
+    # named plug-in task's own
+    for name in TASK_PATHS:
+        known |= set(load_method("task", name).Params.field_types())
+    if values.get("task"):
+        known |= set(load_method("task", str(values["task"])).Params.field_types())
     return {k: v for k, v in values.items() if k in known}
 
 
@@ -450,30 +461,44 @@ def _resolve(c: RunConfig) -> RunConfig:
         init=None if c.init is None else absolute_start(c.init),
         task=spec.task if c.task is None else c.task,
         primary_metric=(
-            TASK_METRICS.get(spec.task, ("acc",))[0]
+            _default_primary(spec.task if c.task is None else c.task)
             if c.primary_metric is None
             else c.primary_metric
         ),
         execution=EXECUTION_ALIASES.get(c.execution, c.execution),
     )
     validate(complete)
-    algorithm_params, server_params, inert = _method_params(complete)
+    algorithm_params, server_params, task_params, inert = _method_params(complete)
     return replace(
         complete,
         method_options=inert,
         algorithm_params=algorithm_params,
         server_params=server_params,
+        task_params=task_params,
     )
 
 
-def _method_params(c: RunConfig) -> tuple[MethodParams, MethodParams, dict[str, Any]]:
-    """The chosen methods' parameters from ``c.method_options`` (the paper defaults for
-    the rest), and the given values that neither declares but some registered method
-    does (inert: warned about, kept so that a run records what its user wrote)."""
+def _default_primary(task: str) -> str | None:
+    """The task's first metric (None for a name no task has: validate refuses it)."""
+    try:
+        metrics = load_method("task", task).metrics
+    except ConfigError:
+        return None
+    return metrics[0].stem if metrics else None
+
+
+def _method_params(
+    c: RunConfig,
+) -> tuple[MethodParams, MethodParams, MethodParams, dict[str, Any]]:
+    """The chosen methods' and the task's parameters from ``c.method_options`` (the paper
+    defaults for the rest), and the given values that none declares but some registered
+    method or task does (inert: warned about, kept so that a run records what its user
+    wrote)."""
     algorithm = load_method("algorithm", c.algorithm).Params
     server = load_method("server_optimizer", c.server_optimizer).Params
+    task = load_method("task", str(c.task)).Params
     given = dict(c.method_options)
-    declared = {**server.field_types(), **algorithm.field_types()}
+    declared = {**task.field_types(), **server.field_types(), **algorithm.field_types()}
     names = flat_names()
     for key in given:
         if key not in declared and key not in names:
@@ -481,7 +506,7 @@ def _method_params(c: RunConfig) -> tuple[MethodParams, MethodParams, dict[str, 
                 key,
                 given[key],
                 f"a known field: {', '.join(field_types())}, or a parameter of algorithm "
-                f"{c.algorithm} / server_optimizer {c.server_optimizer} "
+                f"{c.algorithm} / server_optimizer {c.server_optimizer} / task {c.task} "
                 f"({', '.join(declared) or 'none'})",
             )
     context = {f: getattr(c, f) for f in field_types()}
@@ -493,4 +518,9 @@ def _method_params(c: RunConfig) -> tuple[MethodParams, MethodParams, dict[str, 
         theirs = {k: v for k, v in inert.items() if k in params.field_types()}
         if theirs:
             params.build(theirs, context)
-    return algorithm.build(chosen, context), server.build(chosen, context), inert
+    return (
+        algorithm.build(chosen, context),
+        server.build(chosen, context),
+        task.build(chosen, context),
+        inert,
+    )

@@ -58,13 +58,12 @@ class DatasetSpec:
         return (self.channels, self.height, self.width)
 
     @property
-    def is_score(self) -> bool:
-        return self.task == SCORE_TASK
-
-    @property
     def outputs(self) -> int:
-        """Width of the model's head: one logit per class, or one value per target."""
-        return len(self.target_names) if self.is_score else self.n_classes
+        """Width of the model's head, as the data's task asks (one logit per class for
+        classification, one value per target for a score task)."""
+        from federated.registry import load_method  # the tasks import this module
+
+        return load_method("task", self.task).head_size(self)
 
 
 _CIFAR10_MEAN = tuple(v / 255.0 for v in (125.3, 123.0, 113.9))

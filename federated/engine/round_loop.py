@@ -19,7 +19,6 @@ the device, :class:`~federated.engine.round_row.RoundRow` is the row,
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from collections.abc import Iterator
@@ -36,10 +35,10 @@ from federated.data import Augmenter, ImageData, load_dataset
 from federated.engine.party_data import PartyData
 from federated.engine.round_row import RoundRow, work_columns
 from federated.engine.run_state import EXECUTION_FIELDS, STATE_FORMAT, check_compatible, tree_to
-from federated.evaluation.party_scores import PartyScorer, scoring_due
+from federated.evaluation.party_scores import PartyScorer
 from federated.evaluation.representations import RepresentationProbe
-from federated.evaluation.scoring import evaluate_scores
-from federated.evaluation.validation import SplitEvaluator, SplitScores, combined_scores
+from federated.evaluation.round_evaluation import RoundEvaluation
+from federated.evaluation.validation import SplitEvaluator
 from federated.execution.batch_plan import PartyBatches, draw_batches, limited, rotated
 from federated.execution.choice import PackingFallback, local_trainer
 from federated.execution.trainer import PartyResult
@@ -52,7 +51,7 @@ from federated.runtime.allocator import keep_freed_memory
 from federated.runtime.device import resolve_device, set_threads
 from federated.runtime.seeding import RunRandomness, stream_seed
 from federated.server import aggregation_weights
-from federated.tasks.objective import SCORE_METRICS
+from federated.tasks.base import Scores, build_task
 
 NAN = float("nan")
 
@@ -83,6 +82,7 @@ class FederatedRun:
                 holdout_fraction=config.holdout_fraction,
             )
         self.spec = data.spec
+        self.task = build_task(config.task, config.task_params, self.spec)
         self.data = PartyData(data, config, self.device)
 
         torch.manual_seed(stream_seed(config.seed, "init"))
@@ -123,40 +123,7 @@ class FederatedRun:
             self.data.train_y,
             self.feature_skew,
         )
-        # what the run records besides its results (neither changes them)
-        # a score task has no classes to re-weight the test set by: its per-party
-        # outcomes are the parties' own local test splits, or none
-        scored_per_party = not self.spec.is_score or bool(config.party_test_fraction)
-        self.party_scorer = PartyScorer(
-            self.class_counts,
-            self.spec.n_classes,
-            config.party_scores_every if scored_per_party else 0,
-            config.rounds,
-        )
-        # federated evaluation on held-out party data (federated/evaluation/validation.py)
-        self.validator = None
-        if self.data.validation is not None:
-            draws = config.eval_fraction < 1 and config.val_split == "party"
-            self.validator = SplitEvaluator(
-                self.data.validation,
-                config.eval_fraction,
-                self.rng.evaluation if draws else None,
-                config.score_loss,
-                config.score_threshold,
-            )
-        self.local_tester = (
-            SplitEvaluator(
-                self.data.local_test, score_loss=config.score_loss, threshold=config.score_threshold
-            )
-            if self.data.local_test is not None
-            else None
-        )
-        #: a score task's per-party metrics on the parties' own test splits, (N,) each,
-        #: from the latest scored round (parties.csv's party_test_<metric>)
-        self.local_test_metrics: dict[str, np.ndarray] = {}
-        #: the latest validation: (1-based round, its scores); carried into the rows of
-        #: rounds that do not evaluate
-        self.last_validation: tuple[int, SplitScores] | None = None
+        self.evaluation = self._evaluation(config)
         rounds = parse_rounds(config.representations_at, config.rounds)
         self.probe = (
             RepresentationProbe(
@@ -271,103 +238,69 @@ class FederatedRun:
         ]
         return self.trainer.train(jobs, plan)
 
-    def _evaluate(self, model: torch.nn.Module, party: int | None = None) -> dict[str, float]:
-        """The test metrics: ``acc`` and ``loss``, and a score task's ``mae``, ``rmse``,
-        ``srcc``, ``plcc`` (federated/tasks/objective.py).  Classification: on a scored round
-        also the per-party scores (of every party with the global model, or of ``party``
-        with its own)."""
-        c = self.config
-        if self.spec.is_score:
-            return evaluate_scores(
-                model,
-                self.test_x,
-                self.test_y,
-                self.augmenter,
-                c.eval_batch_size,
-                c.score_loss,
-                c.score_threshold,
+    def _evaluation(self, config: RunConfig) -> RoundEvaluation:
+        """The run's evaluations: the test set, per-party outcomes (the class re-weighted
+        test set, or the parties' own local test splits), federated validation."""
+        data, task = self.data, self.task
+        # a task without classes has no class mix to re-weight the test set by: its
+        # per-party outcomes are the parties' own local test splits, or none
+        per_party = task.has_classes or bool(config.party_test_fraction)
+        scorer = PartyScorer(
+            self.class_counts,
+            self.spec.n_classes,
+            config.party_scores_every if per_party else 0,
+            config.rounds,
+        )
+        validator = None
+        if data.validation is not None:
+            draws = config.eval_fraction < 1 and config.val_split == "party"
+            validator = SplitEvaluator(
+                data.validation,
+                task,
+                config.eval_fraction,
+                self.rng.evaluation if draws else None,
             )
-        acc, loss = self.party_scorer.evaluate(
-            model,
-            self.test_x,
-            self.test_y,
+        local_tester = None if data.local_test is None else SplitEvaluator(data.local_test, task)
+        return RoundEvaluation(
+            task,
+            (self.test_x, self.test_y),
             self.augmenter,
-            c.eval_batch_size,
-            self.round + 1,
-            party,
-        )
-        return {"acc": acc, "loss": loss}
-
-    def _validation_due(self, round_number: int) -> bool:
-        """Validation follows the per-party scoring period and always scores the last
-        round (so it scores the last one even with per-party scoring off)."""
-        every = self.config.party_scores_every
-        return round_number == self.config.rounds or scoring_due(
-            round_number, every, self.config.rounds
+            config.eval_batch_size,
+            scorer,
+            validator,
+            local_tester,
+            config.rounds,
+            config.party_scores_every,
         )
 
-    def _validation_parties(self, round_number: int) -> np.ndarray | None:
-        """The parties whose validation data score this round (None: none do)."""
-        if self.validator is None or not self._validation_due(round_number):
-            return None
-        return self.validator.chosen_parties()
+    # what the run's files and checkpoints read of its evaluation
+    @property
+    def party_scorer(self) -> PartyScorer:
+        return self.evaluation.party_scorer
 
-    def _validate_global(self, round_number: int, parties: np.ndarray | None) -> None:
-        """The global model on the validation data of ``parties``."""
-        if parties is not None:
-            scores = self.validator.score(
-                self.global_model, self.augmenter, self.config.eval_batch_size, parties
-            )
-            self.last_validation = (round_number, scores)
+    @property
+    def validator(self) -> SplitEvaluator | None:
+        return self.evaluation.validator
 
-    def _own_scores(
-        self, model: torch.nn.Module, party: int, validate: bool, round_number: int
-    ) -> SplitScores | None:
-        """SOLO: party ``party``'s own model on its own local test split (on scored
-        rounds) and, when ``validate``, on its validation split (returned)."""
-        batch, augmenter = self.config.eval_batch_size, self.augmenter
-        if self.local_tester is not None and self.party_scorer.due(round_number):
-            own = self.local_tester.score(model, augmenter, batch, np.array([party]))
-            self.party_scorer.own_score(party, float(own.party_acc[party]))
-            for k, values in own.party_metrics.items():
-                self.local_test_metrics.setdefault(k, np.full(self.config.n_parties, NAN))
-                self.local_test_metrics[k][party] = values[party]
-        if not validate:
-            return None
-        return self.validator.score(model, augmenter, batch, np.array([party]))
+    @property
+    def local_tester(self) -> SplitEvaluator | None:
+        return self.evaluation.local_tester
 
-    def _local_test_global(self, round_number: int) -> None:
-        """On scored rounds, the per-party outcomes on the parties' own local test
-        splits instead of the class re-weighted test set."""
-        if self.local_tester is not None and self.party_scorer.due(round_number):
-            own = self.local_tester.score(
-                self.global_model, self.augmenter, self.config.eval_batch_size
-            )
-            self.party_scorer.use_own_scores(round_number, own.party_acc)
-            self.local_test_metrics = dict(own.party_metrics)
+    @property
+    def last_validation(self) -> tuple[int, Scores] | None:
+        return self.evaluation.last_validation
+
+    @property
+    def local_test_metrics(self) -> dict[str, np.ndarray]:
+        return self.evaluation.local_test_metrics
 
     def validation_columns(self) -> dict[str, float]:
-        """The row's validation columns: the latest scores and the round they are from
-        (nothing without validation; NaN before the first validated round)."""
-        if self.validator is None:
-            return {}
-        if self.last_validation is None:
-            metrics = SCORE_METRICS if self.spec.is_score else ()
-            return {
-                "val_acc": NAN,
-                "val_loss": NAN,
-                **{f"val_{k}": NAN for k in metrics},
-                "val_parties": 0,
-                "val_round": 0,
-            }
-        round_number, scores = self.last_validation
-        return {
-            "val_acc": scores.acc,
-            "val_loss": scores.loss,
-            **{f"val_{k}": v for k, v in scores.metrics.items()},
-            "val_parties": scores.parties,
-            "val_round": round_number,
-        }
+        """The row's validation columns (:meth:`RoundEvaluation.validation_columns`)."""
+        return self.evaluation.validation_columns()
+
+    def _party_model(self, party: int) -> torch.nn.Module | None:
+        """The model party ``party`` is evaluated with (None: the global model)."""
+        return self.algorithm.party_model(party, self.global_model, self.party_states[party])
 
     def _round(self, start: float) -> RoundRow:
         drawn = self.draw_parties()
@@ -375,15 +308,10 @@ class FederatedRun:
         reporting = work.reporting
         row = RoundRow(round=self.round + 1, parties=len(drawn), results=[])
         row.cum_bytes = self.cum_bytes
-        personal = self.algorithm.personal_models
         self.global_model.eval()
         weights = aggregation_weights([self.party_sizes[i] for i in reporting])
         aggregator = self.algorithm.aggregator(self.server_state, self.global_model)
         jobs: list[LocalJob] = []
-        scores: list[tuple[float, float]] = []  # personal models: (acc, loss) per party
-        val_parties = self._validation_parties(row.round)
-        own_validation: dict[int, SplitScores] = {}  # personal models, by party
-        personal_eval_seconds = 0.0
         probe_seconds = 0.0  # Fig. 2's forward passes: not training time
         for (job, result), weight in zip(self._local_trainings(reporting, plan), weights):
             extras = self.algorithm.end_local(job)
@@ -395,56 +323,32 @@ class FederatedRun:
                 probe_seconds += self.probe.capture(
                     row.round, job.party, self.global_model, job.model
                 )
-            if personal:
-                t = time.perf_counter()
-                scores.append(self._evaluate(job.model, job.party))
-                validate = val_parties is not None and job.party in val_parties
-                own = self._own_scores(job.model, job.party, validate, row.round)
-                if own is not None:
-                    own_validation[job.party] = own
-                personal_eval_seconds += time.perf_counter() - t
-            contribution = Contribution(
-                party=job.party,
-                weights=job.model.state_dict(),
-                weight=weight,
-                num_samples=job.num_samples,
-                steps=result.steps,
-                extras=extras,
+            aggregator.add(
+                Contribution(
+                    party=job.party,
+                    weights=job.model.state_dict(),
+                    weight=weight,
+                    num_samples=job.num_samples,
+                    steps=result.steps,
+                    extras=extras,
+                )
             )
-            aggregator.add(contribution)
         # a round where nobody reported leaves the global model as it was
         combined = aggregator.result() if jobs else None
         if combined is not None:
             self._server_step(combined)
         row.extra.update(work_columns(work, row.results))
-        row.train_seconds = time.perf_counter() - start - personal_eval_seconds - probe_seconds
+        row.train_seconds = time.perf_counter() - start - probe_seconds
 
-        if personal:
-            accs = [m["acc"] for m in scores]
-            row.test_acc = float(np.mean(accs))
-            row.test_loss = float(np.mean([m["loss"] for m in scores]))
-            # each party's own model on the test set: the mean over parties, as for acc
-            row.test_metrics = {
-                k: float(np.mean([m[k] for m in scores])) for k in SCORE_METRICS if k in scores[0]
-            }
-            row.eval_seconds = personal_eval_seconds
-            row.extra["test_acc_std"] = float(np.std(accs))
-            if val_parties is not None:
-                sizes = self.validator.split.sizes
-                self.last_validation = (row.round, combined_scores(own_validation, sizes))
-            row.extra.update({f"party_acc/{p}": a for p, a in zip(reporting, accs)})
-        else:
-            t = time.perf_counter()
-            metrics = self._evaluate(self.global_model)
-            row.test_acc, row.test_loss = metrics["acc"], metrics["loss"]
-            row.test_metrics = {k: v for k, v in metrics.items() if k in SCORE_METRICS}
-            if not math.isfinite(row.test_loss):
-                row.eval_seconds = time.perf_counter() - t
-                return self._diverged(row, start)
-            self._validate_global(row.round, val_parties)
-            self._local_test_global(row.round)
-            row.eval_seconds = time.perf_counter() - t
-
+        t = time.perf_counter()
+        results = self.evaluation.evaluate(
+            row.round, self.global_model, reporting, self._party_model
+        )
+        row.test = results.test
+        row.eval_seconds = time.perf_counter() - t
+        if results.diverged:
+            return self._diverged(row, start)
+        row.extra.update(results.columns)
         row.extra.update(self.validation_columns())
         row.extra.update(self.party_scorer.columns(row.round))
         down, up = self.algorithm.bytes_per_party(self.model_bytes, self.param_bytes)
@@ -466,17 +370,17 @@ class FederatedRun:
             state[k].copy_(combined[k])
 
     def _diverged(self, row: RoundRow, start: float) -> RoundRow:
-        nan = float("nan")
         return RoundRow(
             round=row.round,
             parties=row.parties,
             results=row.results,
-            test_acc=nan,
-            test_loss=nan,
-            test_metrics=dict.fromkeys(SCORE_METRICS, nan) if self.spec.is_score else {},
+            test=self.task.no_scores(),
             round_seconds=time.perf_counter() - start,
             cum_bytes=self.cum_bytes,
             diverged=True,
+            # every metric key the run's other rows carry, NaN: a sweep's ranking metric
+            # is in every row (Tune's strict check), and NaN is never read as a value
+            extra=self.evaluation.no_validation_columns(),
         )
 
     # -------------------------------------------------------------------- state I/O
@@ -509,41 +413,41 @@ class FederatedRun:
         self.party_states = state["parties"]
         self.rng.load_state_dict(state["rng"])
         # a checkpoint from before federated evaluation holds none (nor did its run)
-        self.last_validation = validation_from_state(state.get("validation"))
+        self.evaluation.last_validation = validation_from_state(state.get("validation"))
 
 
-def validation_state(last: tuple[int, SplitScores] | None) -> dict[str, Any] | None:
+def validation_state(last: tuple[int, Scores] | None) -> dict[str, Any] | None:
     """The latest validation as plain values (checkpoints load with weights_only)."""
     if last is None:
         return None
     round_number, scores = last
     return {
         "round": round_number,
-        "acc": scores.acc,
-        "loss": scores.loss,
+        "values": dict(scores.values),
+        "party_values": {k: v.tolist() for k, v in scores.party_values.items()},
         "parties": scores.parties,
-        "party_acc": scores.party_acc.tolist(),
-        "party_loss": scores.party_loss.tolist(),
-        "metrics": dict(scores.metrics),
-        "party_metrics": {k: v.tolist() for k, v in scores.party_metrics.items()},
     }
 
 
-def validation_from_state(state: dict[str, Any] | None) -> tuple[int, SplitScores] | None:
-    """Inverse of :func:`validation_state`."""
+def validation_from_state(state: dict[str, Any] | None) -> tuple[int, Scores] | None:
+    """Inverse of :func:`validation_state`; also reads checkpoints written before tasks
+    were objects (``acc``, ``loss``, ``party_acc``, ``party_loss``, ``metrics``,
+    ``party_metrics``), so older runs resume."""
     if state is None:
         return None
-    scores = SplitScores(
-        acc=state["acc"],
-        loss=state["loss"],
-        party_acc=np.asarray(state["party_acc"], dtype=np.float64),
-        party_loss=np.asarray(state["party_loss"], dtype=np.float64),
+    if "values" in state:
+        values, party_values = dict(state["values"]), dict(state["party_values"])
+    else:
+        values = {"acc": state["acc"], "loss": state["loss"], **state.get("metrics", {})}
+        party_values = {
+            "acc": state["party_acc"],
+            "loss": state["party_loss"],
+            **state.get("party_metrics", {}),
+        }
+    scores = Scores(
+        values=values,
+        party_values={k: np.asarray(v, dtype=np.float64) for k, v in party_values.items()},
         parties=state["parties"],
-        # checkpoints from before score tasks hold neither
-        metrics=dict(state.get("metrics", {})),
-        party_metrics={
-            k: np.asarray(v, dtype=np.float64) for k, v in state.get("party_metrics", {}).items()
-        },
     )
     return state["round"], scores
 

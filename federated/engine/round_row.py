@@ -4,9 +4,10 @@ Keys of :meth:`RoundRow.as_dict`, in this order (stable across rounds of a run):
 
 ==================== ========================================================
 ``round``            1-based round number (equals Tune's training_iteration)
-``test_acc``         top-1 test accuracy, fraction in [0, 1] (global model; SOLO:
-                     the mean over the parties' own models)
-``test_loss``        mean test cross-entropy (same model(s))
+``test_<metric>``    the task's test values (federated/tasks/): ``test_acc``, top-1
+                     accuracy, a fraction in [0, 1], and ``test_loss``, the mean
+                     cross-entropy, for classification (global model; a personal-model
+                     method such as SOLO: the mean over the parties' own models)
 ``train_loss``       mean over drawn parties of their mean batch cross-entropy
 ``con_loss``         same for MOON's contrastive term (NaN where not computed)
 ``<part>_loss``      any other loss part a method logs (``prox``, ``l2``)
@@ -78,10 +79,9 @@ class RoundRow:
     round: int
     parties: int  # parties drawn
     results: list[PartyResult]  # of the parties trained (a diverged round may stop early)
-    test_acc: float = NAN
-    test_loss: float = NAN
-    # a score task's test_mae, test_rmse, test_srcc, test_plcc (federated/tasks/objective.py)
-    test_metrics: dict[str, float] = field(default_factory=dict)
+    # the task's test values by stem, in its recorded order (``acc``, ``loss`` for
+    # classification; a score task's ``mae``, ``rmse``, ``srcc``, ``plcc`` too)
+    test: dict[str, float] = field(default_factory=dict)
     train_seconds: float = NAN
     eval_seconds: float = NAN
     round_seconds: float = NAN
@@ -99,9 +99,7 @@ class RoundRow:
         seconds = self.train_seconds
         return {
             "round": self.round,
-            "test_acc": self.test_acc,
-            "test_loss": self.test_loss,
-            **{f"test_{k}": v for k, v in self.test_metrics.items()},
+            **{f"test_{k}": v for k, v in self.test.items()},
             **loss_columns(self.results),
             "parties_this_round": self.parties,
             "samples_this_round": self.samples,

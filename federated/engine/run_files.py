@@ -34,13 +34,10 @@ from typing import Any
 from federated.contract.results import PARTIES
 from federated.evaluation.representations import FOLDER, save_representations
 from federated.runtime.atomic_file import atomic_open
-from federated.tasks.objective import SCORE_METRICS
 
 PARTY_COLUMNS = ("round", "party", "party_acc", "party_samples")
 VALIDATION_COLUMNS = ("party_val_acc", "party_val_loss", "party_val_samples")
 LOCAL_TEST_COLUMNS = ("party_test_samples",)
-VALIDATION_SCORE_COLUMNS = tuple(f"party_val_{m}" for m in SCORE_METRICS)
-LOCAL_TEST_SCORE_COLUMNS = tuple(f"party_test_{m}" for m in SCORE_METRICS)
 NAN = float("nan")
 
 
@@ -48,11 +45,12 @@ def party_columns(run: Any) -> tuple[str, ...]:
     """``parties.csv``'s columns for ``run`` (a FederatedRun): the base ones, and those
     of its per-party validation and local test splits when it has them."""
     columns = PARTY_COLUMNS
-    score = run.spec.is_score
+    # the task's metrics beyond accuracy and loss (a score task's mae, rmse, srcc, plcc)
+    extra = run.evaluation.extra_stems
     if run.validator is not None and run.config.val_split == "party":
-        columns += VALIDATION_COLUMNS + (VALIDATION_SCORE_COLUMNS if score else ())
+        columns += VALIDATION_COLUMNS + tuple(f"party_val_{m}" for m in extra)
     if run.local_tester is not None:
-        columns += LOCAL_TEST_COLUMNS + (LOCAL_TEST_SCORE_COLUMNS if score else ())
+        columns += LOCAL_TEST_COLUMNS + tuple(f"party_test_{m}" for m in extra)
     return columns
 
 
@@ -120,17 +118,16 @@ def party_rows(run: Any, round_number: int, scored: bool, validated: bool) -> li
             "party_acc": float(run.party_scorer.last[party]) if scored else NAN,
             "party_samples": run.party_sizes[party],
         }
+        extra = run.evaluation.extra_stems
         if "party_val_acc" in columns:
             scores = run.last_validation[1] if validated else None
-            row["party_val_acc"] = float(scores.party_acc[party]) if scores else NAN
-            row["party_val_loss"] = float(scores.party_loss[party]) if scores else NAN
-            row["party_val_samples"] = run.validator.split.sizes[party]
-            for m in SCORE_METRICS if "party_val_mae" in columns else ():
-                values = scores.party_metrics.get(m) if scores else None
+            for m in ("acc", "loss", *extra):
+                values = scores.party_values.get(m) if scores else None
                 row[f"party_val_{m}"] = float(values[party]) if values is not None else NAN
+            row["party_val_samples"] = run.validator.split.sizes[party]
         if "party_test_samples" in columns:
             row["party_test_samples"] = run.local_tester.split.sizes[party]
-            for m in SCORE_METRICS if "party_test_mae" in columns else ():
+            for m in extra:
                 values = run.local_test_metrics.get(m) if scored else None
                 row[f"party_test_{m}"] = float(values[party]) if values is not None else NAN
         rows.append(row)

@@ -32,9 +32,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-import torch
 
-from federated.evaluation.scoring import evaluate, evaluate_by_class
+from federated.tasks.base import Scores
 
 NAN = float("nan")
 # Row keys, in this order (federated/engine/round_row.py documents them).
@@ -114,31 +113,20 @@ class PartyScorer:
     def due(self, round_number: int) -> bool:
         return scoring_due(round_number, self.every, self.rounds)
 
-    def evaluate(
-        self,
-        model: torch.nn.Module,
-        images: torch.Tensor,
-        labels: torch.Tensor,
-        augmenter,
-        batch_size: int,
-        round_number: int,
-        party: int | None = None,
-    ) -> tuple[float, float]:
-        """(accuracy, loss) on the test set, exactly as :func:`evaluate` gives them.
-        When ``round_number`` is due, also scores per party: every party with the
-        global model (``party=None``), or party ``party`` with its own model (SOLO)."""
-        if not self.due(round_number):
-            return evaluate(model, images, labels, augmenter, batch_size)
-        acc, loss, correct, total = evaluate_by_class(
-            model, images, labels, augmenter, batch_size, self.n_classes
-        )
+    def record(self, round_number: int, scores: Scores, party: int | None = None) -> None:
+        """On a due round, the per-party outcomes from a pooled test evaluation's class
+        counts (a task without classes has none: nothing is recorded): every party's
+        with the global model (``party=None``), or party ``party``'s with its own."""
+        if not self.due(round_number) or scores.class_correct is None:
+            return
         if party is None:
-            self.last = party_accuracies(self.shares, correct, total)
+            self.last = party_accuracies(self.shares, scores.class_correct, scores.class_total)
             self.last_round = round_number
         else:
-            own = party_accuracies(self.shares[party : party + 1], correct, total)
+            own = party_accuracies(
+                self.shares[party : party + 1], scores.class_correct, scores.class_total
+            )
             self._personal[party] = float(own[0])
-        return acc, loss
 
     def use_own_scores(self, round_number: int, accuracies: np.ndarray) -> None:
         """Replace this round's class re-weighted scores by the parties' scores on their

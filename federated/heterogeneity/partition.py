@@ -15,6 +15,7 @@ import numpy as np
 from federated.config.checks import MIN_PARTY_SAMPLES
 from federated.config.run_config import RunConfig
 from federated.data import ImageData
+from federated.registry import load_method
 from federated.runtime.seeding import numpy_stream
 
 MAX_REDRAWS = 1000
@@ -199,11 +200,10 @@ def partition_for_run(
 
 def partition_labels(data: ImageData) -> tuple[np.ndarray, int]:
     """What partitions, hold-outs and class counts group the training samples by, and
-    how many groups: the class labels, or (a score task, which has no classes) one
-    group, so that only natural, IID and quantity partitions apply."""
-    if data.spec.is_score:
-        return np.zeros(len(data.train_y), dtype=np.int64), 1
-    return data.train_y.numpy(), data.spec.n_classes
+    how many groups: the data's task says (:meth:`federated.tasks.base.Task.partition_groups`:
+    the class labels, or one group for a task without classes, so that only natural,
+    IID and quantity partitions apply)."""
+    return load_method("task", data.spec.task).partition_groups(data)
 
 
 def class_counts(parts: list[np.ndarray], labels: np.ndarray, n_classes: int) -> np.ndarray:

@@ -9,7 +9,14 @@ from typing import Any
 
 from ray import tune
 
-from federated.contract.results import RECORDED_DONE, RECORDED_ERROR, RECORDED_INTERRUPTED
+from federated.contract.results import (
+    RECORDED_DONE,
+    RECORDED_ERROR,
+    RECORDED_INTERRUPTED,
+    SWEEP_FINISHED,
+    SWEEP_INTERRUPTED,
+    trial_status,
+)
 from study.interruption import StopSignals
 from study.plan import SweepPlan
 from study.sweep_folder import PARTITIONS, read_manifest, update_manifest, write_json_atomic
@@ -38,16 +45,28 @@ def fit(tuner: tune.Tuner, sweep_dir: Path, signals: StopSignals | None = None) 
             error = (str(result.error).strip().splitlines() or [type(result.error).__name__])[-1][
                 :300
             ]
-        last_round = (result.metrics or {}).get("round")
+        metrics = result.metrics or {}
+        last_round = metrics.get("round")
         planned = (result.config or {}).get("rounds")
         reached_end = bool(planned and last_round and last_round >= planned)
         status = RECORDED_ERROR if error else RECORDED_DONE
         if interrupted and not error and not reached_end:
             status = RECORDED_INTERRUPTED
+        diverged = bool(metrics.get("diverged"))
         trials[Path(result.path).name] = {
             "status": status,
+            # the trial's outcome in the report's words (completed, stopped, diverged ...)
+            "outcome": trial_status(
+                last_round=int(last_round or 0),
+                planned_rounds=int(planned or 0),
+                diverged=diverged,
+                failed=error is not None,
+                sweep_status=SWEEP_INTERRUPTED if interrupted else SWEEP_FINISHED,
+            ),
             "error": error,
             "last_round": last_round,
+            # the last round whose model had finite results (a diverged round has none)
+            "last_good_round": (last_round or 1) - 1 if diverged else last_round,
         }
     planned_trials = read_manifest(sweep_dir).get("n_trials") or 0
     done = results.num_terminated + results.num_errors

@@ -54,10 +54,14 @@ class SweepOptunaSearch(OptunaSearch):
 
     ``metric`` (a single name: the sweep ranks on one metric) and every other argument are
     ``OptunaSearch``'s; ``sweep_dir`` is the sweep's folder, where Tune puts each trial's
-    folder (:func:`study.plan.trial_dirname`) and where the study is stored."""
+    folder (:func:`study.plan.trial_dirname`) and where the study is stored;
+    ``planned_rounds``: the trials' rounds (a trial that ends before them was stopped by
+    the scheduler and is told to Optuna as pruned)."""
 
-    def __init__(self, *, sweep_dir: Path, **kwargs: Any) -> None:
+    def __init__(self, *, sweep_dir: Path, planned_rounds: int, **kwargs: Any) -> None:
         self._sweep_dir = Path(sweep_dir).resolve()
+        #: a trial's rounds when its last row carries no config (ASHA-stopped: PRUNED)
+        self._planned_rounds = planned_rounds
         super().__init__(storage=open_storage(self._sweep_dir), **kwargs)
 
     def _setup_study(self, mode: str | list) -> None:
@@ -82,11 +86,33 @@ class SweepOptunaSearch(OptunaSearch):
     def on_trial_complete(
         self, trial_id: str, result: dict | None = None, error: bool = False
     ) -> None:
-        # A diverged trial's metric is NaN: Optuna refuses it with a warning on the
-        # terminal ("The value nan is not acceptable") and fails the trial anyway; tell
-        # it the trial failed, without a value, and nothing is printed.
-        value = (result or {}).get(self._metric) if isinstance(self._metric, str) else None
-        if isinstance(value, float) and not math.isfinite(value):
-            result = {k: v for k, v in result.items() if k != self._metric}
-            error = True
+        # Optuna is told a value only for a trial that ran all its rounds.  A diverged
+        # trial (NaN metric) is told FAIL: Optuna would refuse the NaN with a warning on
+        # the terminal anyway.  A trial a scheduler stopped early (ASHA) is told PRUNED:
+        # its early-rung value is not comparable with finished trials' (OptunaSearch
+        # tells a trial without a value and without an error as PRUNED).
+        if result and isinstance(self._metric, str):
+            if _diverged(result, self._metric):
+                result, error = _without(result, self._metric), True
+            elif not error and _stopped_early(result, getattr(self, "_planned_rounds", None)):
+                result = _without(result, self._metric)
         super().on_trial_complete(trial_id, result, error)
+
+
+def _without(result: dict, key: str) -> dict:
+    return {k: v for k, v in result.items() if k != key}
+
+
+def _diverged(result: dict, metric: str) -> bool:
+    """The trial's last row says it diverged, or its ranking metric is not finite."""
+    value = result.get(metric)
+    not_finite = isinstance(value, float) and not math.isfinite(value)
+    return bool(result.get("diverged")) or not_finite
+
+
+def _stopped_early(result: dict, planned_rounds: int | None) -> bool:
+    """The trial's last row is before its planned last round (a scheduler stopped it);
+    the planned rounds are the trial's config's, else the sweep's."""
+    planned = result.get("config/rounds") or planned_rounds
+    last = result.get("round")
+    return bool(planned) and isinstance(last, int) and last < int(planned)

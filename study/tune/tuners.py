@@ -82,13 +82,14 @@ def new_tuner(
         search_alg = SweepOptunaSearch(
             space=plan.optuna_space(),
             metric=plan.ranking_metric,
-            mode=mode_of(plan.ranking_metric),
+            mode=mode_of(plan.ranking_metric, plan.task),
             sampler=optuna.samplers.TPESampler(seed=OPTUNA_SEED),
             # the study lives in <sweep>/optuna.db: optuna-dashboard reads it (objective
             # named after the metric, trials labelled), --resume continues it
             # (study/tune/optuna_storage.py)
             study_name=name,
             sweep_dir=storage / name,
+            planned_rounds=plan.max_rounds,
         )
         param_space: dict[str, Any] = {}
         num_samples = plan.num_samples
@@ -136,7 +137,7 @@ def _tuner(
         tune_config=tune.TuneConfig(
             # what ASHA and the best result rank by (study/selection.py)
             metric=plan.ranking_metric,
-            mode=mode_of(plan.ranking_metric) if plan.ranking_metric else None,
+            mode=mode_of(plan.ranking_metric, plan.task) if plan.ranking_metric else None,
             search_alg=search_alg,
             scheduler=scheduler,
             num_samples=num_samples,

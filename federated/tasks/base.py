@@ -1,0 +1,154 @@
+"""The interface every task implements: what a model learns and how it is measured.
+
+A task (FLGo's per-task calculator, Flower's ``evaluate`` returning a loss and a metrics
+dict) owns, for one run:
+
+* its typed parameters (:attr:`Task.Params`, a frozen
+  :class:`~federated.params.MethodParams`; a score task's ``score_loss`` and
+  ``score_threshold``), set by flat name like a method's;
+* the head it needs from the data (:meth:`Task.head_size`) and the loss on a batch
+  (:meth:`Task.loss`, the per-sample :meth:`Task.per_sample_loss`);
+* a **metric accumulator** per evaluation (:meth:`Task.accumulator`): updated once per
+  batch, computed once, so one forward pass per split gives every metric; with
+  ``n_parties`` it also sums per party (federated validation, local test splits);
+* its metrics as data (:attr:`Task.metrics`, :class:`~federated.contract.metrics.MetricSpec`,
+  the primary first), which ``analysis`` reads without importing torch;
+* how training samples group for partitions, hold-outs and class counts
+  (:meth:`Task.partition_groups`) and how a batch's targets are taken
+  (:meth:`Task.take_targets`: a tensor's rows by default; ragged targets override it).
+
+Adding a task is one file with a subclass and one line in
+:data:`federated.registry.TASK_PATHS`; a task outside fedsweep is
+``task=package.module:Class``.  The data say which task they are
+(:attr:`~federated.data.catalog.DatasetSpec.task`); nothing outside this package
+branches on a task's name or on a target's dtype.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+import numpy as np
+import torch
+
+from federated.contract.metrics import LOSS, MetricSpec, metric_stems
+from federated.params import MethodParams, NoParams
+from federated.registry import load_method
+
+if TYPE_CHECKING:
+    from federated.data import DatasetSpec, ImageData
+
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A model's results on one split, from one pass.
+
+    Attributes:
+        values: pooled metric stem -> value (``loss`` included; the task's units:
+            fractions for accuracies, score units for errors).
+        party_values: stem -> (N,) per party, NaN where a party was not evaluated or
+            holds no sample; empty for a pooled evaluation.
+        parties: how many parties were evaluated (0 for a pooled evaluation).
+        class_correct, class_total: (C,) correct predictions and samples per class, where
+            the task has classes and the evaluation was pooled (the per-party
+            re-weighting's input, :mod:`federated.evaluation.party_scores`); else None.
+    """
+
+    values: dict[str, float]
+    party_values: dict[str, np.ndarray] = field(default_factory=dict)
+    parties: int = 0
+    class_correct: np.ndarray | None = None
+    class_total: np.ndarray | None = None
+
+
+class MetricAccumulator(Protocol):
+    """Collects one evaluation's outputs batch by batch; computes its :class:`Scores` once."""
+
+    def update(
+        self, outputs: torch.Tensor, targets: torch.Tensor, owner: torch.Tensor | None
+    ) -> None:
+        """Add a batch: the head's ``outputs``, its ``targets`` and (per-party
+        evaluations) each sample's party ``owner`` (int64, on the outputs' device)."""
+
+    def compute(self) -> Scores:
+        """The evaluation's scores (call once, after the last batch)."""
+
+
+class Task(ABC):
+    """A task's behaviour for one run (module docstring); built once per run."""
+
+    name: ClassVar[str] = "task"
+    #: the task's typed parameters (a frozen :class:`~federated.params.MethodParams`)
+    Params: ClassVar[type[MethodParams]] = NoParams
+    #: the kind of targets it reads: a data set's ``task`` (``classification``: class
+    #: labels, ``score``: float scores); a user's own task on labels says ``classification``
+    targets: ClassVar[str] = "classification"
+    #: the metrics its rows record besides ``loss``, the default primary first
+    metrics: ClassVar[tuple[MetricSpec, ...]] = ()
+    #: whether its targets are class labels (the class re-weighted per-party outcomes
+    #: and label-skew partitions need classes)
+    has_classes: ClassVar[bool] = False
+
+    def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
+        self.params = params
+        self.spec = spec
+
+    # ------------------------------------------------------------------ the data
+    @classmethod
+    def head_size(cls, spec: DatasetSpec) -> int:
+        """Width of the model's head for the data ``spec``: one value per target."""
+        return len(spec.target_names)
+
+    @classmethod
+    def partition_groups(cls, data: ImageData) -> tuple[np.ndarray, int]:
+        """What partitions, hold-outs and class counts group the training samples by
+        (an int array, one per sample) and how many groups: one group by default, so
+        that only natural, IID and quantity partitions apply."""
+        return np.zeros(len(data.train_y), dtype=np.int64), 1
+
+    def take_targets(self, targets: torch.Tensor, index: torch.Tensor | slice) -> torch.Tensor:
+        """The targets of the samples ``index`` (rows of a tensor by default)."""
+        return targets[index]
+
+    # ------------------------------------------------------------------ training
+    @abstractmethod
+    def per_sample_loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Each sample's loss, (B,)."""
+
+    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The batch's mean loss (a scalar): what every method's supervised part is."""
+        return self.per_sample_loss(outputs, targets).mean()
+
+    # ---------------------------------------------------------------- evaluation
+    @abstractmethod
+    def accumulator(self, n_parties: int | None = None) -> MetricAccumulator:
+        """A fresh accumulator for one evaluation; ``n_parties``: sum per party instead
+        of pooled (the pooled values are then the size-weighted means of the parties')."""
+
+    @classmethod
+    def recorded_stems(cls) -> tuple[str, ...]:
+        """The stems of a row's ``test_`` and ``val_`` columns, in the rows' order:
+        the primary metric, ``loss``, then the other metrics."""
+        stems = metric_stems(cls.metrics)
+        return (*stems[:1], LOSS, *stems[1:])
+
+    def no_scores(self) -> dict[str, float]:
+        """Every recorded stem without a value (NaN): a diverged round, no validation yet."""
+        return dict.fromkeys(self.recorded_stems(), NAN)
+
+
+def per_party_mean(sums: np.ndarray, samples: np.ndarray) -> np.ndarray:
+    """Per-party sums (N,) divided by the parties' samples, NaN where a party has none."""
+    return np.divide(sums, samples, out=np.full_like(sums, NAN), where=samples > 0)
+
+
+def build_task(name: str, params: MethodParams | None, spec: DatasetSpec) -> Task:
+    """The task ``name`` (registered or ``package.module:Class``) of a run on data
+    ``spec``, with its ``params`` (None: the task's defaults, for a config that was not
+    resolved)."""
+    cls = load_method("task", name)
+    return cls(cls.Params.build({}) if params is None else params, spec)

@@ -1,0 +1,151 @@
+"""A search survives its trials: real Ray sweeps whose learning-rate range makes some
+trials diverge (NaN loss) complete, name the diverged trials, tell Optuna they failed
+(never a value) and rank the chosen point on trials that ran all their rounds.
+
+The learning rates are real: FedAvg on the smoke budget's Fashion-MNIST (momentum 0.9)
+diverges in its first rounds from lr ~2.4 (4.42: round 1, 2.45: round 2) and trains
+at lr <= 1.7.  Optuna's TPE with the sweeps' fixed seed proposes, from
+``loguniform:0.01:50``, 1.07, 4.42, 1.70, 1.04, 0.37, 2.45 in that order.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+
+import optuna
+import pytest
+
+from tests.test_sweep_ray import (
+    _wait_for,
+    manifest,
+    params,
+    raw_rows,
+    reference_accuracies,
+    rounds,
+    sweep,
+    sweep_dirs,
+    trial_dirs,
+)
+
+pytestmark = pytest.mark.slow
+
+DIVERGING_LR = "lr=loguniform:0.01:50"
+
+
+def outcomes(sweep_dir) -> dict[str, str]:
+    """Each trial's outcome as the manifest records it."""
+    return {name: t["outcome"] for name, t in manifest(sweep_dir)["trials"].items()}
+
+
+def optuna_states(sweep_dir) -> list[str]:
+    study = optuna.load_study(
+        study_name=sweep_dir.name, storage=f"sqlite:///{sweep_dir / 'optuna.db'}"
+    )
+    return sorted(t.state.name for t in study.trials)
+
+
+def test_an_optuna_search_with_diverging_trials_completes_and_reruns_the_best(tmp_path):
+    proc = sweep(
+        tmp_path,
+        *("--vary", DIVERGING_LR, "--set", "algorithm=fedavg", "--budget", "smoke"),
+        *("--set", "rounds=2", "--search", "optuna", "--num-samples", "4"),
+        *("--rerun-best", "1"),
+    )
+    search_dir, best_dir = sweep_dirs(tmp_path)
+    assert manifest(search_dir)["status"] == "finished"
+    found = outcomes(search_dir)
+    assert sorted(found.values()) == ["completed", "completed", "completed", "diverged"]
+    for trial in trial_dirs(search_dir):
+        last = rounds(trial)[max(rounds(trial))]
+        entry = manifest(search_dir)["trials"][trial.name]
+        if found[trial.name] == "diverged":
+            # the ranking metric's key is in the diverged row, without a value
+            assert last["diverged"] and math.isnan(last["val_acc"])
+            assert entry["last_good_round"] == last["round"] - 1
+        else:
+            assert entry["last_good_round"] == 2 and math.isfinite(last["val_acc"])
+    # Optuna was told the diverged trial failed, the others' final val_acc
+    assert optuna_states(search_dir) == ["COMPLETE", "COMPLETE", "COMPLETE", "FAIL"]
+    assert "diverged" in proc.stdout  # the end-of-sweep summary names it
+    # the rerun: the best completed point on a fresh seed, ranked on all 4 - 1 trials
+    selection = manifest(best_dir)["selection"]
+    assert selection["compared_trials"] == 3 and selection["stopped_early"] == 0
+    (rerun,) = trial_dirs(best_dir)
+    assert params(rerun)["seed"] == 10_000 and params(rerun)["lr"] < 2
+    assert sorted(rounds(rerun)) == [1, 2]
+    from analysis.report import main as report
+
+    out = tmp_path / "report"
+    assert report([str(search_dir), str(best_dir), "--out", str(out), "--no-pdf"]) == 0
+    assert "diverged" in (out / "report.md").read_text()
+
+
+def test_optuna_with_asha_tells_stopped_trials_as_pruned_and_diverged_as_failed(tmp_path):
+    sweep(
+        tmp_path,
+        *("--vary", DIVERGING_LR, "--set", "algorithm=fedavg", "--budget", "smoke"),
+        *("--set", "rounds=4", "--search", "optuna", "--num-samples", "6"),
+        *("--scheduler", "asha", "--max-concurrent", "1"),
+    )
+    (search_dir,) = sweep_dirs(tmp_path)
+    assert manifest(search_dir)["status"] == "finished"
+    found = outcomes(search_dir)
+    assert set(found.values()) <= {"completed", "stopped", "diverged"}
+    assert {"completed", "diverged"} <= set(found.values())
+    expected = {"completed": "COMPLETE", "stopped": "PRUNED", "diverged": "FAIL"}
+    assert optuna_states(search_dir) == sorted(expected[o] for o in found.values())
+
+
+def test_a_grid_with_asha_and_rerun_best_ranks_complete_trials_only(tmp_path):
+    sweep(
+        tmp_path,
+        *("--vary", "lr=0.05,4.42", "--set", "algorithm=fedavg", "--budget", "smoke"),
+        *("--set", "rounds=2", "--seeds", "2", "--scheduler", "asha", "--rerun-best", "1"),
+    )
+    search_dir, best_dir = sweep_dirs(tmp_path)
+    assert manifest(search_dir)["status"] == "finished"
+    by_lr = {params(t)["lr"]: outcomes(search_dir)[t.name] for t in trial_dirs(search_dir)}
+    assert sorted(outcomes(search_dir).values()).count("diverged") == 2
+    assert by_lr[4.42] == "diverged"
+    (rerun,) = trial_dirs(best_dir)
+    assert params(rerun)["lr"] == 0.05 and sorted(rounds(rerun)) == [1, 2]
+    assert manifest(best_dir)["selection"]["point"] == "lr=0.05"
+
+
+def test_a_sweep_interrupted_after_a_divergence_resumes_to_the_end(tmp_path):
+    args = [
+        *("--vary", "lr=4.42,0.05", "--set", "algorithm=fedavg", "--budget", "smoke"),
+        *("--set", "rounds=4", "--set", "checkpoint_every=1", "--max-concurrent", "1"),
+        *("--name", "diverged"),
+    ]
+    cmd = [sys.executable, "-m", "study.sweep", *args, "--storage-path", str(tmp_path), "--quiet"]
+    driver = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    sweep_dir = tmp_path / "diverged"
+
+    def diverged_and_next_started() -> bool:
+        trials = trial_dirs(sweep_dir) if sweep_dir.is_dir() else []
+        diverged = [t for t in trials if any(r.get("diverged") for r in raw_rows(t))]
+        started = [t for t in trials if 1 <= len(rounds(t)) < 4 and t not in diverged]
+        return bool(diverged) and bool(started)
+
+    try:
+        _wait_for(diverged_and_next_started, timeout=300)
+    finally:
+        os.killpg(driver.pid, signal.SIGINT)
+        driver.wait(timeout=120)
+    assert manifest(sweep_dir)["status"] == "interrupted"
+
+    sweep(tmp_path, *args, "--resume")
+    assert manifest(sweep_dir)["status"] == "finished"
+    by_lr = {params(t)["lr"]: t for t in trial_dirs(sweep_dir)}
+    assert outcomes(sweep_dir)[by_lr[4.42].name] == "diverged"
+    assert outcomes(sweep_dir)[by_lr[0.05].name] == "completed"
+    trained = by_lr[0.05]
+    assert sorted(rounds(trained)) == [1, 2, 3, 4]
+    assert [rounds(trained)[r]["test_acc"] for r in range(1, 5)] == reference_accuracies(trained)
