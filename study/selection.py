@@ -25,13 +25,13 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from federated.cli.input_checks import InputError
 from federated.contract.metrics import (
     BUILTIN_TASK_METRICS,
     higher_is_better,
     metric_stems,
     task_metric_specs,
 )
-from federated.cli.input_checks import InputError
 
 #: metric -> Tune mode: every task's validation metrics (classification's first)
 SELECTION_METRICS = {
