@@ -136,6 +136,9 @@ def test_an_edited_score_is_a_new_fingerprint(iqa_tree, tmp_path):
         (dict(primary_metric="top5"), r"primary_metric='top5' \(allowed: for a score task one of"),
         (dict(task="classification"), r"task='classification' \(allowed: score"),
         (dict(score_loss="ce"), r"score_loss='ce' \(allowed: one of mse, l1, huber"),
+        # the tree's scores are 1 - level/5 in [0, 0.8]: 2.0 and 0.0 split no image
+        (dict(score_threshold=2.0), r"score_threshold=2.0 \(allowed: a score in \(0, 0.8\]"),
+        (dict(score_threshold=0.0), r"score_threshold=0.0 \(allowed: a score in \(0, 0.8\]"),
     ],
 )
 def test_bad_score_settings_are_refused_naming_the_field(iqa_tree, tmp_path, overrides, message):

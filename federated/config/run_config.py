@@ -469,6 +469,7 @@ def _resolve(c: RunConfig) -> RunConfig:
     )
     validate(complete)
     algorithm_params, server_params, task_params, inert = _method_params(complete)
+    load_method("task", str(complete.task)).check_data(task_params, complete.dataset)
     return replace(
         complete,
         method_options=inert,

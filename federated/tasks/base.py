@@ -114,6 +114,13 @@ class Task(ABC):
         """The targets of the samples ``index`` (rows of a tensor by default)."""
         return targets[index]
 
+    @classmethod
+    def check_data(cls, params: MethodParams, dataset: str) -> None:
+        """Refuse (:class:`~federated.params.ConfigError`, one line) parameter values
+        that mean nothing on the run's ``dataset`` (a name or ``folder:PATH``, resolved);
+        called once the parameters are built, before any training."""
+        return None
+
     # ------------------------------------------------------------------ training
     @abstractmethod
     def per_sample_loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

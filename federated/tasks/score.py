@@ -30,6 +30,8 @@ import torch.nn.functional as F
 from scipy import stats
 
 from federated.contract.metrics import SCORE_SPECS
+from federated.data.folder_layout import folder_path, is_folder_dataset
+from federated.data.scores_file import has_scores_file, read_scores
 from federated.params import ConfigError, MethodParams, describe, one_of
 from federated.tasks.base import Scores, Task, per_party_mean
 
@@ -68,6 +70,25 @@ class ScoreTask(Task):
     Params = ScoreParams
     metrics = SCORE_SPECS
     params: ScoreParams
+
+    @classmethod
+    def check_data(cls, params: MethodParams, dataset: str) -> None:
+        """The threshold must split the data's scores: at or below the lowest score (or
+        above the highest) every image falls on one side, and ``test_acc`` would be 1.0
+        by construction."""
+        if not is_folder_dataset(dataset) or not has_scores_file(folder_path(dataset)):
+            return
+        scores = read_scores(folder_path(dataset))
+        values = np.concatenate([scores.train.scores, scores.test.scores])
+        low, high = float(values.min()), float(values.max())
+        threshold = params.score_threshold
+        if not low < threshold <= high:
+            raise ConfigError(
+                "score_threshold",
+                threshold,
+                f"a score in ({low:g}, {high:g}], the range of {dataset}'s scores (outside "
+                "it every image is on one side and test_acc is 1.0 by construction)",
+            )
 
     @classmethod
     def recorded_stems(cls) -> tuple[str, ...]:
