@@ -144,7 +144,13 @@ def main(argv: list[str] | None = None) -> int:
         code = exit_codes.OK
     # a sweep that ended on its own (not one the user interrupted) stays inspectable
     if dashboard and code in (exit_codes.OK, exit_codes.ALL_TRIALS_FAILED):
+        from study.tune import ray_session  # imported already: Ray runs
+
+        # the driver's job ends now, so the dashboard shows the sweep finished, while
+        # the local Ray holding the dashboard stays up until Ctrl-C
+        ray_session.end_driver_job()
         keep_dashboard_up(dashboard)
+        ray_session.end_local_ray()
     return code
 
 
@@ -286,6 +292,9 @@ def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution,
     up after the sweep (``--dashboard`` on a local Ray; else None)."""
     if not target.address:
         os.environ.update(LOCAL_ONLY_ENV)
+        # token authentication, as Ray turns it on for a local cluster: the driver joins
+        # a head node started apart (study/local_ray.py), and Ray reads the mode at import
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
 
     # a failed trial is one line on the terminal (its traceback stays in its error.txt)
     install_one_line_trial_errors()
@@ -379,7 +388,9 @@ def fit_and_summarise(
                     "\n".join(describe_plan(plan, execution.resources).splitlines()[:2]), flush=True
                 )
                 callbacks = [
-                    *tracking_callbacks.tracking_callbacks(tracking or {}, tags),
+                    *tracking_callbacks.tracking_callbacks(
+                        tracking or {}, tags, plan.varied_fields
+                    ),
                     ResumeDigestRecorder(),  # what --resume will verify (study/resume_digests.py)
                 ]
                 tuner = tuners.new_tuner(
@@ -483,7 +494,7 @@ def add_seed_batches(
     sweeps beside it until every table resolves T points or CAP seeds are spent
     (study/seed_batches.py); prints each decision and the report command over all
     batches; returns the batch folders."""
-    from analysis.resolvable_tables import resolvable_differences
+    from analysis.tables.resolvable_tables import resolvable_differences
 
     folders = [target.sweep_dir]
     done = len(plan.seeds)
