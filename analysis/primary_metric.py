@@ -151,6 +151,11 @@ def _shown(spec: MetricSpec) -> Metric:
 
 ACCURACY = _shown(ACCURACY_SPEC)
 SCORE_METRICS: dict[str, Metric] = {spec.stem: _shown(spec) for spec in SCORE_SPECS}
+#: each built-in task's metrics as tables show them, the primary first
+BUILTIN_METRICS: dict[str, tuple[Metric, ...]] = {
+    CLASSIFICATION: (ACCURACY,),
+    SCORE: tuple(SCORE_METRICS.values()),
+}
 #: each task's metrics, the default (primary) first
 TASK_METRICS: dict[str, tuple[str, ...]] = {
     task: metric_stems(specs) for task, specs in BUILTIN_TASK_METRICS.items()
@@ -178,11 +183,9 @@ def record_task_metrics(manifest: dict) -> None:
 
 
 def _task_metrics(task: str) -> dict[str, Metric]:
-    if task == CLASSIFICATION:
-        return {ACCURACY.stem: ACCURACY}
-    if task == SCORE:
-        return SCORE_METRICS
-    return {m.stem: m for m in RECORDED_TASK_METRICS.get(task, ())}
+    """``task``'s metrics by stem, the primary first: a built-in task's, or a recorded one's."""
+    shown = BUILTIN_METRICS.get(task) or RECORDED_TASK_METRICS.get(task, ())
+    return {m.stem: m for m in shown}
 
 
 def metric_of(task: str, stem: str | None = None) -> Metric:

@@ -504,7 +504,10 @@ def load_results(paths: str | Path | Iterable[str | Path]) -> Results:
     statuses = [status_of[key] for key in zip(rounds_frame["sweep"], rounds_frame["trial"])]
     rounds_frame.insert(2, "status", pd.Series(statuses, index=rounds_frame.index, dtype=object))
     for column in ("round", "test_acc"):
-        rounds_frame[column] = pd.to_numeric(rounds_frame[column], errors="coerce")
+        # a task that records no accuracy (a user's own) has no test_acc: NaN, never read
+        # as a value (its tables are on its own primary metric)
+        values = rounds_frame.get(column, math.nan)
+        rounds_frame[column] = pd.to_numeric(values, errors="coerce")
     rounds_frame["round"] = rounds_frame["round"].astype("Int64")
     for column in ("final_acc", "final_acc_std", "best_acc"):
         trials_frame[column] = trials_frame[column].astype(float)
