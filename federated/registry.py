@@ -29,6 +29,11 @@ ALGORITHM_PATHS: dict[str, str] = {
     "l2rep": "federated.algorithms.l2rep:L2Representation",
     "fednova": "federated.algorithms.fednova:FedNova",
     "feddyn": "federated.algorithms.feddyn:FedDyn",
+    "fedper": "federated.algorithms.fedper:FedPer",
+    "fedrep": "federated.algorithms.fedrep:FedRep",
+    "lg-fedavg": "federated.algorithms.lg_fedavg:LgFedAvg",
+    "ditto": "federated.algorithms.ditto:Ditto",
+    "apfl": "federated.algorithms.apfl:Apfl",
 }
 
 SERVER_OPTIMIZER_PATHS: dict[str, str] = {

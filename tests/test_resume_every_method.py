@@ -24,6 +24,11 @@ METHODS = {
     "fedavgm": dict(algorithm="moon", server_optimizer="fedavgm"),
     "fedadam": dict(algorithm="fedavg", server_optimizer="fedadam"),
     "fedyogi": dict(algorithm="feddyn", server_optimizer="fedyogi"),
+    "fedper": dict(algorithm="fedper"),
+    "fedrep": dict(algorithm="fedrep", local_epochs=2),
+    "lg-fedavg": dict(algorithm="lg-fedavg"),
+    "ditto": dict(algorithm="ditto"),
+    "apfl": dict(algorithm="apfl"),
 }
 
 
