@@ -38,6 +38,17 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="studies: " + ", ".join(STUDIES),
     )
+    _add_study_arguments(p)
+    _add_search_arguments(p)
+    _add_resource_arguments(p)
+    _add_sweep_folder_arguments(p)
+    _add_rerun_and_output_arguments(p)
+    return p
+
+
+def _add_study_arguments(p: argparse.ArgumentParser) -> None:
+    """What runs: the study (a name, a file or --vary's axes), its data, budget and
+    overrides."""
     p.add_argument("study", nargs="?", help="study name (see --list) or a study file (.toml)")
     p.add_argument(
         "--vary",
@@ -62,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FIELD=VALUE",
         help="override a config field, e.g. --set rounds=20 (repeatable)",
     )
+
+
+def _add_search_arguments(p: argparse.ArgumentParser) -> None:
+    """How the space is searched, what ranks trials, and the seeds."""
     p.add_argument("--search", default="grid", help="grid (the paper's) or optuna (TPE)")
     p.add_argument("--num-samples", type=int, help="Optuna trials (default: max(8, grid size))")
     p.add_argument(
@@ -83,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
         "every table resolves T accuracy points or CAP seeds (default 10) are spent; "
         "default: the budget's",
     )
+
+
+def _add_resource_arguments(p: argparse.ArgumentParser) -> None:
+    """What each trial asks Ray for, and how failures are retried."""
     p.add_argument(
         "--cpus-per-trial", type=float, default=1.0, help="CPUs (and torch threads) per trial"
     )
@@ -99,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="restarts of a failing trial from its checkpoint",
     )
+
+
+def _add_sweep_folder_arguments(p: argparse.ArgumentParser) -> None:
+    """Where results go, the sweep's name, resuming, which Ray, and a dry run."""
     p.add_argument(
         "--storage-path",
         default=os.environ.get("FEDSWEEP_RESULTS", "results"),
@@ -120,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dry-run", action="store_true", help="print the trials and their resources; start nothing"
     )
+
+
+def _add_rerun_and_output_arguments(p: argparse.ArgumentParser) -> None:
+    """After the sweep (--rerun-best) and what it shows and logs (live view, trackers)."""
     p.add_argument(
         "--rerun-best",
         type=int,
@@ -140,7 +167,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--track-uri",
         help="MLflow tracking URI (default: sqlite:///<sweep folder>/mlflow.db)",
     )
-    return p
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:

@@ -70,20 +70,44 @@ MIN_LR = 1e-8
 def validate(c: Any) -> None:
     """Raise :class:`ConfigError` naming the first run-level field of ``c`` (a
     :class:`~federated.config.run_config.RunConfig` whose dataset, parties and model are resolved)
-    whose value is not allowed (types, ranges, what the data and the machine allow)."""
+    whose value is not allowed (types, ranges, what the data and the machine allow).
+
+    The checks run in this order, so a config with several bad values is refused on the
+    same one every time: types; the names and the data (methods, partition, dataset,
+    parties, task, model, start, execution path); counts and sizes; fractions and rates;
+    the parties the training set can hold; the batch plan's size; heterogeneity;
+    held-out data; the device; a folder run's memory."""
     # Late import: dataset and model checks load folder datasets and model factories.
+    from federated.config.data_fields import check_folder_memory
+
+    check_types(c)
+    spec = _check_names_and_data(c)
+    _check_counts(c)
+    _check_fractions_and_rates(c)
+    _check_party_sizes(c, spec)
+    _check_plan_size(c.local_epochs, c.n_train * c.parties_per_round // c.n_parties)
+    _validate_heterogeneity(c)
+    _validate_evaluation(c)
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
+        raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
+    check_folder_memory(c, spec)  # last: it reads the resolved sizes checked above
+
+
+def _check_names_and_data(c: Any) -> Any:
+    """The named choices and what the data allow: the algorithm, the partition, the
+    dataset (image folders, n_parties and models: federated/config/data_fields.py), the
+    task, the model and its start, the server optimizer, the execution path.  Returns
+    the data's :class:`~federated.data.catalog.DatasetSpec`."""
     from federated.config.data_fields import (
         check_dataset,
-        check_folder_memory,
         check_init_field,
         check_model_field,
         check_parties,
     )
 
-    check_types(c)
     load_method("algorithm", c.algorithm)
     one_of("partition", c.partition, PARTITIONS)
-    spec = check_dataset(c)  # image folders, n_parties and models: federated/config/data_fields.py
+    spec = check_dataset(c)
     check_parties(c, spec)
     # before any party count: a task without classes conflicts with a class skew first
     _validate_task(c, spec)
@@ -91,7 +115,12 @@ def validate(c: Any) -> None:
     check_init_field(c, spec)  # after the model: a start is matched to it
     load_method("server_optimizer", c.server_optimizer)
     one_of("execution", EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
+    return spec
 
+
+def _check_counts(c: Any) -> None:
+    """Counts, sizes and periods: each within its limits (a value beyond any real run
+    is a typo, refused at once)."""
     at_least("rounds", c.rounds, 1)
     at_most("rounds", c.rounds, MAX_ROUNDS)
     at_most("batch_size", c.batch_size, MAX_BATCH_SIZE)
@@ -118,6 +147,9 @@ def validate(c: Any) -> None:
     at_least("party_scores_every", c.party_scores_every, 0)
     parse_rounds(c.representations_at, c.rounds)
 
+
+def _check_fractions_and_rates(c: Any) -> None:
+    """The shares (parties per round, data, test set) and the optimiser's rates."""
     fraction("sample_fraction", c.sample_fraction)
     if round(c.n_parties * c.sample_fraction) == 0:
         # parties_per_round would round this to zero and quietly draw one party anyway
@@ -139,6 +171,11 @@ def validate(c: Any) -> None:
     non_negative("weight_decay", c.weight_decay)
     unit_interval("momentum", c.momentum)
 
+
+def _check_party_sizes(c: Any, spec: Any) -> None:
+    """The partition can give every party what it needs: ``labels_per_party`` classes
+    (partition=labels), and :data:`MIN_PARTY_SAMPLES` samples each where the partition
+    or an image folder requires them (1 otherwise)."""
     if c.partition == "labels" and not 1 <= c.labels_per_party <= spec.n_classes:
         # only partition=labels reads it: never an error about a field that does nothing
         raise ConfigError(
@@ -166,12 +203,6 @@ def validate(c: Any) -> None:
             f"at most {most} for {c.n_train} {c.dataset} training samples "
             f"(each party needs >= {min_size} under partition={c.partition})",
         )
-    _check_plan_size(c.local_epochs, c.n_train * c.parties_per_round // c.n_parties)
-    _validate_heterogeneity(c)
-    _validate_evaluation(c)
-    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
-        raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
-    check_folder_memory(c, spec)  # last: it reads the resolved sizes checked above
 
 
 def _check_plan_size(local_epochs: int, samples_per_round: int) -> None:

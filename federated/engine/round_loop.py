@@ -84,17 +84,8 @@ class FederatedRun:
         self.spec = data.spec
         self.task = build_task(config.task, config.task_params, self.spec)
         self.data = PartyData(data, config, self.device)
-
-        torch.manual_seed(stream_seed(config.seed, "init"))
-        model = build_model(config.model, self.spec, config.out_dim, config.projection_head)
-        if config.init is not None:
-            # after the init stream's draws, drawing none itself: every other random
-            # number of the run is as without a start; a resumed run's restored weights
-            # replace it (load_state_dict)
-            notice = apply_start(model, config.init, config.model)
-            if notice is not None:
-                warnings.warn(notice, StartNotice, stacklevel=2)
-        self.global_model = model.to(self.device).requires_grad_(False)
+        self.global_model = self._initial_model(config)
+        # the streams after the model: the init stream's draws come first
         self.rng = RunRandomness.from_seed(config.seed)
 
         self.algorithm = load_method("algorithm", config.algorithm)(config, self.rng.algorithm)
@@ -103,12 +94,7 @@ class FederatedRun:
         self.party_states = [self.algorithm.init_party_state(i) for i in range(config.n_parties)]
         self.augmenter = Augmenter(self.spec, self.device)
         self.feature_skew = FeatureSkew.from_config(config)
-
-        state = self.global_model.state_dict()
-        self._float_keys = [k for k, v in state.items() if v.is_floating_point()]
-        self._other_keys = [k for k, v in state.items() if not v.is_floating_point()]
-        self.model_bytes = sum(v.numel() * v.element_size() for v in state.values())
-        self.param_bytes = sum(p.numel() * p.element_size() for p in self.global_model.parameters())
+        self._measure_model()
 
         self.round = 0
         self.diverged = False
@@ -124,13 +110,39 @@ class FederatedRun:
             self.feature_skew,
         )
         self.evaluation = self._evaluation(config)
+        self.probe = self._representation_probe(config)
+
+    def _initial_model(self, config: RunConfig) -> torch.nn.Module:
+        """The global model before round 1: built from the ``init`` stream, then the
+        configured start (``init``) applied; on the run's device, without gradients."""
+        torch.manual_seed(stream_seed(config.seed, "init"))
+        model = build_model(config.model, self.spec, config.out_dim, config.projection_head)
+        if config.init is not None:
+            # after the init stream's draws, drawing none itself: every other random
+            # number of the run is as without a start; a resumed run's restored weights
+            # replace it (load_state_dict)
+            notice = apply_start(model, config.init, config.model)
+            if notice is not None:
+                # stacklevel 3: the line that built the run (FederatedRun(...))
+                warnings.warn(notice, StartNotice, stacklevel=3)
+        return model.to(self.device).requires_grad_(False)
+
+    def _measure_model(self) -> None:
+        """The global model's entries the server optimizer moves (floating point) and
+        those it copies (BatchNorm's counters), and the bytes a party is sent."""
+        state = self.global_model.state_dict()
+        self._float_keys = [k for k, v in state.items() if v.is_floating_point()]
+        self._other_keys = [k for k, v in state.items() if not v.is_floating_point()]
+        self.model_bytes = sum(v.numel() * v.element_size() for v in state.values())
+        self.param_bytes = sum(p.numel() * p.element_size() for p in self.global_model.parameters())
+
+    def _representation_probe(self, config: RunConfig) -> RepresentationProbe | None:
+        """Fig. 2's probe, at the rounds ``representations_at`` names (None: none)."""
         rounds = parse_rounds(config.representations_at, config.rounds)
-        self.probe = (
-            RepresentationProbe(
-                rounds, self.test_x, self.test_y, self.augmenter, config.eval_batch_size
-            )
-            if rounds
-            else None
+        if not rounds:
+            return None
+        return RepresentationProbe(
+            rounds, self.test_x, self.test_y, self.augmenter, config.eval_batch_size
         )
 
     # ----------------------------------------------------------------- data (views)
