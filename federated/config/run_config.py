@@ -247,12 +247,16 @@ class RunConfig:
         default=None,
         metadata=_execution("fault injection: the trial raises once after this round"),
     )
-    # what a run records besides its results (federated/evaluation/party_scores.py,
-    # federated/evaluation/representations.py): never changes them, so execution-only
+    # when a run measures (federated/evaluation/round_evaluation.py,
+    # federated/evaluation/representations.py): training never depends on them, so a
+    # checkpoint restores under other values (execution-only); but the rounds that
+    # validate and score per-party outcomes follow party_scores_every, so its val_ and
+    # per-party columns do (docs/architecture.md, "Checkpoint compatibility")
     party_scores_every: int = field(
         default=1,
         metadata=_execution(
-            "score the global model on each party's class mix every k rounds and the last (0: off)"
+            "score per-party outcomes (each party's class mix, or its local test split) every "
+            "k rounds and the last (0: off); validation runs on the same rounds, and the last"
         ),
     )
     representations_at: str | None = field(
