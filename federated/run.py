@@ -195,6 +195,8 @@ def format_row(row: dict[str, Any], rounds: int) -> str:
 
 def partition_words(config: RunConfig) -> str:
     """``dirichlet partition (beta=0.5)``; natural partitions name their parties' source."""
+    if config.partition == "natural" and config.partition_by:
+        return f"natural partition (by column {config.partition_by})"
     if config.partition == "natural":
         return "natural partition (one folder per party)"
     if config.partition == "labels":

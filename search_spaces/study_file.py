@@ -189,6 +189,10 @@ def _check_fields(
     ``key`` is a table of several).  A refusal of a field ``fields`` does not hold (a
     default, which another axis may set) is left to the trials' own check, which sees
     every axis together: the typed ``fields`` are returned."""
+    if str(fields.get("dataset", "")).startswith("hf:"):
+        # reading a study never downloads a data set: the sweep's plan checks these
+        # fields, resolving every trial, before anything runs
+        return RunConfig.from_dict(dict(fields)).to_dict()
     try:
         return RunConfig.from_dict(dict(fields)).resolved().to_dict()
     except ConfigError as err:

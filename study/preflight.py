@@ -20,10 +20,12 @@ import numpy as np
 from federated.cli.input_checks import InputError
 from federated.config.run_config import RunConfig
 from federated.data import ImageData, load_dataset
+from federated.data.hub_dataset import HubColumns
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.heterogeneity.partition import (
     PartitionError,
     class_counts,
+    natural_party_names,
     partition_for_run,
     partition_labels,
 )
@@ -100,6 +102,7 @@ def training_data(config: RunConfig) -> tuple[ImageData, np.ndarray, np.ndarray 
         config.data_root,
         image_size=config.image_size,
         holdout_fraction=config.holdout_fraction,
+        columns=HubColumns.of(config),
     )
     parties = None if data.train_parties is None else data.train_parties.numpy()
     return data, partition_labels(data)[0], parties
@@ -132,8 +135,8 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
         }
         if data.spec.class_names:  # image folders: the names the heat-map shows
             seen[key]["class_names"] = list(data.spec.class_names)
-        if config.partition == "natural":
-            seen[key]["party_names"] = list(data.spec.party_names)
+        if config.partition == "natural":  # an hf: column's parties may be a drawn few
+            seen[key]["party_names"] = natural_party_names(data.spec.party_names, config)
         if skew is not None:  # each party's noise std (0..1 pixels) or angle (degrees)
             seen[key]["feature_skew"] = config.feature_skew
             seen[key]["feature_skew_level"] = config.feature_skew_level

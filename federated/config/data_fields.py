@@ -1,5 +1,6 @@
 """The dataset and model fields of a :class:`~federated.config.run_config.RunConfig`: image folders
-(``folder:PATH``, ``image_size``, ``holdout_fraction``), natural partitions (``n_parties``
+(``folder:PATH``, ``image_size``, ``holdout_fraction``), Hugging Face data sets (``hf:SOURCE``,
+``image_column``, ``label_column``, ``partition_by``), natural partitions (``n_parties``
 from the data) and models named by import path.
 
 ``RunConfig.resolved`` calls these, so a bad folder or model is refused with one
@@ -18,6 +19,13 @@ import torch
 from federated.data.catalog import DATASETS, DatasetSpec, dataset_spec
 from federated.data.folder_dataset import folder_spec, parse_image_size
 from federated.data.folder_layout import FolderDataError, absolute_folder_name, is_folder_dataset
+from federated.data.hub_dataset import (
+    HubColumns,
+    HubDataError,
+    absolute_hub_name,
+    hub_spec,
+    is_hub_dataset,
+)
 from federated.models import MODELS, ModelError, build_model, check_model, is_import_path
 from federated.models.pretrained_start import (
     StartError,
@@ -33,25 +41,44 @@ def run_spec(c: Any) -> DatasetSpec:
     """The spec of config ``c``'s dataset (an image folder's from its cached load)."""
     if is_folder_dataset(c.dataset):
         return folder_spec(c.dataset, c.image_size, c.holdout_fraction, c.data_root)
+    if is_hub_dataset(c.dataset):
+        columns = HubColumns.of(c)
+        return hub_spec(c.dataset, c.image_size, c.holdout_fraction, c.data_root, columns)
     return dataset_spec(c.dataset)
 
 
 def folder_path_resolved(dataset: str) -> str:
-    """``dataset`` with a folder's path made absolute (in the driver: every trial on
-    every node then reads the same files); a built-in name as it is."""
+    """``dataset`` with a folder's or a local ``hf:PATH``'s path made absolute (in the
+    driver: every trial on every node then reads the same files); other names as they are."""
+    if is_hub_dataset(dataset):
+        return absolute_hub_name(dataset)
     return absolute_folder_name(dataset) if is_folder_dataset(dataset) else dataset
 
 
 def check_dataset(c: Any) -> DatasetSpec:
     """Check the dataset fields and return the spec (changes nothing)."""
-    if not is_folder_dataset(c.dataset):
+    hub = is_hub_dataset(c.dataset)
+    for name in ("image_column", "label_column", "partition_by"):
+        if getattr(c, name) is not None and not hub:
+            raise ConfigError(name, getattr(c, name), "only with dataset=hf:SOURCE")
+        if getattr(c, name) is not None and not str(getattr(c, name)).strip():
+            raise ConfigError(name, getattr(c, name), "a column name")
+    if hub and (c.partition == "natural") != (c.partition_by is not None):
+        field = "partition_by" if c.partition_by is not None else "partition"
+        value = getattr(c, field)
+        raise ConfigError(
+            field, value, "partition=natural together with partition_by=COLUMN for hf: data"
+        )
+    if not is_folder_dataset(c.dataset) and not hub:
         if c.dataset not in DATASETS:
             raise ConfigError(
-                "dataset", c.dataset, "one of " + ", ".join(DATASETS) + ", folder:PATH"
+                "dataset", c.dataset, "one of " + ", ".join(DATASETS) + ", folder:PATH, hf:SOURCE"
             )
         for name in ("image_size", "holdout_fraction"):
             if getattr(c, name) is not None:
-                raise ConfigError(name, getattr(c, name), "only with dataset=folder:PATH")
+                raise ConfigError(
+                    name, getattr(c, name), "only with dataset=folder:PATH or hf:SOURCE"
+                )
         return dataset_spec(c.dataset)
     if c.image_size is not None:
         try:
@@ -66,15 +93,18 @@ def check_dataset(c: Any) -> DatasetSpec:
         return run_spec(c)
     except FolderDataError as err:
         raise ConfigError("dataset", c.dataset, f"a usable image folder; {err}") from None
+    except HubDataError as err:
+        raise ConfigError("dataset", c.dataset, f"a usable data set; {err}") from None
 
 
 def resolved_parties(c: Any, spec: DatasetSpec) -> int:
-    """``n_parties`` once resolved: the folder's party count under
-    ``partition="natural"`` (a different explicit value is an error), else 10 when unset."""
+    """``n_parties`` once resolved: under ``partition="natural"`` the data's party count
+    (a folder's: a different explicit value is an error; an ``hf:`` column's: a smaller
+    one is a seeded draw of that many), else 10 when unset."""
     if c.partition != "natural":
         return DEFAULT_PARTIES if c.n_parties is None else c.n_parties
     check_parties(c, spec)
-    return len(spec.party_names)
+    return len(spec.party_names) if c.n_parties is None else c.n_parties
 
 
 def check_parties(c: Any, spec: DatasetSpec) -> None:
@@ -89,6 +119,14 @@ def check_parties(c: Any, spec: DatasetSpec) -> None:
             "natural only with dataset=folder:PATH laid out as PATH/train/<party>/<class>/<image>",
         )
     found = len(spec.party_names)
+    if is_hub_dataset(c.dataset):
+        if c.n_parties is not None and not 2 <= c.n_parties <= found:
+            raise ConfigError(
+                "n_parties",
+                c.n_parties,
+                f"2 to {found} (the parties of column {c.partition_by}) or unset, under natural",
+            )
+        return
     if c.n_parties is not None and c.n_parties != found:
         raise ConfigError(
             "n_parties", c.n_parties, f"{found} (the folder's parties) or unset, under natural"
@@ -148,7 +186,7 @@ def check_folder_memory(c: Any, spec: DatasetSpec) -> None:
     """An image folder sets the image size, and with it the model and its training memory:
     refuse a run that would not fit (:mod:`federated.models.memory_estimate`).  The built-in
     datasets have fixed, documented sizes and are not estimated."""
-    if is_folder_dataset(c.dataset):
+    if is_folder_dataset(c.dataset) or is_hub_dataset(c.dataset):
         from federated.models.memory_estimate import check_training_memory
 
         check_training_memory(c, spec)

@@ -67,7 +67,11 @@ class RunConfig:
     # --- what is studied
     algorithm: str = field(default="fedavg", metadata=_help("party-side method"))
     dataset: str = field(
-        default="fmnist", metadata=_help("dataset name, or folder:PATH (an image folder)")
+        default="fmnist",
+        metadata=_help(
+            "dataset name, folder:PATH (an image folder), or hf:NAME[:CONFIG] / hf:PATH "
+            "(a Hugging Face data set)"
+        ),
     )
     model: str | None = field(
         default=None,
@@ -87,7 +91,10 @@ class RunConfig:
     rounds: int = field(default=100, metadata=_help("communication rounds"))
     n_parties: int | None = field(
         default=None,
-        metadata=_help("number of parties N; default 10, or the folder's under partition=natural"),
+        metadata=_help(
+            "number of parties N; default 10, or the data's under partition=natural (hf: at "
+            "most those, a seeded draw)"
+        ),
     )
     sample_fraction: float = field(
         default=1.0, metadata=_help("fraction of parties drawn each round")
@@ -124,7 +131,27 @@ class RunConfig:
     )
     holdout_fraction: float | None = field(
         default=None,
-        metadata=_help("folder datasets without test/: fraction of each class held out to test"),
+        metadata=_help(
+            "folder and hf: datasets without a test split: fraction of each class held out to test"
+        ),
+    )
+    image_column: str | None = field(
+        default=None,
+        metadata=_help("hf: datasets: the image column; default image, img or the Image column"),
+    )
+    label_column: str | None = field(
+        default=None,
+        metadata=_help(
+            "hf: datasets: the target column (class labels, integers or text: classes; "
+            "floats: scores); default label, character, fine_label, labels or the one ClassLabel"
+        ),
+    )
+    partition_by: str | None = field(
+        default=None,
+        metadata=_help(
+            "hf: datasets under partition=natural: the column whose values are the parties "
+            "(e.g. writer_id); parties under 10 images are left out"
+        ),
     )
     # --- the evaluation protocol (federated/evaluation/holdout.py and validation.py):
     # selection on validation, reporting on test; held out from their own stream

@@ -131,7 +131,12 @@ def absolute_folder_name(name: str) -> str:
 
 def dataset_slug(name: str) -> str:
     """A dataset name fit for file and folder names: ``folder:/data/street`` ->
-    ``folder-street``; built-in names unchanged."""
+    ``folder-street``, ``hf:flwrlabs/femnist`` -> ``hf-flwrlabs_femnist``; built-in names
+    unchanged."""
+    if isinstance(name, str) and name.startswith("hf:"):  # federated/data/hub_dataset.py
+        given = name[len("hf:") :]
+        local = given.startswith(("/", ".", "~")) or Path(given).exists()
+        return "hf-" + re.sub(r"[^A-Za-z0-9._-]+", "_", Path(given).name if local else given)
     if not is_folder_dataset(name):
         return name
     return "folder-" + re.sub(r"[^A-Za-z0-9._-]+", "_", folder_path(name).name)

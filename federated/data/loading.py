@@ -24,6 +24,7 @@ import torch
 
 from federated.data.catalog import DatasetSpec, dataset_spec
 from federated.data.folder_dataset import load_folder
+from federated.data.hub_dataset import HubColumns, is_hub_dataset, load_hub
 from federated.data.idx import read_idx
 from federated.data.image_data import (
     DatasetUnavailable,
@@ -48,13 +49,17 @@ def load_dataset(
     *,
     image_size: str | None = None,
     holdout_fraction: float | None = None,
+    columns: HubColumns | None = None,
 ) -> ImageData:
     """Load dataset ``name`` (see :mod:`federated.data.catalog`) from disk or download it.
 
-    ``folder:PATH`` names an image folder (:mod:`federated.data.folder_dataset`), which
-    alone uses ``image_size`` and ``holdout_fraction``."""
+    ``folder:PATH`` names an image folder (:mod:`federated.data.folder_dataset`) and
+    ``hf:SOURCE`` a Hugging Face data set (:mod:`federated.data.hub_dataset`, which alone
+    reads ``columns``); only these use ``image_size`` and ``holdout_fraction``."""
     if name.startswith("folder:"):
         return load_folder(name, image_size, holdout_fraction, data_root).data
+    if is_hub_dataset(name):
+        return load_hub(name, image_size, holdout_fraction, data_root, columns or HubColumns())
     spec = dataset_spec(name)
     root = resolve_data_root(data_root)
     loader = {

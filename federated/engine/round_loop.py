@@ -32,6 +32,7 @@ from federated.config.checks import parse_rounds
 from federated.config.inert_settings import inert_settings
 from federated.config.run_config import RunConfig
 from federated.data import Augmenter, ImageData, load_dataset
+from federated.data.hub_dataset import HubColumns
 from federated.engine.party_data import PartyData
 from federated.engine.round_row import RoundRow, work_columns
 from federated.engine.run_state import EXECUTION_FIELDS, STATE_FORMAT, check_compatible, tree_to
@@ -80,6 +81,7 @@ class FederatedRun:
                 config.data_root,
                 image_size=config.image_size,
                 holdout_fraction=config.holdout_fraction,
+                columns=HubColumns.of(config),
             )
         self.spec = data.spec
         self.task = build_task(config.task, config.task_params, self.spec)

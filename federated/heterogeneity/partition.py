@@ -1,5 +1,6 @@
 """Splitting a training set among parties: IID, Dirichlet label skew, k labels, quantity
-skew, and natural (each party is its own folder of an image-folder dataset).
+skew, and natural (each party is its own folder of an image-folder dataset, or the rows
+sharing a value of an ``hf:`` data set's ``partition_by`` column).
 
 Each function takes the labels (or the sample count) and a numpy ``Generator``, and
 returns one sorted int64 index array per party.  Given the same generator state they
@@ -166,6 +167,21 @@ def natural_partition(
     return out
 
 
+def natural_choice(n_found: int, config: RunConfig, rng: np.random.Generator) -> np.ndarray:
+    """The natural parties a run keeps (sorted indices into the data's party names): all
+    of them, or a seeded draw of ``config.n_parties`` (an ``hf:`` column's cap: FEMNIST
+    has ~3,600 writers).  The draw is the first of the run's ``partition`` stream."""
+    if config.n_parties >= n_found:
+        return np.arange(n_found)
+    return np.sort(rng.choice(n_found, size=config.n_parties, replace=False))
+
+
+def natural_party_names(names: tuple[str, ...], config: RunConfig) -> list[str]:
+    """The names of the parties :func:`partition_for_run` keeps, in party order."""
+    chosen = natural_choice(len(names), config, numpy_stream(config.seed, "partition"))
+    return [names[i] for i in chosen]
+
+
 def partition_for_run(
     labels: np.ndarray, config: RunConfig, parties: np.ndarray | None = None
 ) -> list[np.ndarray]:
@@ -184,6 +200,12 @@ def partition_for_run(
                 f"partition=natural needs a dataset with one folder per party; "
                 f"{config.dataset} has none"
             )
+        parties = np.asarray(parties)
+        chosen = natural_choice(int(parties.max()) + 1, config, rng)
+        if len(chosen) < int(parties.max()) + 1:  # renumber the kept parties 0..n-1
+            renumber = np.full(int(parties.max()) + 2, -1, dtype=np.int64)
+            renumber[chosen] = np.arange(len(chosen))
+            parties = renumber[parties]  # -1 (no party) indexes the last entry: stays -1
         return natural_partition(parties, config.n_parties, config.data_fraction, rng)
     n_all, n_used = len(labels), config.n_train
     subset = np.arange(n_all) if n_used >= n_all else np.sort(rng.permutation(n_all)[:n_used])

@@ -1,0 +1,542 @@
+"""``hf:`` datasets: a Hugging Face ``datasets`` source as an :class:`ImageData`, cached on disk.
+
+Sources (``SOURCE`` in ``hf:SOURCE``)::
+
+    hf:NAME[:CONFIG]     a Hub data set (flwrlabs/femnist, uoft-cs/cifar10), from the Hub or
+                         the local Hugging Face cache
+    hf:PATH              a local copy: a folder written by ``save_to_disk``, a ``.parquet``
+                         file or a folder of them, or an ``imagefolder`` tree
+                         (``PATH/<split>/<class>/<image>``, optional ``metadata.csv``)
+
+A ``PATH`` is told apart from a ``NAME`` by starting with ``/``, ``.`` or ``~``, or by
+existing.  Nothing the source holds is executed: ``datasets`` 4 and later refuse data set
+scripts, and local sources go through ``load_from_disk`` or the packaged ``parquet`` and
+``imagefolder`` builders only.  Hub telemetry is off (``HF_HUB_DISABLE_TELEMETRY``).
+
+Columns: the image column is ``image_column``, else ``image`` or ``img``, else the one
+column of images; the target is ``label_column``, else ``label``, ``character``,
+``fine_label`` or ``labels``, else the one class-label column.  A class-label, integer or
+text target is a classification task (classes in the feature's order, else sorted); a
+float target is a score task.  ``partition_by`` names a column whose values are the natural
+parties (``--partition natural --partition-by writer_id``).
+
+Splits: ``train``, and ``test`` when the source has one; a source with one split (FEMNIST)
+needs ``holdout_fraction`` (a fixed, class-stratified draw, as for image folders).
+
+Loading takes the first of: this process's memory; the disk cache
+``<data root>/hub-cache/<source hash>-<key>.pt`` (``torch.load(weights_only=True)``; the key
+hashes the source's ``datasets`` fingerprints, a local source's file sizes and mtimes, the
+columns and the image settings); decoding every image once and writing that cache.  Images
+are decoded with the first rows' channel count (grey-scale when all of them are, else RGB;
+others converted) and resized to ``image_size`` or the first rows' most common size, as
+image folders are; memory is planned before decoding.
+
+A Hub name with no network and no cached copy fails before any work, in one line naming
+the data set and where it looked (``HF_HUB_OFFLINE=1``, or huggingface.co unreachable in
+:data:`PROBE_SECONDS`).  Every problem is one :class:`HubDataError` line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import socket
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+import torch
+
+from federated.data.catalog import DatasetSpec
+
+# the image folders' rules, shared so both sources hold and cache data alike
+from federated.data.folder_dataset import _holdout, _image_data, _read_cache, parse_image_size
+from federated.data.folder_decode import channel_stats, choose_size
+from federated.data.folder_layout import MIN_PARTY_IMAGES
+from federated.data.image_data import (
+    DatasetUnavailable,
+    ImageData,
+    atomic_torch_save,
+    resolve_data_root,
+)
+from federated.runtime.machine_memory import available_memory, gib
+
+HUB_PREFIX = "hf:"
+CACHE_FORMAT = 1
+CACHE_FOLDER = "hub-cache"
+IMAGE_COLUMNS = ("image", "img")
+LABEL_COLUMNS = ("label", "character", "fine_label", "labels")
+PROBE_SECONDS = 3.0  # a reachability probe, so a machine without network fails in seconds
+SAMPLE_ROWS = 256  # rows whose images set the channel count and default size
+BATCH_ROWS = 4096  # rows read from Arrow at a time while decoding
+MEMORY_ENTRIES = 2
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+
+_memory: dict[tuple, ImageData] = {}
+
+
+class HubDataError(DatasetUnavailable):
+    """An ``hf:`` data set cannot be used; the message is one line naming it."""
+
+
+@dataclass(frozen=True)
+class HubColumns:
+    """The columns a run names (None: detected); part of the cache key."""
+
+    image: str | None = None
+    label: str | None = None
+    partition_by: str | None = None
+
+    @classmethod
+    def of(cls, config: Any) -> HubColumns:
+        """The columns a :class:`~federated.config.run_config.RunConfig` names."""
+        return cls(config.image_column, config.label_column, config.partition_by)
+
+
+def is_hub_dataset(name: object) -> bool:
+    return isinstance(name, str) and name.startswith(HUB_PREFIX)
+
+
+def local_path(name: str) -> Path | None:
+    """The local source of ``hf:PATH`` (absolute), or None for a Hub ``NAME[:CONFIG]``."""
+    given = name[len(HUB_PREFIX) :]
+    if given.startswith(("/", ".", "~")) or Path(given).exists():
+        return Path(given).expanduser().resolve()
+    return None
+
+
+def absolute_hub_name(name: str) -> str:
+    """``hf:rel/path`` -> ``hf:/abs/rel/path`` (done in a sweep's driver); Hub names as given."""
+    path = local_path(name) if is_hub_dataset(name) else None
+    return HUB_PREFIX + str(path) if path is not None else name
+
+
+# ------------------------------------------------------------------ opening the source
+def _hub_name(name: str) -> tuple[str, str | None]:
+    repo, _, config = name[len(HUB_PREFIX) :].partition(":")
+    if not NAME_PATTERN.fullmatch(repo) or (config and not re.fullmatch(r"[\w.-]+", config)):
+        raise HubDataError(
+            f"dataset {name!r}: not a Hub name (allowed: hf:OWNER/NAME[:CONFIG], or hf:PATH "
+            "of a local save_to_disk folder, parquet file(s) or imagefolder tree)"
+        )
+    return repo, config or None
+
+
+def _truthy(variable: str) -> bool:
+    return os.environ.get(variable, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _hf_home() -> Path:
+    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")).expanduser()
+
+
+def cache_places(repo: str) -> list[Path]:
+    """Where the Hugging Face libraries keep a downloaded copy of ``repo``."""
+    hub = Path(os.environ.get("HF_HUB_CACHE", _hf_home() / "hub")).expanduser()
+    prepared = Path(os.environ.get("HF_DATASETS_CACHE", _hf_home() / "datasets")).expanduser()
+    return [hub / ("datasets--" + repo.replace("/", "--")), prepared / repo.replace("/", "___")]
+
+
+def _hub_reachable() -> bool:
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=PROBE_SECONDS):
+            return True
+    except OSError:
+        return False
+
+
+def check_hub_reachable(name: str) -> None:
+    """Refuse, before importing ``datasets``, a Hub name that can be neither downloaded nor
+    read from the cache; with a cached copy and no network, ``datasets`` is told it is
+    offline (it would otherwise retry the Hub)."""
+    repo, _ = _hub_name(name)
+    places = cache_places(repo)
+    cached = any(p.is_dir() for p in places)
+    if _truthy("HF_HUB_OFFLINE") or _truthy("HF_DATASETS_OFFLINE"):
+        why = "HF_HUB_OFFLINE is set"
+    elif _hub_reachable():
+        return
+    else:
+        why = f"the Hub cannot be reached (no answer in {PROBE_SECONDS:g} s)"
+        if cached:
+            os.environ["HF_HUB_OFFLINE"] = "1"
+    if not cached:
+        raise HubDataError(
+            f"dataset {name!r}: {why} and no cached copy (looked in "
+            f"{', '.join(map(str, places))}); run once with network access, or pass a local "
+            "copy as hf:PATH"
+        )
+
+
+def _datasets():
+    """The ``datasets`` library, imported with telemetry and progress bars off."""
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+    if _truthy("HF_HUB_OFFLINE"):  # set after an earlier import read it
+        import huggingface_hub.constants
+
+        datasets.config.HF_HUB_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE = True
+    return datasets
+
+
+def open_source(name: str) -> dict[str, Any]:
+    """The source's splits as ``{split: datasets.Dataset}``; one line when it cannot be had."""
+    path = local_path(name)
+    if path is None:
+        check_hub_reachable(name)
+    elif not path.exists():
+        raise HubDataError(f"{path}: no such file or folder (dataset {name})")
+    ds = _datasets()
+    try:
+        if path is None:
+            repo, config = _hub_name(name)
+            loaded = ds.load_dataset(repo, config)
+        elif (path / "dataset_dict.json").is_file() or (path / "state.json").is_file():
+            loaded = ds.load_from_disk(str(path))
+        elif path.suffix == ".parquet":
+            loaded = ds.load_dataset("parquet", data_files={"train": str(path)})
+        elif path.is_dir() and any(path.rglob("*.parquet")):
+            loaded = ds.load_dataset("parquet", data_dir=str(path))
+        else:
+            loaded = ds.load_dataset("imagefolder", data_dir=str(path))
+    except HubDataError:
+        raise
+    except Exception as err:  # DatasetNotFoundError, ConnectionError, arrow errors ...
+        text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise HubDataError(
+            f"dataset {name!r} cannot be loaded ({type(err).__name__}: {text[:200]})"
+        ) from None
+    return dict(loaded) if isinstance(loaded, ds.DatasetDict) else {"train": loaded}
+
+
+# ----------------------------------------------------------------------- columns
+def _column(name: str, features: Any, given: str | None, field: str, candidates, test) -> str:
+    if given is not None:
+        if given not in features:
+            raise HubDataError(
+                f"dataset {name!r}: no column {given!r} for {field} (columns: "
+                f"{', '.join(features)})"
+            )
+        return given
+    for candidate in candidates:
+        if candidate in features:
+            return candidate
+    fitting = [c for c, f in features.items() if test(f)]
+    if len(fitting) == 1:
+        return fitting[0]
+    raise HubDataError(
+        f"dataset {name!r}: no {field.replace('_', ' ')} found among its columns "
+        f"({', '.join(features)}); name it with --{field.replace('_', '-')}"
+    )
+
+
+def choose_columns(name: str, features: Any, given: HubColumns) -> HubColumns:
+    """The image, target and party columns of a split's ``features``; one line for a
+    missing or unfit one."""
+    ds = _datasets()
+    image = _column(
+        name,
+        features,
+        given.image,
+        "image_column",
+        IMAGE_COLUMNS,
+        lambda f: isinstance(f, ds.Image),
+    )
+    if not isinstance(features[image], ds.Image):
+        raise HubDataError(
+            f"dataset {name!r}: column {image!r} holds {features[image]!r}, not images "
+            "(allowed: an Image column)"
+        )
+    label = _column(
+        name,
+        features,
+        given.label,
+        "label_column",
+        LABEL_COLUMNS,
+        lambda f: isinstance(f, ds.ClassLabel),
+    )
+    if given.partition_by is not None and given.partition_by not in features:
+        raise HubDataError(
+            f"dataset {name!r}: no column {given.partition_by!r} for partition_by (columns: "
+            f"{', '.join(features)})"
+        )
+    for column in (label, given.partition_by):
+        if column == image:
+            raise HubDataError(f"dataset {name!r}: column {image!r} is the image column")
+    return HubColumns(image, label, given.partition_by)
+
+
+def _values(split: Any, column: str) -> np.ndarray:
+    return (
+        split.select_columns([column])
+        .with_format("arrow")[:]
+        .column(column)
+        .to_numpy(zero_copy_only=False)
+    )
+
+
+def _targets(name: str, splits: dict[str, Any], label: str) -> tuple[dict, list[str], bool]:
+    """Each split's targets (int64 classes or float32 scores), the class names, and
+    whether the task is a score task."""
+    ds = _datasets()
+    feature = splits["train"].features[label]
+    raw = {key: _values(split, label) for key, split in splits.items()}
+    if isinstance(feature, ds.ClassLabel):
+        return (
+            {k: torch.from_numpy(v.astype(np.int64)) for k, v in raw.items()},
+            feature.names,
+            False,
+        )
+    dtype = getattr(feature, "dtype", "")
+    if dtype.startswith("float"):
+        return (
+            {k: torch.from_numpy(v.astype(np.float32)).reshape(-1, 1) for k, v in raw.items()},
+            [],
+            True,
+        )
+    if not (dtype.startswith(("int", "uint")) or dtype in ("string", "large_string")):
+        raise HubDataError(
+            f"dataset {name!r}: column {label!r} holds {feature!r} (allowed: class labels, "
+            "integers or text for classes, floats for scores)"
+        )
+    classes = sorted({v for values in raw.values() for v in values.tolist()})
+    index = {c: i for i, c in enumerate(classes)}
+    labels = {k: torch.tensor([index[v] for v in values.tolist()]) for k, values in raw.items()}
+    return labels, [str(c) for c in classes], False
+
+
+# ------------------------------------------------------------------------ images
+def _decode_one(name: str, split: str, row: int, cell: dict | None, channels: int) -> torch.Tensor:
+    from torchvision.io import ImageReadMode, decode_image
+
+    mode = ImageReadMode.GRAY if channels == 1 else ImageReadMode.RGB
+    try:
+        data = cell.get("bytes") if cell else None
+        if data is None and cell and cell.get("path"):
+            data = Path(cell["path"]).read_bytes()  # an imagefolder row keeps its file's path
+        if data is None:
+            raise ValueError("empty cell")
+        image = decode_image(torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=mode)
+    except (RuntimeError, ValueError, OSError) as err:
+        reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+        raise HubDataError(
+            f"dataset {name!r}: split {split!r} row {row}: not a readable image ({reason})"
+        ) from None
+    return image[0] if image.ndim == 4 else image  # an animated GIF: its first frame
+
+
+def _cells(split: Any, image: str, start: int = 0, stop: int | None = None):
+    part = split if (start, stop) == (0, None) else split.select(range(start, stop))
+    column = part.select_columns([image]).with_format("arrow")
+    for batch in column.iter(batch_size=BATCH_ROWS):
+        yield from batch.column(image).to_pylist()
+
+
+def _sample_shape(name: str, split: Any, image: str, image_size: str | None) -> tuple[int, tuple]:
+    """Channels and (height, width) from the headers of the first :data:`SAMPLE_ROWS` rows:
+    grey-scale when all are, else RGB; ``image_size``, else their most common size."""
+    headers = [_header(cell) for cell in _cells(split, image, 0, min(SAMPLE_ROWS, len(split)))]
+    known = [h for h in headers if h is not None]
+    if not known:  # no header readable: decoding names the first bad row
+        _decode_one(name, "train", 0, next(_cells(split, image, 0, 1)), 3)
+    grey = all(g for g, _ in known)
+    size = parse_image_size(image_size) if image_size else choose_size([s for _, s in known])
+    return (1 if grey else 3), size
+
+
+def _header(cell: dict | None) -> tuple[bool, tuple[int, int]] | None:
+    """(grey-scale?, (height, width)) from an image cell's header, or None if unreadable."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    data = (cell or {}).get("bytes")
+    try:
+        source = io.BytesIO(data) if data is not None else (cell or {}).get("path")
+        with Image.open(source) as picture:
+            width, height = picture.size
+            return picture.mode in ("1", "L", "LA", "I", "I;16", "F"), (height, width)
+    except (OSError, ValueError, TypeError, AttributeError, UnidentifiedImageError):
+        return None
+
+
+def _decode_split(name: str, key: str, split: Any, image: str, channels: int, size) -> torch.Tensor:
+    import torchvision.transforms.v2.functional as TF
+
+    out = torch.empty(len(split), channels, *size, dtype=torch.uint8)
+    for row, cell in enumerate(_cells(split, image)):
+        picture = _decode_one(name, key, row, cell, channels)
+        if tuple(picture.shape[1:]) != size:
+            picture = TF.resize(picture, list(size), antialias=True)
+        out[row] = picture
+    return out
+
+
+def check_memory(name: str, rows: int, channels: int, size: tuple[int, int]) -> None:
+    """Refuse, before decoding, images that would not fit: the decoded (N, C, H, W) uint8
+    tensor and a hold-out's copy of it (bytes)."""
+    needed = 2 * rows * channels * size[0] * size[1]
+    available = available_memory()
+    if available is not None and needed > available:
+        raise HubDataError(
+            f"dataset {name!r}: {rows} images at {size[0]}x{size[1]} ({channels} channel(s)) "
+            f"need about {gib(needed)} to decode and hold, and this machine has "
+            f"{gib(available)} available (pass a smaller --image-size)"
+        )
+
+
+# ----------------------------------------------------------------------- parties
+def _party_sort_key(value: str) -> tuple:
+    return (0, int(value), "") if re.fullmatch(r"-?\d+", value) else (1, 0, value)
+
+
+def natural_parties(name: str, column: str, values: np.ndarray) -> tuple[torch.Tensor, list[str]]:
+    """Each training row's party (an index into the names, -1 for a row without a value or
+    of a party under :data:`MIN_PARTY_IMAGES` rows) and the parties' names, sorted."""
+    text = np.array(["" if v is None else str(v) for v in values.tolist()], dtype=object)
+    counts = Counter(text.tolist())
+    names = sorted(
+        (v for v, n in counts.items() if v and n >= MIN_PARTY_IMAGES), key=_party_sort_key
+    )
+    if len(names) < 2:
+        raise HubDataError(
+            f"dataset {name!r}: column {column!r} gives {len(names)} parties of at least "
+            f"{MIN_PARTY_IMAGES} training images (allowed: at least 2)"
+        )
+    index = {v: i for i, v in enumerate(names)}
+    return torch.tensor([index.get(v, -1) for v in text.tolist()], dtype=torch.int64), names
+
+
+# ------------------------------------------------------------------- loading
+def _source_key(name: str, splits: dict[str, Any], columns: HubColumns, image_size, holdout) -> str:
+    digest = hashlib.sha256(f"{CACHE_FORMAT}|{name}|{columns}|{image_size}|{holdout!r}".encode())
+    for key in sorted(splits):
+        digest.update(f"{key}\0{getattr(splits[key], '_fingerprint', '')}\n".encode())
+    path = local_path(name)
+    if path is not None:  # a local copy edited in place keeps its datasets fingerprint
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        for file in files:
+            stat = file.stat()
+            digest.update(f"{file}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _cache_file(name: str, key: str, data_root) -> Path:
+    source_hash = hashlib.sha256(name.encode()).hexdigest()[:12]
+    return resolve_data_root(data_root) / CACHE_FOLDER / f"{source_hash}-{key[:24]}.pt"
+
+
+def load_hub(
+    name: str,
+    image_size: str | None = None,
+    holdout_fraction: float | None = None,
+    data_root: str | os.PathLike | None = None,
+    columns: HubColumns = HubColumns(),
+) -> ImageData:
+    """Load ``hf:SOURCE`` (see the module docstring); errors are one line naming it."""
+    memory_key = (name, image_size, holdout_fraction, str(data_root), columns)
+    if memory_key in _memory:
+        return _memory[memory_key]
+    splits = open_source(name)
+    if "train" not in splits:
+        raise HubDataError(f"dataset {name!r}: no 'train' split (splits: {', '.join(splits)})")
+    splits = {k: v for k, v in splits.items() if k in ("train", "test")}
+    if "test" in splits and holdout_fraction is not None:
+        raise HubDataError(
+            f"dataset {name!r}: it has a test split and holdout_fraction={holdout_fraction} "
+            "is set (allowed: one of the two)"
+        )
+    if "test" not in splits and holdout_fraction is None:
+        raise HubDataError(
+            f"dataset {name!r}: one split (train) and no holdout_fraction (pass e.g. "
+            "--holdout-fraction 0.1 to hold out part of it as the test set)"
+        )
+    chosen = choose_columns(name, splits["train"].features, columns)
+    key = _source_key(name, splits, chosen, image_size, holdout_fraction)
+    cache_file = _cache_file(name, key, data_root)
+    payload = _read_cache(cache_file, key)
+    if payload is None:
+        payload = _decode(name, splits, chosen, image_size, holdout_fraction, key)
+        _write_cache(cache_file, payload)
+    data = _image_data(payload, name)  # a score task by its target names
+    _memory[memory_key] = data
+    while len(_memory) > MEMORY_ENTRIES:
+        _memory.pop(next(iter(_memory)))
+    return data
+
+
+def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key) -> dict:
+    train = splits["train"]
+    channels, size = _sample_shape(name, train, columns.image, image_size)
+    check_memory(name, sum(len(s) for s in splits.values()), channels, size)
+    targets, class_names, score = _targets(name, splits, columns.label)
+    train_x = _decode_split(name, "train", train, columns.image, channels, size)
+    train_y = targets["train"]
+    party_values = _values(train, columns.partition_by) if columns.partition_by else np.empty(0)
+    if "test" in splits:
+        test_x = _decode_split(name, "test", splits["test"], columns.image, channels, size)
+        test_y = targets["test"]
+    else:
+        groups = np.zeros(len(train_y), np.int64) if score else train_y.numpy()
+        keep, held = _holdout(groups, holdout_fraction)
+        if len(held) == 0:
+            raise HubDataError(
+                f"dataset {name!r}: holdout_fraction={holdout_fraction} holds out no image "
+                "(allowed: a fraction that leaves at least one test image)"
+            )
+        test_x, test_y = train_x[held], train_y[held]
+        train_x, train_y = train_x[keep], train_y[keep]
+        party_values = party_values[keep] if columns.partition_by else party_values
+    parties, party_names = torch.zeros(len(train_y), dtype=torch.int64), []
+    if columns.partition_by:
+        parties, party_names = natural_parties(name, columns.partition_by, party_values)
+    mean, std = channel_stats(train_x)
+    return {
+        "format": CACHE_FORMAT,
+        "key": key,
+        "train_x": train_x.contiguous(),
+        "train_y": train_y,
+        "train_parties": parties,
+        "test_x": test_x.contiguous(),
+        "test_y": test_y,
+        "class_names": list(class_names),
+        "party_names": party_names,
+        "target_names": [columns.label] if score else [],
+        "mean": list(mean),
+        "std": list(std),
+    }
+
+
+def _write_cache(path: Path, payload: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_torch_save(payload, path)
+        prefix = path.name.split("-")[0] + "-"
+        for stale in path.parent.glob(prefix + "*.pt"):
+            if stale != path:
+                stale.unlink(missing_ok=True)
+    except OSError as err:
+        raise HubDataError(
+            f"{err.filename or path}: the decoded-image cache cannot be written "
+            f"({err.strerror or err}); fix or remove it, or pass another --data-root"
+        ) from None
+
+
+def hub_spec(
+    name: str,
+    image_size: str | None = None,
+    holdout_fraction: float | None = None,
+    data_root: str | os.PathLike | None = None,
+    columns: HubColumns = HubColumns(),
+) -> DatasetSpec:
+    """The spec of ``hf:SOURCE`` for config validation (a load: memory, cache or decoding)."""
+    return load_hub(name, image_size, holdout_fraction, data_root, columns).spec

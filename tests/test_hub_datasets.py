@@ -1,0 +1,260 @@
+"""``hf:`` data sets (federated/data/hub_dataset.py) on a local stand-in for FEMNIST: real
+Fashion-MNIST images saved with ``datasets`` (``save_to_disk``, one ``train`` split, FEMNIST's
+column names ``image``, ``character``, ``writer_id``), grouped unevenly by a made-up writer
+column.  The code path is the one ``hf:flwrlabs/femnist`` takes after its download."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from federated.config.run_config import ConfigError, RunConfig
+from federated.data import hub_dataset
+from federated.data.hub_dataset import HubColumns, load_hub
+from federated.heterogeneity.partition import natural_party_names, partition_for_run
+
+N_IMAGES = 300
+# writers' image counts, uneven; w06 has fewer than MIN_PARTY_IMAGES: it is left out
+WRITER_SIZES = (100, 70, 50, 35, 20, 15, 10)
+HOLDOUT = 0.2
+
+
+def _writers(seed: int = 0) -> list[str]:
+    names = np.repeat([f"w{i:02d}" for i in range(len(WRITER_SIZES))], WRITER_SIZES)
+    np.random.default_rng(seed).shuffle(names)
+    return names.tolist()
+
+
+def save_stand_in(fmnist, path: Path, n: int = N_IMAGES, **columns) -> Path:
+    """``n`` Fashion-MNIST training images as a ``save_to_disk`` folder (one train split)."""
+    from datasets import ClassLabel, Dataset, DatasetDict, Features, Image, Value
+
+    image, label = columns.get("image", "image"), columns.get("label", "character")
+    features = Features(
+        {
+            image: Image(),
+            label: ClassLabel(names=[f"class{k}" for k in range(10)]),
+            "writer_id": Value("string"),
+        }
+    )
+    rows = {
+        image: [fmnist.train_x[i, 0].numpy() for i in range(n)],
+        label: fmnist.train_y[:n].tolist(),
+        "writer_id": _writers()[:n],
+    }
+    DatasetDict({"train": Dataset.from_dict(rows, features=features)}).save_to_disk(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def stand_in(fmnist, tmp_path_factory) -> Path:
+    return save_stand_in(fmnist, tmp_path_factory.mktemp("hub") / "femnist-like")
+
+
+@pytest.fixture(autouse=True)
+def _hf_cache(tmp_path, monkeypatch):
+    """Whatever ``datasets`` caches goes under the test's folder, never the home's."""
+    import datasets
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf" / "datasets")
+    hub_dataset._memory.clear()
+
+
+def _config(stand_in: Path, tmp_path: Path, **fields) -> RunConfig:
+    base = dict(
+        dataset=f"hf:{stand_in}",
+        partition="natural",
+        partition_by="writer_id",
+        holdout_fraction=HOLDOUT,
+        data_root=str(tmp_path / "root"),
+        rounds=1,
+        local_epochs=1,
+    )
+    return RunConfig(**{**base, **fields}).resolved()
+
+
+def test_columns_detected_and_writers_become_parties(stand_in, tmp_path):
+    config = _config(stand_in, tmp_path)
+    spec = config.spec
+    assert (spec.n_classes, spec.shape, spec.task) == (10, (1, 28, 28), "classification")
+    assert spec.train_size + spec.test_size == N_IMAGES
+    assert spec.party_names == tuple(f"w{i:02d}" for i in range(6))  # w06: under 10 left
+    assert config.n_parties == 6 and config.model == "simple-cnn"
+    data = load_hub(config.dataset, None, HOLDOUT, config.data_root, HubColumns.of(config))
+    parts = partition_for_run(data.train_y.numpy(), config, data.train_parties.numpy())
+    sizes = [len(p) for p in parts]
+    assert len(sizes) == 6 and max(sizes) > 4 * min(sizes)  # uneven, as the writers are
+    assert sum(sizes) == int((data.train_parties >= 0).sum())
+    assert 0 < int((data.train_parties < 0).sum()) < 10  # w06's training images, in no party
+
+
+def test_decoded_once_then_read_from_the_disk_cache(stand_in, tmp_path, monkeypatch):
+    config = _config(stand_in, tmp_path)
+    columns = HubColumns.of(config)
+    first = load_hub(config.dataset, None, HOLDOUT, config.data_root, columns)
+    (cache,) = (tmp_path / "root" / "hub-cache").glob("*.pt")
+    hub_dataset._memory.clear()
+
+    def no_decoding(*args, **kwargs):
+        raise AssertionError("decoded again")
+
+    monkeypatch.setattr(hub_dataset, "_decode", no_decoding)
+    again = load_hub(config.dataset, None, HOLDOUT, config.data_root, columns)
+    assert torch.equal(first.train_x, again.train_x) and torch.equal(first.test_y, again.test_y)
+    assert first.spec == again.spec and cache.is_file()
+    # another partition column is another key: decoded, not read
+    with pytest.raises(AssertionError, match="decoded again"):
+        load_hub(config.dataset, None, HOLDOUT, config.data_root, HubColumns(None, None, None))
+
+
+def test_a_cap_on_parties_is_a_seeded_draw(stand_in, tmp_path):
+    config = _config(stand_in, tmp_path, n_parties=3)
+    data = load_hub(config.dataset, None, HOLDOUT, config.data_root, HubColumns.of(config))
+    names = natural_party_names(data.spec.party_names, config)
+    assert len(names) == 3 and names == natural_party_names(data.spec.party_names, config)
+    parts = partition_for_run(data.train_y.numpy(), config, data.train_parties.numpy())
+    party_of = np.asarray(data.spec.party_names)[data.train_parties.numpy()]
+    assert [sorted(set(party_of[p])) for p in parts] == [[n] for n in names]
+    with pytest.raises(ConfigError, match=r"n_parties=7 \(allowed: 2 to 6"):
+        _config(stand_in, tmp_path, n_parties=7)
+
+
+def test_named_columns_and_one_line_refusals(fmnist, tmp_path):
+    source = save_stand_in(fmnist, tmp_path / "named", n=60, image="img", label="digit")
+    config = _config(source, tmp_path, label_column="digit", partition="iid", partition_by=None)
+    assert config.spec.n_classes == 10 and config.n_parties == 10
+    cases = {
+        "label_column": ("nope", "no column 'nope' for label_column"),
+        "partition_by": ("author", "no column 'author' for partition_by"),
+        "image_column": ("digit", "column 'digit' holds"),
+    }
+    for field, (value, words) in cases.items():
+        fields = {"label_column": "digit", field: value}
+        with pytest.raises(ConfigError) as err:
+            _config(source, tmp_path, **fields)
+        assert words in str(err.value) and "\n" not in str(err.value), field
+    with pytest.raises(ConfigError, match="only with dataset=hf:SOURCE"):
+        RunConfig(partition_by="writer_id").resolved()
+    with pytest.raises(ConfigError, match="partition=natural together with partition_by"):
+        _config(source, tmp_path, label_column="digit", partition_by=None)
+
+
+def test_an_undecodable_image_is_named_in_one_line(tmp_path):
+    from datasets import Dataset, Features, Image, Value
+
+    rows = [{"bytes": b"not an image", "path": None}] * 12
+    Dataset.from_dict(
+        {"image": rows, "label": [0, 1] * 6},
+        features=Features({"image": Image(), "label": Value("int64")}),
+    ).save_to_disk(str(tmp_path / "broken"))
+    with pytest.raises(ConfigError) as err:
+        _config(tmp_path / "broken", tmp_path, partition="iid", partition_by=None, n_parties=2)
+    assert "row 0: not a readable image" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_parquet_files_and_an_imagefolder_tree_load_alike(fmnist, tmp_path):
+    from datasets import load_from_disk
+    from PIL import Image as PILImage
+
+    source = save_stand_in(fmnist, tmp_path / "saved", n=40)
+    load_from_disk(str(source))["train"].to_parquet(str(tmp_path / "pq" / "train.parquet"))
+    tree = tmp_path / "tree"
+    for i in range(40):
+        label = int(fmnist.train_y[i])
+        (tree / "train" / f"class{label}").mkdir(parents=True, exist_ok=True)
+        PILImage.fromarray(fmnist.train_x[i, 0].numpy()).save(
+            tree / "train" / f"class{label}" / f"{i}.png"
+        )
+    fields = dict(partition="iid", partition_by=None, n_parties=2)
+    from_parquet = _config(tmp_path / "pq", tmp_path, **fields).spec
+    from_tree = _config(tree, tmp_path, **fields).spec
+    assert from_parquet.train_size == from_tree.train_size
+    assert from_parquet.shape == from_tree.shape == (1, 28, 28)
+    assert from_tree.class_names == tuple(sorted({f"class{int(y)}" for y in fmnist.train_y[:40]}))
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "HF_HOME": str(tmp_path / "hf"), **extra}
+
+
+def test_federated_run_trains_on_the_stand_in_by_writer(stand_in, tmp_path):
+    cmd = [
+        sys.executable, "-m", "federated.run",
+        "--dataset", f"hf:{stand_in}",
+        "--partition", "natural", "--partition-by", "writer_id", "--n-parties", "4",
+        "--holdout-fraction", str(HOLDOUT), "--data-root", str(tmp_path / "root"),
+        "--rounds", "2", "--local-epochs", "1", "--out", str(tmp_path / "rows.csv"),
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "4 parties, natural partition (by column writer_id)" in proc.stdout
+    assert len((tmp_path / "rows.csv").read_text().splitlines()) == 3  # header, 2 rounds
+
+
+def test_offline_hub_name_fails_in_one_line_quickly_and_writes_nothing(tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    cmd = [
+        sys.executable, "-m", "federated.run", "--dataset", "hf:flwrlabs/femnist",
+        "--partition", "natural", "--partition-by", "writer_id",
+        "--holdout-fraction", "0.1", "--data-root", str(tmp_path / "root"),
+    ]  # fmt: skip
+    env = _env(tmp_path, HF_HUB_OFFLINE="1")
+    proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert "'hf:flwrlabs/femnist': HF_HUB_OFFLINE is set and no cached copy" in line
+    assert str(tmp_path / "hf" / "hub" / "datasets--flwrlabs--femnist") in line
+    assert [p for p in tmp_path.rglob("*") if p != work] == []  # nothing written anywhere
+    # the check itself, once the interpreter is up: well under 10 s
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match="no cached copy"):
+        RunConfig(dataset="hf:flwrlabs/femnist", holdout_fraction=0.1, partition="iid").resolved()
+    assert time.perf_counter() - start < 10
+    assert [p for p in tmp_path.rglob("*") if p != work] == []
+
+
+@pytest.mark.slow
+def test_femnist_study_sweeps_the_stand_in_and_reports(stand_in, tmp_path):
+    """The built-in FEMNIST-by-writer study, test-sized and offline: the stand-in in place
+    of hf:flwrlabs/femnist, its 6 writers of 10 images or more, two methods, the smoke
+    budget."""
+    import json
+
+    cmd = [
+        sys.executable, "-m", "study.sweep", "femnist_writers", "--budget", "smoke",
+        "--set", f"dataset=hf:{stand_in}", "--set", "n_parties=6",
+        "--set", "holdout_fraction=0.2", "--set", "algorithm=fedavg,fedprox",
+        "--set", "data_fraction=1", "--set", f"data_root={tmp_path / 'root'}",
+        "--storage-path", "results", "--name", "writers", "--quiet",
+    ]  # fmt: skip
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900, env=_env(tmp_path)
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    sweep_dir = tmp_path / "results" / "writers"
+    (partition,) = json.loads((sweep_dir / "partitions.json").read_text())
+    assert partition["partition"] == "natural" and partition["n_parties"] == 6
+    assert partition["party_names"] == [f"w{i:02d}" for i in range(6)]
+    trials = [p for p in sweep_dir.iterdir() if (p / "params.json").is_file()]
+    assert len(trials) == 6
+    config = json.loads((trials[0] / "params.json").read_text())
+    assert config["partition_by"] == "writer_id" and config["dataset"] == f"hf:{stand_in}"
+    report = subprocess.run(
+        [sys.executable, "-m", "analysis.report", str(sweep_dir), "--out", str(tmp_path / "rep")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(tmp_path),
+    )
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert "natural" in (tmp_path / "rep" / "report.md").read_text()
