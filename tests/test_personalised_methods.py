@@ -35,7 +35,8 @@ from tests.test_round_loop import results
         (dict(algorithm="ditto", ditto_lambda=-0.1), "ditto_lambda"),
         (dict(algorithm="apfl", apfl_alpha=1.5), "apfl_alpha"),
         (dict(algorithm="apfl", apfl_alpha=-0.5), "apfl_alpha"),
-        (dict(algorithm="fedrep", local_epochs=1), "rep_head_epochs"),
+        (dict(algorithm="fedrep", local_epochs=1, rep_head_epochs=1), "rep_head_epochs"),
+        (dict(algorithm="fedrep", rep_head_epochs=0), "rep_head_epochs"),
         (dict(algorithm="fedrep", local_epochs=3, rep_head_epochs=3), "rep_head_epochs"),
     ],
 )
@@ -53,6 +54,7 @@ def test_the_default_rules_follow_the_model_and_the_epochs():
     )
     assert tiny(algorithm="lg-fedavg").algorithm_params.personal_layers == "encoder"
     assert tiny(algorithm="fedrep", local_epochs=5).algorithm_params.rep_head_epochs == 4
+    assert tiny(algorithm="fedrep", local_epochs=1).algorithm_params.rep_head_epochs == 0.5
 
 
 def test_fedper_keeps_each_head_local_and_averages_the_base(synthetic):

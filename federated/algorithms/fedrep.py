@@ -10,7 +10,9 @@ without a projection head); party state, aggregation and evaluation are
 
 Default ``rep_head_epochs = E - 1``: the paper's code trains the representation for
 ``local_rep_ep = 1`` of the local epochs and the head for the rest, so the body moves
-one epoch per round.  PFLlib instead trains the head ``plocal_epochs = 1`` epoch and
+one epoch per round.  With E = 1 (fedsweep's smoke budget) there is no whole epoch for
+each phase and the default is 0.5: the head trains the first half of the epoch's
+steps, the body the second.  PFLlib instead trains the head ``plocal_epochs = 1`` epoch and
 then the body ``local_epochs`` more (E + 1 epochs, mostly body): the paper's balance
 turned over, which is why its default is not taken.
 
@@ -22,6 +24,7 @@ sequentially (``packable`` stays False).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,18 +35,19 @@ from federated.algorithms.base import LocalJob
 from federated.algorithms.fedper import head_rule
 from federated.algorithms.layer_rule import LayerRuleParams
 from federated.algorithms.partly_personal import PartlyPersonal
-from federated.params import ConfigError, MethodParams, describe
+from federated.params import ConfigError, MethodParams, describe, positive
 
 
 @dataclass(frozen=True)
 class FedRepParams(LayerRuleParams):
     """FedRep's head (local) and how many of the E local epochs train it."""
 
-    rep_head_epochs: int = field(
-        default=1,
+    rep_head_epochs: float = field(
+        default=1.0,
         metadata=describe(
-            "local epochs (of E) that train the head with the body frozen, before the body "
-            "trains with the head frozen; default E - 1 (the paper's one body epoch)"
+            "local epochs (of E, may be fractional) that train the head with the body "
+            "frozen, before the body trains with the head frozen; default E - 1 (the "
+            "paper's one body epoch), 0.5 when E = 1"
         ),
     )
 
@@ -52,7 +56,9 @@ class FedRepParams(LayerRuleParams):
         if name == "personal_layers":
             return head_rule(values)
         if name == "rep_head_epochs":
-            return int(values.get("local_epochs", 2)) - 1
+            epochs = int(values.get("local_epochs", 2))
+            # E = 1 has no whole epoch for each phase: the head takes its first half
+            return float(epochs - 1) if epochs >= 2 else 0.5
         return super().resolved_default(name, values)
 
     @classmethod
@@ -65,19 +71,14 @@ class FedRepParams(LayerRuleParams):
             raise ConfigError(
                 "rep_head_epochs",
                 params.rep_head_epochs,
-                f"an integer in [1, local_epochs - 1] (local_epochs={epochs} leaves no "
-                "epoch for the body; FedRep needs local_epochs >= 2)",
+                f"a number in (0, local_epochs) = (0, {epochs}): the body needs some of the "
+                "local training",
             )
         return params
 
     def check(self) -> None:
         super().check()
-        if self.rep_head_epochs < 1:
-            raise ConfigError(
-                "rep_head_epochs",
-                self.rep_head_epochs,
-                "an integer >= 1 (FedRep needs local_epochs >= 2: head epochs, then body)",
-            )
+        positive("rep_head_epochs", self.rep_head_epochs)
 
 
 class FedRep(PartlyPersonal):
@@ -96,7 +97,8 @@ class FedRep(PartlyPersonal):
         job.scratch["body"] = [p for n, p in named if n not in local]
         # the batch plan's epoch: full batches, at least one (a party below one batch)
         per_epoch = max(1, job.num_samples // self.config.batch_size)
-        job.scratch["head_steps"] = self.params.rep_head_epochs * per_epoch
+        # a fractional epoch rounds up: the head always gets a step
+        job.scratch["head_steps"] = math.ceil(self.params.rep_head_epochs * per_epoch)
 
     def after_backward(self, job: LocalJob) -> dict[str, torch.Tensor]:
         training_head = job.steps < job.scratch["head_steps"]
