@@ -129,8 +129,12 @@ def test_a_cap_on_parties_is_a_seeded_draw(stand_in, tmp_path):
 
 def test_named_columns_and_one_line_refusals(fmnist, tmp_path):
     source = save_stand_in(fmnist, tmp_path / "named", n=60, image="img", label="digit")
-    config = _config(source, tmp_path, label_column="digit", partition="iid", partition_by=None)
-    assert config.spec.n_classes == 10 and config.n_parties == 10
+    iid = dict(label_column="digit", partition="iid", partition_by=None)
+    config = _config(source, tmp_path, n_parties=4, **iid)
+    assert config.spec.n_classes == 10 and config.spec.train_size == 48
+    # the parties of a drawn partition follow the image folders' rule: >= 10 images each
+    with pytest.raises(ConfigError, match=r"n_parties=5 \(allowed: at most 4 for 48"):
+        _config(source, tmp_path, n_parties=5, **iid)
     cases = {
         "label_column": ("nope", "no column 'nope' for label_column"),
         "partition_by": ("author", "no column 'author' for partition_by"),
@@ -179,6 +183,30 @@ def test_parquet_files_and_an_imagefolder_tree_load_alike(fmnist, tmp_path):
     assert from_parquet.train_size == from_tree.train_size
     assert from_parquet.shape == from_tree.shape == (1, 28, 28)
     assert from_tree.class_names == tuple(sorted({f"class{int(y)}" for y in fmnist.train_y[:40]}))
+
+
+def test_an_imagefolder_metadata_column_partitions_naturally(fmnist, tmp_path):
+    """An image folder's per-file metadata (metadata.csv: file name, class, writer) through
+    ``hf:PATH``: its writer column is a natural partition like FEMNIST's."""
+    from PIL import Image as PILImage
+
+    train = tmp_path / "tree" / "train"
+    train.mkdir(parents=True)
+    lines = ["file_name,label,writer_id"]
+    for i, writer in enumerate(_writers()[:120]):
+        PILImage.fromarray(fmnist.train_x[i, 0].numpy()).save(train / f"{i}.png")
+        lines.append(f"{i}.png,class{int(fmnist.train_y[i])},{writer}")
+    (train / "metadata.csv").write_text("\n".join(lines) + "\n")
+    config = _config(tmp_path / "tree", tmp_path)
+    counts = {w: n for w, n in zip(*np.unique(_writers()[:120], return_counts=True))}
+    names = set(config.spec.party_names)  # sorted; writers too small after the hold-out left
+    assert (
+        {w for w, n in counts.items() if n >= 20}
+        <= names
+        <= {w for w, n in counts.items() if n >= 10}
+    )
+    assert list(config.spec.party_names) == sorted(names) and config.n_parties == len(names)
+    assert config.spec.n_classes == len({int(y) for y in fmnist.train_y[:120]})
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:

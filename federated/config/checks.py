@@ -16,6 +16,7 @@ from typing import Any, get_type_hints
 
 from federated.contract.metrics import metric_stems
 from federated.data.folder_layout import is_folder_dataset
+from federated.data.hub_dataset import is_hub_dataset
 from federated.params import (
     ConfigError,
     at_least,
@@ -181,9 +182,10 @@ def _check_party_sizes(c: Any, spec: Any) -> None:
         raise ConfigError(
             "labels_per_party", c.labels_per_party, f"an integer in [1, {spec.n_classes}]"
         )
-    # an image folder's parties follow one rule whatever its layout and partition: at
-    # least MIN_PARTY_SAMPLES images each (federated/data/folder_layout.py, natural parties)
-    sized = c.partition in ("dirichlet", "quantity") or is_folder_dataset(c.dataset)
+    # an image folder's or hf: data set's parties follow one rule whatever the partition:
+    # at least MIN_PARTY_SAMPLES images each (federated/data/folder_layout.py, natural parties)
+    own_data = is_folder_dataset(c.dataset) or is_hub_dataset(c.dataset)
+    sized = c.partition in ("dirichlet", "quantity") or own_data
     min_size = MIN_PARTY_SAMPLES if sized else 1
     most = c.n_train // min_size
     if c.partition != "natural" and c.n_parties > most:
