@@ -105,7 +105,7 @@ def training_data(config: RunConfig) -> tuple[ImageData, np.ndarray, np.ndarray 
         columns=HubColumns.of(config),
     )
     parties = None if data.train_parties is None else data.train_parties.numpy()
-    return data, partition_labels(data)[0], parties
+    return data, partition_labels(data, config.task)[0], parties
 
 
 def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[dict[str, Any]]:
@@ -131,7 +131,9 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
             raise PreflightError(f"trial {label}: {err}") from None
         seen[key] = {
             **dict(zip(PARTITION_KEYS, key)),
-            "class_counts": class_counts(parts, labels, partition_labels(data)[1]).tolist(),
+            "class_counts": class_counts(
+                parts, labels, partition_labels(data, config.task)[1]
+            ).tolist(),
         }
         if data.spec.class_names:  # image folders: the names the heat-map shows
             seen[key]["class_names"] = list(data.spec.class_names)

@@ -121,6 +121,20 @@ def test_a_task_by_import_path_trains_through_the_run_command(tmp_path, capsys):
     assert rows["ordinal_tolerance"].iloc[0] == 1
 
 
+def test_the_runs_task_sizes_the_head_and_groups_the_partition(fmnist):
+    from federated.config.run_config import RunConfig
+    from federated.engine.round_loop import FederatedRun
+
+    config = RunConfig.from_dict(
+        dict(task=TASK, dataset="fmnist", rounds=1, n_parties=4, data_fraction=0.02,
+             test_fraction=0.05, device="cpu", threads=1)
+    ).resolved()
+    run = FederatedRun(config, fmnist)
+    logits = run.global_model(run.augmenter.normalize(run.test_x[:2])).logits
+    assert logits.shape == (2, 1)  # OrdinalTask.head_size, not the data's 10 classes
+    assert run.class_counts.shape == (4, 10)  # its partition_groups: the labels
+
+
 def test_a_bad_value_of_the_tasks_parameter_is_refused_in_one_line(tmp_path, capsys):
     from federated.run import main as run_main
 

@@ -25,7 +25,7 @@ class PartyData:
 
     def __init__(self, data: ImageData, config: RunConfig, device: torch.device) -> None:
         self.spec = data.spec
-        labels, groups = partition_labels(data)
+        labels, groups = partition_labels(data, config.task)
         # image folders with one folder per party: each training sample's party
         parties = None if data.train_parties is None else data.train_parties.numpy()
         drawn = partition_for_run(labels, config, parties)

@@ -118,7 +118,13 @@ class FederatedRun:
         """The global model before round 1: built from the ``init`` stream, then the
         configured start (``init``) applied; on the run's device, without gradients."""
         torch.manual_seed(stream_seed(config.seed, "init"))
-        model = build_model(config.model, self.spec, config.out_dim, config.projection_head)
+        model = build_model(
+            config.model,
+            self.spec,
+            config.out_dim,
+            config.projection_head,
+            outputs=self.task.head_size(self.spec),
+        )
         if config.init is not None:
             # after the init stream's draws, drawing none itself: every other random
             # number of the run is as without a start; a resumed run's restored weights

@@ -220,12 +220,12 @@ def partition_for_run(
     return [subset[p] for p in parts]
 
 
-def partition_labels(data: ImageData) -> tuple[np.ndarray, int]:
+def partition_labels(data: ImageData, task: str | None = None) -> tuple[np.ndarray, int]:
     """What partitions, hold-outs and class counts group the training samples by, and
-    how many groups: the data's task says (:meth:`federated.tasks.base.Task.partition_groups`:
-    the class labels, or one group for a task without classes, so that only natural,
-    IID and quantity partitions apply)."""
-    return load_method("task", data.spec.task).partition_groups(data)
+    how many groups: the run's ``task`` says (default: the data's own task;
+    :meth:`federated.tasks.base.Task.partition_groups`: the class labels, or one group
+    for a task without classes, so that only natural, IID and quantity partitions apply)."""
+    return load_method("task", task or data.spec.task).partition_groups(data)
 
 
 def class_counts(parts: list[np.ndarray], labels: np.ndarray, n_classes: int) -> np.ndarray:

@@ -40,20 +40,28 @@ MODELS: dict[str, Callable[[DatasetSpec], tuple[nn.Module, int]]] = {
 
 
 def build_model(
-    name: str, spec: DatasetSpec, out_dim: int = 256, projection_head: bool = True
+    name: str,
+    spec: DatasetSpec,
+    out_dim: int = 256,
+    projection_head: bool = True,
+    outputs: int | None = None,
 ) -> FedConModel:
-    """A freshly initialised model ``name`` for images of ``spec`` (uses torch's RNG)."""
+    """A freshly initialised model ``name`` for images of ``spec`` (uses torch's RNG);
+    ``outputs``: the head's width, as the run's task asks (None: the data's own task's,
+    ``spec.outputs``)."""
+    outputs = spec.outputs if outputs is None else outputs
     if name in MODELS:
         encoder, feature_dim = MODELS[name](spec)
     else:
-        encoder, feature_dim = build_encoder(name, model_spec(spec))
-    # the head: one logit per class, or (a score task) one value per target
-    return FedConModel(encoder, feature_dim, spec.outputs, out_dim, projection_head)
+        encoder, feature_dim = build_encoder(name, model_spec(spec, outputs))
+    return FedConModel(encoder, feature_dim, outputs, out_dim, projection_head)
 
 
-def model_spec(spec: DatasetSpec) -> ModelSpec:
-    """What a model factory is told about a dataset."""
-    return ModelSpec(spec.channels, spec.height, spec.width, spec.outputs)
+def model_spec(spec: DatasetSpec, outputs: int | None = None) -> ModelSpec:
+    """What a model factory is told about a dataset (``outputs``: the head's width, by
+    default the data's own task's)."""
+    width = spec.outputs if outputs is None else outputs
+    return ModelSpec(spec.channels, spec.height, spec.width, width)
 
 
 _checked: set[tuple[str, ModelSpec]] = set()
