@@ -127,10 +127,11 @@ class LayerRuleParams(MethodParams):
     (:meth:`resolved_default`)."""
 
     personal_layers: str = field(
-        default="classifier",
+        default="head,classifier",
         metadata=describe(
             "comma-separated prefixes of the model's state names kept at each party "
-            "(encoder, head, classifier, or deeper: encoder.fc2)"
+            "(encoder, head, classifier, or deeper: encoder.fc2); the head by default "
+            "(classifier alone without a projection head)"
         ),
     )
 
