@@ -234,6 +234,8 @@ def distinct_label(
             return label
         tried = tried + 1 if tried < FULL_PRECISION_DIGITS else None
     label = point_label(point, None)
+    if not clashes(label):  # full precision (digits=None: labels from before rounding)
+        return label
     n = 2
     while clashes(f"{label} ({n})"):
         n += 1
