@@ -308,3 +308,51 @@ def test_two_node_cluster_runs_trials_on_both_nodes(tmp_path):
     nodes = {row["node_id"] for t in trial_dirs(sweep_dir) for row in raw_rows(t)}
     assert len(nodes) == 2
     assert all(not math.isnan(rounds(t)[2]["test_acc"]) for t in trial_dirs(sweep_dir))
+
+
+def test_a_lost_worker_node_restarts_its_trial_from_its_checkpoint_on_the_survivor(tmp_path):
+    """Two nodes, one trial each; the worker node is removed while its trial runs: the
+    trial restarts from its last checkpoint on the head node, its rows (one per round,
+    the last occurrence of a repeated round winning) equal an uninterrupted run's, no
+    trial is lost or duplicated and the manifest says finished."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    args = [
+        *("--vary", "lr=0.02,0.05", "--set", "algorithm=fedavg", "--budget", "smoke"),
+        *("--set", "rounds=8", "--set", "checkpoint_every=1", "--name", "lost"),
+    ]
+    try:
+        worker = cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        cmd = [
+            sys.executable, "-m", "study.sweep", *args, "--address", cluster.address,
+            "--storage-path", str(tmp_path), "--quiet",
+        ]
+        driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        sweep_dir = tmp_path / "lost"
+
+        def worker_trial_mid_run() -> bool:
+            trials = trial_dirs(sweep_dir) if sweep_dir.is_dir() else []
+            for trial in trials:
+                rows = raw_rows(trial)
+                if 3 <= len(rows) < 8 and rows[-1]["node_id"] == worker.node_id:
+                    return True
+            return False
+
+        _wait_for(worker_trial_mid_run, timeout=400)
+        cluster.remove_node(worker)
+        output, _ = driver.communicate(timeout=600)
+        assert driver.returncode == 0, output[-3000:]
+    finally:
+        cluster.shutdown()
+    assert manifest(sweep_dir)["status"] == "finished"
+    trials = trial_dirs(sweep_dir)
+    assert len(trials) == 2, "no trial lost or duplicated"
+    nodes = {row["node_id"] for t in trials for row in raw_rows(t)}
+    assert worker.node_id in nodes and len(nodes) == 2
+    for trial in trials:
+        assert sorted(rounds(trial)) == list(range(1, 9))
+        accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, 9)]
+        assert accuracies == reference_accuracies(trial)
+        assert manifest(sweep_dir)["trials"][trial.name]["outcome"] == "completed"
