@@ -10,14 +10,16 @@ import sys
 import time
 from typing import Any
 
+from federated.config.run_config import RunConfig
 from federated.contract.metrics import task_metric_specs
 from federated.data.folder_dataset import folder_identity
 from federated.data.folder_layout import is_folder_dataset
+from federated.data.hub_dataset import hub_identity, is_hub_dataset
 from federated.models.pretrained_start import start_hashes
 from search_spaces.study_file import study_to_dict
 from study.driver_liveness import driver_record
 from study.machine import machine_description
-from study.plan import SweepPlan
+from study.plan import SweepPlan, run_config_fields
 from study.resources import Execution
 from study.sweep_folder import MANIFEST_FORMAT
 from study.tune.optuna_storage import OPTUNA_DB
@@ -32,7 +34,7 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "budget": plan.budget.name,
         "dataset": plan.dataset,
         # the trials' dataset (a study may fix its own), as every trial resolves it
-        **dataset_identity(_trial_dataset(plan)),
+        **dataset_identity(_trial_dataset(plan), plan),
         # which weights the trials start from (init): {init: {file, sha256}}
         "starts": start_hashes(t.config for t in plan.trials()),
         "search": plan.search,
@@ -84,9 +86,13 @@ def _trial_dataset(plan: SweepPlan) -> str:
     return plan.resolve(plan.study.example_point(), plan.seeds[0])["dataset"]
 
 
-def dataset_identity(dataset: str) -> dict[str, Any]:
+def dataset_identity(dataset: str, plan: SweepPlan | None = None) -> dict[str, Any]:
     """Image folders: ``{"dataset_identity": {path, fingerprint, ...}}`` for the manifest
-    (which files the sweep read); nothing for the built-in datasets."""
+    (which files the sweep read); ``hf:`` data sets the same from the plan's first trial
+    (its columns and image settings); nothing for the built-in datasets."""
+    if is_hub_dataset(dataset) and plan is not None:
+        first = RunConfig.from_dict(run_config_fields(plan.first_config()))
+        return {"dataset_identity": hub_identity(first)}
     if not is_folder_dataset(dataset):
         return {}
     return {"dataset_identity": folder_identity(dataset)}

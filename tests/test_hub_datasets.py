@@ -273,6 +273,10 @@ def test_femnist_study_sweeps_the_stand_in_and_reports(stand_in, tmp_path):
     (partition,) = json.loads((sweep_dir / "partitions.json").read_text())
     assert partition["partition"] == "natural" and partition["n_parties"] == 6
     assert partition["party_names"] == [f"w{i:02d}" for i in range(6)]
+    identity = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())["dataset_identity"]
+    assert identity["source"] == f"hf:{stand_in}" and len(identity["fingerprint"]) == 64
+    assert identity["columns"] == {"image": "image", "label": "character", "party": "writer_id"}
+    assert identity["parties"] == partition["party_names"]
     trials = [p for p in sweep_dir.iterdir() if (p / "params.json").is_file()]
     assert len(trials) == 6
     config = json.loads((trials[0] / "params.json").read_text())

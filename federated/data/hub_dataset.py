@@ -77,6 +77,8 @@ MEMORY_ENTRIES = 2
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 
 _memory: dict[tuple, ImageData] = {}
+# each load's cache key and the columns it chose (detected or named), for the manifest
+_keys: dict[tuple, tuple[str, HubColumns]] = {}
 
 
 class HubDataError(DatasetUnavailable):
@@ -462,6 +464,7 @@ def load_hub(
         )
     chosen = choose_columns(name, splits["train"].features, columns)
     key = _source_key(name, splits, chosen, image_size, holdout_fraction)
+    _keys[memory_key] = key, chosen
     cache_file = _cache_file(name, key, data_root)
     payload = _read_cache(cache_file, key)
     if payload is None:
@@ -540,3 +543,31 @@ def hub_spec(
 ) -> DatasetSpec:
     """The spec of ``hf:SOURCE`` for config validation (a load: memory, cache or decoding)."""
     return load_hub(name, image_size, holdout_fraction, data_root, columns).spec
+
+
+def hub_identity(config: Any) -> dict[str, Any]:
+    """What a sweep manifest records of an ``hf:`` data set (a config's): the source, the
+    columns, the cache key (which data and settings were decoded) and the sizes.  The
+    sweep's plan has loaded it in this process: read from memory."""
+    columns = HubColumns.of(config)
+    data = load_hub(
+        config.dataset, config.image_size, config.holdout_fraction, config.data_root, columns
+    )
+    memory_key = (
+        config.dataset,
+        config.image_size,
+        config.holdout_fraction,
+        str(config.data_root),
+        columns,
+    )
+    key, chosen = _keys[memory_key]
+    return {
+        "source": config.dataset,
+        "columns": {"image": chosen.image, "label": chosen.label, "party": chosen.partition_by},
+        "fingerprint": key,
+        "task": data.spec.task,
+        "train_images": data.spec.train_size,
+        "test_images": data.spec.test_size,
+        "classes": list(data.spec.class_names),
+        "parties": list(data.spec.party_names),
+    }
