@@ -38,7 +38,6 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from analysis.primary_metric import SCORE
 from analysis.reading.grouping import study_groups
 from analysis.reading.loading import NoResultsError, Results, load_results, status_counts
 from analysis.report_options import build_parser, check_options
@@ -125,19 +124,19 @@ def _write_report_files(
     party_rows = party_frame(results, not_counted)
 
     body = opening_section(sources, options.statistic, primaries)
-    body += runs_section(results, any(m.task == SCORE for m in primaries))
+    body += runs_section(results, primaries)
     for group in groups:
         body += study_group_section(
             group, options, results, party_rows, out, used, formats, not_counted
         )
-    body += selection_section(results, party_rows, out, used, formats)
+    body += selection_section(results, party_rows, out, used, formats, not_counted)
     body += partition_section(results.sweeps, out, used, formats)
     body += feature_examples_section(results.sweeps, out, used, formats, not_counted)
     body += trials_not_counted_section(results)
     body += files_not_counted_section(not_counted)
     body += reading_problems_section(results.problems)
     body += reproduction_section(groups)
-    body += data_files_section()
+    body += data_files_section(primaries)
 
     write_data_files(results, party_rows, out)
     (out / "report.md").write_text("\n".join(body))

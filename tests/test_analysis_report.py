@@ -98,9 +98,12 @@ def test_report_files_tables_and_failures(comparison_results, tmp_path, capsys):
         for part in line.split("](")[1:]:
             assert (out / part.split(")")[0]).is_file(), part
     # plan order is (point, seed): MOON's seeds are trials 4 and 5, 0.50 and 0.55
-    # every seed 20 points above FedAvg's same seed: a paired Δ without spread
-    assert "| MOON | 52.5 ± 3.5 · Δ +20.0 [+20.0, +20.0] ↑ |" in text
-    assert "| SOLO | **72.5 ± 3.5 · Δ +40.0 [+40.0, +40.0] ↑** |" in text
+    # every seed 20 points above FedAvg's same seed: a paired Δ without spread, whose
+    # zero-width interval would measure no noise: not resolvable, no arrow, no bold
+    assert "| MOON | 52.5 ± 3.5 · Δ +20.0 (not resolvable from 2 seeds) |" in text
+    assert "| SOLO | 72.5 ± 3.5 · Δ +40.0 (not resolvable from 2 seeds) |" in text
+    assert "Fashion-MNIST — not resolvable from 2 seeds" in text  # the caption
+    assert "No bold in Fashion-MNIST: best − runner-up is the same on every seed" in text
     assert "| `temperature-fake` | `abcde_00000_tau=0.1_seed0` | error |" in text
     assert "InjectedFailureError: boom" in text
     assert "No completed trial yet" in text

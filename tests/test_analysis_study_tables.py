@@ -16,11 +16,21 @@ from search_spaces import STUDIES
 from tests.analysis_fakes import curve, plan_configs, write_sweep
 
 SEED_STEP = 0.01
+# each point's seeds lie a little further apart than the previous point's: the paired
+# differences of two points then vary over seeds (equal ones would give a zero-width
+# interval, which the tables call not resolvable from the seeds)
+SPREAD_STEP = 0.001
 
 
 def final_acc(index: int, seed: int) -> float:
     """Grid point ``index`` (plan order) and ``seed`` -> a distinct final accuracy."""
-    return 0.30 + 0.01 * index + SEED_STEP * seed
+    return 0.30 + 0.01 * index + (SEED_STEP + SPREAD_STEP * index) * seed
+
+
+def mean_std(index: int) -> str:
+    """A two-seed cell's ``mean ± std`` (percent, one decimal) of grid point ``index``."""
+    a, b = final_acc(index, 0), final_acc(index, 1)
+    return f"{100 * (a + b) / 2:.1f} ± {100 * abs(b - a) / math.sqrt(2):.1f}"
 
 
 def fake_study(root, study: str, seeds: int = 2, **changes):
@@ -42,9 +52,6 @@ def tables_of(root, options: TableOptions | None = None) -> dict[str, object]:
     return {t.name: t for t in study_tables(group, options or TableOptions(statistic=FINAL))}
 
 
-MEAN_STD = f"± {100 * math.sqrt(SEED_STEP**2 / 2):.1f}"  # two seeds SEED_STEP apart: 0.7
-
-
 def test_every_design_study_names_a_table_shape_in_its_file():
     kinds = {name: s.report["table"]["kind"] for name, s in STUDIES.items()}
     assert set(kinds.values()) <= set(SHAPES)
@@ -61,12 +68,14 @@ def test_comparison_gives_table1_and_table2(tmp_path):
     t1, t2 = tables["table1_comparison"], tables["table2_communication"]
     assert t1.row_labels == ["FedAvg", "FedProx", "MOON", "SCAFFOLD", "SOLO"]
     assert t1.column_labels == ["Fashion-MNIST"]
-    # point 2 is MOON: mean over seeds 0 and 1 of 0.32 and 0.33, 2 points above FedAvg in
-    # both seeds (a paired difference without spread: a zero-width interval above 0)
-    assert t1.display.loc["MOON", "Fashion-MNIST"] == f"32.5 {MEAN_STD} · Δ +2.0 [+2.0, +2.0] ↑"
-    assert t1.display.loc["FedAvg", "Fashion-MNIST"] == f"30.5 {MEAN_STD} (ref.)"
+    # point 2 is MOON: 0.32 and 0.332 over seeds 0 and 1, 2.0 and 2.2 points above
+    # FedAvg's 0.30 and 0.31: mean 2.1, sd 0.1414, half-width t(0.975, 1) 12.706 · 0.1414
+    # / √2 = 1.27
+    assert t1.display.loc["MOON", "Fashion-MNIST"] == "32.6 ± 0.8 · Δ +2.1 [+0.8, +3.4] ↑"
+    assert t1.display.loc["FedAvg", "Fashion-MNIST"] == f"{mean_std(0)} (ref.)"
     assert t1.bold["Fashion-MNIST"].tolist() == [False, False, False, False, True]
-    assert "resolvable ≈ 0.0 points (95%, 2 seeds)" in t1.title
+    # the four Δ cells' sds, 0.0707 · (1, 2, 3, 4), pooled: 0.1936; 12.706 · 0.1936 / √2
+    assert "resolvable ≈ 1.7 points (95%, 2 seeds)" in t1.title
     assert t2.column_labels == [("Fashion-MNIST", "#rounds"), ("Fashion-MNIST", "speed-up")]
     assert t2.display.loc["FedAvg", ("Fashion-MNIST", "speed-up")] == "1.0×"
     # every curve starts at 0.1 and rises to its final value in 2 rounds: the others end
@@ -112,8 +121,7 @@ def test_one_parameter_studies(tmp_path, study, name, rows):
     table = tables_of(tmp_path)[name]
     assert table.row_labels == rows
     assert table.column_labels == ["Fashion-MNIST"]
-    last = final_acc(len(points) - 1, 0) + SEED_STEP / 2
-    assert table.display.iloc[-1, 0].startswith(f"{100 * last:.1f} {MEAN_STD} · Δ +")
+    assert table.display.iloc[-1, 0].startswith(f"{mean_std(len(points) - 1)} · Δ +")
     assert table.display.iloc[0, 0].endswith("(ref.)")  # the study's first value
     assert table.bold.iloc[-1, 0] and table.bold.sum().sum() == 1
 
@@ -151,9 +159,7 @@ def test_parties_is_table3_at_half_and_all_rounds(tmp_path):
     assert table.display.loc["FedAvg", ("N=10", "2 rounds")].startswith(
         f"{100 * sum(at_half) / 2:.1f} ± "
     )
-    assert table.display.loc["FedAvg", ("N=10", "4 rounds")] == (
-        f"{100 * sum(final) / 2:.1f} {MEAN_STD} (ref.)"
-    )
+    assert table.display.loc["FedAvg", ("N=10", "4 rounds")] == (f"{mean_std(2)} (ref.)")
 
 
 def test_loss_ablation_is_table5_with_the_best_l2_mu(tmp_path):

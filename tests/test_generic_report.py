@@ -82,3 +82,24 @@ def test_algorithm_as_an_axis_adds_the_communication_table(tmp_path):
     assert "speed-up" in text and "MOON" in text
     # algorithm is not numeric: no heat-map
     assert not list((out / "figures").glob("fig_methods_by_beta_heatmap*"))
+
+
+def test_a_study_without_a_paper_has_no_empty_parentheses(tmp_path):
+    """A user's own study reproduces no paper table: its runs row and the reproduction
+    list name the study alone (issue 42 item 7: it read ``raters ()``), and the
+    classification wording stays the report's own."""
+    study = adhoc_study(["mu=0,1"], "raters")
+    fake_sweep(tmp_path / "results", study, lambda c: 0.5 + 0.1 * c["mu"] + 0.01 * c["seed"])
+    out = tmp_path / "report"
+    final = TableOptions(statistic=FINAL)
+    write_report(load_results([str(tmp_path / "results")]), out, final, formats=("png",))
+    report = (out / "report.md").read_text()
+    assert "| `raters-fake` | raters | grid |" in report
+    assert "- `raters`: a generic accuracy table" in report
+    assert "()" not in report
+    assert (
+        "Trials stopped early by ASHA appear only in the Optuna search history (with the "
+        "accuracy they had when stopped). Accuracies are percentages of the test set (the "
+        "fraction evaluated by the budget).\n" in report
+    )
+    assert "(No paper shape known for this study: varied parameters vs accuracy.)" in report

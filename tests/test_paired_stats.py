@@ -8,7 +8,14 @@ import math
 
 import pytest
 
-from analysis.stats.comparisons import CellSample, compare_grid, delta_text, signed
+from analysis.stats.comparisons import (
+    CellSample,
+    caption_text,
+    compare_grid,
+    comparison_notes,
+    delta_text,
+    signed,
+)
 from analysis.stats.paired_stats import (
     PAIRED,
     WELCH,
@@ -48,11 +55,37 @@ def test_paired_difference_whose_interval_excludes_zero():
     assert worse.direction == -1 and worse.mean == -2.5
 
 
-def test_identical_differences_give_a_zero_width_interval():
+def test_differences_without_spread_are_not_resolvable():
+    """Equal per-seed differences would give a zero-width interval that measured no
+    noise: no interval, no direction, and the cell says so."""
     diff = paired_difference([31, 32], [30, 31])
-    assert diff.low == pytest.approx(1.0) and diff.high == pytest.approx(1.0) and diff.resolved
+    assert diff.mean == 1 and not diff.spread_seen and not diff.has_interval
+    assert not diff.resolved and diff.direction == 0
+    assert delta_text(diff) == "Δ +1.0 (not resolvable from 2 seeds)"
+    # the report's case: two seeds at chance, equal up to floating-point rounding
+    # (100 × 0.101 − 100 × 0.102 and 100 × 0.205 − 100 × 0.206 differ in the last bits)
+    chance = paired_difference([100 * 0.101, 100 * 0.205], [100 * 0.102, 100 * 0.206])
+    assert chance.low != chance.low and not chance.spread_seen
+    assert delta_text(chance) == "Δ -0.1 (not resolvable from 2 seeds)"
+    assert not paired_difference([30, 31, 35], [29, 30, 34]).spread_seen  # any number of seeds
     tie = paired_difference([30, 31], [30, 31])
-    assert tie.mean == 0 and not tie.resolved  # [0, 0] contains 0
+    assert tie.mean == 0 and not tie.resolved and not tie.spread_seen
+
+
+def test_two_seeds_whose_differences_vary_keep_their_interval():
+    # d = 1, 1.5: mean 1.25, sd 0.35355, half = t(0.975, 1) 12.7062 × 0.35355 / √2 = 3.1766
+    diff = paired_difference([31, 32.5], [30, 31])
+    assert diff.spread_seen and diff.df == 1
+    assert (diff.low, diff.high) == pytest.approx((1.25 - 3.17655, 1.25 + 3.17655), abs=1e-4)
+    assert delta_text(diff) == "Δ +1.2 [-1.9, +4.4]"
+
+
+def test_welch_without_spread_in_either_cell_is_not_resolvable():
+    flat = welch_interval([10.0, 10.0], [11.0, 11.0, 11.0])
+    assert flat.kind == WELCH and not flat.spread_seen and not flat.has_interval
+    assert delta_text(flat) == "Δ -1.0‡ (not resolvable from 2 seeds)"
+    one_varies = welch_interval([10.0, 10.0, 10.0], [11.0, 12.0, 13.0])
+    assert one_varies.spread_seen and one_varies.has_interval
 
 
 def test_one_pair_has_no_interval():
@@ -119,7 +152,7 @@ def test_grid_names_no_winner_at_chance_and_none_with_one_seed():
     same = frozenset({("fmnist",)})
     chance = {
         (0, 0): CellSample({0: 10.0, 1: 10.2}, same, 10.0),
-        (1, 0): CellSample({0: 11.0, 1: 11.2}, same, 10.0),  # resolved, but at chance
+        (1, 0): CellSample({0: 11.0, 1: 11.3}, same, 10.0),  # resolved, but at chance
     }
     result = compare_grid(chance, "column", 0)
     assert result.bold == set() and result.at_chance == [0]
@@ -133,3 +166,31 @@ def test_delta_text():
     assert delta_text(paired_difference([2, 3, 4, 5], [1, 1, 1, 1])) == "Δ +2.5 [+0.4, +4.6] ↑"
     assert delta_text(welch_interval([1, 2, 3], [4, 5, 6])) == "Δ -3.0 [-5.3, -0.7]‡ ↓"
     assert delta_text(paired_difference([70], [60])) == "Δ +10.0 (no interval)"
+
+
+def test_grid_bolds_nothing_on_a_difference_without_spread():
+    """A best − runner-up equal on every seed is not resolvable: no bold, a note naming
+    the line, and a table whose seeds showed no spread at all says so in its caption."""
+    same = frozenset({("fmnist",)})
+    column = {
+        (0, 0): CellSample({0: 60.0, 1: 62.0}, same, 10.0),  # baseline
+        (1, 0): CellSample({0: 70.0, 1: 72.0}, same, 10.0),  # +10 on both seeds
+    }
+    result = compare_grid(column, "column", 0)
+    assert result.bold == set() and result.spreadless == [0] and result.unresolved == []
+    assert not result.deltas[(1, 0)].spread_seen
+    assert result.no_spread and math.isnan(result.resolvable)
+    assert caption_text(result) == "not resolvable from 2 seeds"
+    notes = comparison_notes(result, "FedAvg", ["Fashion-MNIST"])
+    assert (
+        "No bold in Fashion-MNIST: best − runner-up is the same on every seed, not "
+        "resolvable from 2 seeds." in notes
+    )
+    assert any(n.startswith("Not resolvable: the per-seed differences are equal") for n in notes)
+    assert not any(n.startswith("Resolvable ≈") for n in notes)
+    # a third cell whose differences vary: the table resolves from its spread alone (and
+    # best − runner-up, +9 and +7, now has an interval: wide, with two seeds)
+    column[(2, 0)] = CellSample({0: 61.0, 1: 65.0}, same, 10.0)  # +1, +3
+    result = compare_grid(column, "column", 0)
+    assert not result.no_spread and result.bold == set() and result.unresolved == [0]
+    assert result.resolvable == pytest.approx(resolvable_difference([[1, 3]], n=2))

@@ -22,7 +22,7 @@ from analysis.reading.trial_files import (
     read_representation,
 )
 from analysis.report import main, write_report
-from tests.analysis_fakes import manifest, plan_configs, result_row, write_trial
+from tests.analysis_fakes import manifest, plan_configs, result_row, write_sweep, write_trial
 
 ROUNDS = 2
 
@@ -271,3 +271,148 @@ def test_a_report_that_fails_into_a_new_folder_leaves_nothing(tmp_path):
         write_report(load_results(folder), out, formats=("no-such-format",))
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["results"]
+
+
+# ------------------------------------------- a search, its rerun and their records
+def selected_search(root: Path) -> tuple[Path, Path]:
+    """An Optuna search over μ ranked on val_acc (one seed per point, every trial with
+    parties.csv) and its ``--rerun-best`` folder: the chosen μ = 1 over fresh seeds 5, 6,
+    with the manifest's link (``rerun_of``) and record of the choice (``selection``)."""
+    configs = [{**c, "rounds": ROUNDS} for c in plan_configs("moon_mu", seeds=1)]
+    search = write_sweep(root, "search", "moon_mu", [], search="optuna", metric="val_acc")
+    for i, config in enumerate(configs):
+        val = 0.7 if config["mu"] == 1.0 else 0.5
+        rows = [result_row(config, r, 0.5 + 0.01 * r, val_acc=val) for r in (1, 2)]
+        trial = write_trial(search, i, config, [], rows=rows)
+        (trial / "parties.csv").write_text(parties_text(0.6))
+    chosen = next(c for c in configs if c["mu"] == 1.0)
+    reruns = [({**chosen, "seed": seed}, [0.5, 0.6 + 0.01 * seed]) for seed in (5, 6)]
+    selection = {
+        "metric": "val_acc",
+        "mode": "max",
+        "value": 0.7,
+        "point": "mu=1.0",
+        "search_test_acc": [0.52],
+        "search_seeds": [0],
+        "compared_trials": 5,
+        "stopped_early": 0,
+    }
+    best = write_sweep(
+        root,
+        "search-best",
+        "moon_mu",
+        reruns,
+        search="rerun-best",
+        rerun_of="search",
+        selection=selection,
+        seeds=[5, 6],
+    )
+    return search, best
+
+
+def change_manifest(folder: Path, **changes) -> None:
+    """Rewrite ``folder``'s manifest with ``changes`` (a value of None removes the key)."""
+    path = folder / "fedsweep_sweep.json"
+    info = json.loads(path.read_text())
+    for key, value in changes.items():
+        if value is None:
+            info.pop(key, None)
+        else:
+            info[key] = value
+    path.write_text(json.dumps(info))
+
+
+def garbled_seen(folder: Path) -> None:
+    info = json.loads((folder / "fedsweep_sweep.json").read_text())
+    change_manifest(folder, selection={**info["selection"], "search_test_acc": "high"})
+
+
+# (damage to the rerun's manifest, words naming it, the rerun still under its search)
+RERUN_DAMAGE = {
+    "selection missing": (
+        lambda best: change_manifest(best, selection=None),
+        "no selection record (the configuration the rerun repeats)",
+        True,
+    ),
+    "selection garbled": (
+        lambda best: change_manifest(best, selection="mu=1.0"),
+        "selection='mu=1.0' is not an object",
+        True,
+    ),
+    "selection without its point": (
+        lambda best: change_manifest(best, selection={"metric": "val_acc"}),
+        "selection.point=None is not a name",
+        True,
+    ),
+    "search values garbled": (
+        garbled_seen,
+        "selection.search_test_acc='high' is not a list of numbers",
+        True,
+    ),
+    "rerun link missing": (
+        lambda best: change_manifest(best, rerun_of=None),
+        "no rerun_of (the search whose choice this sweep reruns is not named)",
+        False,
+    ),
+    "rerun link garbled": (
+        lambda best: change_manifest(best, rerun_of=7),
+        "rerun_of=7 (the search whose choice this sweep reruns is not named)",
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", RERUN_DAMAGE)
+def test_a_damaged_selection_record_or_rerun_link_is_named_and_the_rest_written(
+    tmp_path, capsys, kind
+):
+    damage, words, linked = RERUN_DAMAGE[kind]
+    _, best = selected_search(tmp_path / "results")
+    damage(best)
+    out = tmp_path / "report"
+    assert main([str(tmp_path / "results"), "--out", str(out), "--no-pdf", "--quiet"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    text = (out / "report.md").read_text()
+    section = text.split("## Files not counted", 1)[1].split("\n## ", 1)[0]
+    assert f"- {best / 'fedsweep_sweep.json'}: {words}" in section
+    assert "?" not in text.split("## Selection", 1)[1].split("## Trials not counted")[0]
+    # the search's own selection is written, and the rerun's fresh-seed value (65.5%)
+    assert "- chosen on val_acc: **mu=1.0**" in text
+    rerun = text.split("### Rerun on fresh seeds: search-best", 1)[1]
+    assert "| rerun on fresh seeds (reported) | 65.50 [" in rerun
+    if linked:  # under its search, but the record is damaged: no search numbers
+        assert "## Selection: search-best" not in text
+        assert "what the search saw and the optimism are left out" in rerun
+        assert "optimism (search" not in rerun
+    else:  # no link: shown alone, after the search's section
+        alone = text.split("## Selection: search-best", 1)[1]
+        assert alone.startswith(
+            "\n\nIts manifest does not name the search it reruns a choice of (see *Files not "
+            "counted*): it is shown alone."
+        )
+
+
+def test_a_rerun_whose_search_is_not_read_is_shown_alone(tmp_path):
+    """Not damage: the rerun folder reported without its search keeps its section."""
+    _, best = selected_search(tmp_path / "results")
+    out = tmp_path / "report"
+    assert main([str(best), "--out", str(out), "--no-pdf", "--quiet"]) == 0
+    text = (out / "report.md").read_text()
+    assert "## Files not counted" not in text
+    assert (
+        "## Selection: search-best\n\nIts search `search` is not among the results read: "
+        "report both folders together to see the search's choice beside it." in text
+    )
+    assert "The configuration chosen on val_acc (mu=1.0) over 2 seeds 5, 6" in text
+
+
+def test_a_damaged_parties_csv_of_a_search_is_named_and_the_selection_written(tmp_path):
+    search, _ = selected_search(tmp_path / "results")
+    damaged = sorted(p for p in search.iterdir() if p.is_dir())[0] / "parties.csv"
+    damaged.write_text("round,party,party_acc\n2,0,abc\n")
+    out = tmp_path / "report"
+    assert main([str(tmp_path / "results"), "--out", str(out), "--no-pdf", "--quiet"]) == 0
+    text = (out / "report.md").read_text()
+    assert f"- {damaged}: line 2: party_acc='abc' is not a number" in text
+    assert "- chosen on val_acc: **mu=1.0**" in text
+    assert "### Rerun on fresh seeds: search-best" in text

@@ -40,7 +40,7 @@ import seaborn as sns
 from analysis.figures.figure_layout import Layout
 from analysis.naming import dataset_name, parameter_name, value_label
 from analysis.primary_metric import ACCURACY, Metric
-from analysis.reading.loading import COMPLETED, STOPPED
+from analysis.reading.loading import COMPLETED, DIVERGED, STOPPED
 from analysis.tables.table import key_order
 
 DPI = 120
@@ -285,14 +285,20 @@ def partition_title(entry: dict[str, Any]) -> str:
 def search_history_plot(
     history: pd.DataFrame, *, title: str = "", metric: Metric = ACCURACY
 ) -> plt.Figure:
-    """Each trial's accuracy (%) (``metric``) in proposal order; the best completed so
-    far as a step."""
+    """Each trial's accuracy (%) (``metric``) in proposal order; the best so far over
+    the trials it counts (``counted_in_best``: completed, every round run) as a step.
+    Stopped and diverged trials are drawn apart and named as not counted."""
+    shown = (
+        (COMPLETED, "o", "C0", COMPLETED),
+        (STOPPED, "x", "C3", "stopped early (ASHA; not counted)"),
+        (DIVERGED, "v", "C1", "diverged (not counted)"),
+    )
     with sns.axes_style("whitegrid"):
         fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
-        for status, marker, colour in ((COMPLETED, "o", "C0"), (STOPPED, "x", "C3")):
-            part = history[history["status"] == status]
+        for status, marker, colour, label in shown:
+            finite = np.isfinite(pd.to_numeric(history["value"], errors="coerce"))
+            part = history[(history["status"] == status) & finite]
             if not part.empty:
-                label = status if status == COMPLETED else "stopped early (ASHA)"
                 ax.scatter(
                     part["number"],
                     metric.units(part["value"]),

@@ -10,14 +10,17 @@ only well-typed values:
     a UTF-8 JSON object whose known fields have their types (``trials`` an object of
     objects, ``status`` a string, ``seeds`` a list, ...).  A manifest that fails is
     refused as a whole (:class:`DamagedFileError`): nothing of the sweep can be read safely
-    without it.
+    without it.  A ``--rerun-best`` sweep's link to its search and record of the choice
+    (``rerun_of``, ``selection``) are checked apart (:func:`read_rerun_record`): damaged,
+    they leave the rerun's comparison with its search out, never the rerun's trials.
 ``params.json`` (:func:`read_params`)
     a UTF-8 JSON object of scalars whose :class:`~federated.config.run_config.RunConfig` fields
     have the field's type (``rounds`` a whole number >= 1, ``beta`` a number, ...).
 ``result.json`` (:func:`read_result_rows`)
     one JSON object per line with a whole ``round`` >= 1 and numbers (or null) for the
-    metrics the report reads; ``test_acc`` and the per-party accuracies in [0, 1].  A
-    line that fails is skipped and described, so its trial is marked damaged.
+    metrics the report reads (every built-in task's ``test_``/``val_`` metrics: a score
+    trial's ``test_srcc='abc'`` is damage); ``test_acc`` and the per-party accuracies in
+    [0, 1].  A line that fails is skipped and described, so its trial is marked damaged.
 ``partitions.json`` (:func:`read_partitions`)
     a JSON list of partitions, each with a rectangular table of class counts.
 ``parties.csv`` (:func:`read_parties`)
@@ -55,7 +58,7 @@ import re
 import types
 import typing
 from collections.abc import Iterable
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -63,26 +66,41 @@ from typing import Any
 import numpy as np
 
 from federated.config.run_config import RunConfig
+from federated.contract.metrics import BUILTIN_TASK_METRICS, LOSS
 from federated.contract.results import RESULT, representation_file
 
+# Every built-in task's test and validation metrics (a score task's test_srcc, val_mae
+# ...), the loss and their spread over parties (``_std``): the report ranks and averages
+# them, so each must be a number or null where a row has it.
+TASK_METRIC_COLUMNS = tuple(
+    f"{split}_{stem}{tail}"
+    for stem in dict.fromkeys([LOSS, *(s.stem for t in BUILTIN_TASK_METRICS.values() for s in t)])
+    for split in ("test", "val")
+    for tail in ("", "_std")
+)
 # result.json metrics the report computes with: a number or null (NaN) on every row.
-NUMERIC_METRICS = (
-    "test_acc",
-    "test_acc_std",
-    "test_loss",
-    "train_loss",
-    "con_loss",
-    "train_seconds",
-    "eval_seconds",
-    "round_seconds",
-    "samples_per_second",
-    "bytes_up",
-    "bytes_down",
-    "cum_bytes",
-    "party_acc_mean",
-    "party_acc_std",
-    "party_acc_min",
-    "party_acc_worst10",
+NUMERIC_METRICS = tuple(
+    dict.fromkeys(  # test_acc, test_loss ... are task metrics too: each once
+        (
+            "test_acc",
+            "test_acc_std",
+            "test_loss",
+            "train_loss",
+            "con_loss",
+            "train_seconds",
+            "eval_seconds",
+            "round_seconds",
+            "samples_per_second",
+            "bytes_up",
+            "bytes_down",
+            "cum_bytes",
+            "party_acc_mean",
+            "party_acc_std",
+            "party_acc_min",
+            "party_acc_worst10",
+            *TASK_METRIC_COLUMNS,
+        )
+    )
 )
 # ... of which these are fractions of the test set: a value outside [0, 1] is garbage.
 FRACTION_METRICS = (
@@ -203,6 +221,72 @@ def read_manifest(path: Path) -> dict[str, Any]:
         if _is_whole(manifest.get(key)) and manifest[key] < 0:
             raise DamagedFileError(f"{path}: field {key}={manifest[key]} is negative")
     return manifest
+
+
+@dataclass(frozen=True)
+class RerunRecord:
+    """A ``--rerun-best`` sweep's link to the search it repeats a choice of, checked.
+
+    Attributes:
+        rerun_of: the search sweep's folder name (None: missing or damaged).
+        selection: the record of the choice (``metric``, ``point``, the search's test
+            values and seeds; None: missing or damaged).
+        problems: one line per damaged part, naming the manifest's path and what of the
+            report it leaves out.
+    """
+
+    rerun_of: str | None
+    selection: dict[str, Any] | None
+    problems: tuple[str, ...]
+
+
+def read_rerun_record(manifest: dict[str, Any], path: Path) -> RerunRecord:
+    """The ``rerun_of`` and ``selection`` of a rerun sweep's manifest (``path``: the
+    manifest, for the messages).  A missing or garbled part is None and described: a
+    rerun without its link is not compared with any search, one without its record of
+    the choice is shown without the search's numbers (no optimism)."""
+    problems = []
+    rerun_of = manifest.get("rerun_of")
+    if not isinstance(rerun_of, str) or not rerun_of.strip():
+        what = "no rerun_of" if rerun_of in (None, "") else f"rerun_of={_shown(rerun_of)}"
+        problems.append(
+            f"{path}: {what} (the search whose choice this sweep reruns is not named); the "
+            "rerun is shown on its own, not beside its search's choice"
+        )
+        rerun_of = None
+    selection = manifest.get("selection")
+    problem = selection_problem(selection)
+    if problem:
+        problems.append(
+            f"{path}: {problem}; the rerun's comparison with its search (what the search "
+            "saw, the optimism) is left out"
+        )
+        selection = None
+    return RerunRecord(rerun_of, selection, tuple(problems))
+
+
+def selection_problem(selection: Any) -> str | None:
+    """What is wrong with a rerun's ``selection`` record, or None: an object with the
+    ranking ``metric`` and the chosen ``point`` as text, ``search_seeds`` a list of whole
+    numbers and each ``search_test_<metric>`` a list of numbers (null where a trial had
+    none)."""
+    if selection is None:
+        return "no selection record (the configuration the rerun repeats)"
+    if not isinstance(selection, dict):
+        return f"selection={_shown(selection)} is not an object"
+    for key in ("metric", "point"):
+        value = selection.get(key)
+        if not isinstance(value, str) or not value:
+            return f"selection.{key}={_shown(value)} is not a name"
+    seeds = selection.get("search_seeds")
+    if seeds is not None and not (isinstance(seeds, list) and all(map(_is_whole, seeds))):
+        return f"selection.search_seeds={_shown(seeds)} is not a list of seeds"
+    for key, values in selection.items():
+        if not key.startswith("search_test_"):
+            continue
+        if not isinstance(values, list) or not all(v is None or _is_number(v) for v in values):
+            return f"selection.{key}={_shown(values)} is not a list of numbers"
+    return None
 
 
 def _json_kind(value: Any) -> str:

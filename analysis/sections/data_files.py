@@ -3,20 +3,27 @@ and the closing paragraph that points to them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from analysis.primary_metric import ACCURACY, Metric
 from analysis.reading.loading import Results
 
 
-def data_files_section() -> list[str]:
-    """The closing paragraph naming the data files."""
+def data_files_section(primaries: Sequence[Metric] = ()) -> list[str]:
+    """The closing paragraph naming the data files; the per-party values in the words of
+    ``primaries`` (each study group's primary metric: a score task's are no accuracies)."""
+    metrics = list(dict.fromkeys(primaries)) or [ACCURACY]
+    party = (
+        "accuracies" if metrics == [ACCURACY] else f"values ({', '.join(m.name for m in metrics)})"
+    )
     return [
         "Other files: [data/rounds.csv](data/rounds.csv) (one row per trial and round) and "
         "[data/trials.csv](data/trials.csv) (one row per trial, with its status); "
         "data/parties.csv (one row per trial, scored round and party) where trials "
-        "recorded per-party accuracies.",
+        f"recorded per-party {party}.",
         "",
     ]
 

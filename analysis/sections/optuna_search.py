@@ -6,10 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from analysis.naming import format_value, parameter_name
 from analysis.reading.grouping import StudyGroup
-from analysis.reading.loading import COMPLETED
 from analysis.sections.markdown import figure_block, unique_stem
+from analysis.stats.search import (
+    counted_in_history,
+    left_out_of_best,
+    parameter_importance,
+    search_history,
+)
 from analysis.stats.trial_statistic import final_values
 from analysis.tables.study_tables import primary_of
 
@@ -19,20 +26,20 @@ def optuna_section(
 ) -> list[str]:
     """The search history table and CSV, its figures and the parameter importance."""
     from analysis.figures import plots as figures
-    from analysis.stats.search import parameter_importance, search_history
 
     params = [a for a in group.axes if a in group.trials] or ["point"]
-    shown = group.trials[group.trials["status"].isin([COMPLETED, "stopped"])]
+    shown = group.trials[group.trials["status"].isin(counted_in_history())]
     if shown.empty:
-        return ["No completed or stopped trial yet.", ""]
+        return ["No completed, stopped or diverged trial yet.", ""]
     metric = primary_of(group)
     shown = shown.assign(final_value=final_values(shown, group.rounds, metric))
     history = search_history(shown, params, "final_value", metric)
     study = group.study or "runs"
     what = metric.name
+    best_words = best_so_far_words(history, what)
     lines = [
-        f"Trials in the order Optuna proposed them; {what} at each trial's last round "
-        "(ASHA-stopped trials trained fewer rounds and never count as the best).",
+        f"Trials in the order Optuna proposed them; {what} at each trial's last round. "
+        f"{best_words[0].upper()}{best_words[1:]}.",
         "",
         "| # | "
         + " | ".join(parameter_name(p) for p in params)
@@ -55,7 +62,8 @@ def optuna_section(
         history, title=f"{study}: Optuna search history", metric=metric
     )
     paths = figures.save_figure(figure, out / "figures" / f"fig_{name}", formats)
-    lines += figure_block(paths, out, f"Optuna search history: {what} per trial, best so far")
+    caption = f"Optuna search history: {what} per trial; {best_words}"
+    lines += figure_block(paths, out, caption)
     if all(p in history for p in params):
         name = unique_stem(f"fig_search_parameters_{study}{group.suffix}", used)
         figure = figures.search_parameter_plot(
@@ -79,3 +87,24 @@ def optuna_section(
     else:
         lines += [f"Parameter importance: not computed ({method}).", ""]
     return lines
+
+
+def best_so_far_words(history: pd.DataFrame, what: str) -> str:
+    """What the best so far compared and what it left out, for the table's lead line
+    and the figure's caption: ``best so far over the 4 completed trials that ran all
+    their rounds (like with like); left out: 2 stopped early (...), 1 diverged (...)``."""
+    counted = int(history["counted_in_best"].sum())
+    words = (
+        f"best so far over the {counted} completed trial{'s' if counted != 1 else ''} "
+        f"that ran all their rounds (like with like)"
+    )
+    left = left_out_of_best(history)
+    if not left:
+        return words
+    meaning = {
+        "stopped early": "stopped early (ASHA: fewer rounds, an earlier round's " + what + ")",
+        "diverged": "diverged (no trained model)",
+        "no value": "without a finite value",
+    }
+    parts = [f"{n} {meaning.get(reason, reason)}" for reason, n in left.items()]
+    return f"{words}; left out: {', '.join(parts)}"

@@ -3,9 +3,12 @@ settings, trial counts, state) and how to read the numbers."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 from analysis.naming import dataset_name, format_value, value_label
+from analysis.primary_metric import ACCURACY, SCORE, Metric
 from analysis.reading.loading import Results, status_counts
 
 SCORE_WORDS = (
@@ -35,8 +38,38 @@ def _budget_words(trials: pd.DataFrame) -> str:
     )
 
 
-def runs_section(results: Results, score: bool = False) -> list[str]:
-    """The runs' table and how to read the numbers (``score``: some are score tasks)."""
+def study_cell(manifest: dict) -> str:
+    """The runs table's study cell: ``moon_mu (Table 9)``, or the study alone when it
+    reproduces no paper table (a user's own study: no empty parentheses)."""
+    paper = str(manifest.get("paper") or "").strip()
+    study = manifest.get("study", "?")
+    return f"{study} ({paper})" if paper else str(study)
+
+
+def reading_words(primaries: Sequence[Metric]) -> str:
+    """How to read the numbers, in each reported metric's own words (``primaries``: each
+    study group's primary metric): classification keeps its sentence on accuracies; a
+    score task's report names its metric, never "accuracies"."""
+    metrics = list(dict.fromkeys(primaries)) or [ACCURACY]
+    names = " / ".join(m.name for m in metrics)
+    stopped = (
+        "Trials stopped early by ASHA appear only in the Optuna search history (with the "
+        f"{names} they had when stopped). "
+    )
+    if metrics == [ACCURACY]:
+        values = (
+            "Accuracies are percentages of the test set (the fraction evaluated by the budget)."
+        )
+    else:
+        shown = "; ".join(m.words for m in metrics)
+        values = f"Values are on the test set (the fraction evaluated by the budget): {shown}."
+    score = SCORE_WORDS if any(m.task == SCORE for m in metrics) else ""
+    return stopped + values + score
+
+
+def runs_section(results: Results, primaries: Sequence[Metric] = ()) -> list[str]:
+    """The runs' table and how to read the numbers (``primaries``: each study group's
+    primary metric, :func:`reading_words`)."""
     lines = [
         "## Runs",
         "",
@@ -54,7 +87,7 @@ def runs_section(results: Results, score: bool = False) -> list[str]:
             state = "**still running** (read as far as complete)"
         seeds = ", ".join(str(s) for s in m.get("seeds", []))
         lines.append(
-            f"| `{sweep.name}` | {m.get('study', '?')} ({m.get('paper', '')}) | "
+            f"| `{sweep.name}` | {study_cell(m)} | "
             f"{sweep.search}{' + ' + str(m['scheduler']) if m.get('scheduler') else ''} | "
             f"{dataset_name(m.get('dataset', '?'))} | {m.get('budget', '?')} | {seeds} | "
             f"{_budget_words(trials)} | {found} (of {planned}) | {state} |"
@@ -63,10 +96,7 @@ def runs_section(results: Results, score: bool = False) -> list[str]:
         "",
         "Tables and curves count **completed** trials only (every planned round run). "
         "Errored, diverged and unfinished trials are never averaged in; they are listed "
-        "under *Trials not counted*. Trials stopped early by ASHA appear only in the Optuna "
-        "search history (with the accuracy they had when stopped). Accuracies are "
-        "percentages of the test set (the fraction evaluated by the budget)."
-        + (SCORE_WORDS if score else ""),
+        "under *Trials not counted*. " + reading_words(primaries),
         "",
     ]
     return lines

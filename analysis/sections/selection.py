@@ -11,33 +11,54 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from analysis.figures.plots import save_figure
 from analysis.naming import percent
 from analysis.primary_metric import Metric, sweep_metric
 from analysis.reading.loading import Results, Sweep
+from analysis.reading.trial_files import RerunRecord, read_rerun_record
 from analysis.sections.markdown import figure_block, unique_stem
 from analysis.stats.selection import (
     best_so_far,
+    compared,
     evaluation_noise,
     final_party_values,
+    left_out,
     point_choice,
     rank_correlation,
     rerun_outcome,
     trial_outcomes,
 )
 from analysis.stats.trial_statistic import final_values
+from federated.contract.results import MANIFEST
 
 #: evaluating-party counts the noise table shows (those below N)
 NOISE_KS = (1, 2, 3, 5, 10, 20, 50)
 
 
-def selecting_sweeps(results: Results) -> list[tuple[Sweep, Sweep | None]]:
+def rerun_records(results: Results) -> dict[str, RerunRecord]:
+    """Each ``--rerun-best`` sweep's link to its search and record of the choice,
+    checked (:func:`analysis.reading.trial_files.read_rerun_record`), by sweep name."""
+    return {
+        s.name: read_rerun_record(s.manifest, s.path / MANIFEST)
+        for s in results.sweeps
+        if s.search == "rerun-best"
+    }
+
+
+def selecting_sweeps(
+    results: Results, records: dict[str, RerunRecord] | None = None
+) -> list[tuple[Sweep, Sweep | None]]:
     """(sweep that selected, its ``--rerun-best`` sweep or None): Optuna searches, ASHA
-    sweeps and any sweep a loaded rerun names as ``rerun_of``."""
+    sweeps and any sweep a loaded rerun names as ``rerun_of`` (``records``, default
+    read here: a rerun whose link is damaged names none)."""
+    records = rerun_records(results) if records is None else records
     reruns = {
-        str(s.manifest.get("rerun_of")): s for s in results.sweeps if s.search == "rerun-best"
+        records[s.name].rerun_of: s
+        for s in results.sweeps
+        if s.search == "rerun-best" and records[s.name].rerun_of
     }
     out = []
     for sweep in results.sweeps:
@@ -55,23 +76,58 @@ def selection_section(
     out: Path,
     used: set[str],
     formats: Sequence[str],
+    not_counted: list[str] | None = None,
 ) -> list[str]:
-    """Markdown lines (and figures, tables) of every selecting sweep in ``results``."""
+    """Markdown lines (and figures, tables) of every selecting sweep in ``results``, and
+    of every rerun whose search is not among them (a damaged link or record goes to
+    ``not_counted``: the manifest's path and what is left out)."""
+    records = rerun_records(results)
+    if not_counted is not None:
+        for record in records.values():
+            not_counted.extend(record.problems)
     lines: list[str] = []
-    for sweep, rerun in selecting_sweeps(results):
-        lines += _one_sweep(results, parties, sweep, rerun, out, used, formats)
+    shown: set[str] = set()
+    for sweep, rerun in selecting_sweeps(results, records):
+        record = records[rerun.name] if rerun is not None else None
+        lines += _one_sweep(results, parties, sweep, (rerun, record), out, used, formats)
+        if rerun is not None:
+            shown.add(rerun.name)
+    for rerun in results.sweeps:
+        if rerun.name in records and rerun.name not in shown:
+            lines += _rerun_alone(results, rerun, records[rerun.name])
     return lines
+
+
+def _rerun_alone(results: Results, rerun: Sweep, record: RerunRecord) -> list[str]:
+    """A rerun whose search is not among the results (not loaded, or not named): its
+    own numbers, and why they are not compared with the search's choices."""
+    trials = results.trials[results.trials["sweep"] == rerun.name]
+    test = sweep_metric(trials, f"sweep {rerun.name}")
+    if record.rerun_of is None:
+        why = (
+            "Its manifest does not name the search it reruns a choice of (see *Files not "
+            "counted*): it is shown alone."
+        )
+    else:
+        why = (
+            f"Its search `{record.rerun_of}` is not among the results read: report both "
+            "folders together to see the search's choice beside it."
+        )
+    return [f"## Selection: {rerun.name}", "", why, "", *_rerun_lines(results, rerun, test, record)]
 
 
 def _one_sweep(
     results: Results,
     parties: pd.DataFrame,
     sweep: Sweep,
-    rerun: Sweep | None,
+    rerun: tuple[Sweep | None, RerunRecord | None],
     out: Path,
     used: set[str],
     formats: Sequence[str],
 ) -> list[str]:
+    """One selecting sweep's part: what it ranked on, its choice and best so far, its
+    rerun (``rerun``: the rerun sweep and its checked record, or Nones) and the
+    evaluation noise."""
     metric = str(sweep.manifest.get("metric") or "test_acc")
     trials = results.trials[results.trials["sweep"] == sweep.name]
     rounds = results.rounds[results.rounds["sweep"] == sweep.name]
@@ -80,9 +136,10 @@ def _one_sweep(
     lines = [f"## Selection: {sweep.name}", ""]
     if not metric.startswith("val_"):
         lines += [
-            "**Selected on test**: this sweep ranked its trials by test accuracy (it predates "
-            "the validation protocol or held out no validation data), so every number below "
-            "that it chose is optimistic by construction; rerun with `--set val_fraction=0.1`.",
+            f"**Selected on test**: this sweep ranked its trials by {_ranked_on(metric, test)} "
+            "(it predates the validation protocol or held out no validation data), so every "
+            "number below that it chose is optimistic by construction; rerun with "
+            "`--set val_fraction=0.1`.",
             "",
         ]
     else:
@@ -118,14 +175,48 @@ def _one_sweep(
             f"{choice['hindsight_point']}, {_value(test, choice['hindsight_test'])}; "
             f"regret of the choice (hindsight): {_difference(test, choice['regret'])}",
         ]
+    lines.append(f"- {_compared_words(outcomes)}")
     lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
     figure = _best_so_far_figure(outcomes, metric, sweep.path.name)
     paths = save_figure(figure, out / "figures" / f"fig_{stem}", formats)
-    lines += figure_block(paths, out, f"best-so-far {metric} vs trials and vs party updates spent")
-    if rerun is not None:
-        lines += _rerun_lines(results, rerun, test)
+    caption = (
+        f"best-so-far {metric} vs trials and vs party updates spent "
+        f"({_compared_words(outcomes, short=True)})"
+    )
+    lines += figure_block(paths, out, caption)
+    rerun_sweep, record = rerun
+    if rerun_sweep is not None and record is not None:
+        lines += _rerun_lines(results, rerun_sweep, test, record)
     lines += _noise_lines(outcomes, parties, sweep, metric, out, stem, formats, test)
     return lines
+
+
+def _compared_words(outcomes: pd.DataFrame, *, short: bool = False) -> str:
+    """What the choice and the best so far compared, and what they left out: ``ranked
+    and best so far over the 6 trials that ran all their rounds; left out: 2 stopped
+    early (fewer rounds than planned: an earlier round's value), 1 diverged``
+    (``short``: the counts only, for a caption)."""
+    n = int(compared(outcomes).sum())
+    words = f"ranked and best so far over the {n} trial{'s' if n != 1 else ''} that ran all "
+    words += "their rounds"
+    meaning = {
+        "stopped early": "stopped early (fewer rounds than planned: an earlier round's value)",
+        "diverged": "diverged (no trained model)",
+        "no value": "without a finite value",
+    }
+    left = left_out(outcomes)
+    if not left:
+        return words
+    parts = [
+        f"{k} {reason if short else meaning.get(reason, reason)}" for reason, k in left.items()
+    ]
+    return f"{words}; left out: {', '.join(parts)}"
+
+
+def _ranked_on(metric: str, test: Metric) -> str:
+    """The ranking metric of a sweep that selected on test, in words: ``test accuracy``,
+    ``test SRCC``; another test column as recorded."""
+    return f"test {test.name}" if metric == test.column else f"`{metric}`"
 
 
 def _metric(metric: str, value: float) -> str:
@@ -152,8 +243,21 @@ def _best_so_far_figure(outcomes: pd.DataFrame, metric: str, title: str) -> plt.
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
     number = range(1, len(outcomes) + 1)
     cost = outcomes["party_updates"].cumsum()
+    counted = compared(outcomes).to_numpy()
     for ax, x, label in ((axes[0], number, "trials"), (axes[1], cost, "party updates spent")):
-        ax.scatter(x, outcomes["value"], s=12, color="0.6", label=f"trial's {metric}")
+        x = np.asarray(x)
+        ax.scatter(
+            x[counted], outcomes["value"][counted], s=12, color="0.6", label=f"trial's {metric}"
+        )
+        if not counted.all():
+            ax.scatter(
+                x[~counted],
+                outcomes["value"][~counted],
+                s=14,
+                marker="x",
+                color="C3",
+                label="not compared (stopped early, diverged)",
+            )
         ax.step(x, outcomes["best_so_far"], where="post", color="C0", label="best so far")
         ax.set_xlabel(label)
     axes[0].set_ylabel(metric)
@@ -163,18 +267,16 @@ def _best_so_far_figure(outcomes: pd.DataFrame, metric: str, title: str) -> plt.
     return fig
 
 
-def _rerun_lines(results: Results, rerun: Sweep, test: Metric) -> list[str]:
+def _rerun_lines(results: Results, rerun: Sweep, test: Metric, record: RerunRecord) -> list[str]:
     """The rerun's test value over its fresh seeds against what the search saw (the
-    manifest's ``search_test_acc``; ``search_test_srcc`` ... for a score sweep)."""
-    selection = rerun.manifest.get("selection") or {}
+    record's ``search_test_acc``; ``search_test_srcc`` ... for a score sweep); without a
+    readable record of the choice, the rerun's value alone."""
+    selection = record.selection
     trials = results.trials[results.trials["sweep"] == rerun.name]
     done = trials[trials["status"] == "completed"]
     rounds = results.rounds[results.rounds["sweep"] == rerun.name]
-    outcome = rerun_outcome(
-        final_values(done, rounds, test),
-        selection.get(f"search_{test.column}") or [],
-        test=test,
-    )
+    seen = (selection or {}).get(f"search_{test.column}") or []
+    outcome = rerun_outcome(final_values(done, rounds, test), seen, test=test)
     seeds = sorted(int(s) for s in trials["seed"].dropna()) if "seed" in trials else []
     lines = [f"### Rerun on fresh seeds: {rerun.name}", ""]
     if not outcome:
@@ -185,9 +287,21 @@ def _rerun_lines(results: Results, rerun: Sweep, test: Metric) -> list[str]:
         else f" [{_number(test, outcome['low'])}, {_number(test, outcome['high'])}] "
         "(95% t-interval)"
     )
+    if selection is None:
+        return [
+            *lines,
+            f"The configuration this sweep reruns, over {int(outcome['n'])} seeds "
+            f"{', '.join(map(str, seeds))}; its record of the choice is damaged (see *Files "
+            "not counted*), so what the search saw and the optimism are left out:",
+            "",
+            f"| | test {test.name}{test.unit} |",
+            "| --- | ---: |",
+            f"| rerun on fresh seeds (reported) | {_number(test, outcome['mean'])}{interval} |",
+            "",
+        ]
     lines += [
-        f"The configuration chosen on {selection.get('metric', '?')} "
-        f"({selection.get('point', '?')}) over {int(outcome['n'])} seeds "
+        f"The configuration chosen on {selection['metric']} "
+        f"({selection['point']}) over {int(outcome['n'])} seeds "
         f"{', '.join(map(str, seeds))} that no searched trial used "
         f"(the search's: {selection.get('search_seeds')}):",
         "",

@@ -14,7 +14,7 @@ from analysis.sections.group_figures import figure_section
 from analysis.sections.group_tables import table_section
 from analysis.sections.optuna_search import optuna_section
 from analysis.sections.per_party import per_party_section
-from analysis.tables.study_tables import TableOptions
+from analysis.tables.study_tables import TableOptions, primary_of
 
 
 def study_group_section(
@@ -31,7 +31,8 @@ def study_group_section(
     captures go to ``not_counted``)."""
     lines = [f"## {group_heading(group)}", ""]
     if group.study and not group.report.get("table") and group.search != "optuna":
-        lines += ["(No paper shape known for this study: varied parameters vs accuracy.)", ""]
+        what = primary_of(group).name
+        lines += [f"(No paper shape known for this study: varied parameters vs {what}.)", ""]
     table_lines, _ = table_section(group, options, out, used)
     lines += table_lines
     if group.search == "optuna":

@@ -20,6 +20,12 @@ direction: the lowest MAE is the best):
   accuracy only: no other metric has a chance level).  Otherwise no bold, and a note
   says the top cells are within the seeds' resolution (or at chance).
 - **One seed** (no cell has two): no Δ, no bold, and the table says it makes no claim.
+- **No spread**: a Δ whose per-seed differences are all equal (or a Welch Δ whose two
+  cells both do not vary) has no interval (:mod:`analysis.stats.paired_stats`, "No spread,
+  no interval"): its cell says "not resolvable from N seeds", without ``↑``/``↓``; a line
+  whose best − runner-up is such a difference gets no bold, and a note says why.  Such
+  differences are left out of the pooled sd behind **Resolvable** (they measured no
+  noise); a table left with none says "not resolvable from N seeds" in its caption.
 - **Resolvable**: :func:`~analysis.stats.paired_stats.resolvable_difference` pooled over every
   paired Δ of the table (each cell's per-seed differences to its reference, weighted by
   seeds - 1), with n = the table's seed count (the largest in a cell); a table with only
@@ -47,6 +53,7 @@ from analysis.stats.paired_stats import (
     WELCH,
     Difference,
     compare,
+    no_spread,
     pooled_sd,
     resolvable_difference,
     resolvable_unpaired,
@@ -193,9 +200,13 @@ class GridComparison:
         references: the reference cells.
         bold: the cells marked best.
         unresolved: lines whose top two cells are within the seeds' resolution.
+        spreadless: lines whose best − runner-up showed no spread over seeds (not
+            resolvable from them: no bold).
         at_chance: lines whose best cell is resolved but not above chance.
         resolvable: the smallest resolvable difference (points, or the metric's units;
             NaN: none computable).
+        no_spread: the table compares cells over two or more seeds, but no comparison
+            showed any spread to estimate ``resolvable`` from.
         seeds: the table's seed count (the largest in a cell).
         pooled_sd: the sd behind ``resolvable`` (points): of the paired differences pooled
             over the Δ cells, or the within-cell sd for an unpaired table.
@@ -209,8 +220,10 @@ class GridComparison:
     references: set[tuple[int, int]] = field(default_factory=set)
     bold: set[tuple[int, int]] = field(default_factory=set)
     unresolved: list[int] = field(default_factory=list)
+    spreadless: list[int] = field(default_factory=list)
     at_chance: list[int] = field(default_factory=list)
     resolvable: float = math.nan
+    no_spread: bool = False
     resolvable_kind: str = PAIRED
     seeds: int = 0
     pooled_sd: float = math.nan
@@ -223,6 +236,11 @@ class GridComparison:
     @property
     def unpaired(self) -> bool:
         return any(d.kind == WELCH for d in self.deltas.values())
+
+    @property
+    def spreadless_deltas(self) -> bool:
+        """Whether some Δ showed no spread over its seeds (not resolvable from them)."""
+        return any(not d.spread_seen for d in self.deltas.values())
 
 
 def compare_grid(
@@ -247,7 +265,7 @@ def compare_grid(
     def cell(line: int, position: int) -> tuple[int, int]:
         return (position, line) if along == "column" else (line, position)
 
-    paired_sets: list[list[float]] = []
+    paired_sets: list[list[float]] = []  # per-seed differences that showed spread
     for line, cells in sorted(lines.items()):
         ref = cells.get(reference) if reference is not None else None
         if ref is not None:
@@ -259,7 +277,7 @@ def compare_grid(
                     sample.by_seed, ref.by_seed, pairable=sample.partition == ref.partition
                 )
                 result.deltas[cell(line, position)] = diff
-                if diff.kind == PAIRED and diff.n >= 2:
+                if diff.kind == PAIRED and diff.has_interval:
                     seeds = sorted(sample.by_seed)
                     paired_sets.append([sample.by_seed[s] - ref.by_seed[s] for s in seeds])
                     result.spreads[cell(line, position)] = float(np.std(paired_sets[-1], ddof=1))
@@ -274,21 +292,43 @@ def compare_grid(
         gap = compare(
             best.by_seed, runner_up.by_seed, pairable=best.partition == runner_up.partition
         )
-        if claim(gap, metric) <= 0:
+        if not gap.spread_seen:
+            result.spreadless.append(line)
+        elif claim(gap, metric) <= 0:
             result.unresolved.append(line)
         elif not has_learned(best.mean, best.chance):
             result.at_chance.append(line)
         else:
             result.bold.add(cell(line, top))
+    _set_resolvable(result, paired_sets, samples)
+    return result
+
+
+def _set_resolvable(
+    result: GridComparison,
+    paired_sets: list[list[float]],
+    samples: Mapping[tuple[int, int], CellSample],
+) -> None:
+    """``result``'s resolvable difference and the sd behind it: pooled over the paired
+    differences that showed spread, or, for a table without any (but an unpaired Δ, or
+    no Δ at all), over the cells' values that vary (unpaired).  A table whose seeds
+    showed no spread anywhere gets NaN and ``no_spread``: a zero sd would claim that any
+    difference resolves."""
+    kinds = {d.kind for d in result.deltas.values()}
     if paired_sets:
         result.resolvable = resolvable_difference(paired_sets, n=result.seeds)
         result.pooled_sd = pooled_sd(paired_sets)[0]
+    elif kinds == {PAIRED}:
+        result.no_spread = True  # every Δ paired, and none showed spread
     else:
         values = [list(s.by_seed.values()) for s in samples.values()]
-        result.resolvable = resolvable_unpaired(values, n=result.seeds)
-        result.pooled_sd = pooled_sd(values)[0]
+        varying = [v for v in values if len(v) >= 2 and not no_spread(v)]
         result.resolvable_kind = WELCH
-    return result
+        if varying:
+            result.resolvable = resolvable_unpaired(varying, n=result.seeds)
+            result.pooled_sd = pooled_sd(varying)[0]
+        else:
+            result.no_spread = any(len(v) >= 2 for v in values)
 
 
 def delta_text(diff: Difference, metric: Metric = ACCURACY) -> str:
@@ -297,10 +337,18 @@ def delta_text(diff: Difference, metric: Metric = ACCURACY) -> str:
     interval); ``Δ +2.6 (no interval)`` with a single seed."""
     mark = UNPAIRED_MARK if diff.kind == WELCH else ""
     d = metric.digits
+    if not diff.spread_seen:
+        return f"Δ {signed(diff.mean, d)}{mark} ({not_resolvable_words(diff.n)})"
     if not diff.has_interval:
         return f"Δ {signed(diff.mean, d)}{mark} (no interval)"
     arrow = {1: f" {BETTER}", -1: f" {WORSE}"}.get(claim(diff, metric), "")
     return f"Δ {signed(diff.mean, d)} [{signed(diff.low, d)}, {signed(diff.high, d)}]{mark}{arrow}"
+
+
+def not_resolvable_words(seeds: int) -> str:
+    """``not resolvable from 2 seeds``: a difference (or a table) whose seeds showed no
+    spread to estimate an interval from."""
+    return f"not resolvable from {seeds} seed{'s' if seeds != 1 else ''}"
 
 
 def caption_text(result: GridComparison) -> str:
@@ -310,6 +358,8 @@ def caption_text(result: GridComparison) -> str:
         return ""
     if result.no_claim:
         return "one seed: no claim"
+    if result.no_spread:
+        return not_resolvable_words(result.seeds)
     if math.isnan(result.resolvable):
         return ""
     amount = result.metric.amount(result.resolvable)
@@ -354,6 +404,7 @@ def comparison_notes(
             f"No bold in {where}: the top cells are within the seeds' resolution "
             "(the interval of best − runner-up includes 0)."
         )
+    notes += _spreadless_notes(result, line_labels)
     if result.at_chance:
         where = ", ".join(line_labels[i] for i in result.at_chance)
         notes.append(
@@ -371,6 +422,26 @@ def comparison_notes(
         notes.append(
             f"Resolvable ≈ {metric.amount(result.resolvable)}: the smallest difference "
             f"{result.seeds} seeds tell from 0 at {LEVEL:.0%} ({how})."
+        )
+    return notes
+
+
+def _spreadless_notes(result: GridComparison, line_labels: Sequence[str]) -> list[str]:
+    """The notes on differences whose seeds showed no spread: the Δ cells that say "not
+    resolvable from N seeds", and the lines left without bold for it."""
+    notes = []
+    if result.spreadless_deltas or result.no_spread:
+        notes.append(
+            "Not resolvable: the per-seed differences are equal on every seed (to "
+            "rounding), so their interval would have zero width and measure no "
+            f"seed-to-seed noise; no {BETTER}/{WORSE} and no bold rest on them (more seeds, "
+            "or a larger test set, can tell)."
+        )
+    if result.spreadless:
+        where = ", ".join(line_labels[i] for i in result.spreadless)
+        notes.append(
+            f"No bold in {where}: best − runner-up is the same on every seed, "
+            f"{not_resolvable_words(result.seeds)}."
         )
     return notes
 

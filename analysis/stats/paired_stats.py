@@ -17,6 +17,19 @@ sees and what the CSV holds agree).
   table's seeds could tell from 0 at 95%, pooled over the table's cells.
 
 Fewer than two seeds (or pairs) give NaN bounds: no interval, no claim.
+
+**No spread, no interval.**  A Student-t interval is an estimate of seed-to-seed noise
+from the spread the seeds showed.  Per-seed differences that are all equal (to
+floating-point rounding, :func:`no_spread`: e.g. two models at chance whose accuracies
+move in step on every seed, or test sets so small that the differences fall on the same
+step) give a zero-width interval that measured no noise at all: "Δ -0.1 [-0.1, -0.1]"
+would claim a difference resolved that no seed could have contradicted.  Such a
+difference gets NaN bounds like a single seed, with :attr:`Difference.spread_seen` False,
+and the tables write it as "not resolvable from N seeds" (no arrow, no bold).  The same
+holds for Welch's interval when neither sample varies, and for a pooled sd (the
+resolvable difference) of zero.  Two seeds whose differences do vary keep their
+interval: the t quantile with one degree of freedom (12.7) already widens it for how
+little one difference of differences says, and it could have been wide.
 """
 
 from __future__ import annotations
@@ -31,6 +44,12 @@ from scipy import stats
 LEVEL = 0.95
 PAIRED = "paired"
 WELCH = "welch"
+# Values reach here as points (100 × a recorded fraction) or a score metric's units, and
+# two equal differences can come back a few ulps apart (100 × 0.205 - 100 × 0.206 is not
+# 100 × 0.101 - 100 × 0.102 in floating point).  A range below this share of the values'
+# magnitude (at least 1) is rounding, not seed-to-seed noise: no recorded metric
+# resolves a billionth of its scale.
+ROUNDING = 1e-9
 
 
 @dataclass(frozen=True)
@@ -44,6 +63,9 @@ class Difference:
         n: pairs (paired), or the smaller of the two seed counts (Welch).
         df: the t distribution's degrees of freedom (NaN without an interval).
         kind: :data:`PAIRED` or :data:`WELCH`.
+        spread_seen: False when two or more seeds were compared but showed no spread
+            (:func:`no_spread`): the bounds are NaN, the difference is not resolvable
+            from these seeds (module docstring).
     """
 
     mean: float
@@ -52,6 +74,7 @@ class Difference:
     n: int
     df: float
     kind: str
+    spread_seen: bool = True
 
     @property
     def has_interval(self) -> bool:
@@ -74,6 +97,17 @@ class Difference:
         return self.direction != 0
 
 
+def no_spread(values: Sequence[float]) -> bool:
+    """True when ``values`` are all equal up to floating-point rounding (their range at
+    most :data:`ROUNDING` × their largest magnitude, or × 1): a spread of exactly zero,
+    which estimates no noise.  False for an empty sequence."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return False
+    scale = max(1.0, float(np.max(np.abs(v))))
+    return float(np.ptp(v)) <= ROUNDING * scale
+
+
 def t_quantile(df: float, level: float = LEVEL) -> float:
     """The two-sided Student-t critical value: ``t(1 - (1 - level)/2, df)``."""
     return float(stats.t.ppf(0.5 + level / 2, df))
@@ -82,7 +116,8 @@ def t_quantile(df: float, level: float = LEVEL) -> float:
 def paired_difference(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> Difference:
     """``a - b`` paired element by element (``a[i]`` and ``b[i]`` share seed i).
 
-    Mean of the differences ± ``t(df = n-1) · sd / √n``; NaN bounds for one pair.
+    Mean of the differences ± ``t(df = n-1) · sd / √n``; NaN bounds for one pair, and
+    for differences without spread (``spread_seen`` False: module docstring).
     """
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if d.size == 0:
@@ -91,6 +126,8 @@ def paired_difference(a: Sequence[float], b: Sequence[float], level: float = LEV
     mean = float(np.mean(d))
     if n < 2:
         return Difference(mean, math.nan, math.nan, n, math.nan, PAIRED)
+    if no_spread(d):
+        return Difference(mean, math.nan, math.nan, n, math.nan, PAIRED, spread_seen=False)
     half = t_quantile(n - 1, level) * float(np.std(d, ddof=1)) / math.sqrt(n)
     return Difference(mean, mean - half, mean + half, n, float(n - 1), PAIRED)
 
@@ -98,8 +135,8 @@ def paired_difference(a: Sequence[float], b: Sequence[float], level: float = LEV
 def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> Difference:
     """``mean(a) - mean(b)`` for unpaired samples, with Welch's interval.
 
-    NaN bounds when either sample has fewer than two values.  Two samples without any
-    spread give a zero-width interval (df = n_a + n_b - 2: nothing to estimate).
+    NaN bounds when either sample has fewer than two values, and when neither sample
+    varies (``spread_seen`` False: a zero-width interval would estimate no noise).
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.size == 0 or y.size == 0:
@@ -108,10 +145,10 @@ def welch_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL)
     n = int(min(x.size, y.size))
     if n < 2:
         return Difference(mean, math.nan, math.nan, n, math.nan, WELCH)
+    if no_spread(x) and no_spread(y):
+        return Difference(mean, math.nan, math.nan, n, math.nan, WELCH, spread_seen=False)
     va, vb = float(np.var(x, ddof=1)) / x.size, float(np.var(y, ddof=1)) / y.size
     se2 = va + vb
-    if se2 == 0:
-        return Difference(mean, mean, mean, n, float(x.size + y.size - 2), WELCH)
     df = se2**2 / (va**2 / (x.size - 1) + vb**2 / (y.size - 1))
     half = t_quantile(df, level) * math.sqrt(se2)
     return Difference(mean, mean - half, mean + half, n, float(df), WELCH)

@@ -5,8 +5,12 @@ early-stopped by ASHA, so they are not summarised as mean ± std over seeds:
 
 - :func:`search_history`: the trials in the order the searcher proposed them (Tune's
   creation order), each with its parameters and its accuracy, and the best accuracy
-  so far.  A trial ASHA stopped is shown with the accuracy it had when stopped but
-  never counts as the best so far: it trained fewer rounds.
+  so far.  The best so far compares like with like (:func:`best_exclusions`): only
+  completed trials that ran all their config's rounds, with a finite value.  A trial
+  ASHA stopped is shown with the accuracy it had when stopped, a diverged one with its
+  last value, but neither ever counts as the best so far (the first trained fewer
+  rounds, the second has no trained model); :func:`left_out_of_best` says how many
+  were left out and why, for the caption.
 - :func:`parameter_importance`: how much each searched parameter explains the final
   accuracy of the completed trials.  Optuna's own evaluators are used on an in-memory
   study built from the trials: fANOVA (Optuna's default) when scikit-learn is
@@ -29,10 +33,44 @@ import numpy as np
 import pandas as pd
 
 from analysis.primary_metric import ACCURACY, Metric
-from analysis.reading.loading import COMPLETED, STOPPED, is_number_column
+from analysis.reading.loading import COMPLETED, DIVERGED, STOPPED, is_number_column
 
 MIN_FANOVA = 5
 MIN_PED_ANOVA = 20
+
+
+def ran_all_rounds(trials: pd.DataFrame) -> pd.Series:
+    """Per trial, whether its last round reached its config's ``rounds``: the engine's
+    rule (``study.selection.ran_all_rounds``, restated over the tidy frame so the report
+    imports nothing of the sweep's) — a trial whose last round is below its planned
+    rounds was stopped early; one that records neither counts as complete."""
+    if "rounds" not in trials or "last_round" not in trials:
+        return pd.Series(True, index=trials.index)
+    planned = pd.to_numeric(trials["rounds"], errors="coerce")
+    last = pd.to_numeric(trials["last_round"], errors="coerce")
+    unknown = planned.isna() | (planned <= 0) | last.isna()
+    return unknown | (last >= planned)
+
+
+def best_exclusions(frame: pd.DataFrame) -> pd.Series:
+    """Per row of a history frame (``status``, ``value`` and, where known,
+    ``last_round`` and ``rounds``): why it may not be a best-so-far value, or ``""``
+    when it may — ``diverged`` (no trained model), ``stopped early`` (ASHA: fewer rounds
+    than its config's, so its value is from an earlier round than the others'), another
+    status word, or ``no value`` (completed, but its value is missing or not finite)."""
+    finite = pd.to_numeric(frame["value"], errors="coerce").map(lambda v: bool(np.isfinite(v)))
+    complete = ran_all_rounds(frame)
+    reasons = []
+    for status, full, has_value in zip(frame["status"], complete, finite):
+        if status == DIVERGED:
+            reasons.append("diverged")
+        elif status == STOPPED or (status == COMPLETED and not full):
+            reasons.append("stopped early")
+        elif status != COMPLETED:
+            reasons.append(str(status))
+        else:
+            reasons.append("" if has_value else "no value")
+    return pd.Series(reasons, index=frame.index, dtype=object)
 
 
 def search_history(
@@ -43,16 +81,30 @@ def search_history(
 ) -> pd.DataFrame:
     """One row per trial in proposal order: ``number`` (1-based), ``trial``, ``status``,
     the ``params``, ``value`` (accuracy fraction at its last round; a score sweep's
-    ``metric`` as recorded) and ``best_so_far`` (over completed trials up to this one, in
-    ``metric``'s direction; NaN before the first)."""
+    ``metric`` as recorded), ``last_round``, ``left_out_why`` (:func:`best_exclusions`'
+    reason, ``""`` when counted), ``counted_in_best`` and ``best_so_far`` (over the
+    counted trials up to this one, in ``metric``'s direction; NaN before the first)."""
     ordered = trials.sort_values(["sweep_started", "order"], kind="stable")
-    frame = ordered[["trial", "status", *params, value, "last_round"]].copy()
+    planned = ["rounds"] if "rounds" in ordered and "rounds" not in params else []
+    frame = ordered[["trial", "status", *params, value, "last_round", *planned]].copy()
     frame = frame.rename(columns={value: "value"}).reset_index(drop=True)
     frame.insert(0, "number", np.arange(1, len(frame) + 1))
-    completed = frame["value"].where(frame["status"] == COMPLETED)
-    # cummax leaves NaN on stopped rows
-    frame["best_so_far"] = ((metric.sign * completed).cummax() * metric.sign).ffill()
+    frame["left_out_why"] = best_exclusions(frame)
+    frame["counted_in_best"] = frame["left_out_why"] == ""
+    if planned:
+        frame = frame.drop(columns=planned)  # the history shows rounds run, not planned
+    counted = frame["value"].where(frame["counted_in_best"])
+    # cummax leaves NaN on rows not counted; ffill carries the best over them
+    frame["best_so_far"] = ((metric.sign * counted).cummax() * metric.sign).ffill()
     return frame
+
+
+def left_out_of_best(history: pd.DataFrame) -> dict[str, int]:
+    """``{reason: trials}`` of a :func:`search_history` frame's rows not counted in the
+    best so far (:func:`best_exclusions`' words), most common first."""
+    reasons = history["left_out_why"]
+    counts = reasons[reasons != ""].value_counts()
+    return {str(reason): int(n) for reason, n in counts.items()}
 
 
 def _spearman(x: pd.Series, y: pd.Series) -> float:
@@ -137,12 +189,14 @@ def _optuna_importance(
 def parameter_importance(
     history: pd.DataFrame, params: Sequence[str]
 ) -> tuple[dict[str, float], str]:
-    """Importance of each searched parameter for the completed trials' accuracy.
+    """Importance of each searched parameter for the accuracy of the trials the best so
+    far counts (completed, every round run, a finite value).
 
-    ``history`` is :func:`search_history`'s frame.  Returns ({param: importance,
+    ``history`` is :func:`search_history`'s frame (or any with ``status`` and
+    ``value``: the trials :func:`best_exclusions` keeps are used).  Returns ({param: importance,
     summing to 1, highest first}, the method used, in words).
     """
-    frame = history[(history["status"] == COMPLETED) & history["value"].notna()]
+    frame = history[best_exclusions(history) == ""]
     params = [p for p in params if p in frame and frame[p].astype(str).nunique() > 1]
     if not params:
         return {}, "no parameter varied among completed trials"
@@ -162,5 +216,6 @@ def parameter_importance(
 
 
 def counted_in_history() -> tuple[str, ...]:
-    """Statuses the search history shows (ASHA's stopped trials are part of a search)."""
-    return (COMPLETED, STOPPED)
+    """Statuses the search history shows: the searcher proposed each of them (ASHA's
+    stopped trials and diverged ones are part of a search, though never its best)."""
+    return (COMPLETED, STOPPED, DIVERGED)

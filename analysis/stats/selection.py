@@ -6,10 +6,11 @@ For a sweep that selects (an Optuna search, ASHA, a grid rerun with ``--rerun-be
 - :func:`trial_outcomes`: per trial, its final ranking metric (validation), its final
   test accuracy and what it cost (rounds, party updates — drawn parties that reported,
   summed over rounds — and CPU/GPU seconds of training and evaluation);
-- :func:`best_so_far`: the best ranking value after each trial, in proposal order;
-- :func:`point_choice`: the point the metric chooses (its trials' mean), the best test
-  accuracy in hindsight and the chosen point's regret against it (labelled hindsight:
-  no tool could have chosen on it without selecting on test);
+- :func:`best_so_far`: the best ranking value after each trial, in proposal order,
+  over the trials :func:`compared` keeps;
+- :func:`point_choice`: the point the metric chooses (the mean of its compared trials),
+  the best test accuracy in hindsight and the chosen point's regret against it
+  (labelled hindsight: no tool could have chosen on it without selecting on test);
 - :func:`rank_correlation`: Spearman's ρ of validation vs test over completed trials;
 - :func:`rerun_outcome`: the chosen configuration's test accuracy over the rerun's
   fresh seeds (mean, t-interval) and the optimism: the search-time test accuracy of the
@@ -20,6 +21,13 @@ For a sweep that selects (an Optuna search, ASHA, a grid rerun with ``--rerun-be
   its last round: how often the chosen point changes and the expected test regret
   against the full-evaluation choice.  Kuo et al. (2023) show this noise can make good
   tuners no better than random search; here it is measured on the sweep's own trials.
+
+Like with like: a trial ASHA stopped early ran fewer rounds than its config's, so its
+ranking value is from an earlier round than the others'; a diverged trial's is from no
+trained model.  Neither counts as a best-so-far value nor in a point's mean (the
+engine's rule, ``study.selection.best_point``, so the report's choice is the sweep's):
+:func:`trial_outcomes` records why a trial is left out (``left_out_why``,
+:func:`analysis.stats.search.best_exclusions`), :func:`compared` reads it.
 
 "Test accuracy" above is the sweep's primary metric on test (``test``, a
 :class:`~analysis.primary_metric.Metric`: ``test_acc`` for classification, a score task's
@@ -38,6 +46,7 @@ import pandas as pd
 
 from analysis.primary_metric import ACCURACY, Metric, higher_is_better
 from analysis.stats.paired_stats import t_quantile
+from analysis.stats.search import best_exclusions
 
 NOISE_DRAWS = 200
 
@@ -58,8 +67,9 @@ def trial_outcomes(
 ) -> pd.DataFrame:
     """One row per trial of ``trials`` (a sweep's, in proposal order): ``trial``,
     ``point``, ``seed``, ``status``, ``value`` (final ``metric``), ``test_acc`` (final;
-    ``test``'s column, e.g. ``test_srcc``, for a score sweep), ``rounds``,
-    ``party_updates``, ``seconds``."""
+    ``test``'s column, e.g. ``test_srcc``, for a score sweep), ``rounds`` (run),
+    ``party_updates``, ``seconds`` and ``left_out_why`` (why its value is not compared,
+    ``""`` when it is: :func:`analysis.stats.search.best_exclusions`)."""
     out = []
     ordered = trials.sort_values(["sweep_started", "order"], kind="stable")
     for _, trial in ordered.iterrows():
@@ -82,7 +92,39 @@ def trial_outcomes(
                 "seconds": seconds,
             }
         )
-    return pd.DataFrame(out)
+    frame = pd.DataFrame(out)
+    if frame.empty:
+        return frame
+    # the rule reads the planned rounds (the config's) against the rounds run
+    planned = ordered["rounds"].to_numpy() if "rounds" in ordered else np.nan
+    rule = pd.DataFrame(
+        {
+            "status": frame["status"],
+            "value": frame["value"],
+            "last_round": frame["rounds"],
+            "rounds": planned,
+        }
+    )
+    frame["left_out_why"] = best_exclusions(rule)
+    return frame
+
+
+def compared(outcomes: pd.DataFrame) -> pd.Series:
+    """Per trial, whether its ranking value is compared (module docstring): no
+    ``left_out_why``; for a frame made without that column, completed with a finite
+    value."""
+    if "left_out_why" in outcomes:
+        return outcomes["left_out_why"] == ""
+    return (outcomes["status"] == "completed") & np.isfinite(outcomes["value"])
+
+
+def left_out(outcomes: pd.DataFrame) -> dict[str, int]:
+    """``{reason: trials}`` not compared (``stopped early``, ``diverged`` ...), most
+    common first; empty when every trial is compared."""
+    if "left_out_why" not in outcomes:
+        return {}
+    reasons = outcomes["left_out_why"]
+    return {str(r): int(n) for r, n in reasons[reasons != ""].value_counts().items()}
 
 
 def _number(value: object) -> float:
@@ -93,15 +135,17 @@ def _number(value: object) -> float:
 
 
 def best_so_far(outcomes: pd.DataFrame, metric: str) -> pd.Series:
-    """The best ranking value after each trial (NaN before the first finite one)."""
+    """The best ranking value after each trial over the :func:`compared` ones (NaN
+    before the first; a trial left out carries the best before it)."""
     sign = _sign(metric)
-    return (outcomes["value"] * sign).cummax() * sign
+    values = outcomes["value"].where(compared(outcomes))
+    return ((values * sign).cummax() * sign).ffill()
 
 
 def point_means(outcomes: pd.DataFrame, test: Metric = ACCURACY) -> pd.DataFrame:
     """Per point: mean ranking value and mean test value (``test``'s column) over its
-    finite trials."""
-    finite = outcomes[np.isfinite(outcomes["value"]) & np.isfinite(outcomes[test.column])]
+    :func:`compared` trials with a finite test value."""
+    finite = outcomes[compared(outcomes) & np.isfinite(outcomes[test.column])]
     return finite.groupby("point", sort=True)[["value", test.column]].mean()
 
 
