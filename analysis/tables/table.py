@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.naming import parameter_name, value_label
-from analysis.primary_metric import ACCURACY, SCORE, Metric
+from analysis.primary_metric import ACCURACY, Metric
 from analysis.reading.loading import COMPLETED, is_number_column, status_counts
 from analysis.reading.summary import counted_trials, excluded_trials, latest_per_seed, summarise
 from analysis.stats.comparisons import (
@@ -55,6 +55,7 @@ from analysis.stats.comparisons import (
     planning_note,
 )
 from analysis.stats.convergence import Convergence, convergence_note, judge_convergence
+from analysis.stats.paired_stats import Difference
 from analysis.stats.seed_plan import DEFAULT_TARGET
 from analysis.stats.trial_statistic import CLIMB_WINDOW
 from analysis.tables.communication import (
@@ -418,7 +419,7 @@ def _cell_data(
         data["std_pct"] = (100 * data["std"]).round(4)
     data[f"resolvable{_suffix(metric)}"] = round(claims.resolvable, 4)
     data["converged"] = convergence.converged
-    if metric.task == SCORE:
+    if metric != ACCURACY:  # the classic accuracy table's CSV is as it always was
         data["metric"] = metric.stem
     return data
 
@@ -502,11 +503,17 @@ def _delta_columns(claims: GridComparison, ri: int, ci: int, target: float) -> d
         f"delta_low{unit}": round(diff.low, 4),
         f"delta_high{unit}": round(diff.high, 4),
         "delta_n": diff.n,
-        "delta_claim": {1: "better", -1: "worse"}.get(
-            claim(diff, claims.metric), "within resolution"
-        ),
+        "delta_claim": _claim_word(diff, claims.metric),
         "seeds_to_resolve": cell_seeds_needed(claims, (ri, ci), target),
     }
+
+
+def _claim_word(diff: Difference, metric: Metric) -> str:
+    """The CSV's ``delta_claim``: ``better``, ``worse``, ``within resolution``, or ``not
+    resolvable`` where the seeds showed no spread (no interval to claim from)."""
+    if not diff.spread_seen:
+        return "not resolvable"
+    return {1: "better", -1: "worse"}.get(claim(diff, metric), "within resolution")
 
 
 def _reference_name(label: Any, rows: Sequence[str], along: str | None) -> str:
