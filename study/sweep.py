@@ -570,8 +570,15 @@ def rerun_best(
         f"({selection['point']}) over fresh seeds {seeds[0]}..{seeds[-1]}",
         flush=True,
     )
+    from study.tune.resume_digest_callback import ResumeDigestRecorder
+    from study.tune.tracking_callbacks import tracking_callbacks
+
+    # the search's varied fields in TensorBoard's HPARAMS, and the digests --resume checks
+    callbacks = [*tracking_callbacks({}, {}, plan.varied_fields), ResumeDigestRecorder()]
+    tuner = tuners.rerun_tuner(rerun_plan, name, storage, execution, callbacks)
+    record_digests(storage / name)  # tuner.pkl, written as the Tuner was built
     try:
-        rerun = fit.fit(tuners.rerun_tuner(rerun_plan, name, storage, execution), storage / name)
+        rerun = fit.fit(tuner, storage / name)
     finally:
         record_digests(storage / name)
     print(format_summary(summary_rows(rerun), metric=rerun_plan.ranking_metric))

@@ -110,11 +110,17 @@ def new_tuner(
     )
 
 
-def rerun_tuner(plan: SweepPlan, name: str, storage: Path, execution: Execution) -> tune.Tuner:
+def rerun_tuner(
+    plan: SweepPlan,
+    name: str,
+    storage: Path,
+    execution: Execution,
+    callbacks: list | None = None,
+) -> tune.Tuner:
     """The Tuner of ``--rerun-best``: ``plan`` is the chosen point over fresh seeds
     (study.sweep.rerun_best), a grid with no search and no scheduler: early stopping
     would cut seeds short, and every seed's last round is what the rerun is for."""
-    return _tuner(plan, name, storage, execution, plan.param_space())
+    return _tuner(plan, name, storage, execution, plan.param_space(), callbacks=callbacks)
 
 
 def _tuner(
