@@ -234,7 +234,8 @@ def test_the_test_set_stays_clean(synthetic):
     plain = FederatedRun(tiny(), synthetic)
     skewed = FederatedRun(tiny(feature_skew="noise", feature_skew_level=1.0), synthetic)
     assert torch.equal(plain.test_x, skewed.test_x)
-    assert plain._evaluate(plain.global_model) == skewed._evaluate(skewed.global_model)
+    plain_scores = plain.evaluation.test_scores(plain.global_model).values
+    assert plain_scores == skewed.evaluation.test_scores(skewed.global_model).values
 
 
 # ------------------------------------------------ determinism, resume, execution paths

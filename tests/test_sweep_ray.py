@@ -253,9 +253,15 @@ def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(tmp_path):
     study = optuna.load_study(
         study_name=search_dir.name, storage=f"sqlite:///{search_dir / 'optuna.db'}"
     )
-    finals = sorted(rounds(t)[max(rounds(t))]["val_acc"] for t in trials)
-    values = sorted(t.value for t in study.trials if t.value is not None)
+    # trials that ran all 4 rounds are told their final val_acc; those ASHA stopped are
+    # told PRUNED (Optuna keeps their last intermediate value as its own record)
+    complete = [t for t in trials if max(rounds(t)) == 4]
+    finals = sorted(rounds(t)[4]["val_acc"] for t in complete)
+    state = optuna.trial.TrialState
+    values = sorted(t.value for t in study.trials if t.state == state.COMPLETE)
     assert values == pytest.approx(finals)
+    pruned = [t for t in study.trials if t.state == state.PRUNED]
+    assert len(pruned) == len(trials) - len(complete)
     # the rerun: the chosen point on fresh seeds, none of the search's
     reruns = trial_dirs(best_dir)
     assert sorted(params(t)["seed"] for t in reruns) == [10_000, 10_001]

@@ -235,7 +235,8 @@ def evaluation_noise(
     ``regret`` (mean test loss against the full-evaluation choice, in ``test``'s
     direction: a fraction for accuracy) and ``regret_hindsight`` (against the best test
     value in hindsight)."""
-    usable = outcomes[outcomes["trial"].isin(party_values)]
+    # the trials the selection compares (like with like: complete ones), as point_choice
+    usable = outcomes[outcomes["trial"].isin(party_values) & compared(outcomes)]
     usable = usable[np.isfinite(usable[test.column])]
     full = point_choice(usable, metric, test)
     if not full:
