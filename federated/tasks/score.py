@@ -21,8 +21,10 @@ floats) with the losses, and computes every metric from them at the end.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -31,7 +33,7 @@ from scipy import stats
 
 from federated.contract.metrics import SCORE_SPECS
 from federated.data.folder_layout import folder_path, is_folder_dataset
-from federated.data.scores_file import has_scores_file, read_scores
+from federated.data.scores_file import SCORES_FILE, has_scores_file, read_scores
 from federated.params import ConfigError, MethodParams, describe, one_of
 from federated.tasks.base import Scores, Task, per_party_mean
 
@@ -78,9 +80,7 @@ class ScoreTask(Task):
         by construction."""
         if not is_folder_dataset(dataset) or not has_scores_file(folder_path(dataset)):
             return
-        scores = read_scores(folder_path(dataset))
-        values = np.concatenate([scores.train.scores, scores.test.scores])
-        low, high = float(values.min()), float(values.max())
+        low, high = _score_range(folder_path(dataset))
         threshold = params.score_threshold
         if not low < threshold <= high:
             raise ConfigError(
@@ -112,6 +112,20 @@ class ScoreTask(Task):
 
     def accumulator(self, n_parties: int | None = None):
         return ScoreAccumulator(self, n_parties)
+
+
+def _score_range(root: Path) -> tuple[float, float]:
+    """The lowest and highest score of the folder at ``root`` (train and test), read
+    once per version of its scores file: a config is resolved several times per trial."""
+    stamp = (root / SCORES_FILE).stat().st_mtime_ns
+    return _score_range_of(str(root), stamp)
+
+
+@functools.lru_cache(maxsize=16)
+def _score_range_of(root: str, stamp: int) -> tuple[float, float]:
+    scores = read_scores(root)
+    values = np.concatenate([scores.train.scores, scores.test.scores])
+    return float(values.min()), float(values.max())
 
 
 class ScoreAccumulator:
