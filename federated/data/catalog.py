@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 CLASSIFICATION_TASK = "classification"
 SCORE_TASK = "score"
-TASKS = (CLASSIFICATION_TASK, SCORE_TASK)
+DETECTION_TASK = "detection"
+TASKS = (CLASSIFICATION_TASK, SCORE_TASK, DETECTION_TASK)
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,13 @@ class DatasetSpec:
         class_names: label i's name (image folders: the class folder's name).
         party_names: party i's name for a natural partition (image folders with one
             folder per party); empty otherwise.
-        task: ``classification`` (labels are classes) or ``score`` (an image folder with
-            a scores file: each image's target is its score and attribute scores).
-        target_names: a score task's target columns (``score``, then the attributes);
-            empty for classification.
+        task: ``classification`` (labels are classes), ``score`` (an image folder with
+            a scores file: each image's target is its score and attribute scores) or
+            ``detection`` (a detection folder: each image's target is its boxes,
+            :class:`~federated.data.box_targets.BoxTargets`).
+        target_names: a score task's target columns (``score``, then the attributes); a
+            detection data set's category names (as ``class_names``); empty for
+            classification.
     """
 
     name: str

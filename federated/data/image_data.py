@@ -10,8 +10,9 @@ from pathlib import Path
 
 import torch
 
-from federated.runtime.atomic_file import atomic_open
+from federated.data.box_targets import BoxTargets
 from federated.data.catalog import DatasetSpec
+from federated.runtime.atomic_file import atomic_open
 
 
 class DatasetUnavailable(RuntimeError):
@@ -20,17 +21,20 @@ class DatasetUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class ImageData:
-    """A dataset in memory: uint8 images (N, C, H, W) and int64 labels (N,).
+    """A dataset in memory: uint8 images (N, C, H, W) of one size and their targets:
+    int64 labels (N,) (classification), float32 scores (N, T) (a score task) or a
+    :class:`~federated.data.box_targets.BoxTargets` of each image's boxes (detection).
 
-    ``train_parties`` (int64 (N,), image folders with one folder per party only) is each
-    training sample's party, an index into ``spec.party_names``.
+    ``train_parties`` (int64 (N,), data with natural parties only: one folder per party,
+    an ``hf:`` column, a detection image's camera field) is each training sample's
+    party, an index into ``spec.party_names``.
     """
 
     spec: DatasetSpec
     train_x: torch.Tensor
-    train_y: torch.Tensor
+    train_y: torch.Tensor | BoxTargets
     test_x: torch.Tensor
-    test_y: torch.Tensor
+    test_y: torch.Tensor | BoxTargets
     train_parties: torch.Tensor | None = None
 
 
