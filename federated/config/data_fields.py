@@ -17,8 +17,14 @@ from typing import Any
 import torch
 
 from federated.data.catalog import DATASETS, DatasetSpec, dataset_spec
+from federated.data.detection_layout import is_detection_folder
 from federated.data.folder_dataset import folder_spec, parse_image_size
-from federated.data.folder_layout import FolderDataError, absolute_folder_name, is_folder_dataset
+from federated.data.folder_layout import (
+    FolderDataError,
+    absolute_folder_name,
+    folder_path,
+    is_folder_dataset,
+)
 from federated.data.hub_dataset import (
     HubColumns,
     HubDataError,
@@ -40,7 +46,7 @@ DEFAULT_PARTIES = 10
 def run_spec(c: Any) -> DatasetSpec:
     """The spec of config ``c``'s dataset (an image folder's from its cached load)."""
     if is_folder_dataset(c.dataset):
-        return folder_spec(c.dataset, c.image_size, c.holdout_fraction, c.data_root)
+        return folder_spec(c.dataset, c.image_size, c.holdout_fraction, c.data_root, c.partition_by)
     if is_hub_dataset(c.dataset):
         columns = HubColumns.of(c)
         return hub_spec(c.dataset, c.image_size, c.holdout_fraction, c.data_root, columns)
@@ -55,20 +61,30 @@ def folder_path_resolved(dataset: str) -> str:
     return absolute_folder_name(dataset) if is_folder_dataset(dataset) else dataset
 
 
+def _is_detection_folder(dataset: str) -> bool:
+    try:
+        return is_detection_folder(folder_path(dataset))
+    except FolderDataError:  # a path the OS refuses: the folder's own check names it
+        return False
+
+
 def check_dataset(c: Any) -> DatasetSpec:
     """Check the dataset fields and return the spec (changes nothing)."""
     hub = is_hub_dataset(c.dataset)
+    # a detection folder's natural parties are an image field (its camera), as an hf:
+    # data set's are a column
+    fielded = hub or (is_folder_dataset(c.dataset) and _is_detection_folder(c.dataset))
     for name in ("image_column", "label_column", "partition_by"):
-        if getattr(c, name) is not None and not hub:
-            raise ConfigError(name, getattr(c, name), "only with dataset=hf:SOURCE")
+        if getattr(c, name) is not None and not (fielded if name == "partition_by" else hub):
+            also = " or a detection folder:PATH" if name == "partition_by" else ""
+            raise ConfigError(name, getattr(c, name), f"only with dataset=hf:SOURCE{also}")
         if getattr(c, name) is not None and not str(getattr(c, name)).strip():
             raise ConfigError(name, getattr(c, name), "a column name")
-    if hub and (c.partition == "natural") != (c.partition_by is not None):
+    if fielded and (c.partition == "natural") != (c.partition_by is not None):
         field = "partition_by" if c.partition_by is not None else "partition"
         value = getattr(c, field)
-        raise ConfigError(
-            field, value, "partition=natural together with partition_by=COLUMN for hf: data"
-        )
+        what = "COLUMN for hf: data" if hub else "FIELD (an image field) for a detection folder"
+        raise ConfigError(field, value, f"partition=natural together with partition_by={what}")
     if not is_folder_dataset(c.dataset) and not hub:
         if c.dataset not in DATASETS:
             raise ConfigError(

@@ -149,8 +149,9 @@ class RunConfig:
     partition_by: str | None = field(
         default=None,
         metadata=_help(
-            "hf: datasets under partition=natural: the column whose values are the parties "
-            "(e.g. writer_id); parties under 10 images are left out"
+            "hf: datasets and detection folders under partition=natural: the column or "
+            "image field whose values are the parties (e.g. writer_id, Street's device1_id "
+            "or device2_id); parties under 10 images are left out"
         ),
     )
     # --- the evaluation protocol (federated/evaluation/holdout.py and validation.py):

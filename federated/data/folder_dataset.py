@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from federated.data.catalog import CLASSIFICATION_TASK, SCORE_TASK, DatasetSpec
+from federated.data.detection_layout import is_detection_folder
 from federated.data.folder_decode import (
     channel_stats,
     check_channels,
@@ -112,11 +113,29 @@ def load_folder(
     holdout_fraction: float | None = None,
     data_root: str | os.PathLike | None = None,
     *,
+    partition_by: str | None = None,
     use_memory: bool = True,
 ) -> FolderLoad:
-    """Load dataset ``folder:PATH`` (see the module docstring); errors name the path."""
+    """Load dataset ``folder:PATH`` (see the module docstring); errors name the path.
+
+    A detection folder (:mod:`federated.data.detection_layout`) is loaded by
+    :mod:`federated.data.detection_folder`, which alone reads ``partition_by`` (an image
+    field whose values are the natural parties)."""
     start = time.perf_counter()
     root = folder_path(name)
+    if is_detection_folder(root):
+        # imported here: the detection loader builds on this module's cache and checks
+        from federated.data.detection_folder import load_detection_folder
+
+        return load_detection_folder(
+            root, image_size, holdout_fraction, data_root, partition_by, use_memory=use_memory
+        )
+    if partition_by is not None:
+        raise FolderDataError(
+            f"{root}: partition_by={partition_by!r} names an image field of a detection "
+            "folder's annotations (allowed here: unset; this folder's natural parties are "
+            "its train/<party>/ folders)"
+        )
     layout = folder_layout(root)
     if layout.has_test and holdout_fraction is not None:
         raise FolderDataError(
@@ -176,10 +195,16 @@ def folder_spec(
     image_size: str | None = None,
     holdout_fraction: float | None = None,
     data_root: str | os.PathLike | None = None,
+    partition_by: str | None = None,
 ) -> DatasetSpec:
     """The spec of ``folder:PATH`` for config validation: from this process's last load
-    with these settings, else from a load (disk cache or decoding)."""
+    with these settings, else from a load (disk cache or decoding).  A detection folder
+    is loaded each time (its memory entry makes that cheap; its annotations may change)."""
     key = (str(folder_path(name)), image_size, holdout_fraction)
+    if partition_by is not None or is_detection_folder(folder_path(name)):
+        return load_folder(
+            name, image_size, holdout_fraction, data_root, partition_by=partition_by
+        ).data.spec
     if key not in _specs:
         load_folder(name, image_size, holdout_fraction, data_root)
     return _specs[key]
@@ -188,6 +213,10 @@ def folder_spec(
 def folder_identity(name: str) -> dict[str, Any]:
     """What a sweep manifest records of a folder dataset: its path and content fingerprint."""
     root = folder_path(name)
+    if is_detection_folder(root):
+        from federated.data.detection_folder import detection_identity
+
+        return detection_identity(root)
     layout = folder_layout(root)
     return {
         "path": str(root),

@@ -48,7 +48,6 @@ def resolve_data_root(data_root: str | os.PathLike | None) -> Path:
     return Path(data_root).expanduser().resolve() if data_root else default_data_root()
 
 
-
 def atomic_torch_save(obj, path: Path) -> None:
     """``torch.save`` through :func:`federated.runtime.atomic_file.atomic_open` (dataset caches)."""
     with atomic_open(path, "wb") as fh:

@@ -53,11 +53,16 @@ def load_dataset(
 ) -> ImageData:
     """Load dataset ``name`` (see :mod:`federated.data.catalog`) from disk or download it.
 
-    ``folder:PATH`` names an image folder (:mod:`federated.data.folder_dataset`) and
-    ``hf:SOURCE`` a Hugging Face data set (:mod:`federated.data.hub_dataset`, which alone
-    reads ``columns``); only these use ``image_size`` and ``holdout_fraction``."""
+    ``folder:PATH`` names an image folder (:mod:`federated.data.folder_dataset`; a
+    detection folder reads ``columns.partition_by`` as the image field of its natural
+    parties) and ``hf:SOURCE`` a Hugging Face data set (:mod:`federated.data.hub_dataset`,
+    which reads all of ``columns``); only these use ``image_size`` and
+    ``holdout_fraction``."""
     if name.startswith("folder:"):
-        return load_folder(name, image_size, holdout_fraction, data_root).data
+        partition_by = columns.partition_by if columns else None  # a detection folder's field
+        return load_folder(
+            name, image_size, holdout_fraction, data_root, partition_by=partition_by
+        ).data
     if is_hub_dataset(name):
         return load_hub(name, image_size, holdout_fraction, data_root, columns or HubColumns())
     spec = dataset_spec(name)
@@ -119,7 +124,10 @@ def _find_idx_set(folder: Path) -> dict[str, Path] | None:
 
 def _load_mnist_like(spec: DatasetSpec, root: Path):
     tv_name = "FashionMNIST" if spec.name == "fmnist" else "MNIST"
-    folders = [root / tv_name / "raw", root / ("fashion-mnist" if spec.name == "fmnist" else "mnist")]
+    folders = [
+        root / tv_name / "raw",
+        root / ("fashion-mnist" if spec.name == "fmnist" else "mnist"),
+    ]
     if spec.name == "fmnist":
         folders.append(DEBIAN_FASHION_MNIST)
     for folder in folders:
@@ -265,4 +273,3 @@ __all__ = [
     "load_dataset",
     "resolve_data_root",
 ]
-
