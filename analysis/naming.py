@@ -153,6 +153,15 @@ def value_label(column: str, value: Any, *, with_name: bool = False) -> str:
     return f"{symbol}={text}"
 
 
+def partition_label(partition: Any, partition_by: Any = None) -> str:
+    """A partition scheme as a reader sees it: ``"natural", "writer_id"`` -> ``"natural (by
+    writer_id)"`` (an ``hf:`` data set's parties are a column's values); a natural
+    partition without a column is an image folder's (one folder per party)."""
+    if str(partition) == "natural" and partition_by is not None and str(partition_by):
+        return f"natural (by {partition_by})"
+    return value_label("partition", partition)
+
+
 def percent(fraction: float, digits: int = 1) -> str:
     """An accuracy fraction in [0, 1] as a percentage without the sign: 0.691 -> ``"69.1"``."""
     if fraction is None or (isinstance(fraction, float) and math.isnan(fraction)):

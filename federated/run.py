@@ -29,6 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from federated.cli import exit_codes
+from federated.cli.hub_source import early_hub_refusal
+
+if __name__ == "__main__" and (_refusal := early_hub_refusal(sys.argv[1:])):
+    # an hf: Hub data set that can be had neither online nor from the cache: refused
+    # before torch and torchvision are imported (seconds; tens on a loaded machine)
+    print(_refusal, file=sys.stderr)
+    sys.exit(exit_codes.BAD_INPUT)
+
+# the engine's imports come after the torch-free check above
 from federated.cli.input_checks import InputError, OneLineParser, check_output_file
 from federated.config.inert_settings import inert_settings
 from federated.config.run_config import (

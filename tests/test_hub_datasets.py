@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ from federated.data.hub_dataset import HubColumns, load_hub
 from federated.heterogeneity.partition import natural_party_names, partition_for_run
 
 N_IMAGES = 300
-# writers' image counts, uneven; w06 has fewer than MIN_PARTY_IMAGES: it is left out
+# writers' image counts, uneven; w06 has MIN_PARTY_IMAGES: a hold-out leaves it under, out
 WRITER_SIZES = (100, 70, 50, 35, 20, 15, 10)
 HOLDOUT = 0.2
 
@@ -127,6 +127,72 @@ def test_a_cap_on_parties_is_a_seeded_draw(stand_in, tmp_path):
         _config(stand_in, tmp_path, n_parties=7)
 
 
+def test_one_split_is_tested_on_the_union_of_the_parties_own_splits(stand_in, tmp_path):
+    """FEMNIST's rule (LEAF): a source with one split has no test set of its own; each
+    party's local test split (party_test_fraction) is its own test data and the run's test
+    set is their union.  A holdout_fraction the user writes is honoured instead."""
+    from federated.engine.party_data import PartyData
+    from federated.engine.round_loop import run_rounds
+    from federated.evaluation.holdout import hold_out
+
+    with pytest.raises(ConfigError) as err:  # no test set at all: refused, naming the field
+        _config(stand_in, tmp_path, holdout_fraction=None)
+    assert str(err.value).startswith("invalid config: party_test_fraction=0.0 (allowed: a")
+    assert "one split" in str(err.value) and "\n" not in str(err.value)
+
+    config = _config(stand_in, tmp_path, holdout_fraction=None, party_test_fraction=0.2)
+    spec = config.spec
+    assert spec.test_from_parties and (spec.train_size, spec.test_size) == (N_IMAGES, 0)
+    data = load_hub(config.dataset, None, None, config.data_root, HubColumns.of(config))
+    laid_out = PartyData(data, config, torch.device("cpu"))
+    labels = data.train_y.numpy()
+    drawn = partition_for_run(labels, config, data.train_parties.numpy())
+    held = hold_out(drawn, labels, config.seed, 0.0, "party", 0.2)
+    union = np.concatenate(held.local_test)
+    assert [len(t) for t in held.local_test] == [round(0.2 * len(p)) for p in drawn]
+    # the test set is the parties' own splits, party by party; never a training image
+    assert torch.equal(laid_out.test_x, data.train_x[union])
+    assert torch.equal(laid_out.test_y, laid_out.local_test.y)
+    assert np.intersect1d(union, np.concatenate(laid_out.partition)).size == 0
+    assert sum(laid_out.party_sizes) + len(union) == sum(len(p) for p in drawn)
+    # the budget's test_fraction takes its share of the union
+    half = PartyData(data, config.replace(test_fraction=0.5), torch.device("cpu"))
+    assert len(half.test_y) == round(0.5 * len(union))
+    (row,) = run_rounds(config)
+    assert 0.0 <= row["test_acc"] <= 1.0 and np.isfinite(row["test_loss"])
+
+    written = _config(stand_in, tmp_path, holdout_fraction=0.2, party_test_fraction=0.2).spec
+    assert not written.test_from_parties and written.test_size == round(0.2 * N_IMAGES)
+
+
+def test_the_report_names_the_partition_column_and_a_union_test_set():
+    """The runs table's budget names an hf: partition's column (a folder's natural
+    partition keeps its words); a sweep on a one-split set says what its test set is."""
+    import pandas as pd
+
+    from analysis.sections.runs import _budget_words, global_test_set_words
+
+    trials = pd.DataFrame(
+        {
+            "partition": ["natural", "natural", "natural"],
+            "partition_by": ["writer_id", "writer_id", None],
+            "party_test_fraction": [0.1, 0.1, 0.1],
+            "rounds": [5, 5, 5],
+        }
+    )
+    assert _budget_words(trials).endswith(
+        ", natural (one folder per party), natural (by writer_id) partition"
+    )
+    manifest = {"dataset": "hf:flwrlabs/femnist", "dataset_identity": {"test_set": "parties"}}
+    words = global_test_set_words("writers", manifest, trials)
+    assert words.startswith(
+        "`writers`: hf:flwrlabs/femnist has one split, so the global test set is the union "
+        "of the parties' local test splits (party_test_fraction=0.1 of each party's images)"
+    )
+    manifest["dataset_identity"]["test_set"] = "split"
+    assert global_test_set_words("writers", manifest, trials) == ""
+
+
 def test_named_columns_and_one_line_refusals(fmnist, tmp_path):
     source = save_stand_in(fmnist, tmp_path / "named", n=60, image="img", label="digit")
     iid = dict(label_column="digit", partition="iid", partition_by=None)
@@ -227,41 +293,123 @@ def test_federated_run_trains_on_the_stand_in_by_writer(stand_in, tmp_path):
     assert len((tmp_path / "rows.csv").read_text().splitlines()) == 3  # header, 2 rounds
 
 
-def test_offline_hub_name_fails_in_one_line_quickly_and_writes_nothing(tmp_path, monkeypatch):
+HEAVY_MODULES = ("torch", "torchvision", "datasets", "pyarrow")
+
+
+def test_offline_hub_name_fails_in_one_line_before_torch_and_writes_nothing(
+    tmp_path, monkeypatch
+):
+    """The done-when's offline case: one line, exit status 2, nothing written, and refused
+    before torch, torchvision or datasets is imported (-X importtime lists every import;
+    those take seconds, tens on a loaded machine)."""
     work = tmp_path / "work"
     work.mkdir()
     cmd = [
-        sys.executable, "-m", "federated.run", "--dataset", "hf:flwrlabs/femnist",
-        "--partition", "natural", "--partition-by", "writer_id",
-        "--holdout-fraction", "0.1", "--data-root", str(tmp_path / "root"),
+        sys.executable, "-X", "importtime", "-m", "federated.run",
+        "--dataset", "hf:flwrlabs/femnist", "--partition", "natural",
+        "--partition-by", "writer_id", "--data-root", str(tmp_path / "root"),
     ]  # fmt: skip
     env = _env(tmp_path, HF_HUB_OFFLINE="1")
     proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2
-    (line,) = proc.stderr.strip().splitlines()
+    lines = proc.stderr.strip().splitlines()
+    imported = {line.split("|")[-1].strip() for line in lines if line.startswith("import time:")}
+    (line,) = [line for line in lines if not line.startswith("import time:")]
+    assert line.startswith("error: invalid config: dataset='hf:flwrlabs/femnist' (allowed: a")
     assert "'hf:flwrlabs/femnist': HF_HUB_OFFLINE is set and no cached copy" in line
     assert str(tmp_path / "hf" / "hub" / "datasets--flwrlabs--femnist") in line
+    assert "federated.cli.hub_source" in imported
+    assert not imported & set(HEAVY_MODULES), sorted(imported & set(HEAVY_MODULES))
     assert [p for p in tmp_path.rglob("*") if p != work] == []  # nothing written anywhere
-    # the check itself, once the interpreter is up: well under 10 s
+    # the Python API gives the same line, from the config check, and writes nothing either
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    start = time.perf_counter()
-    with pytest.raises(ConfigError, match="no cached copy"):
-        RunConfig(dataset="hf:flwrlabs/femnist", holdout_fraction=0.1, partition="iid").resolved()
-    assert time.perf_counter() - start < 10
+    with pytest.raises(ConfigError) as err:
+        RunConfig(dataset="hf:flwrlabs/femnist", party_test_fraction=0.1).resolved()
+    assert f"error: {err.value}" == line
     assert [p for p in tmp_path.rglob("*") if p != work] == []
+
+
+def _cache_as_the_hub_leaves_it(fmnist, repo: str, hf_home: Path, n: int = 120) -> None:
+    """A prepared-Arrow copy of ``repo`` in ``datasets``' cache, where ``load_dataset(repo)``
+    leaves one after a download (``<HF_HOME>/datasets/<owner>___<name>/default/0.0.0/<hash>``),
+    written by ``datasets``' own parquet builder from ``n`` real Fashion-MNIST images with
+    FEMNIST's columns: the copy an offline machine finds after an earlier online run."""
+    from datasets import ClassLabel, Dataset, Features, Image, Value
+    from datasets.packaged_modules.parquet.parquet import Parquet
+
+    features = Features(
+        {
+            "image": Image(),
+            "character": ClassLabel(names=[f"class{k}" for k in range(10)]),
+            "writer_id": Value("string"),
+        }
+    )
+    rows = {
+        "image": [fmnist.train_x[i, 0].numpy() for i in range(n)],
+        "character": fmnist.train_y[:n].tolist(),
+        "writer_id": _writers()[:n],
+    }
+    parquet = hf_home / "download" / "train.parquet"
+    Dataset.from_dict(rows, features=features).to_parquet(str(parquet))
+    owner, name = repo.split("/")
+    prepared = hf_home / "datasets"
+    builder = Parquet(
+        cache_dir=str(prepared),
+        dataset_name=name,
+        config_name="default",
+        config_id="default",
+        hash="0123456789abcdef",  # a Hub download's commit
+        data_files={"train": str(parquet)},
+    )
+    builder.download_and_prepare()
+    (prepared / name).rename(prepared / f"{owner}___{name}")  # the Hub name's folder
+
+
+def test_a_cached_hub_copy_is_used_offline(fmnist, tmp_path, monkeypatch):
+    """HF_HUB_OFFLINE with a cached copy of a Hub name: no refusal (early or late), and the
+    cached rows are what the run gets, FEMNIST's one-split rule included."""
+    import datasets
+    import huggingface_hub.constants
+
+    from federated.cli.hub_source import early_hub_refusal
+
+    repo = "flwrlabs/femnist"  # a stand-in's copy under this test's HF_HOME, never the home's
+    argv = ["--dataset", f"hf:{repo}", "--partition", "natural", "--partition-by", "writer_id"]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    assert early_hub_refusal(argv).startswith("error: invalid config: dataset=")  # not cached
+    _cache_as_the_hub_leaves_it(fmnist, repo, tmp_path / "hf")
+    assert early_hub_refusal(argv) is None
+    config = RunConfig(
+        dataset=f"hf:{repo}",
+        partition="natural",
+        partition_by="writer_id",
+        party_test_fraction=0.2,
+        data_root=str(tmp_path / "root"),
+        rounds=1,
+    ).resolved()
+    data = load_hub(config.dataset, None, None, config.data_root, HubColumns.of(config))
+    assert data.spec.test_from_parties and data.spec.train_size == 120
+    assert torch.equal(data.train_x, fmnist.train_x[:120])
+    assert torch.equal(data.train_y, fmnist.train_y[:120])
+    counts = Counter(_writers()[:120])
+    assert data.spec.party_names == tuple(sorted(w for w, n in counts.items() if n >= 10))
+    assert config.n_parties == len(data.spec.party_names) >= 2
 
 
 @pytest.mark.slow
 def test_femnist_study_sweeps_the_stand_in_and_reports(stand_in, tmp_path):
     """The built-in FEMNIST-by-writer study, test-sized and offline: the stand-in in place
-    of hf:flwrlabs/femnist, its 6 writers of 10 images or more, two methods, the smoke
-    budget."""
+    of hf:flwrlabs/femnist (one split, as FEMNIST: the study's party_test_fraction gives
+    each writer its test split), its 7 writers of 10 images or more, two methods, the
+    smoke budget; the report names the column and says what the test set is."""
     import json
 
     cmd = [
         sys.executable, "-m", "study.sweep", "femnist_writers", "--budget", "smoke",
-        "--set", f"dataset=hf:{stand_in}", "--set", "n_parties=6",
-        "--set", "holdout_fraction=0.2", "--set", "algorithm=fedavg,fedprox",
+        "--set", f"dataset=hf:{stand_in}", "--set", "n_parties=7",
+        "--set", "algorithm=fedavg,fedprox",
         "--set", "data_fraction=1", "--set", f"data_root={tmp_path / 'root'}",
         "--storage-path", "results", "--name", "writers", "--quiet",
     ]  # fmt: skip
@@ -271,12 +419,13 @@ def test_femnist_study_sweeps_the_stand_in_and_reports(stand_in, tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     sweep_dir = tmp_path / "results" / "writers"
     (partition,) = json.loads((sweep_dir / "partitions.json").read_text())
-    assert partition["partition"] == "natural" and partition["n_parties"] == 6
-    assert partition["party_names"] == [f"w{i:02d}" for i in range(6)]
+    assert partition["partition"] == "natural" and partition["n_parties"] == 7
+    assert partition["party_names"] == [f"w{i:02d}" for i in range(7)]
     identity = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())["dataset_identity"]
     assert identity["source"] == f"hf:{stand_in}" and len(identity["fingerprint"]) == 64
     assert identity["columns"] == {"image": "image", "label": "character", "party": "writer_id"}
     assert identity["parties"] == partition["party_names"]
+    assert (identity["test_set"], identity["test_images"]) == ("parties", 0)
     trials = [p for p in sweep_dir.iterdir() if (p / "params.json").is_file()]
     assert len(trials) == 6
     config = json.loads((trials[0] / "params.json").read_text())
@@ -289,4 +438,9 @@ def test_femnist_study_sweeps_the_stand_in_and_reports(stand_in, tmp_path):
         env=_env(tmp_path),
     )
     assert report.returncode == 0, report.stderr[-3000:]
-    assert "natural" in (tmp_path / "rep" / "report.md").read_text()
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "natural (by writer_id) partition" in text and "one folder per party" not in text
+    assert (
+        f"`writers`: hf:{stand_in} has one split, so the global test set is the union of the "
+        "parties' local test splits (party_test_fraction=0.1 of each party's images)"
+    ) in " ".join(text.split())

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis.naming import dataset_name, format_value, value_label
+from analysis.naming import dataset_name, format_value, partition_label
 from analysis.primary_metric import ACCURACY, SCORE, Metric
 from analysis.reading.loading import Results, status_counts
 
@@ -29,12 +29,39 @@ def _budget_words(trials: pd.DataFrame) -> str:
             return "?"
         return "/".join(format_value(v) for v in sorted(set(trials[column].dropna())))
 
-    partitions = sorted(set(trials["partition"].dropna())) if "partition" in trials else []
-    scheme = ", ".join(value_label("partition", p) for p in partitions)
+    scheme = ", ".join(_partition_labels(trials))
     return (
         f"{values('rounds')} rounds, E={values('local_epochs')}, N={values('n_parties')}, "
         f"{values('data_fraction')} of train / {values('test_fraction')} of test data"
         + (f", {scheme} partition" if scheme else "")
+    )
+
+
+def _partition_labels(trials: pd.DataFrame) -> list[str]:
+    """Each partition scheme of the trials once; a natural partition by an ``hf:`` data
+    set's column names the column (``natural (by writer_id)``)."""
+    if "partition" not in trials:
+        return []
+    by = trials["partition_by"] if "partition_by" in trials else pd.Series(None, trials.index)
+    pairs = {(str(p), None if pd.isna(c) else str(c)) for p, c in zip(trials["partition"], by)}
+    pairs = {(p, c) for p, c in pairs if p != "nan"}
+    return [partition_label(p, c) for p, c in sorted(pairs, key=lambda pc: (pc[0], pc[1] or ""))]
+
+
+def global_test_set_words(sweep_name: str, manifest: dict, trials: pd.DataFrame) -> str:
+    """A sentence for a sweep on a data set with one split (FEMNIST): its global test set is
+    the union of the parties' local test splits; empty for any other sweep."""
+    identity = manifest.get("dataset_identity") or {}
+    if identity.get("test_set") != "parties":
+        return ""
+    given = trials["party_test_fraction"] if "party_test_fraction" in trials else pd.Series()
+    shares = "/".join(format_value(v) for v in sorted(set(given.dropna())))
+    share = f" (party_test_fraction={shares} of each party's images)" if shares else ""
+    return (
+        f"`{sweep_name}`: {dataset_name(manifest.get('dataset', '?'))} has one split, so the "
+        f"global test set is the union of the parties' local test splits{share}; it holds "
+        "the drawn parties' images only, and the per-party outcomes are scored on the same "
+        "splits."
     )
 
 
@@ -76,9 +103,11 @@ def runs_section(results: Results, primaries: Sequence[Metric] = ()) -> list[str
         "| sweep | study (paper) | search | dataset | budget | seeds | settings | trials | state |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    notes = []
     for sweep in results.sweeps:
         m = sweep.manifest
         trials = results.trials[results.trials["sweep"] == sweep.name]
+        notes.append(global_test_set_words(sweep.name, m, trials))
         counts = status_counts(trials)
         found = ", ".join(f"{n} {s}" for s, n in counts.items()) or "none yet"
         planned = m.get("n_trials")
@@ -99,4 +128,5 @@ def runs_section(results: Results, primaries: Sequence[Metric] = ()) -> list[str
         "under *Trials not counted*. " + reading_words(primaries),
         "",
     ]
+    lines += [line for note in notes if note for line in (note, "")]
     return lines

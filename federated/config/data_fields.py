@@ -106,11 +106,20 @@ def check_dataset(c: Any) -> DatasetSpec:
     if c.holdout_fraction is not None and not 0 < c.holdout_fraction < 1:
         raise ConfigError("holdout_fraction", c.holdout_fraction, "a number in (0, 1)")
     try:
-        return run_spec(c)
+        spec = run_spec(c)
     except FolderDataError as err:
         raise ConfigError("dataset", c.dataset, f"a usable image folder; {err}") from None
     except HubDataError as err:
         raise ConfigError("dataset", c.dataset, f"a usable data set; {err}") from None
+    if spec.test_from_parties and c.party_test_fraction == 0.0:
+        raise ConfigError(
+            "party_test_fraction",
+            c.party_test_fraction,
+            f"a fraction in (0, 1) with {c.dataset}, which has one split: each party's own "
+            "test split, the test set being their union; or holdout_fraction=F for a fixed "
+            "test set",
+        )
+    return spec
 
 
 def resolved_parties(c: Any, spec: DatasetSpec) -> int:

@@ -41,6 +41,9 @@ class DatasetSpec:
         target_names: a score task's target columns (``score``, then the attributes); a
             detection data set's category names (as ``class_names``); empty for
             classification.
+        test_from_parties: no test split of its own (``test_size`` 0; an ``hf:`` data set
+            with one split, such as FEMNIST): a run's test set is the union of its
+            parties' local test splits (``party_test_fraction``).
     """
 
     name: str
@@ -59,6 +62,7 @@ class DatasetSpec:
     party_names: tuple[str, ...] = ()
     task: str = "classification"
     target_names: tuple[str, ...] = ()
+    test_from_parties: bool = False
 
     @property
     def shape(self) -> tuple[int, int, int]:

@@ -20,8 +20,11 @@ text target is a classification task (classes in the feature's order, else sorte
 float target is a score task.  ``partition_by`` names a column whose values are the natural
 parties (``--partition natural --partition-by writer_id``).
 
-Splits: ``train``, and ``test`` when the source has one; a source with one split (FEMNIST)
-needs ``holdout_fraction`` (a fixed, class-stratified draw, as for image folders).
+Splits: ``train``, and ``test`` when the source has one.  A source with one split (FEMNIST)
+has no test set of its own (``spec.test_from_parties``): a run's test set is the union of its
+parties' local test splits (``party_test_fraction``, which must then be above 0;
+federated/engine/party_data.py), LEAF's rule for FEMNIST.  A ``holdout_fraction`` the user
+writes is honoured instead: a fixed, class-stratified test set, as for image folders.
 
 Loading takes the first of: this process's memory; the disk cache
 ``<data root>/hub-cache/<source hash>-<key>.pt`` (``torch.load(weights_only=True)``; the key
@@ -33,7 +36,8 @@ image folders are; memory is planned before decoding.
 
 A Hub name with no network and no cached copy fails before any work, in one line naming
 the data set and where it looked (``HF_HUB_OFFLINE=1``, or huggingface.co unreachable in
-:data:`PROBE_SECONDS`).  Every problem is one :class:`HubDataError` line.
+a few seconds; :mod:`federated.cli.hub_source`, torch-free, which ``federated.run`` calls
+before importing torch).  Every problem is one :class:`HubDataError` line.
 """
 
 from __future__ import annotations
@@ -41,16 +45,23 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import socket
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 import torch
 
+from federated.cli.hub_source import (
+    HUB_PREFIX,
+    HubSourceError,
+    check_hub_reachable,
+    hub_name,
+    is_hub_dataset,
+    local_path,
+    truthy,
+)
 from federated.data.catalog import DatasetSpec
 
 # the image folders' rules, shared so both sources hold and cache data alike
@@ -65,16 +76,15 @@ from federated.data.image_data import (
 )
 from federated.runtime.machine_memory import available_memory, gib
 
-HUB_PREFIX = "hf:"
 CACHE_FORMAT = 1
 CACHE_FOLDER = "hub-cache"
 IMAGE_COLUMNS = ("image", "img")
 LABEL_COLUMNS = ("label", "character", "fine_label", "labels")
-PROBE_SECONDS = 3.0  # a reachability probe, so a machine without network fails in seconds
 SAMPLE_ROWS = 256  # rows whose images set the channel count and default size
 BATCH_ROWS = 4096  # rows read from Arrow at a time while decoding
 MEMORY_ENTRIES = 2
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+# a manifest's test_set for a one-split source: the union of the parties' local test splits
+TEST_FROM_PARTIES = "parties"
 
 _memory: dict[tuple, ImageData] = {}
 # each load's cache key and the columns it chose (detected or named), for the manifest
@@ -99,18 +109,6 @@ class HubColumns:
         return cls(config.image_column, config.label_column, config.partition_by)
 
 
-def is_hub_dataset(name: object) -> bool:
-    return isinstance(name, str) and name.startswith(HUB_PREFIX)
-
-
-def local_path(name: str) -> Path | None:
-    """The local source of ``hf:PATH`` (absolute), or None for a Hub ``NAME[:CONFIG]``."""
-    given = name[len(HUB_PREFIX) :]
-    if given.startswith(("/", ".", "~")) or Path(given).exists():
-        return Path(given).expanduser().resolve()
-    return None
-
-
 def absolute_hub_name(name: str) -> str:
     """``hf:rel/path`` -> ``hf:/abs/rel/path`` (done in a sweep's driver); Hub names as given."""
     path = local_path(name) if is_hub_dataset(name) else None
@@ -118,64 +116,6 @@ def absolute_hub_name(name: str) -> str:
 
 
 # ------------------------------------------------------------------ opening the source
-def _hub_name(name: str) -> tuple[str, str | None]:
-    repo, _, config = name[len(HUB_PREFIX) :].partition(":")
-    if not NAME_PATTERN.fullmatch(repo) or (config and not re.fullmatch(r"[\w.-]+", config)):
-        raise HubDataError(
-            f"dataset {name!r}: not a Hub name (allowed: hf:OWNER/NAME[:CONFIG], or hf:PATH "
-            "of a local save_to_disk folder, parquet file(s) or imagefolder tree)"
-        )
-    return repo, config or None
-
-
-def _truthy(variable: str) -> bool:
-    return os.environ.get(variable, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _hf_home() -> Path:
-    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")).expanduser()
-
-
-def cache_places(repo: str) -> list[Path]:
-    """Where the Hugging Face libraries keep a downloaded copy of ``repo``."""
-    hub = Path(os.environ.get("HF_HUB_CACHE", _hf_home() / "hub")).expanduser()
-    prepared = Path(os.environ.get("HF_DATASETS_CACHE", _hf_home() / "datasets")).expanduser()
-    return [hub / ("datasets--" + repo.replace("/", "--")), prepared / repo.replace("/", "___")]
-
-
-def _hub_reachable() -> bool:
-    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname, port), timeout=PROBE_SECONDS):
-            return True
-    except OSError:
-        return False
-
-
-def check_hub_reachable(name: str) -> None:
-    """Refuse, before importing ``datasets``, a Hub name that can be neither downloaded nor
-    read from the cache; with a cached copy and no network, ``datasets`` is told it is
-    offline (it would otherwise retry the Hub)."""
-    repo, _ = _hub_name(name)
-    places = cache_places(repo)
-    cached = any(p.is_dir() for p in places)
-    if _truthy("HF_HUB_OFFLINE") or _truthy("HF_DATASETS_OFFLINE"):
-        why = "HF_HUB_OFFLINE is set"
-    elif _hub_reachable():
-        return
-    else:
-        why = f"the Hub cannot be reached (no answer in {PROBE_SECONDS:g} s)"
-        if cached:
-            os.environ["HF_HUB_OFFLINE"] = "1"
-    if not cached:
-        raise HubDataError(
-            f"dataset {name!r}: {why} and no cached copy (looked in "
-            f"{', '.join(map(str, places))}); run once with network access, or pass a local "
-            "copy as hf:PATH"
-        )
-
-
 def _datasets():
     """The ``datasets`` library, imported with telemetry and progress bars off."""
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -183,7 +123,7 @@ def _datasets():
 
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity_error()
-    if _truthy("HF_HUB_OFFLINE"):  # set after an earlier import read it
+    if truthy("HF_HUB_OFFLINE"):  # set after an earlier import read it
         import huggingface_hub.constants
 
         datasets.config.HF_HUB_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE = True
@@ -194,13 +134,16 @@ def open_source(name: str) -> dict[str, Any]:
     """The source's splits as ``{split: datasets.Dataset}``; one line when it cannot be had."""
     path = local_path(name)
     if path is None:
-        check_hub_reachable(name)
+        try:
+            check_hub_reachable(name)
+        except HubSourceError as err:
+            raise HubDataError(str(err)) from None
     elif not path.exists():
         raise HubDataError(f"{path}: no such file or folder (dataset {name})")
     ds = _datasets()
     try:
         if path is None:
-            repo, config = _hub_name(name)
+            repo, config = hub_name(name)
             loaded = ds.load_dataset(repo, config)
         elif (path / "dataset_dict.json").is_file() or (path / "state.json").is_file():
             loaded = ds.load_from_disk(str(path))
@@ -457,11 +400,6 @@ def load_hub(
             f"dataset {name!r}: it has a test split and holdout_fraction={holdout_fraction} "
             "is set (allowed: one of the two)"
         )
-    if "test" not in splits and holdout_fraction is None:
-        raise HubDataError(
-            f"dataset {name!r}: one split (train) and no holdout_fraction (pass e.g. "
-            "--holdout-fraction 0.1 to hold out part of it as the test set)"
-        )
     chosen = choose_columns(name, splits["train"].features, columns)
     key = _source_key(name, splits, chosen, image_size, holdout_fraction)
     _keys[memory_key] = key, chosen
@@ -471,6 +409,8 @@ def load_hub(
         payload = _decode(name, splits, chosen, image_size, holdout_fraction, key)
         _write_cache(cache_file, payload)
     data = _image_data(payload, name)  # a score task by its target names
+    if "test" not in splits and holdout_fraction is None:  # the parties' splits test
+        data = replace(data, spec=replace(data.spec, test_from_parties=True))
     _memory[memory_key] = data
     while len(_memory) > MEMORY_ENTRIES:
         _memory.pop(next(iter(_memory)))
@@ -488,6 +428,8 @@ def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key
     if "test" in splits:
         test_x = _decode_split(name, "test", splits["test"], columns.image, channels, size)
         test_y = targets["test"]
+    elif holdout_fraction is None:  # no test set of its own: the parties' splits are it
+        test_x, test_y = train_x[:0], train_y[:0]
     else:
         groups = np.zeros(len(train_y), np.int64) if score else train_y.numpy()
         keep, held = _holdout(groups, holdout_fraction)
@@ -547,7 +489,8 @@ def hub_spec(
 
 def hub_identity(config: Any) -> dict[str, Any]:
     """What a sweep manifest records of an ``hf:`` data set (a config's): the source, the
-    columns, the cache key (which data and settings were decoded) and the sizes.  The
+    columns, the cache key (which data and settings were decoded), the sizes and where the
+    test set comes from (``test_set``: ``split``, ``holdout`` or :data:`TEST_FROM_PARTIES`).  The
     sweep's plan has loaded it in this process: read from memory."""
     columns = HubColumns.of(config)
     data = load_hub(
@@ -568,6 +511,15 @@ def hub_identity(config: Any) -> dict[str, Any]:
         "task": data.spec.task,
         "train_images": data.spec.train_size,
         "test_images": data.spec.test_size,
+        # where the run's test set comes from: the source's test split, a fixed hold-out
+        # (holdout_fraction), or the union of the parties' local test splits (one split)
+        "test_set": (
+            TEST_FROM_PARTIES
+            if data.spec.test_from_parties
+            else "holdout"
+            if config.holdout_fraction is not None
+            else "split"
+        ),
         "classes": list(data.spec.class_names),
         "parties": list(data.spec.party_names),
     }

@@ -5,7 +5,10 @@ Party i's training samples are the contiguous rows ``[offset_i, offset_{i+1})`` 
 tensor on the device, so handing a party its data is a view, not a copy; its validation
 and local-test samples (federated/evaluation/holdout.py) are laid out the same way in tensors of
 their own.  The test subset is fixed (seed 0) so that every seed and method sees the
-same test images.
+same test images.  A data set without a test split of its own (``spec.test_from_parties``:
+an ``hf:`` source with one split, FEMNIST) is tested on the union of the parties' local
+test splits, LEAF's rule: the same images for every method at a seed (the partition and
+the hold-out are seeded), other images at another seed when the parties are a seeded draw.
 """
 
 from __future__ import annotations
@@ -58,12 +61,18 @@ class PartyData:
             PartySplit(data, held.local_test, device) if config.party_test_fraction else None
         )
 
-        test_idx = torch.arange(data.test_y.shape[0])
-        if config.n_test < len(test_idx):
+        test_x, test_y, n_test = data.test_x, data.test_y, config.n_test
+        if data.spec.test_from_parties:
+            # one split (FEMNIST): the test set is the union of the parties' own test splits
+            union = torch.from_numpy(np.concatenate(held.local_test).astype(np.int64))
+            test_x, test_y = data.train_x[union], data.train_y[union]
+            n_test = max(1, round(len(union) * config.test_fraction))
+        test_idx = torch.arange(len(test_y))
+        if n_test < len(test_idx):
             test_idx = torch.randperm(len(test_idx), generator=torch.Generator().manual_seed(0))
-            test_idx = test_idx[: config.n_test].sort().values
-        self.test_x = data.test_x[test_idx].to(device)
-        self.test_y = data.test_y[test_idx].to(device)
+            test_idx = test_idx[:n_test].sort().values
+        self.test_x = test_x[test_idx].to(device)
+        self.test_y = test_y[test_idx].to(device)
 
     def party(self, party: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Party ``party``'s (uint8 images, labels): views into the laid-out set."""
