@@ -13,22 +13,9 @@ import os
 import platform
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
-CPUINFO = Path("/proc/cpuinfo")
-
-
-def cpu_model() -> str:
-    """The CPU's marketing name (``AMD EPYC 7763 64-Core Processor``), or the platform's
-    processor string where ``/proc/cpuinfo`` is missing (macOS, Windows)."""
-    try:
-        for line in CPUINFO.read_text(errors="replace").splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+from federated.runtime.cpu_name import cpu_model
 
 
 def gpu_names() -> list[str]:

@@ -48,6 +48,7 @@ from study.selection import (
     SelectionError,
     best_config,
     check_validated,
+    personal_validation_note,
     rerun_seeds,
     selector,
     with_validation,
@@ -123,9 +124,13 @@ def main(argv: list[str] | None = None) -> int:
         target = check_before_ray(args, plan)
         for line in plan_warnings(plan):
             print(line, file=sys.stderr)
+        # a resumed sweep trains on the path its manifest's overrides recorded
+        path = None if args.resume else choose_execution(plan, requested, target)
         execution, dashboard = start_ray(args, target)
         tags = sweep_tags(plan.study.name, target.sweep_dir.name, plan.budget.name)
-        tracking = None if args.resume else start_sweep_folder(args, plan, target, execution, tags)
+        tracking = (
+            None if args.resume else start_sweep_folder(args, plan, target, execution, tags, path)
+        )
         with tracked_sweep(target.sweep_dir):  # the MLflow sweep run ends with the outcome
             results = fit_and_summarise(args, plan, target, execution, tracking, tags)
         seed_target = parse_seed_target(args.seeds)
@@ -196,6 +201,9 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan:
         check_selection_flags(args, plan, by)
         if note:
             print(note, file=sys.stderr)
+        personal = personal_validation_note((t.config for t in plan.trials()), plan.ranking_metric)
+        if personal:
+            print(personal, file=sys.stderr)
         return plan
     except (InputError, ConfigError, StudyFileError, PlanTooLargeError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -284,6 +292,32 @@ def check_before_ray(args: argparse.Namespace, plan: SweepPlan) -> SweepTarget:
     return SweepTarget(storage, address, sweep_dir, partitions, resume_command)
 
 
+def choose_execution(
+    plan: SweepPlan, requested: TrialResources, target: SweepTarget
+) -> dict[str, Any]:
+    """The trials' execution path where the user wrote none: packed or sequential, timed
+    here before Ray starts (:mod:`study.path_choice`); said in one line.  Returns the
+    manifest's ``execution_choice``.  A calibration that fails leaves the default path,
+    with a warning: it never stops a sweep."""
+    from study.path_choice import DEFAULT_PATH, sweep_path_choice
+
+    try:
+        choice = sweep_path_choice(plan, requested, remote=bool(target.address))
+    except KeyboardInterrupt:
+        print("error: interrupted before the sweep started; nothing was written", file=sys.stderr)
+        raise SweepStopError(exit_codes.INTERRUPTED) from None
+    except Exception as err:  # a failed measurement is no reason to stop the sweep
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        print(
+            f"warning: execution path not measured ({type(err).__name__}: {first}); "
+            f"trials train {DEFAULT_PATH}",
+            file=sys.stderr,
+        )
+        return {"path": DEFAULT_PATH, "source": "not measured", "reason": first}
+    print(choice.line(), flush=True)
+    return choice.to_manifest()
+
+
 def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution, str | None]:
     """Start a local Ray (loopback only) or join ``target.address``, check that a trial
     fits the largest node, print the dashboard's URL when asked, and choose the trials'
@@ -337,9 +371,11 @@ def start_sweep_folder(
     target: SweepTarget,
     execution: Execution,
     tags: dict[str, str],
+    execution_choice: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Create a new sweep's folder with its tracker runs, ``partitions.json`` (and the
-    feature-skew examples) and manifest; returns the manifest's ``tracking`` entry.
+    feature-skew examples) and manifest (with ``execution_choice``: how the trials'
+    execution path was chosen); returns the manifest's ``tracking`` entry.
 
     The folder, its tracker runs, partitions and manifest come together: a tracker that
     fails to set up leaves nothing behind (never a folder without a manifest)."""
@@ -358,7 +394,13 @@ def start_sweep_folder(
     fit.write_partitions(plan, target.sweep_dir, target.partitions)
     write_json_atomic(
         target.sweep_dir / MANIFEST,
-        manifest_content.manifest_for(plan, target.sweep_dir.name, execution, tracking=tracking),
+        manifest_content.manifest_for(
+            plan,
+            target.sweep_dir.name,
+            execution,
+            tracking=tracking,
+            execution_choice=execution_choice,
+        ),
     )
     return tracking
 

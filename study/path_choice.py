@@ -1,0 +1,88 @@
+"""A sweep's execution path, chosen by measurement where the user did not choose one.
+
+Before a new sweep's trials start, the driver times packed and sequential execution on
+the trials' own settings (:mod:`federated.engine.path_calibration`, a few seconds, or
+the per-machine cache) and sets the faster path for every trial as the ``execution``
+override, which the manifest keeps (``overrides``; ``--resume`` trains on the same path)
+beside what was measured (``execution_choice``).  An ``execution`` the user wrote (a
+study's fixed setting, an axis, ``--set``) is honoured untouched and nothing is timed.
+Trials on GPUs or on a cluster's nodes run where the driver cannot time them: they keep
+packed execution, and the manifest says it was not measured.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from federated.engine.path_calibration import (
+    PATHS,
+    Measure,
+    PathCache,
+    PathChoice,
+    calibration_key,
+    choose_path,
+    faster_path,
+    key_text,
+)
+from study.plan import SweepPlan
+from study.resources import TrialResources
+
+DEFAULT_PATH = "packed"  # RunConfig's default: what trials run where nothing is measured
+
+
+def user_chose_execution(plan: SweepPlan) -> bool:
+    """Whether the user wrote ``execution``: ``--set``, the study's fixed settings or
+    one of its axes."""
+    return (
+        "execution" in plan.overrides
+        or "execution" in plan.study.fixed
+        or any("execution" in axis.fields for axis in plan.study.axes)
+    )
+
+
+def sweep_path_choice(
+    plan: SweepPlan,
+    resources: TrialResources,
+    remote: bool,
+    *,
+    cache: PathCache | None = None,
+    measure: Measure | None = None,
+) -> PathChoice:
+    """The path the sweep's trials train on, and why.  A measured choice is set as the
+    plan's ``execution`` override (the trials' configs and the manifest carry it).
+
+    Trials of several shapes (an algorithm or model axis) are timed once per distinct
+    shape and the path with the smaller total over all trials wins (one path per sweep:
+    a user comparing methods compares them on one path)."""
+    if user_chose_execution(plan):
+        return PathChoice(plan.first_config().get("execution", DEFAULT_PATH), "user")
+    if remote:
+        return PathChoice(DEFAULT_PATH, "not measured", reason="trials run on a cluster's nodes")
+    if resources.gpus > 0:
+        return PathChoice(DEFAULT_PATH, "not measured", reason="trials run on a GPU")
+    shapes: dict[str, Any] = {}
+    counts: Counter[str] = Counter()
+    for trial in plan.trials():
+        text = key_text(calibration_key(trial.run_config))
+        shapes.setdefault(text, trial.run_config)
+        counts[text] += 1
+    choices = {text: choose_path(cfg, cache=cache, measure=measure) for text, cfg in shapes.items()}
+    timed = {t: c for t, c in choices.items() if c.timings_s}
+    if not timed:  # no shape can pack: the trials fall back to sequential (they say so)
+        first = next(iter(choices.values()))
+        return PathChoice(DEFAULT_PATH, first.source, key=first.key, reason=first.reason)
+    if len(timed) == 1:  # one shape (the usual sweep): its measurement as it was taken
+        (choice,) = timed.values()
+    else:  # each shape's seconds times its trials, summed: the sweep's total per path
+        totals = {p: sum(counts[t] * c.timings_s[p] for t, c in timed.items()) for p in PATHS}
+        sources = {c.source for c in timed.values()}
+        choice = PathChoice(
+            faster_path(totals),
+            "measured" if "measured" in sources else "cache",
+            totals,
+            {"shapes": [c.key for c in timed.values()]},
+            max(c.measured_at or "" for c in timed.values()) or None,
+        )
+    plan.overrides["execution"] = choice.path
+    return choice
