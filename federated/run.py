@@ -179,24 +179,21 @@ def format_row(row: dict[str, Any], rounds: int) -> str:
             else fmt % value
         )
 
-    # a task's other test metrics lead (a score task's errors and correlations; its
-    # test_acc is the binary accuracy at score_threshold)
-    others = [
-        k
-        for k in row
-        if k.startswith("test_") and k not in ("test_acc", "test_loss") and not k.endswith("_std")
-    ]
-    scores = "".join(f"{k} {num(k, '%.4f')}  " for k in others)
+    # the task's test metrics in the row's order (classification's test_acc; a score
+    # task's test_bin_acc, then its errors and correlations after the loss)
+    metrics = [k for k in row if k.startswith("test_") and not k.endswith("_std")]
+    scores = "  ".join(f"{k} {num(k, '%.4f')}" for k in metrics)
     text = (
-        f"round {row['round']:>3}/{rounds}  {scores}test_acc {num('test_acc', '%.4f')}  "
-        f"test_loss {num('test_loss', '%.4f')}  train_loss {num('train_loss', '%.4f')}"
+        f"round {row['round']:>3}/{rounds}  {scores}  "
+        f"train_loss {num('train_loss', '%.4f')}"
     )
     if not math.isnan(row.get("con_loss", float("nan"))):
         text += f"  con_loss {row['con_loss']:.4f}"
     if "tau_end" in row:
         text += f"  tau_end {row['tau_end']:.4f}"
-    if "test_acc_std" in row:
-        text += f"  (std over parties {row['test_acc_std']:.4f})"
+    spread = next((k for k in row if k.startswith("test_") and k.endswith("_std")), None)
+    if spread is not None:  # a personal-model method's spread over parties
+        text += f"  (std over parties {row[spread]:.4f})"
     return text + (
         f"  {num('round_seconds', '%.2f')} s  {num('samples_per_second', '%.0f')} samples/s"
     )

@@ -65,7 +65,8 @@ def test_score_metrics_by_hand():
     predicted = np.array([0.1, 0.4, 0.35, 0.8])
     truth = np.array([0.0, 0.5, 0.5, 1.0])
     m = score_metrics(predicted, truth, loss_sum=0.2, threshold=0.5)
-    assert m["acc"] == 0.5  # same side of 0.5: images 1 and 4
+    assert m["bin_acc"] == 0.5  # same side of 0.5: images 1 and 4
+    assert "acc" not in m  # classification's top-1 accuracy: never a score column
     assert m["loss"] == pytest.approx(0.05)
     assert m["mae"] == pytest.approx((0.1 + 0.1 + 0.15 + 0.2) / 4)
     assert m["rmse"] == pytest.approx(math.sqrt((0.01 + 0.01 + 0.0225 + 0.04) / 4))
@@ -134,6 +135,12 @@ def test_an_edited_score_is_a_new_fingerprint(iqa_tree, tmp_path):
     [
         (dict(partition="dirichlet"), r"partition='dirichlet' \(allowed: natural, iid or quantity"),
         (dict(primary_metric="top5"), r"primary_metric='top5' \(allowed: for a score task one of"),
+        # the binary accuracy's name before it had its own: refused, naming today's
+        (
+            dict(primary_metric="acc"),
+            r"primary_metric='acc' \(allowed: for a score task one of srcc, plcc, mae, rmse, "
+            r"bin_acc; acc is now bin_acc\)$",
+        ),
         (dict(task="classification"), r"task='classification' \(allowed: score"),
         (dict(score_loss="ce"), r"score_loss='ce' \(allowed: one of mse, l1, huber"),
         # the tree's scores are 1 - level/5 in [0, 0.8]: 2.0 and 0.0 split no image
@@ -163,9 +170,11 @@ def test_every_method_trains_on_scores_on_both_paths(iqa_tree, tmp_path, algorit
     sequential = list(run_rounds(config.replace(execution="sequential")))
     for rows in (packed, sequential):
         last = rows[-1]
-        for column in (*SCORE_COLUMNS, "test_acc", "test_loss", "val_mae", "val_srcc"):
+        for column in (*SCORE_COLUMNS, "test_bin_acc", "test_loss", "val_mae", "val_bin_acc"):
             assert math.isfinite(last[column]), (column, last)
-        assert 0 <= last["test_acc"] <= 1 and -1 <= last["test_srcc"] <= 1
+        assert 0 <= last["test_bin_acc"] <= 1 and -1 <= last["test_srcc"] <= 1
+        # the binary accuracy says what it is: no score column is named acc
+        assert not [k for k in last if k.split("_", 1)[-1].startswith("acc")], last
     # packed and sequential differ only in float summation order
     for a, b in zip(packed, sequential):
         assert abs(a["test_mae"] - b["test_mae"]) < 0.02, (a["test_mae"], b["test_mae"])
@@ -206,19 +215,24 @@ def test_a_restored_score_run_continues_exactly(iqa_tree, tmp_path, execution):
     restored.load_state_dict(load_run_state(tmp_path / "ckpt"))
     tail = results([restored.run_round() for _ in range(2)])
     assert head + tail == straight
-    assert straight[-1]["val_srcc"] is not None and straight[-1]["party_acc_mean"] is not None
+    assert straight[-1]["val_srcc"] is not None and straight[-1]["party_bin_acc_mean"] is not None
 
 
 @needs_fmnist
 def test_per_party_outcomes_come_from_the_parties_own_test_splits(iqa_tree, tmp_path):
     config = score_config(iqa_tree, tmp_path, rounds=1)
-    assert "party_acc_mean" not in next(iter(run_rounds(config)))  # no classes to re-weight
+    assert "party_bin_acc_mean" not in next(iter(run_rounds(config)))  # no classes to re-weight
     config = score_config(iqa_tree, tmp_path, rounds=1, party_test_fraction=0.2)
     run = FederatedRun(config)
     row = run.run_round()
-    assert 0 <= row["party_acc_min"] <= row["party_acc_mean"] <= 1
-    # parties.csv: each party's own-image MAE, RMSE, SRCC and PLCC beside its accuracy
-    assert party_columns(run)[-5:] == (
+    assert 0 <= row["party_bin_acc_min"] <= row["party_bin_acc_mean"] <= 1
+    assert "party_acc_mean" not in row
+    # parties.csv: each party's own-image binary accuracy, MAE, RMSE, SRCC and PLCC
+    assert party_columns(run) == (
+        "round",
+        "party",
+        "party_bin_acc",
+        "party_samples",
         "party_test_samples",
         "party_test_mae",
         "party_test_rmse",
@@ -228,6 +242,39 @@ def test_per_party_outcomes_come_from_the_parties_own_test_splits(iqa_tree, tmp_
     rows = party_rows(run, 1, scored=True, validated=False)
     assert [r["party_test_samples"] for r in rows] == [40, 40, 40]  # 20% of 200 each
     assert all(0 < r["party_test_mae"] < 1 and -1 <= r["party_test_srcc"] <= 1 for r in rows)
+
+
+@needs_fmnist
+def test_the_binary_accuracy_is_named_as_such_in_rows_console_and_parties(
+    iqa_tree, tmp_path, capsys
+):
+    """``--primary-metric bin_acc`` ranks by the binary accuracy; the rows, the console
+    line and parties.csv name it bin_acc, and no column of the run is named acc."""
+    import pandas as pd
+
+    from federated.run import main as run_main
+
+    out = tmp_path / "rows.csv"
+    code = run_main(
+        [
+            *("--dataset", f"folder:{iqa_tree}", "--partition", "natural", "--rounds", "1"),
+            *("--primary-metric", "bin_acc", "--party-test-fraction", "0.2"),
+            *("--val-fraction", "0.1", "--val-split", "party", "--batch-size", "32"),
+            *("--threads", "1", "--device", "cpu", "--data-root", str(tmp_path / "cache")),
+            *("--out", str(out)),
+        ]
+    )
+    assert code == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("round"))
+    assert "test_bin_acc " in line and "test_acc " not in line and "test_srcc " in line
+    rows = pd.read_csv(out)
+    assert rows["primary_metric"].iloc[0] == "bin_acc"
+    assert 0 <= rows["test_bin_acc"].iloc[0] <= 1 and 0 <= rows["val_bin_acc"].iloc[0] <= 1
+    assert 0 <= rows["party_bin_acc_mean"].iloc[0] <= 1
+    assert not [c for c in rows if "_acc" in c and "bin_acc" not in c], list(rows)
+    parties = pd.read_csv(tmp_path / "rows.parties.csv")
+    assert {"party_bin_acc", "party_val_bin_acc", "party_test_srcc"} <= set(parties)
+    assert not [c for c in parties if "_acc" in c and "bin_acc" not in c], list(parties)
 
 
 # ---------------------------------------------------------------------- studies

@@ -115,6 +115,9 @@ def test_a_task_by_import_path_trains_through_the_run_command(tmp_path, capsys):
     for column in ("test_within1", "test_loss", "test_rank_mae", "val_within1", "val_rank_mae"):
         assert rows[column].notna().all(), column
     assert "test_acc" not in rows  # the task records no accuracy
+    # per-party outcomes are named by the task's per-party metric, never acc
+    assert rows["party_within1_mean"].between(0, 1).all()
+    assert not [c for c in rows if c.startswith("party_acc")], list(rows)
     assert (rows["test_within1"].between(0, 1)).all()
     assert rows["primary_metric"].iloc[0] == "within1" and rows["task"].iloc[0] == TASK
     # the task's own parameter is a flat name like a method's

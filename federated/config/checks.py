@@ -14,7 +14,7 @@ import re
 from dataclasses import fields
 from typing import Any, get_type_hints
 
-from federated.contract.metrics import metric_stems
+from federated.contract.metrics import current_stem, metric_stems
 from federated.data.folder_layout import is_folder_dataset
 from federated.data.hub_dataset import is_hub_dataset
 from federated.params import (
@@ -335,7 +335,7 @@ def _validate_task(c: Any, spec: Any) -> None:
         raise ConfigError(
             "primary_metric",
             c.primary_metric,
-            f"for a {task.name} task one of {', '.join(stems)}",
+            f"for a {task.name} task one of {', '.join(stems)}{hint}",
         )
     if not task.has_classes and c.partition in ("dirichlet", "labels"):
         raise ConfigError(
@@ -353,6 +353,9 @@ def check_types(c: Any) -> None:
     for f in fields(c):
         if f.name not in ("method_options", "algorithm_params", "server_params", "task_params"):
             check_type(f.name, hints[f.name], getattr(c, f.name))
+        # a name older runs of the task used (a score task's acc, now bin_acc): said so
+        renamed = current_stem(c.primary_metric, task.name)
+        hint = f"; {c.primary_metric} is now {renamed}" if renamed in stems else ""
 
 
 def parse_rounds(text: str | None, rounds: int) -> tuple[int, ...]:

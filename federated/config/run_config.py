@@ -198,7 +198,7 @@ class RunConfig:
         default=None,
         metadata=_help(
             "what tables and searches rank by: acc for classification; for score tasks "
-            "srcc (default), plcc, mae, rmse or acc (mae, rmse: lower is better)"
+            "srcc (default), plcc, mae, rmse or bin_acc (mae, rmse: lower is better)"
         ),
     )
     # --- heterogeneity beyond label skew (federated/heterogeneity/feature_skew.py,

@@ -7,10 +7,17 @@ primary metric first.  The built-in tasks' specs are here (:data:`BUILTIN_TASK_M
 a user's own task (``task=package.module:Class``) carries its specs on its class, and a
 sweep records them in its manifest (``metric_specs``) so that a report reads them as
 data, never by importing the user's code.
+
+A column says what it holds: a score task's binary accuracy at its threshold is
+``bin_acc`` (``test_bin_acc``, ``val_bin_acc``, ``party_bin_acc_mean`` ...), never
+``acc``, which is classification's top-1 accuracy.  Score runs written before it had a
+name of its own recorded it as ``acc``; :func:`current_column` reads such a column under
+today's name (:data:`RENAMED_STEMS`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -48,6 +55,8 @@ class MetricSpec:
         return cls(**{k: values[k] for k in cls.__dataclass_fields__})
 
 
+#: a score task's binary accuracy at its threshold (its own name: ``acc`` is top-1)
+BINARY_ACCURACY = "bin_acc"
 ACCURACY = MetricSpec("acc", CLASSIFICATION, True, "accuracy", "top-1 test accuracy", True, True)
 SCORE_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("srcc", SCORE, True, "SRCC", "test SRCC", False, False),
@@ -55,7 +64,13 @@ SCORE_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("mae", SCORE, False, "MAE", "test MAE", False, False),
     MetricSpec("rmse", SCORE, False, "RMSE", "test RMSE", False, False),
     MetricSpec(
-        "acc", SCORE, True, "accuracy", "binary test accuracy at the score threshold", True, False
+        BINARY_ACCURACY,
+        SCORE,
+        True,
+        "binary accuracy",
+        "binary test accuracy at the score threshold",
+        True,
+        False,
     ),
 )
 #: each built-in task's metrics, the default primary first
@@ -72,6 +87,19 @@ def metric_stems(specs: tuple[MetricSpec, ...]) -> tuple[str, ...]:
     return tuple(s.stem for s in specs)
 
 
+#: per-party summaries of a task's per-party metric (``party_<stem>_mean`` ...): mean,
+#: population std, the worst party and the mean of the worst ceil(N/10)
+PARTY_SUMMARY_TAILS = ("mean", "std", "min", "worst10")
+#: metric stems that older runs of a built-in task recorded under another name: task ->
+#: {old stem: today's stem} (a score task's binary accuracy was ``acc``)
+RENAMED_STEMS: dict[str, dict[str, str]] = {SCORE: {"acc": BINARY_ACCURACY}}
+# the columns a stem names: test_/val_ values and their spread over parties, the row's
+# per-party summaries and per-party values, parties.csv's columns and a selection
+# record's search_test_<stem>
+_STEM_COLUMN = re.compile(
+    r"^(?P<head>(?:search_)?(?:party_val|party_test|test|val|party)_)(?P<stem>[a-z0-9]+(?:_[a-z0-9]+)*?)"
+    r"(?P<tail>_std|_mean|_min|_worst10|/\d+)?$"
+)
 def task_metric_specs(task: str) -> tuple[MetricSpec, ...]:
     """The metric specs of ``task``: a built-in task's from :data:`BUILTIN_TASK_METRICS`,
     a plug-in's (``package.module:Class``) from its class, imported (the sweep runs that
@@ -95,3 +123,30 @@ def higher_is_better(column: str, specs: tuple[MetricSpec, ...] = ()) -> bool:
         if spec.stem == stem:
             return spec.higher_is_better
     return True
+
+
+def party_summary_keys(stem: str) -> tuple[str, ...]:
+    """The row's per-party summary columns of the per-party metric ``stem``:
+    ``party_acc_mean``, ``party_acc_std``, ``party_acc_min``, ``party_acc_worst10``."""
+    return tuple(f"party_{stem}_{tail}" for tail in PARTY_SUMMARY_TAILS)
+
+
+def current_column(column: str, task: object) -> str:
+    """``column`` of a run of ``task`` under today's name: an older score run's
+    ``test_acc`` is ``test_bin_acc`` (likewise ``val_``, ``party_``, ``party_val_``,
+    ``search_test_``, ``_std``, ``_mean`` ..., ``/<party>``); any other column, and
+    every column of another task, as it is."""
+    renamed = RENAMED_STEMS.get(str(task), {})
+    if not renamed:
+        return column
+    for old, new in renamed.items():
+        match = _STEM_COLUMN.match(column)
+        if match and match["stem"] == old:
+            return f"{match['head']}{new}{match['tail'] or ''}"
+    return column
+
+
+def current_stem(stem: str, task: object) -> str:
+    """A metric name a run of ``task`` recorded (``primary_metric``) under today's name
+    (an older score run's ``acc`` is ``bin_acc``)."""
+    return RENAMED_STEMS.get(str(task), {}).get(stem, stem)

@@ -274,6 +274,7 @@ class FederatedRun:
         validator = None
         if data.validation is not None:
             draws = config.eval_fraction < 1 and config.val_split == "party"
+            task.party_stem(),
             validator = SplitEvaluator(
                 data.validation,
                 task,

@@ -5,17 +5,19 @@ For a Tune trial they live in its trial folder (``study/sweep_folder.py``), for
 ``X.representations/``::
 
     parties.csv                   one row per (scored round, party): round (1-based),
-                                  party, party_acc (fraction in [0, 1]), party_samples
-                                  (its training samples); with validation on the
-                                  parties' own data (val_split=party) also
-                                  party_val_acc, party_val_loss (NaN for a party not
-                                  evaluated that round), party_val_samples; with local
-                                  test splits party_test_samples (then party_acc is on
-                                  the party's own test images, not the class re-weighted
-                                  test set); on a score task also party_val_<m> and
-                                  party_test_<m> for m in mae, rmse, srcc, plcc (the
-                                  party's own images; federated/tasks/objective.py);
-                                  rewritten after each scored round
+                                  party, party_<p> (the task's per-party metric p:
+                                  party_acc, a fraction in [0, 1], for classification;
+                                  party_bin_acc for a score task), party_samples (its
+                                  training samples); with validation on the parties'
+                                  own data (val_split=party) also party_val_<p>,
+                                  party_val_loss (NaN for a party not evaluated that
+                                  round), party_val_samples; with local test splits
+                                  party_test_samples (then party_<p> is on the party's
+                                  own test images, not the class re-weighted test set);
+                                  for a task's other metrics m (a score task's mae,
+                                  rmse, srcc, plcc) also party_val_<m> and
+                                  party_test_<m> (the party's own images;
+                                  federated/tasks/); rewritten after each scored round
     representations/round_NNNN.npz   federated/evaluation/representations.py
 
 Every file is written with :func:`federated.runtime.atomic_file.atomic_open`.  A trial restored
@@ -31,12 +33,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from federated.contract.metrics import LOSS
 from federated.contract.results import PARTIES
 from federated.evaluation.representations import FOLDER, save_representations
 from federated.runtime.atomic_file import atomic_open
 
-PARTY_COLUMNS = ("round", "party", "party_acc", "party_samples")
-VALIDATION_COLUMNS = ("party_val_acc", "party_val_loss", "party_val_samples")
 LOCAL_TEST_COLUMNS = ("party_test_samples",)
 NAN = float("nan")
 
@@ -44,11 +45,13 @@ NAN = float("nan")
 def party_columns(run: Any) -> tuple[str, ...]:
     """``parties.csv``'s columns for ``run`` (a FederatedRun): the base ones, and those
     of its per-party validation and local test splits when it has them."""
-    columns = PARTY_COLUMNS
-    # the task's metrics beyond accuracy and loss (a score task's mae, rmse, srcc, plcc)
-    extra = run.evaluation.extra_stems
+    # the task's per-party metric (classification's acc) and its others (a score
+    # task's mae, rmse, srcc, plcc)
+    stem, extra = run.evaluation.spread_stem, run.evaluation.extra_stems
+    columns: tuple[str, ...] = ("round", "party", f"party_{stem}", "party_samples")
     if run.validator is not None and run.config.val_split == "party":
-        columns += VALIDATION_COLUMNS + tuple(f"party_val_{m}" for m in extra)
+        columns += (f"party_val_{stem}", f"party_val_{LOSS}", "party_val_samples")
+        columns += tuple(f"party_val_{m}" for m in extra)
     if run.local_tester is not None:
         columns += LOCAL_TEST_COLUMNS + tuple(f"party_test_{m}" for m in extra)
     return columns
@@ -110,18 +113,18 @@ def party_rows(run: Any, round_number: int, scored: bool, validated: bool) -> li
     """``parties.csv``'s rows of ``round_number``: each party's score (NaN when the
     round was validated but not scored) and its held-out values."""
     columns = party_columns(run)
+    stem, extra = run.evaluation.spread_stem, run.evaluation.extra_stems
     rows = []
     for party in range(len(run.party_sizes)):
         row = {
             "round": round_number,
             "party": party,
-            "party_acc": float(run.party_scorer.last[party]) if scored else NAN,
+            f"party_{stem}": float(run.party_scorer.last[party]) if scored else NAN,
             "party_samples": run.party_sizes[party],
         }
-        extra = run.evaluation.extra_stems
-        if "party_val_acc" in columns:
+        if "party_val_samples" in columns:
             scores = run.last_validation[1] if validated else None
-            for m in ("acc", "loss", *extra):
+            for m in (stem, LOSS, *extra):
                 values = scores.party_values.get(m) if scores else None
                 row[f"party_val_{m}"] = float(values[party]) if values is not None else NAN
             row["party_val_samples"] = run.validator.split.sizes[party]

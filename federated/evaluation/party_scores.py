@@ -33,11 +33,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from federated.contract.metrics import party_summary_keys
 from federated.tasks.base import Scores
 
 NAN = float("nan")
-# Row keys, in this order (federated/engine/round_row.py documents them).
-SUMMARY_KEYS = ("party_acc_mean", "party_acc_std", "party_acc_min", "party_acc_worst10")
+# Row keys, in this order (federated/engine/round_row.py documents them), of
+# classification's accuracy; a task's per-party metric <stem> names its own
+# (party_<stem>_mean ...: a score task's party_bin_acc_mean)
+SUMMARY_KEYS = party_summary_keys("acc")
 
 
 def class_shares(class_counts: np.ndarray) -> np.ndarray:
@@ -74,18 +77,21 @@ def worst_decile(accuracies: Sequence[float]) -> float:
     return float(values[: math.ceil(values.size / 10)].mean())
 
 
-def summary(accuracies: Sequence[float]) -> dict[str, float]:
-    """The row's per-party columns (:data:`SUMMARY_KEYS`) over the finite accuracies."""
+def summary(accuracies: Sequence[float], stem: str = "acc") -> dict[str, float]:
+    """The row's per-party columns of the per-party metric ``stem`` (mean, std, min,
+    worst decile: ``party_acc_mean`` ..., :func:`party_summary_keys`) over the finite
+    values."""
     values = np.asarray(accuracies, dtype=np.float64)
     values = values[np.isfinite(values)]
+    keys = party_summary_keys(stem)
     if values.size == 0:
-        return dict.fromkeys(SUMMARY_KEYS, NAN)
-    return {
-        "party_acc_mean": float(values.mean()),
-        "party_acc_std": float(values.std()),
-        "party_acc_min": float(values.min()),
-        "party_acc_worst10": worst_decile(values),
-    }
+        return dict.fromkeys(keys, NAN)
+    return dict(
+        zip(
+            keys,
+            (float(values.mean()), float(values.std()), float(values.min()), worst_decile(values)),
+        )
+    )
 
 
 def scoring_due(round_number: int, every: int, rounds: int) -> bool:
@@ -101,8 +107,17 @@ class PartyScorer:
     its 1-based number; ``personal`` collects SOLO's own-model scores of a round.
     """
 
-    def __init__(self, class_counts: np.ndarray, n_classes: int, every: int, rounds: int):
+    def __init__(
+        self,
+        class_counts: np.ndarray,
+        n_classes: int,
+        every: int,
+        rounds: int,
+        stem: str = "acc",
+    ):
         self.shares = class_shares(class_counts)
+        #: the per-party metric the row's summaries name (``party_<stem>_mean`` ...)
+        self.stem = stem
         self.n_classes = n_classes
         self.every = every
         self.rounds = rounds
@@ -151,5 +166,5 @@ class PartyScorer:
             self.last, self.last_round = scores, round_number
             self._personal = {}
         if not self.due(round_number) or self.last_round != round_number:
-            return dict.fromkeys(SUMMARY_KEYS, NAN)
-        return summary(self.last)
+            return dict.fromkeys(party_summary_keys(self.stem), NAN)
+        return summary(self.last, self.stem)

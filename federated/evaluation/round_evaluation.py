@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from federated.contract.metrics import LOSS
 from federated.data import Augmenter
 from federated.evaluation.party_scores import PartyScorer, scoring_due
 from federated.evaluation.scoring import evaluate
@@ -76,11 +77,13 @@ class RoundEvaluation:
         #: per-party metrics beyond accuracy and loss on the parties' own test splits,
         #: (N,) each, from the latest scored round (parties.csv's party_test_<metric>)
         self.local_test_metrics: dict[str, np.ndarray] = {}
-        stems = task.recorded_stems()
         #: what per-party outcomes and personal models' spread report (``party_acc_*``,
-        #: ``test_acc_std``, ``party_acc/i``): accuracy, or a task's primary metric
-        self.spread_stem = "acc" if "acc" in stems else stems[0]
-        self.extra_stems = tuple(s for s in stems if s not in ("acc", "loss"))
+        #: ``test_acc_std``, ``party_acc/i``; a score task's ``party_bin_acc_*`` ...)
+        self.spread_stem = task.party_stem()
+        #: the task's other metrics (parties.csv's ``party_val_<m>``, ``party_test_<m>``)
+        self.extra_stems = tuple(
+            s for s in task.recorded_stems() if s not in (self.spread_stem, LOSS)
+        )
 
     # ------------------------------------------------------------------ timing
     def validation_due(self, round_number: int) -> bool:

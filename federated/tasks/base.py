@@ -153,6 +153,14 @@ def per_party_mean(sums: np.ndarray, samples: np.ndarray) -> np.ndarray:
     return np.divide(sums, samples, out=np.full_like(sums, NAN), where=samples > 0)
 
 
+    @classmethod
+    def party_stem(cls) -> str:
+        """The metric per-party outcomes and personal models' spread report (the rows'
+        ``party_<stem>_mean`` ..., ``test_<stem>_std``, ``party_<stem>/<i>``; parties.csv's
+        ``party_<stem>``): the first recorded stem (classification's ``acc``, a score
+        task's ``bin_acc``)."""
+        return cls.recorded_stems()[0]
+
 def build_task(name: str, params: MethodParams | None, spec: DatasetSpec) -> Task:
     """The task ``name`` (registered or ``package.module:Class``) of a run on data
     ``spec``, with its ``params`` (None: the task's defaults, for a config that was not

@@ -7,9 +7,11 @@ default), the absolute error (``l1``) or the Huber loss (``huber``, quadratic wi
 :data:`HUBER_DELTA` score units: a tenth of a 0..1 scale, linear beyond).  The metrics
 are the field's, on the *score* (column 0): ``mae`` and ``rmse`` (score units), ``srcc``
 (Spearman's rank correlation, average ranks for ties), ``plcc`` (Pearson's linear
-correlation) and ``acc``, the binary accuracy at ``score_threshold``: the share of
-images whose prediction and score fall on the same side of it (both >= it, or both
-below).
+correlation) and ``bin_acc``, the binary accuracy at ``score_threshold``: the share
+of images whose prediction and score fall on the same side of it (both >= it, or both
+below).  Its columns say so (``test_bin_acc``, ``val_bin_acc``): ``acc`` is
+classification's top-1 accuracy; score runs written before recorded it as ``acc``
+(:data:`federated.contract.metrics.RENAMED_STEMS` reads them).
 
 A score task has no classes: partitions group all samples as one (natural, IID and
 quantity partitions apply), and per-party outcomes come from the parties' own local
@@ -31,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from scipy import stats
 
-from federated.contract.metrics import SCORE_SPECS
+from federated.contract.metrics import BINARY_ACCURACY, LOSS, SCORE_SPECS
 from federated.data.folder_layout import folder_path, is_folder_dataset
 from federated.data.scores_file import SCORES_FILE, has_scores_file, read_scores
 from federated.params import ConfigError, MethodParams, describe, one_of
@@ -53,8 +55,8 @@ class ScoreParams(MethodParams):
     score_threshold: float = field(
         default=0.5,
         metadata=describe(
-            "score tasks: test_acc is the share of images whose prediction and score are on "
-            "the same side of this threshold (score units; 0.5 on a 0..1 scale)"
+            "score tasks: test_bin_acc is the share of images whose prediction and score "
+            "are on the same side of this threshold (score units; 0.5 on a 0..1 scale)"
         ),
     )
 
@@ -76,7 +78,7 @@ class ScoreTask(Task):
     @classmethod
     def check_data(cls, params: MethodParams, dataset: str) -> None:
         """The threshold must split the data's scores: at or below the lowest score (or
-        above the highest) every image falls on one side, and ``test_acc`` would be 1.0
+        above the highest) every image falls on one side, and ``test_bin_acc`` would be 1.0
         by construction."""
         if not is_folder_dataset(dataset) or not has_scores_file(folder_path(dataset)):
             return
@@ -87,13 +89,14 @@ class ScoreTask(Task):
                 "score_threshold",
                 threshold,
                 f"a score in ({low:g}, {high:g}], the range of {dataset}'s scores (outside "
-                "it every image is on one side and test_acc is 1.0 by construction)",
+                "it every image is on one side and test_bin_acc is 1.0 by construction)",
             )
 
     @classmethod
     def recorded_stems(cls) -> tuple[str, ...]:
-        # the rows' order since score tasks began: acc, loss, then the field's metrics
-        return ("acc", "loss", *SCORE_METRICS)
+        # the rows' order since score tasks began: the binary accuracy, loss, then the
+        # field's metrics (the binary accuracy first: it is the per-party metric)
+        return (BINARY_ACCURACY, LOSS, *SCORE_METRICS)
 
     def per_sample_loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return self._elementwise(outputs, targets).mean(dim=1)
@@ -179,8 +182,8 @@ class ScoreAccumulator:
         total = samples.sum()
         pooled = score_metrics(predicted, truth, 0.0, self.threshold)
         party = {
-            "acc": per_party_mean(agree, samples),
-            "loss": per_party_mean(loss, samples),
+            BINARY_ACCURACY: per_party_mean(agree, samples),
+            LOSS: per_party_mean(loss, samples),
         }
         party.update({k: np.full(self.n, NAN) for k in SCORE_METRICS})
         for p in np.unique(owner):
@@ -189,8 +192,8 @@ class ScoreAccumulator:
             for k in SCORE_METRICS:
                 party[k][p] = own[k]
         values = {
-            "acc": float(agree.sum() / total),
-            "loss": float(loss.sum() / total),
+            BINARY_ACCURACY: float(agree.sum() / total),
+            LOSS: float(loss.sum() / total),
             **{k: pooled[k] for k in SCORE_METRICS},
         }
         return Scores(values, party, parties=int((samples > 0).sum()))
@@ -200,18 +203,18 @@ def score_metrics(
     predicted: np.ndarray, truth: np.ndarray, loss_sum: float, threshold: float
 ) -> dict[str, float]:
     """The score metrics of predictions against scores (1-D arrays of one length):
-    ``acc`` (binary, at ``threshold``), ``loss`` (``loss_sum`` / n), ``mae``, ``rmse``,
+    ``bin_acc`` (binary, at ``threshold``), ``loss`` (``loss_sum`` / n), ``mae``, ``rmse``,
     ``srcc``, ``plcc``.  A correlation is NaN where it is undefined (fewer than two
     images, or a constant prediction or score)."""
     n = len(truth)
     if n == 0:
-        return dict.fromkeys(("acc", "loss", *SCORE_METRICS), NAN)
+        return dict.fromkeys((BINARY_ACCURACY, LOSS, *SCORE_METRICS), NAN)
     predicted = np.asarray(predicted, dtype=np.float64)
     truth = np.asarray(truth, dtype=np.float64)
     error = predicted - truth
     return {
-        "acc": float(np.mean((predicted >= threshold) == (truth >= threshold))),
-        "loss": float(loss_sum) / n,
+        BINARY_ACCURACY: float(np.mean((predicted >= threshold) == (truth >= threshold))),
+        LOSS: float(loss_sum) / n,
         "mae": float(np.mean(np.abs(error))),
         "rmse": float(math.sqrt(np.mean(error**2))),
         "srcc": _correlation(stats.spearmanr, predicted, truth),
