@@ -11,9 +11,11 @@ existed have neither: they are classification runs reporting accuracy.
 - A score task (image assessment: a score per image, federated/tasks/score.py) reports its
   primary metric, ``srcc`` by default, else the one the run chose: ``srcc`` / ``plcc``
   (Spearman / Pearson correlation, in [-1, 1], higher is better), ``mae`` / ``rmse`` (the
-  error of the predicted score in the score's own units, lower is better), or ``acc``
-  (the binary accuracy at the score threshold, a percentage; no chance level: the two
-  sides of the threshold need not be equally common).  Correlations and errors are shown
+  error of the predicted score in the score's own units, lower is better), or
+  ``bin_acc`` (the binary accuracy at the score threshold, a percentage; no chance
+  level: the two sides of the threshold need not be equally common).  Older score runs
+  recorded it as ``acc``: the readers (analysis/reading/trial_files.py) give it as
+  ``bin_acc``.  Correlations and errors are shown
   with three decimals, their differences in the metric's own units.
 
 Every score report also gives the field's pair, SRCC and MAE (:data:`SCORE_REPORTED`):

@@ -183,10 +183,7 @@ def format_row(row: dict[str, Any], rounds: int) -> str:
     # task's test_bin_acc, then its errors and correlations after the loss)
     metrics = [k for k in row if k.startswith("test_") and not k.endswith("_std")]
     scores = "  ".join(f"{k} {num(k, '%.4f')}" for k in metrics)
-    text = (
-        f"round {row['round']:>3}/{rounds}  {scores}  "
-        f"train_loss {num('train_loss', '%.4f')}"
-    )
+    text = f"round {row['round']:>3}/{rounds}  {scores}  train_loss {num('train_loss', '%.4f')}"
     if not math.isnan(row.get("con_loss", float("nan"))):
         text += f"  con_loss {row['con_loss']:.4f}"
     if "tau_end" in row:

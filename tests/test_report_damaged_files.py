@@ -110,7 +110,7 @@ PARTY_DAMAGE = {
     "non-UTF-8 bytes": (b"round,party,party_acc\n2,0,\xff\xfe\n", "not UTF-8"),
     "cut mid-line": (good_parties()[:-3], "cut short"),
     "a short row": ("round,party,party_acc\n2,0\n", "has 2 fields"),
-    "no party_acc column": ("round,party\n2,0\n", "no party_acc column"),
+    "no party_acc column": ("round,party\n2,0\n", "no party_<metric> column"),
     "an accuracy of 3": ("round,party,party_acc\n2,0,3\n", "not a fraction"),
     "infinite": ("round,party,party_acc,party_val_loss\n2,0,0.5,inf\n", "is infinite"),
     "a count of 1.5": ("round,party,party_acc,party_samples\n2,0,0.5,1.5\n", "not a whole"),

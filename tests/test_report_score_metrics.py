@@ -37,7 +37,7 @@ from study.selection import (
     selection_metric,
 )
 from study.tune.live_view import LiveView
-from tests.analysis_fakes import manifest, plan_configs, result_row, write_trial
+from tests.analysis_fakes import manifest, plan_configs, result_row, write_sweep, write_trial
 
 ROUNDS = 4
 T_975_2 = 4.302652729911275  # t(0.975, 2): three seeds
@@ -73,35 +73,43 @@ def score_configs(primary: str = "srcc") -> list[dict]:
     return configs
 
 
-def score_rows(config: dict) -> list[dict]:
-    """A score trial's rows: every score metric, validation as on every round."""
+def score_rows(config: dict, binary: str = "bin_acc") -> list[dict]:
+    """A score trial's rows: every score metric, validation as on every round;
+    ``binary``: the binary accuracy's stem (``acc`` in runs written before it had a
+    name of its own)."""
     method, seed = config["algorithm"], config["seed"]
     rows = []
     for r in range(ROUNDS):
         mae, srcc = MAE[method][seed][r], SRCC[method][seed][r]
         metrics = {"mae": mae, "rmse": mae + 0.05, "srcc": srcc, "plcc": srcc - 0.02}
-        rows.append(
-            result_row(
-                config,
-                r + 1,
-                0.6 + 0.01 * r,  # test_acc: the binary accuracy at the threshold
-                **{f"test_{k}": v for k, v in metrics.items()},
-                **{f"val_{k}": v for k, v in metrics.items()},
-                val_acc=0.6,
-                val_loss=mae,
-                val_round=r + 1,
-            )
+        row = result_row(
+            config,
+            r + 1,
+            0.6 + 0.01 * r,  # the binary accuracy at the threshold
+            **{f"test_{k}": v for k, v in metrics.items()},
+            **{f"val_{k}": v for k, v in metrics.items()},
+            **{f"val_{binary}": 0.6},
+            val_loss=mae,
+            val_round=r + 1,
         )
+        row[f"test_{binary}"] = row.pop("test_acc")
+        rows.append(row)
     return rows
 
 
-def write_score_sweep(root: Path, configs: list[dict], name: str = "iqa-score") -> Path:
+def write_score_sweep(
+    root: Path,
+    configs: list[dict],
+    name: str = "iqa-score",
+    binary: str = "bin_acc",
+    **manifest_fields,
+) -> Path:
     folder = root / name
     folder.mkdir(parents=True)
-    info = manifest(name, "comparison", n_trials=len(configs), seeds=[0, 1, 2])
+    info = manifest(name, "comparison", n_trials=len(configs), seeds=[0, 1, 2], **manifest_fields)
     (folder / "fedsweep_sweep.json").write_text(json.dumps(info))
     for i, config in enumerate(configs):
-        trial = write_trial(folder, i, config, [], rows=score_rows(config))
+        trial = write_trial(folder, i, config, [], rows=score_rows(config, binary))
         srcc = PARTY_SRCC[config["algorithm"]]
         # MOON's seeds wobble about their mean: its per-seed differences to FedAvg vary
         # (equal ones would be not resolvable from the seeds, no interval to show)
@@ -110,7 +118,7 @@ def write_score_sweep(root: Path, configs: list[dict], name: str = "iqa-score") 
             {
                 "round": ROUNDS,
                 "party": range(4),
-                "party_acc": 0.6,
+                f"party_{binary}": 0.6,
                 "party_samples": 50,
                 "party_test_samples": 10,
                 "party_test_srcc": [v + 0.01 * config["seed"] + wobble for v in srcc],
@@ -152,6 +160,43 @@ def test_the_reports_metrics_are_the_engines_tasks_metrics():
     assert table_metrics(SCORE_METRICS["srcc"]) == [SCORE_METRICS["srcc"], SCORE_METRICS["mae"]]
     assert table_metrics(SCORE_METRICS["mae"]) == [SCORE_METRICS["mae"], SCORE_METRICS["srcc"]]
     assert table_metrics(ACCURACY) == [ACCURACY]
+
+
+def test_an_older_score_sweeps_acc_columns_read_as_bin_acc(tmp_path):
+    """A score sweep written before the binary accuracy had its own name (``test_acc``,
+    ``val_acc``, parties.csv's ``party_acc``, ``primary_metric = "acc"``, ranked on
+    ``val_acc``) reads exactly as the same sweep written today (``bin_acc``), and its
+    report's tables on the binary accuracy are byte-identical."""
+    from analysis.tables.party_tables import party_frame
+
+    loaded, tables = {}, {}
+    for era, binary in (("old", "acc"), ("new", "bin_acc")):
+        write_score_sweep(
+            tmp_path / era, score_configs(binary), binary=binary, metric=f"val_{binary}"
+        )
+        loaded[era] = results = load_results(tmp_path / era)
+        out = write_report(
+            results, tmp_path / f"{era}-report", TableOptions(statistic=FINAL), formats=("png",)
+        ).parent
+        tables[era] = {p.name: p.read_bytes() for p in sorted((out / "tables").iterdir())}
+    old, new = loaded["old"], loaded["new"]
+    # the loader's test_acc column (every frame has one) holds no score value
+    assert old.rounds["test_acc"].isna().all() and "val_acc" not in old.rounds
+    assert list(old.rounds["test_bin_acc"].iloc[:ROUNDS]) == [0.6, 0.61, 0.62, 0.63]
+    pd.testing.assert_frame_equal(old.rounds, new.rounds)
+    pd.testing.assert_frame_equal(old.trials, new.trials)
+    assert set(old.trials["primary_metric"]) == {"bin_acc"}
+    assert old.sweeps[0].manifest["metric"] == "val_bin_acc"
+    pd.testing.assert_frame_equal(party_frame(old), party_frame(new))
+    assert "party_bin_acc" in party_frame(old)
+    assert sweep_metric(old.trials, "old") is SCORE_METRICS["bin_acc"]
+    assert "table1_comparison.csv" in tables["new"] and tables["old"] == tables["new"]
+    # a classification sweep's acc is never renamed
+    config = {**plan_configs("comparison", seeds=1)[0], "rounds": 2, "task": "classification"}
+    cls = write_sweep(tmp_path, "cls", "comparison", [(config, [0.5, 0.6])])
+    classification = load_results(cls)
+    assert list(classification.rounds["test_acc"]) == [0.5, 0.6]
+    assert "test_bin_acc" not in classification.rounds
 
 
 def test_older_rows_without_task_columns_are_classification_accuracy():

@@ -60,6 +60,7 @@ from analysis.reading.trial_files import (
     read_partitions,
     read_result_rows,
 )
+from federated.contract.metrics import current_column
 from federated.contract.results import (
     COMPLETED,
     DAMAGED,
@@ -268,6 +269,7 @@ def load_sweep(path: str | Path, problems: list[str] | None = None, name: str | 
         if record is not None:
             trials.append(record)
         rows += trial_rows
+    _current_selection_names(sweep.manifest, trials)
     if sweep.status == SWEEP_INTERRUPTED and sweep.manifest.get("not_started"):
         problems.append(
             f"{sweep.name}: {sweep.manifest['not_started']} trial(s) never started "
@@ -292,6 +294,20 @@ def _read_sweep(path: Path, problems: list[str], label: str) -> Sweep:
     return Sweep(path, manifest, partitions, label)
 
 
+def _current_selection_names(manifest: dict[str, Any], trials: list[dict[str, Any]]) -> None:
+    """An older score sweep's ranking metric and record of the choice under today's
+    names (``val_acc`` -> ``val_bin_acc``, ``search_test_acc`` -> ``search_test_bin_acc``),
+    the task read from the manifest or its trials' params.json."""
+    task = manifest.get("task") or next((t.get("task") for t in trials if t.get("task")), None)
+    if isinstance(manifest.get("metric"), str):
+        manifest["metric"] = current_column(manifest["metric"], task)
+    if isinstance(manifest.get("selection"), dict):
+        selection = manifest["selection"]
+        manifest["selection"] = {current_column(k, task): v for k, v in selection.items()}
+        if isinstance(selection.get("metric"), str):
+            manifest["selection"]["metric"] = current_column(selection["metric"], task)
+
+
 def _load_trial(
     sweep: Sweep, trial_dir: Path, order: int, problems: list[str]
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -311,7 +327,10 @@ def _load_trial(
         return _damaged_trial(sweep, trial_dir, order, f"damaged: {err}"), []
     skipped: list[str] = []
     result_rows = read_result_rows(
-        trial_dir / RESULT, skipped, complete=sweep.status == SWEEP_FINISHED
+        trial_dir / RESULT,
+        skipped,
+        complete=sweep.status == SWEEP_FINISHED,
+        task=config.get("task"),
     )
     entry = sweep.manifest["trials"].get(trial_dir.name)
     failed = _trial_failed(trial_dir, entry, sweep.status)

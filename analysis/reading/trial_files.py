@@ -19,15 +19,18 @@ only well-typed values:
 ``result.json`` (:func:`read_result_rows`)
     one JSON object per line with a whole ``round`` >= 1 and numbers (or null) for the
     metrics the report reads (every built-in task's ``test_``/``val_`` metrics: a score
-    trial's ``test_srcc='abc'`` is damage); ``test_acc`` and the per-party accuracies in
-    [0, 1].  A line that fails is skipped and described, so its trial is marked damaged.
+    trial's ``test_srcc='abc'`` is damage); ``test_acc``, a score trial's
+    ``test_bin_acc`` and the per-party accuracies in [0, 1].  A line that fails is
+    skipped and described, so its trial is marked damaged.
 ``partitions.json`` (:func:`read_partitions`)
     a JSON list of partitions, each with a rectangular table of class counts.
 ``parties.csv`` (:func:`read_parties`)
-    UTF-8 CSV ending in a line end, with the columns ``round``, ``party``, ``party_acc``
-    (and those of federated/engine/run_files.py), every row complete: ``round`` a whole number
-    >= 1, ``party`` a whole number >= 0 named once per round, ``party_acc`` and
-    ``party_val_acc`` fractions in [0, 1] or NaN (not scored that round), counts whole.
+    UTF-8 CSV ending in a line end, with the columns ``round``, ``party`` and a
+    per-party metric (``party_acc``, a score trial's ``party_bin_acc``, a plug-in task's
+    ``party_<metric>``; and those of federated/engine/run_files.py), every row complete:
+    ``round`` a whole number >= 1, ``party`` a whole number >= 0 named once per round,
+    the per-party accuracies (``party_acc``, ``party_val_acc``, ``party_bin_acc`` ...)
+    fractions in [0, 1] or NaN (not scored that round), counts whole.
 ``representations/round_NNNN.npz`` (:func:`read_representation`)
     a numpy archive (no pickled object) with ``round`` and ``party`` whole scalars,
     ``labels`` (n,) whole classes >= 0, ``global_z`` and ``local_z`` (n, d) finite
@@ -46,6 +49,12 @@ A damaged file is never averaged in and never a traceback: the caller names it (
 report's "Trials not counted" and "Problems while reading") with its path and what is
 wrong.  The field types come from the run's own config class (it imports neither torch
 nor Ray), so this schema cannot drift from what runs write.
+
+Older score trials recorded their binary accuracy as ``acc`` (``test_acc``,
+``party_acc_mean``, parties.csv's ``party_acc`` ..., ``primary_metric = "acc"``): the
+readers give them under today's name (``bin_acc``,
+:func:`federated.contract.metrics.current_column`) when the trial's ``params.json``
+says its task is ``score``, so the rest of the analysis sees one name per metric.
 """
 
 from __future__ import annotations
@@ -66,7 +75,13 @@ from typing import Any
 import numpy as np
 
 from federated.config.run_config import RunConfig
-from federated.contract.metrics import BUILTIN_TASK_METRICS, LOSS
+from federated.contract.metrics import (
+    BUILTIN_TASK_METRICS,
+    LOSS,
+    current_column,
+    current_stem,
+    party_summary_keys,
+)
 from federated.contract.results import RESULT, representation_file
 
 # Every built-in task's test and validation metrics (a score task's test_srcc, val_mae
@@ -78,6 +93,9 @@ TASK_METRIC_COLUMNS = tuple(
     for split in ("test", "val")
     for tail in ("", "_std")
 )
+_BUILTIN_SPECS = tuple(s for specs in BUILTIN_TASK_METRICS.values() for s in specs)
+# the built-in metrics recorded as fractions (classification's acc, a score task's bin_acc)
+_FRACTION_STEMS = tuple(dict.fromkeys(s.stem for s in _BUILTIN_SPECS if s.percent))
 # result.json metrics the report computes with: a number or null (NaN) on every row.
 NUMERIC_METRICS = tuple(
     dict.fromkeys(  # test_acc, test_loss ... are task metrics too: each once
@@ -94,22 +112,16 @@ NUMERIC_METRICS = tuple(
             "bytes_up",
             "bytes_down",
             "cum_bytes",
-            "party_acc_mean",
-            "party_acc_std",
-            "party_acc_min",
-            "party_acc_worst10",
+            *(key for stem in _FRACTION_STEMS for key in party_summary_keys(stem)),
             *TASK_METRIC_COLUMNS,
         )
     )
 )
 # ... of which these are fractions of the test set: a value outside [0, 1] is garbage.
-FRACTION_METRICS = (
-    "test_acc",
-    "test_acc_std",
-    "party_acc_mean",
-    "party_acc_std",
-    "party_acc_min",
-    "party_acc_worst10",
+FRACTION_METRICS = tuple(
+    key
+    for stem in _FRACTION_STEMS
+    for key in (f"test_{stem}", f"test_{stem}_std", *party_summary_keys(stem))
 )
 
 # ``diverged`` as a word (rows converted from CSV by other tools) reads as a bool.
@@ -347,11 +359,15 @@ def params_problem(config: Any) -> str | None:
 
 
 def read_params(path: Path) -> dict[str, Any]:
-    """A trial's config, checked; :class:`DamagedFileError` (naming ``path``) otherwise."""
+    """A trial's config, checked; :class:`DamagedFileError` (naming ``path``) otherwise.
+    An older score trial's ``primary_metric = "acc"`` reads as today's ``bin_acc``."""
     config = read_json(path)
     problem = params_problem(config)
     if problem:
         raise DamagedFileError(f"{path}: {problem}")
+    primary = config.get("primary_metric")
+    if isinstance(primary, str):
+        config["primary_metric"] = current_stem(primary, config.get("task"))
     return config
 
 
@@ -381,9 +397,15 @@ def row_problem(row: Any) -> str | None:
 
 
 def read_result_rows(
-    path: str | Path, skipped: list[str] | None = None, *, complete: bool = False
+    path: str | Path,
+    skipped: list[str] | None = None,
+    *,
+    complete: bool = False,
+    task: object = None,
 ) -> list[dict[str, Any]]:
-    """The rows of a ``result.json``, one per round, the last occurrence of a round kept.
+    """The rows of a ``result.json``, one per round, the last occurrence of a round kept;
+    ``task``: the trial's (its ``params.json``'s), whose older column names read as
+    today's (a score trial's ``test_acc`` as ``test_bin_acc``).
 
     Lines are JSON objects (NaN allowed, as Tune writes them).  A last line that does not
     parse is the one being appended by a running trial and is ignored, unless
@@ -415,6 +437,8 @@ def read_result_rows(
             continue  # the last line: half-written by a running trial
         if isinstance(row, dict) and "round" not in row:
             continue
+        if isinstance(row, dict):
+            row = {current_column(k, task): v for k, v in row.items()}
         problem = row_problem(row)
         if problem:
             skipped.append(f"line {number} of {RESULT}: {problem}")
@@ -474,17 +498,21 @@ def read_partitions(path: Path) -> tuple[list[dict[str, Any]], str | None]:
 
 
 # ------------------------------------------------------------------------- parties
-PARTY_COLUMNS = ("round", "party", "party_acc")  # the rest: optional (older runs lack them)
+PARTY_COLUMNS = ("round", "party")  # and a per-party metric; the rest optional
 # columns of whole counts, and of fractions (NaN, or empty, where a round was not scored
 # or a party not validated: federated/engine/run_files.py)
 PARTY_COUNT_COLUMNS = ("party_samples", "party_val_samples", "party_test_samples")
-PARTY_FRACTION_COLUMNS = ("party_acc", "party_val_acc")
+PARTY_FRACTION_COLUMNS = tuple(
+    f"party{split}_{stem}" for stem in _FRACTION_STEMS for split in ("", "_val", "_test")
+)
 
 
-def read_parties(path: Path) -> list[dict[str, Any]]:
-    """A trial's ``parties.csv`` as rows of numbers (``round``, ``party``, ``party_acc``
-    and whatever other columns it has; NaN where a value is not recorded), checked;
-    :class:`DamagedFileError` (naming ``path``) otherwise.  A missing file raises
+def read_parties(path: Path, task: object = None) -> list[dict[str, Any]]:
+    """A trial's ``parties.csv`` as rows of numbers (``round``, ``party``, a per-party
+    metric such as ``party_acc`` and whatever other columns it has; NaN where a value is
+    not recorded), checked; :class:`DamagedFileError` (naming ``path``) otherwise.
+    ``task``: the trial's, whose older column names read as today's (a score trial's
+    ``party_acc`` as ``party_bin_acc``).  A missing file raises
     :class:`FileNotFoundError` (the trial scored no party)."""
     text = read_text(path)
     if not text.strip():
@@ -492,8 +520,10 @@ def read_parties(path: Path) -> list[dict[str, Any]]:
     if not text.endswith("\n"):  # the writer ends every row: a cut file loses rows
         raise DamagedFileError(f"{path}: cut short (its last line has no line end)")
     reader = csv.reader(io.StringIO(text))
-    header = next(reader)
+    header = [current_column(c, task) for c in next(reader)]
     missing = [c for c in PARTY_COLUMNS if c not in header]
+    if not [c for c in header if c.startswith("party_") and c not in PARTY_COUNT_COLUMNS]:
+        missing.append("party_<metric>")
     if missing:
         raise DamagedFileError(f"{path}: no {', '.join(missing)} column (header {_shown(header)})")
     rows: list[dict[str, Any]] = []

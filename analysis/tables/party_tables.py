@@ -61,10 +61,12 @@ def final_party_columns(rounds: pd.DataFrame) -> pd.DataFrame:
     return last.rename(columns={"round": "party_round"}).reset_index(drop=True)
 
 
-def party_metric_column(metric: Metric) -> str:
-    """parties.csv's per-party column of ``metric``: ``party_acc`` for accuracy, else a
-    score task's own-test-split ``party_test_<metric>``."""
-    return "party_acc" if metric.stem == "acc" else f"party_test_{metric.stem}"
+def party_metric_column(metric: Metric, parties: pd.DataFrame | None = None) -> str:
+    """parties.csv's per-party column of ``metric``: the own-test-split
+    ``party_test_<metric>`` where ``parties`` has it (a score task's SRCC ...), else the
+    task's per-party metric ``party_<metric>`` (``party_acc``, ``party_bin_acc``)."""
+    own_test = f"party_test_{metric.stem}"
+    return own_test if parties is not None and own_test in parties else f"party_{metric.stem}"
 
 
 def final_party_metric_columns(parties: pd.DataFrame, metric: Metric) -> pd.DataFrame:
@@ -72,7 +74,7 @@ def final_party_metric_columns(parties: pd.DataFrame, metric: Metric) -> pd.Data
     last round with a finite :func:`party_metric_column` value (``party_round``), its
     mean over parties and the mean of its ceil(N/10) worst parties in ``metric``'s
     direction, under :data:`SOURCES`' column names."""
-    column = party_metric_column(metric)
+    column = party_metric_column(metric, parties)
     out_columns = ["sweep", "trial", "party_round", *SOURCES.values()]
     if parties.empty or column not in parties:
         return pd.DataFrame(columns=out_columns)
@@ -202,7 +204,7 @@ def party_frame(results: Results, not_counted: list[str] | None = None) -> pd.Da
     for _, trial in results.trials.iterrows():
         path = paths[trial["sweep"]] / trial["trial"] / PARTIES_FILE
         try:
-            rows = read_parties(path)
+            rows = read_parties(path, trial.get("task"))
         except FileNotFoundError:
             continue  # the trial scored no party
         except DamagedFileError as err:
@@ -225,7 +227,7 @@ def party_distribution_figure(
     """Per ``keys`` value (methods), the final scored round's per-party accuracies (%)
     (``metric``'s :func:`party_metric_column`) of its completed trials, all seeds'
     parties pooled: a box (quartiles) and the points."""
-    column = party_metric_column(metric)
+    column = party_metric_column(metric, parties)
     done = parties[parties["status"] == COMPLETED]
     if metric.stem != "acc":  # scored rounds only (a validated round holds NaN there)
         if column not in done:
