@@ -54,6 +54,7 @@ TEMPERATURE_SCHEDULE_PATHS: dict[str, str] = {
 TASK_PATHS: dict[str, str] = {
     "classification": "federated.tasks.classification:Classification",
     "score": "federated.tasks.score:ScoreTask",
+    "detection": "federated.tasks.detection:Detection",
 }
 
 KINDS = {

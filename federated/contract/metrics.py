@@ -21,7 +21,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-CLASSIFICATION, SCORE = "classification", "score"
+CLASSIFICATION, SCORE, DETECTION = "classification", "score", "detection"
 
 
 @dataclass(frozen=True)
@@ -73,10 +73,17 @@ SCORE_SPECS: tuple[MetricSpec, ...] = (
         False,
     ),
 )
+#: object detection (federated/tasks/detection.py): COCO's 101-point interpolated AP,
+#: fractions in [0, 1]; mAP@0.5 is the Street paper's metric, mAP@[.5:.95] COCO's
+DETECTION_SPECS: tuple[MetricSpec, ...] = (
+    MetricSpec("map50", DETECTION, True, "mAP@0.5", "test mAP@0.5", False, False),
+    MetricSpec("map", DETECTION, True, "mAP@[.5:.95]", "test mAP@[.5:.95]", False, False),
+)
 #: each built-in task's metrics, the default primary first
 BUILTIN_TASK_METRICS: dict[str, tuple[MetricSpec, ...]] = {
     CLASSIFICATION: (ACCURACY,),
     SCORE: SCORE_SPECS,
+    DETECTION: DETECTION_SPECS,
 }
 #: a loss is always recorded (``test_loss``, ``val_loss``) and always minimised
 LOSS = "loss"

@@ -17,7 +17,6 @@ rounds.  The latest validation is carried into the rows of rounds that do not va
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -128,7 +127,7 @@ class RoundEvaluation:
     def _global(self, round_number: int, model: torch.nn.Module) -> RoundResults:
         test = self.test_scores(model)
         results = RoundResults(dict(test.values))
-        if not math.isfinite(test.values.get("loss", 0.0)):
+        if self.task.diverged(test):
             results.diverged = True
             return results
         self.party_scorer.record(round_number, test)
@@ -205,7 +204,7 @@ class RoundEvaluation:
         if self.validator is None:
             return {}
         return {
-            **{f"val_{k}": NAN for k in self.task.recorded_stems()},
+            **{f"val_{k}": NAN for k in self.task.no_scores()},
             "val_parties": 0,
             "val_round": 0,
         }

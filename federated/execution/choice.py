@@ -40,7 +40,11 @@ def local_trainer(
         algorithm, global_model, augmenter, SgdRule.from_config(config), images, labels, skew
     )
     if config.execution == "packed":
-        reason = algorithm.packing_obstacle() or packing_obstacle(global_model, spec.shape)
+        reason = (
+            algorithm.task.packing_obstacle()
+            or algorithm.packing_obstacle()
+            or packing_obstacle(global_model, spec.shape)
+        )
         if reason is None:
             return PackedTrainer(setup, config.pack_width)
         warnings.warn(

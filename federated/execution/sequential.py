@@ -75,9 +75,11 @@ class SequentialTrainer:
                 )
                 if noise is not None:
                     xs += noise
-            ys = setup.labels.index_select(0, index)
+            task = setup.algorithm.task
+            ys = task.take_targets(setup.labels, index)
             for offset in range(0, (stop - first) * batch, batch):
-                x, y = xs[offset : offset + batch], ys[offset : offset + batch]
+                x = xs[offset : offset + batch]
+                y = task.take_targets(ys, slice(offset, offset + batch))
                 sums.add(self._step(job, params, momenta, x, y))
         (losses,) = read_means([sums])
         return PartyResult(losses, samples=batches.steps * batch, steps=job.steps)
@@ -92,7 +94,7 @@ class SequentialTrainer:
     ) -> dict[str, torch.Tensor]:
         """One SGD step on the batch (x, y); returns the loss parts, still on the device."""
         algorithm = self.setup.algorithm
-        terms = algorithm.loss(job, job.model(x), x, y)
+        terms = algorithm.loss(job, algorithm.task.forward(job.model, x, y), x, y)
         for p in params:
             p.grad = None
         terms.total.backward()

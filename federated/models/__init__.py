@@ -1,6 +1,7 @@
 """Model registry: ``build_model(name, spec, ...)`` -> :class:`FedConModel`.
 
-``name`` is a built-in model (:data:`MODELS`) or an import path
+``name`` is a built-in model (:data:`MODELS`), a detector for detection data
+(:data:`~federated.models.detection.DETECTORS`) or an import path
 (``package.module:factory``, ``torchvision:NAME``; :mod:`federated.models.import_path`).
 """
 
@@ -13,6 +14,7 @@ from torch import nn
 
 from federated.data.catalog import DatasetSpec
 from federated.models.cnn_transformer import CNNTransformer
+from federated.models.detection import DETECTORS, build_detector, is_detector
 from federated.models.fedcon import FedConModel, ModelOutput
 from federated.models.import_path import ModelError, ModelSpec, build_encoder, is_import_path
 from federated.models.resnet import RESNET50_FEATURES, cifar_resnet50
@@ -50,6 +52,8 @@ def build_model(
     ``outputs``: the head's width, as the run's task asks (None: the data's own task's,
     ``spec.outputs``)."""
     outputs = spec.outputs if outputs is None else outputs
+    if is_detector(name):  # a detector is no encoder + head: its own model
+        return build_detector(name, spec, outputs, out_dim, projection_head)  # type: ignore[return-value]
     if name in MODELS:
         encoder, feature_dim = MODELS[name](spec)
     else:
@@ -72,7 +76,7 @@ def check_model(name: str, spec: DatasetSpec) -> None:
     maps a dummy batch to (batch, features); each (name, shape) is built once per process.
     The torch RNG is forked, so checking changes no run's random numbers."""
     key = (name, model_spec(spec))
-    if name in MODELS or key in _checked:
+    if name in MODELS or is_detector(name) or key in _checked:
         return
     with torch.random.fork_rng(devices=[]):
         build_encoder(name, key[1])
@@ -80,6 +84,7 @@ def check_model(name: str, spec: DatasetSpec) -> None:
 
 
 __all__ = [
+    "DETECTORS",
     "MODELS",
     "FedConModel",
     "ModelError",
@@ -87,5 +92,6 @@ __all__ = [
     "ModelSpec",
     "build_model",
     "check_model",
+    "is_detector",
     "is_import_path",
 ]

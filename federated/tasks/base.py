@@ -26,9 +26,10 @@ branches on a task's name or on a target's dtype.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -114,6 +115,10 @@ class Task(ABC):
         """The targets of the samples ``index`` (rows of a tensor by default)."""
         return targets[index]
 
+    def packing_obstacle(self) -> str | None:
+        """Why this task's parties cannot train packed (one line), or None."""
+        return None
+
     @classmethod
     def check_data(cls, params: MethodParams, dataset: str) -> None:
         """Refuse (:class:`~federated.params.ConfigError`, one line) parameter values
@@ -122,6 +127,11 @@ class Task(ABC):
         return None
 
     # ------------------------------------------------------------------ training
+    def forward(self, model: torch.nn.Module, x: torch.Tensor, targets: torch.Tensor) -> Any:
+        """The model's output on training batch ``x`` (a ModelOutput): ``model(x)``; a
+        task whose model needs the targets to compute its loss (a detector) passes them."""
+        return model(x)
+
     @abstractmethod
     def per_sample_loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """Each sample's loss, (B,)."""
@@ -146,6 +156,11 @@ class Task(ABC):
     def no_scores(self) -> dict[str, float]:
         """Every recorded stem without a value (NaN): a diverged round, no validation yet."""
         return dict.fromkeys(self.recorded_stems(), NAN)
+
+    def diverged(self, scores: Scores) -> bool:
+        """Whether the global model's test ``scores`` say the run diverged: its loss is
+        NaN or infinite."""
+        return not math.isfinite(scores.values.get(LOSS, 0.0))
 
 
 def per_party_mean(sums: np.ndarray, samples: np.ndarray) -> np.ndarray:
