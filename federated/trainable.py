@@ -20,6 +20,9 @@ Device: with ``device="auto"`` a trial uses CUDA only when Ray gave it a GPU
 (``ray.get_gpu_ids()``), never merely because one is visible.  CPU threads follow
 ``threads`` (``study.sweep`` sets it to the trial's CPUs).
 
+Data: loaded once per worker process (:mod:`federated.engine.loaded_data`), so a trial
+that reuses an earlier trial's actor does not read and decode the files again.
+
 Fault injection (``fail_at_round=k``): after finishing round k, before reporting it, the
 trial raises :class:`InjectedFailureError` — unless it started from a checkpoint, so with
 ``checkpoint_every <= k`` it fails exactly once.  Tests use it to exercise
@@ -36,6 +39,7 @@ from typing import Any
 import torch
 
 from federated.config.run_config import RunConfig, config_values
+from federated.engine.loaded_data import run_data
 from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
 from federated.runtime.atomic_file import atomic_open
@@ -95,7 +99,8 @@ def train_federated(config: dict[str, Any]) -> None:
     from ray import tune
 
     run_config = run_config_from_trial(config)
-    run = FederatedRun(run_config)
+    # a reused actor's earlier trial loaded the same data: taken from this process
+    run = FederatedRun(run_config, data=run_data(run_config))
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:

@@ -53,3 +53,6 @@ class Execution:
     scheduler: str | None = None  # "asha"
     max_failures: int = 1
     verbose: int = 1
+    # a finished trial's actor runs the next trial (torch, fedsweep and the data stay
+    # loaded); off where a Ray dashboard lists actors by trial (study/tune/trial_actor.py)
+    reuse_actors: bool = False

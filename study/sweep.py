@@ -361,6 +361,9 @@ def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution,
         scheduler=None if args.scheduler == "fifo" else args.scheduler,
         max_failures=args.max_failures,
         verbose=0 if args.quiet else 1,
+        # a reused actor keeps its first trial's name on the dashboard's Actors page:
+        # reused only where no dashboard is asked for, on this machine's own Ray
+        reuse_actors=not (args.dashboard or target.address),
     )
     return execution, (url if args.dashboard and url and not target.address else None)
 

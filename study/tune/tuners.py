@@ -149,6 +149,8 @@ def _tuner(
             num_samples=num_samples,
             max_concurrent_trials=execution.max_concurrent,
             trial_dirname_creator=trial_dirname,
+            # no new process, imports and data load between trials (study/resources.py)
+            reuse_actors=execution.reuse_actors,
         ),
         run_config=tune_run_config(plan, name, storage, execution, callbacks),
     )

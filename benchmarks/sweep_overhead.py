@@ -1,0 +1,192 @@
+"""``python -m benchmarks.sweep_overhead SWEEP_DIR``: how much of a finished sweep's wall
+time its trial slots spent outside the rounds.
+
+    python -m benchmarks.sweep_overhead results/moon_mu-laptop-20261126-101500
+    python -m benchmarks.sweep_overhead DIR --launched 1795686600.2   # count Ray's start too
+    python -m benchmarks.sweep_overhead DIR --json                    # the numbers as JSON
+
+Read from the files a sweep leaves (so the demo's folder can be measured afterwards):
+each trial's rows give its start (Tune's ``timestamp`` and ``time_total_s``, pinned to a
+fraction of a second by :func:`benchmarks.side_by_side.trial_origin`) and each round's end
+and length (``round_seconds``: local training and the round's evaluation).  The sweep's
+span runs from ``--launched`` (the command's start, epoch seconds) or else the
+manifest's ``started`` (written once Ray is up, whole seconds) to the last round's end;
+its capacity is that span times the trial slots (``--max-concurrent``, else the
+machine's CPUs over each trial's).  Everything in the capacity that is not a round is
+outside training, split into:
+
+* ``start``: before the first trial started (Ray's start-up, the plan, the first actor);
+* ``set_up``: inside trials, from a trial's start to its first round (data, model);
+* ``between_rounds``: inside trials, between rounds (reporting, checkpoints);
+* ``between_trials``: a slot's gap from one trial's last round to its next trial's start
+  (the actor's end, a new actor's process and imports);
+* ``idle_end``: slots without a trial while the last ones finish (the last wave).
+
+Units: seconds; shares are fractions of the capacity (slots x span).  Timestamps are
+whole seconds, so a trial boundary is known to about ±0.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.side_by_side import trial_origin, trial_rows
+from study.sweep_folder import MANIFEST
+
+
+@dataclass(frozen=True)
+class TrialSpan:
+    """One trial on the wall clock (epoch seconds)."""
+
+    name: str
+    start: float  # the trainable started
+    first_round_start: float
+    end: float  # its last round ended
+    rounds_s: float  # sum of its rounds' seconds
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """A sweep's capacity and where it went (seconds), see the module docstring."""
+
+    trials: int
+    slots: int
+    span_s: float
+    capacity_s: float
+    rounds_s: float
+    start_s: float
+    set_up_s: float
+    between_rounds_s: float
+    between_trials_s: float
+    idle_end_s: float
+
+    @property
+    def outside_share(self) -> float:
+        """Fraction of the capacity spent outside rounds."""
+        return 1.0 - self.rounds_s / self.capacity_s if self.capacity_s > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "outside_share": self.outside_share}
+
+
+def trial_spans(sweep_dir: Path) -> list[TrialSpan]:
+    """Every trial with rows, by start; a resumed trial's repeated rounds count once."""
+    spans = []
+    for trial_dir in sorted(p for p in sweep_dir.iterdir() if (p / "params.json").is_file()):
+        rows = trial_rows(trial_dir)
+        if not rows:
+            continue
+        by_round = {row.get("round", i): row for i, row in enumerate(rows)}
+        origin = trial_origin(rows)
+        ends = [origin + r["time_total_s"] for r in rows]
+        first_start = ends[0] - rows[0]["round_seconds"]
+        spans.append(
+            TrialSpan(
+                trial_dir.name,
+                origin,
+                first_start,
+                max(ends),
+                sum(r["round_seconds"] for r in by_round.values()),
+            )
+        )
+    return sorted(spans, key=lambda s: s.start)
+
+
+def slots_of(manifest: dict[str, Any], spans: list[TrialSpan]) -> int:
+    """Trials the sweep could run at once: ``max_concurrent``, else the machine's CPUs
+    over a trial's; never fewer than were seen running together."""
+    seen = max((sum(1 for o in spans if o.start <= s.start < o.end) for s in spans), default=1)
+    cpus = float((manifest.get("resources") or {}).get("cpu") or 1)
+    threads = int((manifest.get("machine") or {}).get("threads") or 1)
+    slots = max(1, int(threads // cpus)) if cpus > 0 else 1
+    if manifest.get("max_concurrent"):
+        slots = min(slots, int(manifest["max_concurrent"]))
+    return max(slots, seen)
+
+
+def overhead(sweep_dir: Path, launched: float | None = None) -> Overhead:
+    """Where a finished sweep's capacity went (see the module docstring)."""
+    manifest = json.loads((sweep_dir / MANIFEST).read_text())
+    spans = trial_spans(sweep_dir)
+    if not spans:
+        raise ValueError(f"{sweep_dir}: no trial has reported a round")
+    if launched is None:
+        launched = time.mktime(time.strptime(manifest["started"], "%Y-%m-%dT%H:%M:%S"))
+    end = max(s.end for s in spans)
+    slots = slots_of(manifest, spans)
+    # each trial to the slot that freed first (Tune starts a trial when a slot frees)
+    free = [launched] * slots
+    between = 0.0
+    first_of_slot = [True] * slots
+    for span in spans:
+        slot = min(range(slots), key=lambda i: free[i])
+        if not first_of_slot[slot]:
+            between += max(0.0, span.start - free[slot])
+        first_of_slot[slot] = False
+        free[slot] = max(free[slot], span.end)
+    span_s = end - launched
+    first_start = min(s.start for s in spans)
+    return Overhead(
+        trials=len(spans),
+        slots=slots,
+        span_s=span_s,
+        capacity_s=slots * span_s,
+        rounds_s=sum(s.rounds_s for s in spans),
+        start_s=slots * (first_start - launched),
+        set_up_s=sum(s.first_round_start - s.start for s in spans),
+        between_rounds_s=sum((s.end - s.first_round_start) - s.rounds_s for s in spans),
+        between_trials_s=between,
+        idle_end_s=sum(end - f for f in free),
+    )
+
+
+def describe(result: Overhead, sweep_dir: Path) -> str:
+    """The benchmark's printed table."""
+    cap = result.capacity_s
+    lines = [
+        f"{sweep_dir.name}: {result.trials} trials on {result.slots} slots, "
+        f"span {result.span_s:.1f} s, capacity {cap:.1f} slot-s",
+        f"{'part':<16}{'slot-s':>9}{'share':>8}",
+    ]
+    parts = [
+        ("rounds", result.rounds_s),
+        ("start", result.start_s),
+        ("set_up", result.set_up_s),
+        ("between_rounds", result.between_rounds_s),
+        ("between_trials", result.between_trials_s),
+        ("idle_end", result.idle_end_s),
+    ]
+    for name, value in parts:
+        lines.append(f"{name:<16}{value:>9.1f}{value / cap if cap else 0:>8.1%}")
+    lines.append(f"outside training: {result.outside_share:.1%} of the capacity")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.sweep_overhead", description=__doc__)
+    p.add_argument("sweep_dir", type=Path, help="a finished sweep's folder")
+    p.add_argument(
+        "--launched", type=float, default=None, help="the command's start, epoch seconds"
+    )
+    p.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    args = p.parse_args(argv)
+    if not (args.sweep_dir / MANIFEST).is_file():
+        print(f"error: {args.sweep_dir}: not a sweep folder (no {MANIFEST})", file=sys.stderr)
+        return 2
+    try:
+        result = overhead(args.sweep_dir, args.launched)
+    except (ValueError, KeyError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(result.to_dict(), indent=1) if args.json else describe(result, args.sweep_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""A sweep's time outside training (issue 42 item 2): the benchmark that measures it from
+a finished sweep's files, the per-process data a reused trial actor takes, and one real
+sweep whose trials share an actor and still equal in-process runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.sweep_overhead import main as overhead_main
+from benchmarks.sweep_overhead import overhead
+from federated.config.run_config import RunConfig
+from federated.engine.loaded_data import run_data
+from federated.engine.round_loop import run_rounds
+from federated.export_tree import export_parties
+from study.plan import run_config_fields
+
+LAUNCHED = 1_000_000.0
+
+
+def write_trial(folder: Path, origin: int, rounds: list[tuple[float, float]]) -> None:
+    """A trial folder as Tune writes it: rows of (time_total_s, round_seconds); whole-second
+    timestamps, as Tune's."""
+    folder.mkdir(parents=True)
+    (folder / "params.json").write_text("{}")
+    rows = [
+        {"round": i, "timestamp": int(origin + total), "time_total_s": total, "round_seconds": s}
+        for i, (total, s) in enumerate(rounds, 1)
+    ]
+    (folder / "result.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def two_slot_sweep(tmp_path: Path) -> Path:
+    """Three trials on two slots: each starts 1 s before its first 3-s round and has ~1 s
+    between its two rounds; a and b start 2 s after launch, c 2 s after a ends."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    manifest = {
+        "resources": {"cpu": 1.0, "gpu": 0.0},
+        "max_concurrent": None,
+        "machine": {"threads": 2},
+        "started": "2001-09-09T01:46:40",
+    }
+    (sweep / "fedsweep_sweep.json").write_text(json.dumps(manifest))
+    shape = [(4.0, 3.0), (7.999, 3.0)]
+    write_trial(sweep / "a", int(LAUNCHED) + 2, shape)
+    write_trial(sweep / "b", int(LAUNCHED) + 2, shape)
+    write_trial(sweep / "c", int(LAUNCHED) + 12, shape)
+    return sweep
+
+
+def test_the_capacity_splits_into_rounds_and_each_kind_of_time_outside_them(tmp_path):
+    result = overhead(two_slot_sweep(tmp_path), launched=LAUNCHED)
+    assert (result.trials, result.slots) == (3, 2)
+    assert result.span_s == pytest.approx(20.0, abs=0.01)
+    assert result.rounds_s == pytest.approx(18.0)
+    assert result.start_s == pytest.approx(4.0, abs=0.01)  # two slots, 2 s each
+    assert result.set_up_s == pytest.approx(3.0, abs=0.01)
+    assert result.between_rounds_s == pytest.approx(3.0, abs=0.01)
+    assert result.between_trials_s == pytest.approx(2.0, abs=0.01)  # a's end to c's start
+    assert result.idle_end_s == pytest.approx(10.0, abs=0.01)  # b's slot while c runs
+    parts = (
+        result.rounds_s
+        + result.start_s
+        + result.set_up_s
+        + result.between_rounds_s
+        + result.between_trials_s
+        + result.idle_end_s
+    )
+    assert parts == pytest.approx(result.capacity_s, abs=0.05)
+    assert result.outside_share == pytest.approx(1 - 18.0 / 40.0, abs=0.002)
+
+
+def test_the_command_prints_the_table_or_json_and_refuses_a_non_sweep_in_one_line(tmp_path, capsys):
+    sweep = two_slot_sweep(tmp_path)
+    assert overhead_main([str(sweep), "--launched", str(LAUNCHED)]) == 0
+    text = capsys.readouterr().out
+    assert "outside training: 55.0% of the capacity" in text and "idle_end" in text
+    assert overhead_main([str(sweep), "--launched", str(LAUNCHED), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["slots"] == 2
+    assert overhead_main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "not a sweep folder" in err
+
+
+@pytest.fixture(scope="module")
+def party_folder(fmnist, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("parties")
+    export_parties(fmnist, root, n_parties=3, data_fraction=0.01)
+    return root
+
+
+def folder_config(root: Path, data_root: Path) -> RunConfig:
+    return RunConfig(
+        dataset=f"folder:{root}",
+        partition="natural",
+        data_root=str(data_root),
+        device="cpu",
+        threads=1,
+    ).resolved()
+
+
+def test_a_worker_process_loads_a_data_set_once_and_again_when_its_files_change(
+    party_folder, tmp_path
+):
+    config = folder_config(party_folder, tmp_path / "root")
+    first = run_data(config)
+    assert run_data(config) is first  # the next trial in this process: no load
+    image = next((party_folder / "train").rglob("*.png"))
+    stat = image.stat()
+    os.utime(image, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    try:
+        changed = run_data(config)
+        assert changed is not first  # the folder changed: read again
+        assert changed.train_x.shape == first.train_x.shape
+    finally:
+        os.utime(image, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+@pytest.mark.slow
+def test_trials_share_an_actor_and_each_equals_its_run_in_process(tmp_path):
+    """Three one-round trials on one slot: the later two reuse the first one's actor (one
+    worker process), and each trial's accuracies equal its config run in this process."""
+    cmd = [
+        sys.executable, "-m", "study.sweep", "--vary", "mu=0,1,5", "--set", "algorithm=moon",
+        "--budget", "smoke", "--dataset", "synthetic", "--set", "rounds=1",
+        "--set", "execution=packed", "--max-concurrent", "1", "--quiet",
+        "--storage-path", str(tmp_path), "--name", "reused",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    trials = sorted(p for p in (tmp_path / "reused").iterdir() if (p / "params.json").is_file())
+    assert len(trials) == 3
+    rows = {
+        t: [json.loads(line) for line in (t / "result.json").read_text().splitlines()]
+        for t in trials
+    }
+    assert len({r[0]["pid"] for r in rows.values()}) == 1  # one actor ran all three
+    for trial, trial_rows in rows.items():
+        fields = run_config_fields(json.loads((trial / "params.json").read_text()))
+        fields["device"] = "cpu"
+        expected = [row["test_acc"] for row in run_rounds(RunConfig.from_dict(fields))]
+        assert [row["test_acc"] for row in trial_rows] == expected
