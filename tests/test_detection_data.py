@@ -338,3 +338,17 @@ def test_the_cli_names_a_bad_box_in_one_line(tmp_path, capsys):
     assert status != 0 and len(err) == 1 and err[0].startswith("error: ")
     assert "item 0: box [x1, y1, x2, y2] = [8, 6, 99, 30] leaves its 80x60 image" in err[0]
     assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.skipif(
+    "detection" not in __import__("federated.registry").registry.TASK_PATHS,
+    reason="the detection task is not registered",
+)
+def test_a_label_skew_partition_on_detection_data_is_refused_in_one_line(tmp_path):
+    root = street_tree(tmp_path / "street")
+    config = RunConfig(
+        dataset=f"folder:{root}", data_root=str(tmp_path / "data"), partition="dirichlet"
+    )
+    with pytest.raises(ConfigError, match="a detection task has no classes to skew by") as err:
+        config.resolved()
+    assert "\n" not in str(err.value)

@@ -342,7 +342,7 @@ def _validate_task(c: Any, spec: Any) -> None:
             "partition",
             c.partition,
             f"natural, iid or quantity: a {task.name} task has no classes to skew by (its "
-            "natural parties are its train/<party>/ folders)",
+            "natural parties come from the data: party folders, or --partition-by)",
         )
 
 
