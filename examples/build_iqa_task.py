@@ -45,9 +45,7 @@ import functools
 import io
 import json
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,6 +61,7 @@ from federated.data.folder_layout import MIN_PARTY_IMAGES  # noqa: E402
 from federated.data.idx import read_idx  # noqa: E402
 from federated.data.scores_file import SCORES_FILE  # noqa: E402
 from federated.export_tree import FMNIST_CLASSES  # noqa: E402
+from federated.runtime.atomic_file import atomic_folder  # noqa: E402
 
 DEFAULT_DATA = Path("/usr/share/datasets/fashion-mnist")
 DISTORTIONS = ("blur", "noise", "jpeg")
@@ -269,21 +268,9 @@ def build(args: argparse.Namespace) -> int:
         sources[split] = images
         entries += plan_split(images, labels, count, split, args)
     check_parties(entries, args.parties)
-    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
-    try:
+    with atomic_folder(out) as staging:
         write_tree(staging, entries, sources, args)
-        os.chmod(staging, 0o777 & ~_umask())
-        os.rename(staging, out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
     return len(entries)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)  # reading the umask needs setting it: put it back at once
-    return mask
 
 
 def _bounded_int(low: int, high: int) -> Callable[[str], int]:

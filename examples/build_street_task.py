@@ -55,9 +55,7 @@ import argparse
 import functools
 import json
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -72,6 +70,7 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout
 from federated.cli.input_checks import OneLineParser  # noqa: E402
 from federated.data.folder_layout import MIN_PARTY_IMAGES  # noqa: E402
 from federated.data.street_annotations import STREET_CLASSES, STREET_TEST, STREET_TRAIN  # noqa: E402
+from federated.runtime.atomic_file import atomic_folder  # noqa: E402
 
 # Street class -> Fashion-MNIST class index (0 T-shirt, 1 trouser, 3 dress, 5 sandal,
 # 7 sneaker, 8 bag, 9 ankle boot): shapes a small detector can tell apart
@@ -322,14 +321,8 @@ def build(args: argparse.Namespace) -> int:
     test_cameras += [seen[int(rng.integers(len(seen)))] for _ in range(args.test_images - n_unseen)]
     plan = [("train", c) for c, n in zip(seen, train_counts) for _ in range(n)]
     plan += [("test", c) for c in test_cameras]
-    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
-    try:
+    with atomic_folder(out) as staging:
         _write(staging, args, plan, cameras, opened, items, train_counts, rng)
-        os.chmod(staging, 0o777 & ~_umask())
-        os.rename(staging, out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
     return len(plan)
 
 
@@ -385,12 +378,6 @@ def _write(staging, args, plan, cameras, opened, items, train_counts, rng) -> No
         "test_cameras": test_cameras,
     }
     (staging / "build.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)  # reading the umask needs setting it: put it back at once
-    return mask
 
 
 def _bounded(kind: type, low: float, high: float) -> Callable[[str], float]:
