@@ -334,23 +334,12 @@ def _cache_as_the_hub_leaves_it(fmnist, repo: str, hf_home: Path, n: int = 120) 
     leaves one after a download (``<HF_HOME>/datasets/<owner>___<name>/default/0.0.0/<hash>``),
     written by ``datasets``' own parquet builder from ``n`` real Fashion-MNIST images with
     FEMNIST's columns: the copy an offline machine finds after an earlier online run."""
-    from datasets import ClassLabel, Dataset, Features, Image, Value
+    from datasets import load_from_disk
     from datasets.packaged_modules.parquet.parquet import Parquet
 
-    features = Features(
-        {
-            "image": Image(),
-            "character": ClassLabel(names=[f"class{k}" for k in range(10)]),
-            "writer_id": Value("string"),
-        }
-    )
-    rows = {
-        "image": [fmnist.train_x[i, 0].numpy() for i in range(n)],
-        "character": fmnist.train_y[:n].tolist(),
-        "writer_id": _writers()[:n],
-    }
+    saved = save_stand_in(fmnist, hf_home / "download" / "saved", n=n)
     parquet = hf_home / "download" / "train.parquet"
-    Dataset.from_dict(rows, features=features).to_parquet(str(parquet))
+    load_from_disk(str(saved))["train"].to_parquet(str(parquet))
     owner, name = repo.split("/")
     prepared = hf_home / "datasets"
     builder = Parquet(
