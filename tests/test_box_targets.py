@@ -59,12 +59,10 @@ def test_to_dicts_is_torchvisions_target_format():
     assert all(set(d) == {"boxes", "labels"} for d in dicts)
 
 
-def test_counts_and_dominant_class():
+def test_counts_per_class():
     t = BoxTargets.from_images([([[0, 0, 1, 1]] * 3, [1, 1, 0]), ([], []), ([[0, 0, 1, 1]], [2])])
     assert t.counts_per_class(4).tolist() == [1, 2, 1, 0]
-    assert t.images_per_class(3).tolist() == [1, 1, 1]
-    # the image without boxes is group C (3)
-    assert t.dominant_class(3).tolist() == [1, 3, 2]
+    assert t.boxes_per_image().tolist() == [3, 0, 1]
 
 
 def test_concat_renumbers_offsets():

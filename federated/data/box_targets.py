@@ -203,21 +203,6 @@ class BoxTargets:
         """int64 (C,): how many boxes of each class (all images)."""
         return torch.bincount(self.labels.cpu(), minlength=n_classes)[:n_classes]
 
-    def images_per_class(self, n_classes: int) -> torch.Tensor:
-        """int64 (C,): how many images hold at least one box of each class."""
-        owner = torch.repeat_interleave(torch.arange(len(self)), self.boxes_per_image().cpu())
-        pairs = torch.unique(owner * n_classes + self.labels.cpu())
-        return torch.bincount(pairs % n_classes, minlength=n_classes)[:n_classes]
-
-    def dominant_class(self, n_classes: int) -> np.ndarray:
-        """int64 (N,): each image's most frequent box class (ties: the lowest index),
-        ``n_classes`` for an image without boxes."""
-        owner = torch.repeat_interleave(torch.arange(len(self)), self.boxes_per_image().cpu())
-        table = torch.zeros(len(self), n_classes + 1, dtype=torch.int64)
-        table.index_put_((owner, self.labels.cpu()), torch.ones_like(owner), accumulate=True)
-        table[:, n_classes] = (self.boxes_per_image().cpu() == 0).to(torch.int64)
-        return table.argmax(dim=1).numpy().astype(np.int64)
-
     def equals(self, other: BoxTargets) -> bool:
         """Whether ``other`` holds exactly the same images, boxes and labels."""
         return (

@@ -94,16 +94,6 @@ def read_annotation_json(file: Path) -> Any:
         raise DetectionDataError(f"{file}: nested too deeply (allowed: JSON)") from None
 
 
-def annotation_digest_text(raw_files: list[Path]) -> str:
-    """The annotation files' names, sizes and modification times, one line each: what
-    the detection fingerprint hashes of them."""
-    lines = []
-    for file in raw_files:
-        stat = file.stat()
-        lines.append(f"{file.name}\0{stat.st_size}\0{stat.st_mtime_ns}")
-    return "\n".join(lines)
-
-
 def number_list(value: Any, length: int) -> list[float] | None:
     """``value`` as ``length`` finite numbers, else None (booleans are not numbers)."""
     if not isinstance(value, list) or len(value) != length:
