@@ -14,9 +14,9 @@ of the training cameras; any scalar field of an entry can be the natural partiti
 (``--partition natural --partition-by device1_id``).  ``bbox`` is pixel
 ``[xmin, ymin, xmax, ymax]``; ``class`` a class name; ``image_id`` a string (``"009579"``
 names ``Images/009579.jpg``) or an integer, whose digits name the file (9579:
-``9579.jpg``).  An entry with no items is an image without objects.  The data set itself is not downloadable (its authors send it on
-request), so this reader is built from that description and tested on files the tests
-write.
+``9579.jpg``).  An entry with no items is an image without objects.  The data set itself
+is not downloadable (its authors send it on request), so this reader is built from that
+description and tested on files the tests write.
 """
 
 from __future__ import annotations
