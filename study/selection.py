@@ -130,6 +130,43 @@ def with_validation(
     )
 
 
+def personal_validation_note(
+    configs: Iterable[Mapping[str, Any]], metric: str | None
+) -> str | None:
+    """The ``note:`` line for a sweep ranked on validation (``metric``) whose trials
+    evaluate parties with models of their own — a personalised method (its
+    ``party_model``), local fine-tuning (``finetune_epochs``) or local BatchNorm
+    statistics (``batchnorm=local``) — saying what ranks them; None where none does.
+
+    Every trial's ``val_<metric>`` is the size-weighted value, over the evaluating
+    parties, of the model each party is evaluated with on its own validation split
+    (federated/evaluation/round_evaluation.py): for these trials that is the parties'
+    personal validation (the row's ``party_val_<metric>``), so searches select on it by
+    default with no setting of their own."""
+    if metric is None or not metric.startswith("val_"):
+        return None
+    from federated.algorithms.base import Algorithm
+    from federated.registry import load_method
+
+    personal: dict[str, None] = {}
+    for config in configs:
+        algorithm = str(config.get("algorithm", "fedavg"))
+        own_models = load_method("algorithm", algorithm).party_model is not Algorithm.party_model
+        if own_models:
+            personal[algorithm] = None
+        if config.get("finetune_epochs"):
+            personal[f"{algorithm} with finetune_epochs"] = None
+        if config.get("batchnorm") == "local" and not own_models:
+            personal[f"{algorithm} with batchnorm=local"] = None
+    if not personal:
+        return None
+    return (
+        f"note: trials of {', '.join(personal)} rank by {metric} on each party's own model "
+        f"and own validation split (personal validation, size-weighted: party_{metric}; "
+        "docs/validation.md)"
+    )
+
+
 def check_validated(configs: Iterable[Mapping[str, Any]], by: str | None) -> None:
     """Refuse a selecting sweep (``by``) whose trials hold out no validation data."""
     if by is None:
