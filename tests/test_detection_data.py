@@ -352,3 +352,28 @@ def test_a_label_skew_partition_on_detection_data_is_refused_in_one_line(tmp_pat
     with pytest.raises(ConfigError, match="a detection task has no classes to skew by") as err:
         config.resolved()
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.skipif(
+    "detection" not in __import__("federated.registry").registry.TASK_PATHS,
+    reason="the detection task is not registered",
+)
+@pytest.mark.parametrize("partition", ["iid", "quantity", "natural"])
+def test_iid_quantity_and_natural_partitions_split_detection_images(partition, tmp_path):
+    from federated.heterogeneity.partition import partition_for_run
+
+    root = street_tree(tmp_path / "street", n_train=40)
+    config = RunConfig(
+        dataset=f"folder:{root}",
+        data_root=str(tmp_path / "data"),
+        partition=partition,
+        n_parties=None if partition == "natural" else 3,
+        partition_by="device2_id" if partition == "natural" else None,
+        beta=5.0,
+    ).resolved()
+    data = load_dataset(config.dataset, config.data_root, columns=HubColumns.of(config))
+    parts = partition_for_run(np.zeros(len(data.train_y), np.int64), config, data.train_parties)
+    assert len(parts) == 3 and sum(len(p) for p in parts) == 40
+    assert sorted(np.concatenate(parts).tolist()) == list(range(40))
+    if partition == "natural":  # each party is one camera's images
+        assert [sorted({i % 3 for i in p.tolist()}) for p in parts] == [[0], [1], [2]]

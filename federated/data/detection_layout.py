@@ -47,6 +47,7 @@ DETECTION_LAYOUTS = (
     f"{COCO_TRAIN} [+ {COCO_TEST}] + images/, or {STREET_TRAIN} [+ {STREET_TEST}] + Images/"
 )
 
+MEMORY_ENTRIES = 4
 _scans: dict[tuple[str, str], DetectionLayout] = {}  # (root, fingerprint) -> checked layout
 _reads: dict[tuple, tuple] = {}  # the annotation files' stats -> what they say (this process)
 
@@ -93,6 +94,8 @@ def scan_detection(root: str | os.PathLike) -> DetectionLayout:
         fingerprint = _fingerprint(root, fmt, files, class_names, train, test)
         if (str(root), fingerprint) not in _scans:
             sizes = _checked_sizes((*train, *test))
+            while len(_scans) >= MEMORY_ENTRIES:  # a few folders (versions) per process
+                _scans.pop(next(iter(_scans)))
             _scans[(str(root), fingerprint)] = DetectionLayout(
                 root,
                 fmt,
