@@ -332,6 +332,9 @@ def _validate_task(c: Any, spec: Any) -> None:
         )
     stems = metric_stems(task.metrics)
     if c.primary_metric is not None and c.primary_metric not in stems:
+        # a name older runs of the task used (a score task's acc, now bin_acc): said so
+        renamed = current_stem(c.primary_metric, task.name)
+        hint = f"; {c.primary_metric} is now {renamed}" if renamed in stems else ""
         raise ConfigError(
             "primary_metric",
             c.primary_metric,
@@ -353,9 +356,6 @@ def check_types(c: Any) -> None:
     for f in fields(c):
         if f.name not in ("method_options", "algorithm_params", "server_params", "task_params"):
             check_type(f.name, hints[f.name], getattr(c, f.name))
-        # a name older runs of the task used (a score task's acc, now bin_acc): said so
-        renamed = current_stem(c.primary_metric, task.name)
-        hint = f"; {c.primary_metric} is now {renamed}" if renamed in stems else ""
 
 
 def parse_rounds(text: str | None, rounds: int) -> tuple[int, ...]:

@@ -87,13 +87,6 @@ BUILTIN_TASK_METRICS: dict[str, tuple[MetricSpec, ...]] = {
 }
 #: a loss is always recorded (``test_loss``, ``val_loss``) and always minimised
 LOSS = "loss"
-
-
-def metric_stems(specs: tuple[MetricSpec, ...]) -> tuple[str, ...]:
-    """The stems of ``specs``, in order (the primary first)."""
-    return tuple(s.stem for s in specs)
-
-
 #: per-party summaries of a task's per-party metric (``party_<stem>_mean`` ...): mean,
 #: population std, the worst party and the mean of the worst ceil(N/10)
 PARTY_SUMMARY_TAILS = ("mean", "std", "min", "worst10")
@@ -107,6 +100,13 @@ _STEM_COLUMN = re.compile(
     r"^(?P<head>(?:search_)?(?:party_val|party_test|test|val|party)_)(?P<stem>[a-z0-9]+(?:_[a-z0-9]+)*?)"
     r"(?P<tail>_std|_mean|_min|_worst10|/\d+)?$"
 )
+
+
+def metric_stems(specs: tuple[MetricSpec, ...]) -> tuple[str, ...]:
+    """The stems of ``specs``, in order (the primary first)."""
+    return tuple(s.stem for s in specs)
+
+
 def task_metric_specs(task: str) -> tuple[MetricSpec, ...]:
     """The metric specs of ``task``: a built-in task's from :data:`BUILTIN_TASK_METRICS`,
     a plug-in's (``package.module:Class``) from its class, imported (the sweep runs that

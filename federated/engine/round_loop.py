@@ -270,11 +270,11 @@ class FederatedRun:
             self.spec.n_classes,
             config.party_scores_every if per_party else 0,
             config.rounds,
+            task.party_stem(),
         )
         validator = None
         if data.validation is not None:
             draws = config.eval_fraction < 1 and config.val_split == "party"
-            task.party_stem(),
             validator = SplitEvaluator(
                 data.validation,
                 task,

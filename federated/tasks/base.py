@@ -153,6 +153,14 @@ class Task(ABC):
         stems = metric_stems(cls.metrics)
         return (*stems[:1], LOSS, *stems[1:])
 
+    @classmethod
+    def party_stem(cls) -> str:
+        """The metric per-party outcomes and personal models' spread report (the rows'
+        ``party_<stem>_mean`` ..., ``test_<stem>_std``, ``party_<stem>/<i>``; parties.csv's
+        ``party_<stem>``): the first recorded stem (classification's ``acc``, a score
+        task's ``bin_acc``)."""
+        return cls.recorded_stems()[0]
+
     def no_scores(self) -> dict[str, float]:
         """Every recorded stem without a value (NaN): a diverged round, no validation yet."""
         return dict.fromkeys(self.recorded_stems(), NAN)
@@ -167,14 +175,6 @@ def per_party_mean(sums: np.ndarray, samples: np.ndarray) -> np.ndarray:
     """Per-party sums (N,) divided by the parties' samples, NaN where a party has none."""
     return np.divide(sums, samples, out=np.full_like(sums, NAN), where=samples > 0)
 
-
-    @classmethod
-    def party_stem(cls) -> str:
-        """The metric per-party outcomes and personal models' spread report (the rows'
-        ``party_<stem>_mean`` ..., ``test_<stem>_std``, ``party_<stem>/<i>``; parties.csv's
-        ``party_<stem>``): the first recorded stem (classification's ``acc``, a score
-        task's ``bin_acc``)."""
-        return cls.recorded_stems()[0]
 
 def build_task(name: str, params: MethodParams | None, spec: DatasetSpec) -> Task:
     """The task ``name`` (registered or ``package.module:Class``) of a run on data
