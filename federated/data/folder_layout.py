@@ -143,6 +143,8 @@ def dataset_slug(name: str) -> str:
 
 
 LAYOUTS = "layout: train/<class>/<image> or train/<party>/<class>/<image>"
+# what makes a folder a detection folder (federated/data/detection_layout.py), for messages
+DETECTION_FILES = "annotations/train.json and images/, or train_label.json and Images/"
 
 
 def _visible(folder: Path) -> list[os.DirEntry]:
@@ -237,12 +239,14 @@ def scan_folder(root: str | os.PathLike) -> FolderLayout:
 
 def _scan(root: Path) -> FolderLayout:
     if not root.is_dir():
-        raise FolderDataError(f"{root}: no such folder (dataset folder:PATH needs PATH/train/)")
+        raise FolderDataError(
+            f"{root}: no such folder (dataset folder:PATH needs PATH/train/, or {DETECTION_FILES})"
+        )
     train_dir = root / "train"
     if not train_dir.is_dir():
         raise FolderDataError(
             f"{train_dir}: no such folder (layout: train/<class>/<image> or "
-            "train/<party>/<class>/<image>)"
+            f"train/<party>/<class>/<image>; a detection folder: {DETECTION_FILES})"
         )
     top = _subfolders(train_dir, "class or party")
     if not top:
