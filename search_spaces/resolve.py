@@ -63,8 +63,10 @@ def budget_keeps(study: Study) -> set[str]:
     budget never changes them."""
     if study.paper_settings:
         # a built-in study that fixes its own batch (pretraining: small parties must
-        # still fill one) keeps it; the paper's 64 is what the laptop budget lowers
-        return (study.varied_fields - {"rounds"}) | ({"batch_size"} & set(study.fixed))
+        # still fill one) keeps it; the paper's 64 is what the laptop budget lowers; one
+        # that fixes its data fractions (street: a camera's few images) keeps them
+        kept = {"batch_size", "data_fraction", "test_fraction"}
+        return (study.varied_fields - {"rounds"}) | (kept & set(study.fixed))
     return set(study.fixed) | study.varied_fields
 
 

@@ -189,9 +189,10 @@ def _check_fields(
     ``key`` is a table of several).  A refusal of a field ``fields`` does not hold (a
     default, which another axis may set) is left to the trials' own check, which sees
     every axis together: the typed ``fields`` are returned."""
-    if str(fields.get("dataset", "")).startswith("hf:"):
-        # reading a study never downloads a data set: the sweep's plan checks these
-        # fields, resolving every trial, before anything runs
+    if str(fields.get("dataset", "")).startswith("hf:") or _folder_to_build(fields):
+        # reading a study never downloads a data set, nor needs a folder the user builds
+        # first (the street study's tree): the sweep's plan checks these fields,
+        # resolving every trial, before anything runs
         return RunConfig.from_dict(dict(fields)).to_dict()
     try:
         return RunConfig.from_dict(dict(fields)).resolved().to_dict()
@@ -202,6 +203,14 @@ def _check_fields(
         raise fail(where, err.value, err.allowed) from None
     except (TypeError, ValueError) as err:
         raise fail(key, dict(fields), str(err)) from None
+
+
+def _folder_to_build(fields: Mapping[str, Any]) -> bool:
+    """A ``folder:PATH`` data set whose PATH does not exist (yet)."""
+    dataset = str(fields.get("dataset", ""))
+    if not dataset.startswith("folder:"):
+        return False
+    return not Path(dataset[len("folder:") :]).expanduser().exists()
 
 
 def _axis(fail, key: str, raw: Any, fixed: Mapping[str, Any]) -> Axis:

@@ -25,10 +25,13 @@ SNAPSHOT_BUDGETS = ("paper", "laptop", "smoke")
 def offline_studies() -> list[str]:
     """The built-in studies whose data is built in.  A study on a Hugging Face data set
     (``hf:``, femnist_writers) needs its data to plan: tests/test_hub_datasets.py plans
-    and runs it on a local stand-in."""
+    and runs it on a local stand-in; one on a folder the user builds (``folder:``, street)
+    likewise: tests/test_detection_study.py builds a small tree and plans it."""
     from search_spaces import STUDIES
 
-    return [name for name, s in STUDIES.items() if not s.dataset.startswith("hf:")]
+    return [
+        name for name, s in STUDIES.items() if not s.dataset.startswith(("hf:", "folder:"))
+    ]
 
 
 def plan_snapshot() -> dict[str, Any]:
