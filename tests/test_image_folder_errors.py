@@ -311,11 +311,11 @@ def test_a_mixed_size_tie_decodes_at_the_smaller_size(fmnist, tmp_path):
 def test_decoding_that_would_not_fit_is_refused_before_decoding(
     fmnist, tmp_path, capsys, monkeypatch
 ):
-    from federated.data import folder_dataset
+    from federated.data import folder_dataset, folder_decode
 
     root = tmp_path / "images"
     grey_tree(fmnist, root)
-    monkeypatch.setattr(folder_dataset, "available_memory", lambda: 10_000)
+    monkeypatch.setattr(folder_decode, "available_memory", lambda: 10_000)
     decoded = []
     monkeypatch.setattr(folder_dataset, "decode_files", lambda files: decoded.append(files))
     assert run_cli.main(folder_argv(root, tmp_path)) == 2

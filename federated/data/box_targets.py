@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from federated.runtime.atomic_file import atomic_open
+
 # the keys of :meth:`BoxTargets.as_tensors` (a cache payload or a saved file holds them)
 TENSOR_KEYS = ("boxes", "labels", "offsets")
 
@@ -230,9 +232,8 @@ class BoxTargets:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the tensors to ``path`` (atomically: a reader never sees half a file)."""
-        from federated.data.image_data import atomic_torch_save
-
-        atomic_torch_save(self.as_tensors(), Path(path))
+        with atomic_open(Path(path), "wb") as fh:
+            torch.save(self.as_tensors(), fh)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> BoxTargets:

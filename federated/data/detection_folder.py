@@ -41,18 +41,19 @@ from federated.data.box_targets import BoxTargets, BoxTargetsError
 from federated.data.catalog import DETECTION_DEFAULT_MODEL, DETECTION_TASK, DatasetSpec
 from federated.data.detection_annotations import DetectionDataError
 from federated.data.detection_layout import DetectionLayout, scan_detection
-from federated.data.folder_dataset import (
-    FolderLoad,
-    _cache_file,
-    _holdout,
-    _write_cache,
+from federated.data.folder_cache import FolderLoad, cache_entry_path, write_cache
+from federated.data.folder_decode import (
+    channel_stats,
     check_decode_memory,
+    choose_size,
+    decode_files,
     parse_image_size,
+    stack_resized,
 )
-from federated.data.folder_decode import channel_stats, choose_size, decode_files, stack_resized
-from federated.data.folder_layout import ImageFile
-from federated.data.hub_dataset import HubDataError, natural_parties
+from federated.data.folder_layout import MIN_PARTY_IMAGES, ImageFile
+from federated.data.holdout_draw import holdout_split
 from federated.data.image_data import ImageData
+from federated.data.party_field import parties_by_value
 
 CACHE_FORMAT = 1
 MEMORY_ENTRIES = 2  # loaded folders kept in memory per process (sweep driver, trial)
@@ -87,7 +88,7 @@ def load_detection_folder(
     _check_partition_field(layout, partition_by)
     size = parse_image_size(image_size) if image_size else choose_size(list(layout.sizes))
     key = _settings_key(layout.fingerprint, size, holdout_fraction)
-    cache_file = _cache_file(layout.root, key, data_root)
+    cache_file = cache_entry_path(layout.root, key, data_root)
     if use_memory and (key, partition_by) in _memory:
         data = _memory[(key, partition_by)]
         return FolderLoad(
@@ -98,7 +99,7 @@ def load_detection_folder(
         payload, source = _decode(layout, size, holdout_fraction, key), "decoded"
     parties, party_names = _parties(layout, payload, partition_by)
     if source == "decoded":
-        _write_cache(cache_file, payload)
+        write_cache(cache_file, payload)
     data = _image_data(payload, f"folder:{layout.root}", parties, party_names)
     if use_memory:
         _memory[(key, partition_by)] = data
@@ -188,7 +189,7 @@ def _decode(
     n_train = len(layout.train)
     train, test = np.arange(n_train), np.arange(n_train, len(images))
     if holdout is not None:
-        keep, held = _holdout(np.zeros(n_train, dtype=np.int64), holdout)
+        keep, held = holdout_split(np.zeros(n_train, dtype=np.int64), holdout)
         if len(held) == 0:
             raise DetectionDataError(
                 f"{layout.annotation_files[0]}: holdout_fraction={holdout} holds out no image "
@@ -217,11 +218,13 @@ def _parties(
     """Each kept training image's party under ``partition_by`` (-1: a party left out)."""
     if partition_by is None:
         return None, []
-    values = np.array(payload["fields"][partition_by], dtype=object)
-    try:
-        return natural_parties(f"folder:{layout.root}", partition_by, values)
-    except HubDataError as err:
-        raise DetectionDataError(str(err).replace("column", "image field")) from None
+    parties, names = parties_by_value(np.array(payload["fields"][partition_by], dtype=object))
+    if len(names) < 2:
+        raise DetectionDataError(
+            f"{layout.annotation_files[0]}: image field {partition_by!r} gives {len(names)} "
+            f"parties of at least {MIN_PARTY_IMAGES} training images (allowed: at least 2)"
+        )
+    return parties, names
 
 
 def _image_data(

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +35,14 @@ import torch
 
 from federated.data.catalog import CLASSIFICATION_TASK, SCORE_TASK, DatasetSpec
 from federated.data.detection_layout import is_detection_folder
+from federated.data.folder_cache import FolderLoad, cache_entry_path, write_cache
 from federated.data.folder_decode import (
     channel_stats,
     check_channels,
-    choose_size,
+    check_decode_memory,
     decode_files,
-    header_shape,
     most_common_size,
+    parse_image_size,
     stack_resized,
 )
 from federated.data.folder_layout import (
@@ -54,40 +53,15 @@ from federated.data.folder_layout import (
     folder_path,
     scan_folder,
 )
-from federated.data.image_data import ImageData, atomic_torch_save, resolve_data_root
+from federated.data.holdout_draw import holdout_split as _holdout  # hub_dataset's name too
+from federated.data.image_data import ImageData
 from federated.data.scores_file import has_scores_file, score_layout
-from federated.runtime.machine_memory import available_memory, gib
 
 CACHE_FORMAT = 1
-CACHE_FOLDER = "folder-cache"
-HOLDOUT_SEED = 0
 MEMORY_ENTRIES = 2  # loaded folders kept in memory per process (sweep driver, trial)
 
 _memory: dict[str, ImageData] = {}
 _specs: dict[tuple, DatasetSpec] = {}
-
-
-@dataclass(frozen=True)
-class FolderLoad:
-    """A loaded folder dataset and how it was obtained."""
-
-    data: ImageData
-    fingerprint: str  # sha256 of the file list, sizes and mtimes (hex)
-    source: str  # "decoded", "disk cache" or "memory"
-    seconds: float  # wall time of the load, scan included
-    cache_file: Path
-
-
-def parse_image_size(text: str) -> tuple[int, int]:
-    """``"32"`` -> (32, 32); ``"64x48"`` -> (64, 48) (height x width, pixels)."""
-    match = re.fullmatch(r"\s*(\d+)\s*(?:[x×]\s*(\d+))?\s*", str(text))
-    if not match:
-        raise ValueError(f"image_size={text!r} (allowed: N or HxW in pixels, e.g. 32 or 64x48)")
-    h = int(match.group(1))
-    w = int(match.group(2) or h)
-    if not (1 <= h <= 4096 and 1 <= w <= 4096):
-        raise ValueError(f"image_size={text!r} (allowed: 1 to 4096 pixels a side)")
-    return h, w
 
 
 def default_model_for(height: int, width: int) -> str:
@@ -100,11 +74,6 @@ def _settings_key(
     size = "x".join(map(str, parse_image_size(image_size))) if image_size else "auto"
     text = f"{CACHE_FORMAT}|{layout_fingerprint}|{size}|{holdout_fraction!r}"
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _cache_file(root: Path, key: str, data_root: str | os.PathLike | None) -> Path:
-    folder_hash = hashlib.sha256(str(root).encode()).hexdigest()[:12]
-    return resolve_data_root(data_root) / CACHE_FOLDER / f"{folder_hash}-{key[:24]}.pt"
 
 
 def load_folder(
@@ -149,7 +118,7 @@ def load_folder(
         )
     fingerprint = layout.fingerprint()
     key = _settings_key(fingerprint, image_size, holdout_fraction)
-    cache_file = _cache_file(root, key, data_root)
+    cache_file = cache_entry_path(root, key, data_root)
     spec_key = (str(root), image_size, holdout_fraction)
 
     if use_memory and key in _memory:
@@ -163,7 +132,7 @@ def load_folder(
         if holdout_fraction is not None:  # the scan counted the parties before it
             _check_parties_after_holdout(layout, payload["train_parties"], holdout_fraction)
         if source == "decoded":
-            _write_cache(cache_file, payload)
+            write_cache(cache_file, payload)
         data = _image_data(payload, f"folder:{root}")
         if use_memory:
             _memory[key] = data
@@ -286,47 +255,6 @@ def _targets(files: Sequence[ImageFile], layout: FolderLayout) -> torch.Tensor:
     return torch.tensor([f.label for f in files], dtype=torch.int64)
 
 
-def check_decode_memory(root: Path, files: Sequence[ImageFile], image_size: str | None) -> None:
-    """Refuse, before decoding, a folder whose decoded images would not fit in memory.
-
-    From the files' headers (no pixels decoded): the originals, all held while decoding,
-    plus the stacked (N, C, H, W) uint8 tensor at the size the run will use (the given
-    ``image_size``, else :func:`choose_size`'s) and the hold-out's copy of it.  A header
-    Pillow cannot read counts as the target size (decoding names that file)."""
-    shapes = [header_shape(item.path) for item in files]
-    known = [s for s in shapes if s is not None]
-    if image_size:
-        size = parse_image_size(image_size)
-    elif known:
-        size = choose_size([(h, w) for _, h, w in known])
-    else:
-        return  # no header readable: decoding will name the first bad file
-    channels = max((c for c, _, _ in known), default=3)
-    target = channels * size[0] * size[1]
-    originals = sum(c * h * w for c, h, w in known) + target * (len(files) - len(known))
-    needed = originals + 2 * target * len(files)
-    available = available_memory()
-    if available is not None and needed > available:
-        raise FolderDataError(
-            f"{root}: {len(files)} images at {size[0]}x{size[1]} ({channels} channel(s)) need "
-            f"about {gib(needed)} to decode and hold, and this machine has {gib(available)} "
-            "available (pass a smaller --image-size, or use fewer images)"
-        )
-
-
-def _holdout(labels: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarray]:
-    """Indices kept for training and held out for testing: round(fraction * n) of each
-    class, a fixed draw (seed 0) so every run holds out the same images."""
-    rng = np.random.default_rng(HOLDOUT_SEED)
-    held = []
-    for label in np.unique(labels):
-        idx = np.flatnonzero(labels == label)
-        held.append(rng.permutation(idx)[: round(fraction * len(idx))])
-    held_idx = np.sort(np.concatenate(held))
-    keep = np.setdiff1d(np.arange(len(labels)), held_idx)
-    return keep, held_idx
-
-
 def _image_data(payload: dict[str, Any], name: str) -> ImageData:
     train_x = payload["train_x"]
     _, c, h, w = train_x.shape
@@ -388,19 +316,3 @@ def _payload_ok(payload: dict[str, Any]) -> bool:
             for k in ("mean", "std")
         )
     )
-
-
-def _write_cache(path: Path, payload: dict[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_torch_save(payload, path)
-        prefix = path.name.split("-")[0] + "-"
-        for stale in path.parent.glob(prefix + "*.pt"):
-            if stale != path:
-                stale.unlink(missing_ok=True)
-    except OSError as err:  # a file where the cache folder should be, a full disk ...
-        where = err.filename or path
-        raise FolderDataError(
-            f"{where}: the decoded-image cache cannot be written ({err.strerror or err}); "
-            "fix or remove it, or pass another --data-root"
-        ) from None

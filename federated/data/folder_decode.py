@@ -9,14 +9,17 @@ whose size differs from the target are resized with antialiasing (bilinear, torc
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.io import ImageReadMode, decode_image, read_file
 
 from federated.data.folder_layout import FolderDataError, ImageFile
+from federated.runtime.machine_memory import available_memory, gib
 
 # Largest image decoded (height x width): 8192 x 8192, 192 MiB as RGB uint8.  Every image
 # is decoded whole before it is resized, so one huge file would exhaust memory before
@@ -142,3 +145,43 @@ def channel_stats(images: torch.Tensor, chunk: int = 4096) -> tuple[tuple[float,
     # a constant channel would divide by zero when normalising
     std = torch.where(std > 0, std, torch.ones_like(std))
     return tuple(float(v) for v in mean), tuple(float(v) for v in std)
+
+
+def parse_image_size(text: str) -> tuple[int, int]:
+    """``"32"`` -> (32, 32); ``"64x48"`` -> (64, 48) (height x width, pixels)."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:[x×]\s*(\d+))?\s*", str(text))
+    if not match:
+        raise ValueError(f"image_size={text!r} (allowed: N or HxW in pixels, e.g. 32 or 64x48)")
+    h = int(match.group(1))
+    w = int(match.group(2) or h)
+    if not (1 <= h <= 4096 and 1 <= w <= 4096):
+        raise ValueError(f"image_size={text!r} (allowed: 1 to 4096 pixels a side)")
+    return h, w
+
+
+def check_decode_memory(root: Path, files: Sequence[ImageFile], image_size: str | None) -> None:
+    """Refuse, before decoding, a folder whose decoded images would not fit in memory.
+
+    From the files' headers (no pixels decoded): the originals, all held while decoding,
+    plus the stacked (N, C, H, W) uint8 tensor at the size the run will use (the given
+    ``image_size``, else :func:`choose_size`'s) and the hold-out's copy of it.  A header
+    Pillow cannot read counts as the target size (decoding names that file)."""
+    shapes = [header_shape(item.path) for item in files]
+    known = [s for s in shapes if s is not None]
+    if image_size:
+        size = parse_image_size(image_size)
+    elif known:
+        size = choose_size([(h, w) for _, h, w in known])
+    else:
+        return  # no header readable: decoding will name the first bad file
+    channels = max((c for c, _, _ in known), default=3)
+    target = channels * size[0] * size[1]
+    originals = sum(c * h * w for c, h, w in known) + target * (len(files) - len(known))
+    needed = originals + 2 * target * len(files)
+    available = available_memory()
+    if available is not None and needed > available:
+        raise FolderDataError(
+            f"{root}: {len(files)} images at {size[0]}x{size[1]} ({channels} channel(s)) need "
+            f"about {gib(needed)} to decode and hold, and this machine has {gib(available)} "
+            "available (pass a smaller --image-size, or use fewer images)"
+        )

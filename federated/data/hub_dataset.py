@@ -44,8 +44,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
-from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -74,6 +72,7 @@ from federated.data.image_data import (
     atomic_torch_save,
     resolve_data_root,
 )
+from federated.data.party_field import parties_by_value
 from federated.runtime.machine_memory import available_memory, gib
 
 CACHE_FORMAT = 1
@@ -340,25 +339,16 @@ def check_memory(name: str, rows: int, channels: int, size: tuple[int, int]) -> 
 
 
 # ----------------------------------------------------------------------- parties
-def _party_sort_key(value: str) -> tuple:
-    return (0, int(value), "") if re.fullmatch(r"-?\d+", value) else (1, 0, value)
-
-
 def natural_parties(name: str, column: str, values: np.ndarray) -> tuple[torch.Tensor, list[str]]:
-    """Each training row's party (an index into the names, -1 for a row without a value or
-    of a party under :data:`MIN_PARTY_IMAGES` rows) and the parties' names, sorted."""
-    text = np.array(["" if v is None else str(v) for v in values.tolist()], dtype=object)
-    counts = Counter(text.tolist())
-    names = sorted(
-        (v for v, n in counts.items() if v and n >= MIN_PARTY_IMAGES), key=_party_sort_key
-    )
+    """Each training row's party and the parties' names (:func:`parties_by_value`'s rule);
+    fewer than two parties is an error naming the column."""
+    parties, names = parties_by_value(values)
     if len(names) < 2:
         raise HubDataError(
             f"dataset {name!r}: column {column!r} gives {len(names)} parties of at least "
             f"{MIN_PARTY_IMAGES} training images (allowed: at least 2)"
         )
-    index = {v: i for i, v in enumerate(names)}
-    return torch.tensor([index.get(v, -1) for v in text.tolist()], dtype=torch.int64), names
+    return parties, names
 
 
 # ------------------------------------------------------------------- loading

@@ -1,0 +1,54 @@
+"""The decoded-tensor cache of ``folder:PATH`` data sets (image, score and detection
+folders): where an entry lives, how it is written, and what a load reports.
+
+An entry is ``<data root>/folder-cache/<path hash>-<key>.pt``: the path hash names the
+folder, the key its contents and settings, so writing a folder's new entry deletes its
+stale ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from federated.data.folder_layout import FolderDataError
+from federated.data.image_data import ImageData, atomic_torch_save, resolve_data_root
+
+CACHE_FOLDER = "folder-cache"
+
+
+@dataclass(frozen=True)
+class FolderLoad:
+    """A loaded folder dataset and how it was obtained."""
+
+    data: ImageData
+    fingerprint: str  # sha256 of the file list, sizes and mtimes (hex)
+    source: str  # "decoded", "disk cache" or "memory"
+    seconds: float  # wall time of the load, scan included
+    cache_file: Path
+
+
+def cache_entry_path(root: Path, key: str, data_root: str | os.PathLike | None) -> Path:
+    """The cache entry of folder ``root`` under ``key`` (sha256 hex) in the data root."""
+    folder_hash = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+    return resolve_data_root(data_root) / CACHE_FOLDER / f"{folder_hash}-{key[:24]}.pt"
+
+
+def write_cache(path: Path, payload: dict[str, Any]) -> None:
+    """Write ``payload`` to ``path`` atomically and delete the folder's stale entries."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_torch_save(payload, path)
+        prefix = path.name.split("-")[0] + "-"
+        for stale in path.parent.glob(prefix + "*.pt"):
+            if stale != path:
+                stale.unlink(missing_ok=True)
+    except OSError as err:  # a file where the cache folder should be, a full disk ...
+        where = err.filename or path
+        raise FolderDataError(
+            f"{where}: the decoded-image cache cannot be written ({err.strerror or err}); "
+            "fix or remove it, or pass another --data-root"
+        ) from None
