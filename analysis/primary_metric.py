@@ -53,6 +53,9 @@ from federated.contract.results import DAMAGED
 
 #: the field's pair every score report shows besides its primary metric
 SCORE_REPORTED = ("srcc", "mae")
+#: per task, the metrics its reports show beside the primary (as data: no branch on a
+#: task's name); a task without an entry is reported on its primary alone
+REPORTED_BESIDE: dict[str, tuple[str, ...]] = {SCORE: SCORE_REPORTED}
 
 
 class PrimaryMetricError(ValueError):
@@ -256,8 +259,8 @@ def sweep_metric(trials: pd.DataFrame, where: str) -> Metric:
 
 
 def table_metrics(primary: Metric) -> list[Metric]:
-    """The metrics a study's tables are built on: the primary, then (score tasks) the
-    rest of :data:`SCORE_REPORTED`."""
-    if primary.task != SCORE:
-        return [primary]
-    return [primary, *(SCORE_METRICS[s] for s in SCORE_REPORTED if s != primary.stem)]
+    """The metrics a study's tables are built on: the primary, then the rest of its
+    task's :data:`REPORTED_BESIDE` (a score task's SRCC and MAE)."""
+    metrics = _task_metrics(primary.task)
+    beside = REPORTED_BESIDE.get(primary.task, ())
+    return [primary, *(metrics[s] for s in beside if s != primary.stem)]

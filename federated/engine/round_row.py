@@ -30,8 +30,10 @@ is 0, NaN on rounds it skips): the global model (SOLO: each party's own model) s
 each of the N parties' training class mix, fractions in [0, 1] —
 ``party_acc_mean`` (mean over parties), ``party_acc_std`` (population std),
 ``party_acc_min`` (the worst party), ``party_acc_worst10`` (mean of the ceil(N/10)
-worst parties).  The per-party numbers go to the run's ``parties.csv``
-(:mod:`federated.engine.run_files`).
+worst parties).  They are named by the task's per-party metric
+(:meth:`federated.tasks.base.Task.party_stem`): ``acc`` for classification, a score
+task's binary accuracy ``bin_acc`` (``party_bin_acc_mean`` ..., ``test_bin_acc_std``).
+The per-party numbers go to the run's ``parties.csv`` (:mod:`federated.engine.run_files`).
 """
 
 from __future__ import annotations
