@@ -160,6 +160,12 @@ SCORE_METRICS: dict[str, Metric] = {spec.stem: _shown(spec) for spec in SCORE_SP
 BUILTIN_METRICS: dict[str, tuple[Metric, ...]] = {
     CLASSIFICATION: (ACCURACY,),
     SCORE: tuple(SCORE_METRICS.values()),
+    # every other built-in task (detection: mAP@0.5, mAP@[.5:.95]) as its specs say
+    **{
+        task: tuple(_shown(spec) for spec in specs)
+        for task, specs in BUILTIN_TASK_METRICS.items()
+        if task not in (CLASSIFICATION, SCORE)
+    },
 }
 #: each task's metrics, the default (primary) first
 TASK_METRICS: dict[str, tuple[str, ...]] = {

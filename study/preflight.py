@@ -112,11 +112,19 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
     """Draw every distinct partition of the plan, as its trials will, and return their
     class counts (Fig. 5).  Loading the data here also checks that the dataset is there.
     Optuna sweeps that vary the partition check and record the example point's only."""
-    data, labels, parties = training_data(configs[0][1])
+    # one load per set of named columns: the natural parties' field may be an axis
+    # (the street study's Street-5 and Street-20 are device1_id and device2_id)
+    loaded: dict[HubColumns, tuple[ImageData, np.ndarray, np.ndarray | None]] = {}
     seen: dict[tuple, dict[str, Any]] = {}
     for label, config in configs:
+        columns = HubColumns.of(config)
+        if columns not in loaded:
+            loaded[columns] = training_data(config)
+        data, labels, parties = loaded[columns]
         skew = FeatureSkew.from_config(config)
         key = tuple(getattr(config, k) for k in PARTITION_KEYS)
+        if config.partition_by:  # the field the natural parties come from
+            key += (config.partition_by,)
         if skew is not None:  # the same partition under another skew is another row
             key += (config.feature_skew, config.feature_skew_level)
         if key in seen:
@@ -139,6 +147,8 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
             seen[key]["class_names"] = list(data.spec.class_names)
         if config.partition == "natural":  # an hf: column's parties may be a drawn few
             seen[key]["party_names"] = natural_party_names(data.spec.party_names, config)
+        if config.partition_by:
+            seen[key]["partition_by"] = config.partition_by
         if skew is not None:  # each party's noise std (0..1 pixels) or angle (degrees)
             seen[key]["feature_skew"] = config.feature_skew
             seen[key]["feature_skew_level"] = config.feature_skew_level

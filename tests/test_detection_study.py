@@ -27,9 +27,9 @@ def small_tree(tmp_path_factory) -> Path:
             str(ROOT / "examples" / "build_street_task.py"),
             str(out),
             "--size", "32",
-            "--cameras", "5",
+            "--cameras", "10",
             "--unseen-cameras", "1",
-            "--train-images", "60",
+            "--train-images", "120",
             "--test-images", "10",
         ],
         check=True,
@@ -59,3 +59,16 @@ def test_the_pretrained_start_is_shipped_and_fits_the_default_detector(small_tre
     spec = load_dataset(f"folder:{small_tree}").spec
     assert spec.default_model == "fcos-tiny"
     check_start(build_model("fcos-tiny", spec), "fedsweep:street-fcos-tiny", "fcos-tiny")
+
+
+def test_the_plans_partitions_read_each_trials_camera_field(small_tree):
+    """Street-5 and Street-20 are two image fields of one folder: the plan's check draws
+    each trial's parties from its own field (5 groups, 10 cameras here)."""
+    from study.preflight import partitions, trial_configs
+
+    plan = SweepPlan.build(
+        STUDIES["street"], BUDGETS["smoke"], overrides={"dataset": f"folder:{small_tree}"}
+    )
+    rows = partitions(plan, trial_configs(plan))
+    parties = {r["partition_by"]: len(r["party_names"]) for r in rows}
+    assert parties == {"device1_id": 5, "device2_id": 10}
