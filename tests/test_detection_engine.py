@@ -148,6 +148,7 @@ def test_packed_execution_says_detection_trains_one_party_at_a_time(boxes):
         ({"partition": "dirichlet"}, "partition"),
         ({"partition": "labels"}, "partition"),
         ({"model": "simple-cnn"}, "model"),
+        ({"feature_skew": "rotation", "feature_skew_level": 30.0}, "feature_skew"),
     ],
 )
 def test_what_detection_cannot_do_is_refused_in_one_line(boxes, overrides, field):

@@ -340,6 +340,13 @@ def _validate_task(c: Any, spec: Any) -> None:
             c.primary_metric,
             f"for a {task.name} task one of {', '.join(stems)}{hint}",
         )
+    if task.targets_in_pixels and c.feature_skew == "rotation":
+        raise ConfigError(
+            "feature_skew",
+            c.feature_skew,
+            f"none or noise: a {task.name} task's targets are pixel positions, which "
+            "rotating the images would move",
+        )
     if not task.has_classes and c.partition in ("dirichlet", "labels"):
         raise ConfigError(
             "partition",

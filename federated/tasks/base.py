@@ -93,6 +93,9 @@ class Task(ABC):
     #: whether its targets are class labels (the class re-weighted per-party outcomes
     #: and label-skew partitions need classes)
     has_classes: ClassVar[bool] = False
+    #: whether its targets are pixel positions (boxes), which a rotation of the images
+    #: would move: a rotating feature skew is then refused
+    targets_in_pixels: ClassVar[bool] = False
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         self.params = params

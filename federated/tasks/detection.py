@@ -50,6 +50,7 @@ class Detection(Task):
     name = "detection"
     targets = "detection"
     metrics = DETECTION_SPECS
+    targets_in_pixels = True
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         super().__init__(params, spec)
