@@ -34,6 +34,7 @@ ALGORITHM_PATHS: dict[str, str] = {
     "lg-fedavg": "federated.algorithms.lg_fedavg:LgFedAvg",
     "ditto": "federated.algorithms.ditto:Ditto",
     "apfl": "federated.algorithms.apfl:Apfl",
+    "fedbn": "federated.algorithms.fedbn:FedBN",
 }
 
 SERVER_OPTIMIZER_PATHS: dict[str, str] = {

@@ -45,6 +45,9 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "task": plan.task,
         "metric_specs": [spec.to_dict() for spec in task_metric_specs(plan.task)],
         "seeds": plan.seeds,
+        # what happens to BatchNorm statistics, per algorithm (federated/algorithms/
+        # batchnorm_rule.py): averaged or local, as every trial's row records it
+        "batchnorm": batchnorm_rules(plan),
         # floats' significant digits in the trials' point labels (full values: params.json)
         "label_digits": plan.label_digits,
         "axes": [a.name for a in plan.study.axes],
@@ -75,6 +78,16 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "trials": {},
         **extra,
     }
+
+
+def batchnorm_rules(plan: SweepPlan) -> dict[str, list[str]]:
+    """``{algorithm: [batchnorm rules its planned trials use]}``."""
+    rules: dict[str, list[str]] = {}
+    for trial in plan.trials():
+        used = rules.setdefault(str(trial.config["algorithm"]), [])
+        if trial.config["batchnorm"] not in used:
+            used.append(trial.config["batchnorm"])
+    return rules
 
 
 def _trial_dataset(plan: SweepPlan) -> str:

@@ -33,7 +33,7 @@ BAD_VALUES = [
     ("tau", -1.0, "a number > 0"),
     ("algorithm", "fedsgd", "one of fedavg, fedprox, moon"),
     ("dataset", "imagenet", "one of cifar10, cifar100, tinyimagenet, fmnist, mnist"),
-    ("model", "vgg16", "one of simple-cnn, resnet50, cnn-transformer"),
+    ("model", "vgg16", "one of simple-cnn, simple-cnn-bn, resnet50, cnn-transformer"),
     ("out_dim", 0, "an integer >= 1"),
     ("rounds", 0, "an integer >= 1"),
     ("local_epochs", 0, "an integer >= 1"),

@@ -197,3 +197,33 @@ def test_four_rounds_equal_two_then_a_restored_run_of_two(overrides, synthetic):
     restored.load_state_dict(copy.deepcopy(first.state_dict()))
     tail = results([restored.run_round() for _ in range(2)])
     assert head + tail == straight
+
+
+def test_parties_whose_own_models_would_not_fit_are_refused_before_work(monkeypatch):
+    """N parties x the method's copies of the model's state against the memory this
+    machine has: Ditto keeps two copies (model, momentum) per party, FedAvg none."""
+    from federated.models import party_memory
+
+    state = party_memory.model_state_bytes("simple-cnn", tiny().spec, 32, True)
+    monkeypatch.setattr(party_memory, "available_memory", lambda: 4 * 2 * state - 1)
+    with pytest.raises(ConfigError) as caught:
+        tiny(algorithm="ditto", n_parties=4)
+    assert caught.value.field == "n_parties"
+    assert "\n" not in str(caught.value) and "2 copies" in str(caught.value)
+    tiny(algorithm="ditto", n_parties=3)  # 3 x 2 copies fit
+    tiny(algorithm="fedavg", n_parties=4)  # keeps no copy
+
+
+def test_a_selecting_sweep_of_personalised_trials_says_what_ranks_them():
+    from study.selection import personal_validation_note
+
+    configs = [
+        dict(algorithm="fedavg", batchnorm="averaged"),
+        dict(algorithm="fedper", batchnorm="averaged"),
+        dict(algorithm="fedavg", finetune_epochs=1, batchnorm="averaged"),
+    ]
+    note = personal_validation_note(configs, "val_acc")
+    assert note.startswith("note: trials of fedper, fedavg with finetune_epochs rank by val_acc")
+    assert "party_val_acc" in note and "\n" not in note
+    assert personal_validation_note(configs[:1], "val_acc") is None
+    assert personal_validation_note(configs, None) is None

@@ -29,6 +29,9 @@ METHODS = {
     "lg-fedavg": dict(algorithm="lg-fedavg"),
     "ditto": dict(algorithm="ditto"),
     "apfl": dict(algorithm="apfl"),
+    "fedbn": dict(algorithm="fedbn", model="simple-cnn-bn"),
+    "fedavg_batchnorm_local": dict(model="simple-cnn-bn", batchnorm="local"),
+    "fedper_batchnorm_local": dict(algorithm="fedper", model="simple-cnn-bn", batchnorm="local"),
 }
 
 

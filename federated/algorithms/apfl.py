@@ -49,6 +49,8 @@ class ApflParams(MethodParams):
 
 class Apfl(Algorithm):
     name = "apfl"
+    whole_personal_model = True
+    party_state_copies = 2.0  # its personal model and that model's SGD momentum
     Params = ApflParams
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

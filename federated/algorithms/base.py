@@ -46,7 +46,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import torch
 
+from federated.algorithms.batchnorm_rule import BatchNormRule
 from federated.algorithms.frozen_reader import FrozenModels, FrozenReader
+from federated.config.checks import BATCHNORM_RULES
 from federated.models import FedConModel, ModelOutput
 from federated.params import MethodParams, NoParams
 from federated.server.aggregation import Aggregator, WeightedMean
@@ -104,6 +106,18 @@ class Algorithm:
     # Whether the engine may train this method's parties together (see the module
     # docstring for what that asks of the hooks); False for a method that has not said.
     packable: ClassVar[bool] = False
+    # party_model gives a model the party trains whole (Ditto's, APFL's, SOLO's): its
+    # BatchNorm statistics are already the party's own under any ``batchnorm`` rule
+    whole_personal_model: ClassVar[bool] = False
+    # the ``batchnorm`` rule a run of this method takes when nobody set one
+    # (federated/algorithms/batchnorm_rule.py)
+    batchnorm_default: ClassVar[str] = "averaged"
+    # copies of the model's state each party keeps between rounds (its own model, its
+    # optimiser state, the entries it keeps local): N times this is checked against the
+    # machine's memory before work (federated/models/party_memory.py)
+    party_state_copies: ClassVar[float] = 0.0
+    # the ``batchnorm`` rules the method allows
+    batchnorm_rules: ClassVar[tuple[str, ...]] = BATCHNORM_RULES
 
     def __init__(self, config: RunConfig, generator: torch.Generator) -> None:
         self.config = config  # run-level settings (lr, momentum, n_parties) the method reads
@@ -115,6 +129,9 @@ class Algorithm:
         #: what the parties learn: the supervised part of every method's loss
         task = config.task or config.spec.task
         self.task: Task = build_task(task, config.task_params, config.spec)
+        #: what happens to BatchNorm statistics (the engine applies it around every
+        #: method's hooks, so no method handles them itself)
+        self.batchnorm = BatchNormRule(config.batchnorm or self.batchnorm_default)
 
     def packing_obstacle(self) -> str | None:
         """Why this method's parties cannot train packed (one line), or None."""

@@ -44,6 +44,8 @@ class DittoParams(MethodParams):
 
 class Ditto(Algorithm):
     name = "ditto"
+    whole_personal_model = True
+    party_state_copies = 2.0  # its personal model and that model's SGD momentum
     Params = DittoParams
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -111,12 +111,19 @@ def _names_on_meta(fields: tuple[tuple[str, Any], ...]) -> tuple[list[str], list
     return list(model.state_dict()), [n for n, _ in model.named_parameters()]
 
 
+def run_model_names(context: Mapping[str, Any]) -> tuple[list[str], list[str]] | None:
+    """(state names, parameter names) of the model of the run whose run-level fields are
+    ``context``, built on ``meta``; None when it has no model yet or cannot be built
+    there (its rule is then checked on the run's real model)."""
+    if context.get("model") is None:
+        return None
+    return _names_on_meta(tuple((k, context.get(k)) for k in _MODEL_FIELDS))
+
+
 def check_rule_for_run(rule: str, context: Mapping[str, Any]) -> None:
     """Refuse ``rule`` for the run whose run-level fields are ``context`` (when its
     model builds on ``meta``)."""
-    if context.get("model") is None:
-        return
-    names = _names_on_meta(tuple((k, context.get(k)) for k in _MODEL_FIELDS))
+    names = run_model_names(context)
     if names is not None:
         local_names(*names, rule)
 

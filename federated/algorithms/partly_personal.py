@@ -53,6 +53,7 @@ class PartlyPersonal(Algorithm):
     """A model split into local and shared entries by ``self.params.personal_layers``."""
 
     packable = True
+    party_state_copies = 1.0  # at most: the entries its rule keeps local
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

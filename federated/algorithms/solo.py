@@ -23,6 +23,8 @@ from federated.server.aggregation import Aggregator, NoAggregation
 
 class Solo(Algorithm):
     name = "solo"
+    whole_personal_model = True
+    party_state_copies = 1.0  # its own model
     packable = True
     personal_models = True
 

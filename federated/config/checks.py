@@ -31,6 +31,8 @@ from federated.params import (
 from federated.registry import load_method
 
 PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
+# what happens to BatchNorm running statistics (federated/algorithms/batchnorm_rule.py)
+BATCHNORM_RULES = ("averaged", "local")
 EXECUTIONS = ("packed", "sequential", "reference")
 FEATURE_SKEWS = ("none", "noise", "rotation")
 STRAGGLER_POLICIES = ("partial", "drop")
@@ -80,6 +82,7 @@ def validate(c: Any) -> None:
     held-out data; the device; a folder run's memory."""
     # Late import: dataset and model checks load folder datasets and model factories.
     from federated.config.data_fields import check_folder_memory
+    from federated.models.party_memory import check_party_memory
 
     check_types(c)
     spec = _check_names_and_data(c)
@@ -92,6 +95,7 @@ def validate(c: Any) -> None:
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
         raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
     check_folder_memory(c, spec)  # last: it reads the resolved sizes checked above
+    check_party_memory(c, spec)
 
 
 def _check_names_and_data(c: Any) -> Any:
@@ -116,7 +120,22 @@ def _check_names_and_data(c: Any) -> Any:
     check_init_field(c, spec)  # after the model: a start is matched to it
     load_method("server_optimizer", c.server_optimizer)
     one_of("execution", EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
+    _check_batchnorm(c)
     return spec
+
+
+def _check_batchnorm(c: Any) -> None:
+    """The BatchNorm rule is one of :data:`BATCHNORM_RULES` and one the method allows
+    (FedBN keeps its BatchNorm layers at each party: ``local`` only)."""
+    one_of("batchnorm", c.batchnorm, BATCHNORM_RULES)
+    allowed = load_method("algorithm", c.algorithm).batchnorm_rules
+    if c.batchnorm not in allowed:
+        raise ConfigError(
+            "batchnorm",
+            c.batchnorm,
+            f"{' or '.join(allowed)} under algorithm {c.algorithm} (it keeps its BatchNorm "
+            "layers, statistics included, at each party)",
+        )
 
 
 def _check_counts(c: Any) -> None:
@@ -146,6 +165,8 @@ def _check_counts(c: Any) -> None:
     if c.fail_at_round is not None:
         at_least("fail_at_round", c.fail_at_round, 1)
     at_least("party_scores_every", c.party_scores_every, 0)
+    at_least("finetune_epochs", c.finetune_epochs, 0)
+    at_most("finetune_epochs", c.finetune_epochs, MAX_LOCAL_EPOCHS)
     parse_rounds(c.representations_at, c.rounds)
 
 

@@ -115,6 +115,14 @@ RULES = (
         lambda c: f"local_epochs_min = local_epochs={c.local_epochs}: every party runs every epoch",
     ),
     InertRule(
+        ("finetune_epochs",),
+        lambda c: c.val_fraction == 0 and c.party_test_fraction == 0,
+        lambda c: (
+            "val_fraction=0 and party_test_fraction=0: no party is scored on its own data "
+            "(fine-tuning never changes test_acc)"
+        ),
+    ),
+    InertRule(
         ("out_dim",),
         lambda c: not c.projection_head,
         lambda c: "projection_head=false: there is no projection head to size",

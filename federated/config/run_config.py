@@ -46,6 +46,9 @@ from federated.registry import (
 
 # RunConfig's fields that hold the chosen methods' parameters (the rest are run-level)
 METHOD_FIELDS = ("method_options", "algorithm_params", "server_params", "task_params")
+# What a run made before a field existed did, for the fields whose default is resolved
+# per method (None): a checkpoint without the field is compared as this value
+BEFORE_FIELD = {"batchnorm": "averaged"}
 
 
 def _help(text: str) -> Any:
@@ -113,6 +116,24 @@ class RunConfig:
     out_dim: int = field(default=256, metadata=_help("projection head output dimension"))
     projection_head: bool = field(default=True, metadata=_help("use the projection head"))
     server_optimizer: str = field(default="avg", metadata=_help("server update rule"))
+    # --- personalisation (federated/algorithms/batchnorm_rule.py,
+    # federated/evaluation/fine_tuning.py)
+    batchnorm: str | None = field(
+        default=None,
+        metadata=_help(
+            "BatchNorm running statistics: averaged (the server averages them like weights) "
+            "or local (each party keeps its own, in its state); never the step counter; "
+            "default: the method's (local for fedbn, averaged for every other)"
+        ),
+    )
+    finetune_epochs: int = field(
+        default=0,
+        metadata=_help(
+            "evaluation with local fine-tuning (FedAvg+FT): each evaluating party trains a "
+            "copy of its model this many epochs on its own training data before its local "
+            "test and validation scores; the copy is thrown away (0: off)"
+        ),
+    )
     # --- data and reproducibility
     seed: int = field(default=0, metadata=_help("seeds partition, init, sampling, batches"))
     data_fraction: float = field(
@@ -498,6 +519,11 @@ def _resolve(c: RunConfig) -> RunConfig:
             else c.primary_metric
         ),
         execution=EXECUTION_ALIASES.get(c.execution, c.execution),
+        batchnorm=(
+            load_method("algorithm", c.algorithm).batchnorm_default
+            if c.batchnorm is None
+            else c.batchnorm
+        ),
     )
     validate(complete)
     algorithm_params, server_params, task_params, inert = _method_params(complete)

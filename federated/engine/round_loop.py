@@ -36,6 +36,7 @@ from federated.data.hub_dataset import HubColumns
 from federated.engine.party_data import PartyData
 from federated.engine.round_row import RoundRow, work_columns
 from federated.engine.run_state import EXECUTION_FIELDS, STATE_FORMAT, check_compatible, tree_to
+from federated.evaluation.fine_tuning import FineTuner
 from federated.evaluation.party_scores import PartyScorer
 from federated.evaluation.representations import RepresentationProbe
 from federated.evaluation.round_evaluation import RoundEvaluation
@@ -139,8 +140,11 @@ class FederatedRun:
         """The global model's entries the server optimizer moves (floating point) and
         those it copies (BatchNorm's counters), and the bytes a party is sent."""
         state = self.global_model.state_dict()
-        self._float_keys = [k for k, v in state.items() if v.is_floating_point()]
-        self._other_keys = [k for k, v in state.items() if not v.is_floating_point()]
+        # BatchNorm's counters never move, nor its statistics where parties keep them
+        skipped = self.algorithm.batchnorm.server_skips(self.global_model)
+        moved = {k: v for k, v in state.items() if k not in skipped}
+        self._float_keys = [k for k, v in moved.items() if v.is_floating_point()]
+        self._other_keys = [k for k, v in moved.items() if not v.is_floating_point()]
         self.model_bytes = sum(v.numel() * v.element_size() for v in state.values())
         self.param_bytes = sum(p.numel() * p.element_size() for p in self.global_model.parameters())
 
@@ -282,6 +286,17 @@ class FederatedRun:
                 self.rng.evaluation if draws else None,
             )
         local_tester = None if data.local_test is None else SplitEvaluator(data.local_test, task)
+        tuner = None
+        if config.finetune_epochs:
+            tuner = FineTuner(
+                config.finetune_epochs,
+                task,
+                self.augmenter,
+                data.party,
+                config.batch_size,
+                (config.lr, config.momentum, config.weight_decay),
+                config.seed,
+            )
         return RoundEvaluation(
             task,
             (self.test_x, self.test_y),
@@ -292,6 +307,7 @@ class FederatedRun:
             local_tester,
             config.rounds,
             config.party_scores_every,
+            tuner,
         )
 
     # what the run's files and checkpoints read of its evaluation
@@ -320,8 +336,16 @@ class FederatedRun:
         return self.evaluation.validation_columns()
 
     def _party_model(self, party: int) -> torch.nn.Module | None:
-        """The model party ``party`` is evaluated with (None: the global model)."""
-        return self.algorithm.party_model(party, self.global_model, self.party_states[party])
+        """The model party ``party`` is evaluated with (None: the global model), with its
+        own BatchNorm statistics where the run keeps those local."""
+        state = self.party_states[party]
+        algorithm = self.algorithm
+        return algorithm.batchnorm.evaluated(
+            algorithm.party_model(party, self.global_model, state),
+            self.global_model,
+            state,
+            algorithm.whole_personal_model,
+        )
 
     def _round(self, start: float) -> RoundRow:
         drawn = self.draw_parties()
@@ -336,6 +360,7 @@ class FederatedRun:
         probe_seconds = 0.0  # Fig. 2's forward passes: not training time
         for (job, result), weight in zip(self._local_trainings(reporting, plan), weights):
             extras = self.algorithm.end_local(job)
+            self.algorithm.batchnorm.finish(job.model, job.state)
             jobs.append(job)
             row.results.append(result)
             if not result.finite:
@@ -382,7 +407,8 @@ class FederatedRun:
 
     def _server_step(self, combined: dict[str, torch.Tensor]) -> None:
         """The server optimizer moves the global model's floating-point state towards
-        ``combined``; other entries (BatchNorm's counters) take the combined value."""
+        ``combined``; other entries take the combined value; BatchNorm's counters (and
+        its statistics under ``batchnorm=local``) stay as they are."""
         state = self.global_model.state_dict()
         self.server.step(
             [state[k] for k in self._float_keys], [combined[k] for k in self._float_keys]
@@ -401,7 +427,10 @@ class FederatedRun:
             diverged=True,
             # every metric key the run's other rows carry, NaN: a sweep's ranking metric
             # is in every row (Tune's strict check), and NaN is never read as a value
-            extra=self.evaluation.no_validation_columns(),
+            extra={
+                **self.evaluation.no_validation_columns(),
+                **self.evaluation.no_fairness_columns(),
+            },
         )
 
     # -------------------------------------------------------------------- state I/O

@@ -16,7 +16,12 @@ from typing import Any
 import torch
 
 from federated.config.checks import EXECUTION_ALIASES
-from federated.config.run_config import RunConfig, execution_fields, field_types
+from federated.config.run_config import (
+    BEFORE_FIELD,
+    RunConfig,
+    execution_fields,
+    field_types,
+)
 
 STATE_FORMAT = 1
 EXECUTION_FIELDS = execution_fields()
@@ -32,6 +37,7 @@ def check_compatible(saved: Mapping[str, Any], config: RunConfig) -> None:
     # a field added after the checkpoint was made holds its default there: the run
     # that made it behaved as the default says (e.g. no stragglers, no feature skew)
     defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+    defaults.update(BEFORE_FIELD)
     saved = {**{k: v for k, v in defaults.items() if k not in saved}, **saved}
     # what acts on this run: its run-level fields and its chosen methods' parameters; a
     # saved method parameter that this run's methods do not declare had no effect there

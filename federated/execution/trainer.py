@@ -72,6 +72,8 @@ def start_local(
     job: LocalJob, global_state: Mapping[str, torch.Tensor], algorithm: Algorithm
 ) -> None:
     """The start of every local training: the round's global weights into the party's
-    model (``job.model``, set by the trainer), then the method's ``begin_local``."""
+    model (``job.model``, set by the trainer), the party's own BatchNorm statistics over
+    them where the run keeps those local, then the method's ``begin_local``."""
     job.model.load_state_dict(global_state)
+    algorithm.batchnorm.start(job.model, job.state)
     algorithm.begin_local(job)

@@ -18,11 +18,15 @@ from federated.models.detection import DETECTORS, build_detector, is_detector
 from federated.models.fedcon import FedConModel, ModelOutput
 from federated.models.import_path import ModelError, ModelSpec, build_encoder, is_import_path
 from federated.models.resnet import RESNET50_FEATURES, cifar_resnet50
-from federated.models.simple_cnn import SimpleCNN
+from federated.models.simple_cnn import SimpleCNN, SimpleCNNBN
 
 
 def _simple_cnn(spec: DatasetSpec) -> tuple[nn.Module, int]:
     return SimpleCNN(spec.channels, spec.height, spec.width), SimpleCNN.feature_dim
+
+
+def _simple_cnn_bn(spec: DatasetSpec) -> tuple[nn.Module, int]:
+    return SimpleCNNBN(spec.channels, spec.height, spec.width), SimpleCNN.feature_dim
 
 
 def _resnet50(spec: DatasetSpec) -> tuple[nn.Module, int]:
@@ -36,6 +40,7 @@ def _cnn_transformer(spec: DatasetSpec) -> tuple[nn.Module, int]:
 # name -> builder(spec) returning (encoder, feature_dim)
 MODELS: dict[str, Callable[[DatasetSpec], tuple[nn.Module, int]]] = {
     "simple-cnn": _simple_cnn,
+    "simple-cnn-bn": _simple_cnn_bn,
     "resnet50": _resnet50,
     "cnn-transformer": _cnn_transformer,
 }

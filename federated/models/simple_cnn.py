@@ -33,3 +33,23 @@ class SimpleCNN(nn.Module):
         x = self.pool(F.relu(self.conv2(x)))
         x = torch.flatten(x, 1)
         return F.relu(self.fc2(F.relu(self.fc1(x))))
+
+
+class SimpleCNNBN(SimpleCNN):
+    """:class:`SimpleCNN` with a ``BatchNorm2d`` after each convolution, before its ReLU
+    (``simple-cnn-bn``): the model FedBN and the ``batchnorm`` rule need, as the paper's
+    CNN has none.  FedBN's digit CNN also normalises its fully connected layers
+    (``BatchNorm1d``); this one does not, so that it trains packed (packed execution
+    packs ``BatchNorm2d`` only).  Built from the same random draws as the plain CNN (a
+    BatchNorm layer starts at weight 1, bias 0, mean 0, variance 1: no draw)."""
+
+    def __init__(self, in_channels: int = 3, height: int = 32, width: int = 32) -> None:
+        super().__init__(in_channels, height, width)
+        self.bn1 = nn.BatchNorm2d(6)
+        self.bn2 = nn.BatchNorm2d(16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool(F.relu(self.bn1(self.conv1(x))))
+        x = self.pool(F.relu(self.bn2(self.conv2(x))))
+        x = torch.flatten(x, 1)
+        return F.relu(self.fc2(F.relu(self.fc1(x))))

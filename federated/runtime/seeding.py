@@ -31,6 +31,9 @@ STREAMS = {
     "validation": 8,
     # which parties evaluate on their validation data each round (eval_fraction < 1)
     "evaluation": 9,
+    # evaluation with local fine-tuning: each (round, party)'s batch order
+    # (federated/evaluation/fine_tuning.py)
+    "finetune": 10,
 }
 
 

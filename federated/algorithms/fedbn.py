@@ -1,0 +1,70 @@
+"""FedBN (Li et al. 2021): every BatchNorm layer — its affine weights and its running
+statistics — stays at each party; the server averages everything else.
+
+The paper's claim is about feature shift: parties whose inputs differ (scanners,
+domains, ``feature_skew``) keep their own normalisation, so the shared layers see
+inputs normalised per party.  Its rule is fixed: the local entries are every module
+holding running statistics (:func:`federated.algorithms.batchnorm_rule.batchnorm_entries`),
+so the model must have BatchNorm layers (``simple-cnn-bn``, ``resnet50``); one without
+any is refused in one line naming ``model``.  The run's ``batchnorm`` rule is ``local``
+(the default here; ``averaged`` is refused: it would contradict the method).
+
+The split, the party state (the layers' entries, in every checkpoint: exact resume),
+the evaluation (each party's own BatchNorm layers on the new global model) and packed
+training are :mod:`federated.algorithms.partly_personal`'s.  The paper's code and
+PFLlib's keep the entries whose names contain ``bn``; reading the module's buffers
+instead finds a BatchNorm layer whatever it is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from federated.algorithms.batchnorm_rule import batchnorm_entries
+from federated.algorithms.layer_rule import run_model_names
+from federated.algorithms.partly_personal import PartlyPersonal
+from federated.params import ConfigError, MethodParams
+
+WITH_BATCHNORM = "a model with BatchNorm layers under algorithm fedbn (simple-cnn-bn, resnet50)"
+
+
+def fedbn_local_names(names: list[str], model: str | None) -> frozenset[str]:
+    """Every BatchNorm entry among state names ``names``; :class:`ConfigError` naming
+    ``model`` when there is none."""
+    entries = batchnorm_entries(names)
+    if not entries.layers:
+        raise ConfigError("model", model, WITH_BATCHNORM)
+    return frozenset(entries.every)
+
+
+@dataclass(frozen=True)
+class FedBNParams(MethodParams):
+    """FedBN has no parameter of its own; building them checks the run's model."""
+
+    @classmethod
+    def build(
+        cls, values: Mapping[str, Any], context: Mapping[str, Any] | None = None
+    ) -> MethodParams:
+        params = super().build(values, context)
+        if context is not None:
+            names = run_model_names({**context, **values})
+            if names is not None:
+                fedbn_local_names(names[0], context.get("model"))
+        return params
+
+
+class FedBN(PartlyPersonal):
+    name = "fedbn"
+    Params = FedBNParams
+    batchnorm_default = "local"
+    batchnorm_rules = ("local",)
+
+    def local_names(self, model: torch.nn.Module) -> frozenset[str]:
+        """The model's BatchNorm entries (checked on the run's real model once)."""
+        if self._local is None:
+            self._local = fedbn_local_names(list(model.state_dict()), self.config.model)
+        return self._local

@@ -1,0 +1,63 @@
+"""The fairness block (issue 40): each party's model on its own split, summarised as
+the sample-weighted mean, the mean over parties, the worst decile and the spread."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from federated.engine.round_loop import FederatedRun
+from federated.evaluation.fairness import fairness_block
+from tests.conftest import tiny
+
+
+def test_the_block_by_hand():
+    # party 3 was not evaluated (NaN), party 4 holds no sample: both left out
+    values = [0.5, 1.0, 0.2, float("nan"), 0.9]
+    sizes = [10, 30, 20, 5, 0]
+    block = fairness_block(values, sizes, "party_test_acc")
+    assert block["party_test_acc"] == pytest.approx((0.5 * 10 + 1.0 * 30 + 0.2 * 20) / 60)
+    assert block["party_test_acc_mean"] == pytest.approx((0.5 + 1.0 + 0.2) / 3)
+    assert block["party_test_acc_worst10"] == 0.2  # ceil(3 / 10) = 1 party
+    spread = math.sqrt(((0.5 - 17 / 30) ** 2 + (1.0 - 17 / 30) ** 2 + (0.2 - 17 / 30) ** 2) / 3)
+    assert block["party_test_acc_std"] == pytest.approx(spread)
+
+
+def test_the_worst_decile_of_eleven_parties_is_the_two_lowest_and_follows_the_direction():
+    values = [0.9, 0.1, 0.8, 0.3, 0.7, 0.6, 0.5, 0.4, 0.95, 0.85, 0.75]
+    sizes = [1] * 11
+    assert fairness_block(values, sizes, "p")["p_worst10"] == pytest.approx((0.1 + 0.3) / 2)
+    # an error (lower is better): the worst parties are the highest
+    assert fairness_block(values, sizes, "p", lower_is_better=True)["p_worst10"] == pytest.approx(
+        (0.95 + 0.9) / 2
+    )
+    empty = fairness_block([float("nan")], [3], "p")
+    assert all(math.isnan(v) for v in empty.values()) and len(empty) == 4
+
+
+def test_a_round_reports_both_blocks_from_its_per_party_values(synthetic):
+    """The local test block agrees with the per-party outcomes it summarises; the
+    validation block's sample-weighted mean is val_acc; rounds in between are NaN."""
+    config = tiny(
+        algorithm="fedper",
+        rounds=3,
+        n_parties=4,
+        data_fraction=0.1,
+        val_fraction=0.2,
+        party_test_fraction=0.2,
+        party_scores_every=2,
+    )
+    run = FederatedRun(config, synthetic)
+    rows = [run.run_round() for _ in range(3)]
+    assert math.isnan(rows[0]["party_test_acc"]) and math.isnan(rows[0]["party_test_acc_std"])
+    last = rows[2]
+    own = run.party_scorer.last
+    sizes = np.asarray(run.local_tester.split.sizes, dtype=np.float64)
+    assert last["party_test_acc"] == pytest.approx(float((own * sizes).sum() / sizes.sum()))
+    assert last["party_test_acc_mean"] == pytest.approx(last["party_acc_mean"])
+    assert last["party_test_acc_worst10"] == pytest.approx(last["party_acc_worst10"])
+    assert last["party_test_acc_std"] == pytest.approx(last["party_acc_std"])
+    assert last["party_val_acc"] == pytest.approx(last["val_acc"])
+    assert set(rows[0]) == set(last)  # the same columns every round
