@@ -5,7 +5,9 @@ one on some processors and loses on others (docs/speed.md), so where the user di
 choose a path, a sweep measures before its trials start: the run's model, data, batch,
 method and torch threads, every drawn party training ``steps`` SGD steps through each
 path's real trainer, after one warm-up step per path that is not counted; the paths
-alternate ``repeats`` times and each keeps its fastest time (the machine may be busy).
+alternate at least ``repeats`` times (more, up to ``MAX_REPEATS``, while the measurement
+has taken less than ``BUDGET_S``) and each keeps its fastest time: a busy machine slows
+some repeats, and the fastest is the least disturbed.
 The faster path is chosen; the result is cached per machine and shape in
 ``~/.cache/fedsweep/execution-paths.json`` (keyed by CPU model, torch version, threads,
 device, model, input shape, batch size, method, parties per round and pack width), so
@@ -30,6 +32,7 @@ import torch
 
 from federated.algorithms import LocalJob
 from federated.config.run_config import RunConfig
+from federated.data import ImageData
 from federated.engine.round_loop import FederatedRun
 from federated.execution.batch_plan import draw_batches, limited
 from federated.execution.choice import local_trainer
@@ -39,9 +42,11 @@ from federated.runtime.atomic_file import atomic_open
 from federated.runtime.cpu_name import cpu_model
 
 PATHS = ("packed", "sequential")
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: at least 3 alternations, up to 2 s (1: 2 alternations)
 DEFAULT_STEPS = 2  # timed SGD steps per party and repeat
-DEFAULT_REPEATS = 2  # alternations of the two paths; each keeps its fastest
+DEFAULT_REPEATS = 3  # alternations of the two paths at least; each keeps its fastest
+MAX_REPEATS = 12  # alternations at most
+BUDGET_S = 2.0  # alternations continue (up to MAX_REPEATS) while the timed steps took less
 
 #: seconds one measurement of each path took: {"packed": s, "sequential": s}
 Timings = Mapping[str, float]
@@ -203,19 +208,25 @@ def choose_path(
 
 
 def measure_paths(
-    config: RunConfig, steps: int = DEFAULT_STEPS, repeats: int = DEFAULT_REPEATS
+    config: RunConfig,
+    steps: int = DEFAULT_STEPS,
+    repeats: int = DEFAULT_REPEATS,
+    data: ImageData | None = None,
+    budget_s: float = BUDGET_S,
 ) -> dict[str, float] | None:
     """Seconds for every party of one round to take ``steps`` SGD steps, per path: the
-    fastest of ``repeats`` alternating measurements after one warm-up step per path.
+    fastest of ``repeats`` or more alternating measurements (up to :data:`MAX_REPEATS`
+    while they took under ``budget_s`` in all) after one warm-up step per path.
     None where packed execution does not apply (the method or model cannot pack).
 
-    Runs at the config's torch threads (restored afterwards): the trials' own."""
+    Runs at the config's torch threads (restored afterwards): the trials' own.  ``data``:
+    the data set already loaded (else loaded here)."""
     threads_before = torch.get_num_threads()
     try:
         with warnings.catch_warnings():
             # the run's own notices (inert settings, packing fallback) are the trials' to say
             warnings.simplefilter("ignore")
-            run = FederatedRun(replace(config, execution="packed", checkpoint_every=0))
+            run = FederatedRun(replace(config, execution="packed", checkpoint_every=0), data)
             if not isinstance(run.trainer, PackedTrainer):
                 return None
             trainers = {
@@ -234,11 +245,15 @@ def measure_paths(
             for trainer in trainers.values():  # warm-up: allocations, kernel choice
                 _train(run, trainer, 1)
             best = {p: float("inf") for p in PATHS}
-            for _ in range(repeats):
+            spent, done = 0.0, 0
+            while done < repeats or (done < MAX_REPEATS and spent < budget_s):
                 for path in PATHS:
                     began = time.perf_counter()
                     _train(run, trainers[path], steps)
-                    best[path] = min(best[path], time.perf_counter() - began)
+                    took = time.perf_counter() - began
+                    best[path] = min(best[path], took)
+                    spent += took
+                done += 1
             return best
     finally:
         torch.set_num_threads(threads_before)
