@@ -103,6 +103,7 @@ def boxes(monkeypatch):
         ("fedavg", "fedavgm"),
         ("fedavg", "fedadam"),
         ("fedavg", "fedyogi"),
+        ("fedbn", "avg"),  # BatchNorm statistics kept local per party (FedBN's rule)
     ],
 )
 def test_every_method_trains_a_detector(boxes, algorithm, server):
