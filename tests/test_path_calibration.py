@@ -187,3 +187,24 @@ def test_a_choice_reads_the_same_from_its_manifest_entry():
     entry = choice.to_manifest()
     assert entry["speedup_packed"] == pytest.approx(1.2)
     assert json.loads(json.dumps(entry)) == entry
+
+
+def test_the_sweep_command_says_the_cached_choice_in_one_line_for_its_manifest(
+    tmp_path, monkeypatch, capsys
+):
+    from study.sweep import SweepTarget, choose_execution
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # the per-machine cache under ~/.cache
+    plan = smoke_plan()
+    key = calibration_key(plan.trials()[0].run_config)
+    PathCache().put(key, {"packed": 3.0, "sequential": 2.0}, "2026-01-02T03:04:05")
+    target = SweepTarget(tmp_path, None, tmp_path / "sweep", [], "")
+    entry = choose_execution(plan, CPU, target)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == [
+        "execution: sequential (cached from 2026-01-02T03:04:05: sequential 2.00 s, "
+        "packed 3.00 s for the same steps; --set execution=packed overrides)"
+    ]
+    assert entry["path"] == "sequential" and entry["source"] == "cache"
+    assert entry["timings_s"] == {"packed": 3.0, "sequential": 2.0}
+    assert plan.overrides["execution"] == "sequential"
