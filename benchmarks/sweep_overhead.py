@@ -11,8 +11,8 @@ fraction of a second by :func:`benchmarks.side_by_side.trial_origin`) and each r
 and length (``round_seconds``: local training and the round's evaluation).  The sweep's
 span runs from ``--launched`` (the command's start, epoch seconds) or else the
 manifest's ``started`` (written once Ray is up, whole seconds) to the last round's end;
-its capacity is that span times the trial slots (``--max-concurrent``, else the
-machine's CPUs over each trial's).  Everything in the capacity that is not a round is
+its capacity is that span times the trial slots (the machine's CPUs over each trial's,
+at most ``--max-concurrent``).  Everything in the capacity that is not a round is
 outside training, split into:
 
 * ``start``: before the first trial started (Ray's start-up, the plan, the first actor);
@@ -99,15 +99,19 @@ def trial_spans(sweep_dir: Path) -> list[TrialSpan]:
 
 
 def slots_of(manifest: dict[str, Any], spans: list[TrialSpan]) -> int:
-    """Trials the sweep could run at once: ``max_concurrent``, else the machine's CPUs
-    over a trial's; never fewer than were seen running together."""
-    seen = max((sum(1 for o in spans if o.start <= s.start < o.end) for s in spans), default=1)
+    """Trials the sweep could run at once: the machine's CPUs over a trial's, at most
+    ``max_concurrent``; a manifest without the machine: the most trials seen starting
+    while others ran (a reused actor's next trial may seem to start a fraction of a
+    second before its last one ended, so this is only the fallback)."""
     cpus = float((manifest.get("resources") or {}).get("cpu") or 1)
-    threads = int((manifest.get("machine") or {}).get("threads") or 1)
-    slots = max(1, int(threads // cpus)) if cpus > 0 else 1
+    threads = (manifest.get("machine") or {}).get("threads")
+    if threads:
+        slots = max(1, int(int(threads) // cpus)) if cpus > 0 else 1
+    else:
+        slots = max((sum(1 for o in spans if o.start <= s.start < o.end) for s in spans), default=1)
     if manifest.get("max_concurrent"):
         slots = min(slots, int(manifest["max_concurrent"]))
-    return max(slots, seen)
+    return max(1, slots)
 
 
 def overhead(sweep_dir: Path, launched: float | None = None) -> Overhead:
