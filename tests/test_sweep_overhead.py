@@ -123,12 +123,12 @@ def test_a_worker_process_loads_a_data_set_once_and_again_when_its_files_change(
 
 
 @pytest.mark.slow
-def test_trials_share_an_actor_and_each_equals_its_run_in_process(tmp_path):
+def test_trials_share_an_actor_and_each_equals_its_run_in_process(fmnist, tmp_path):
     """Three one-round trials on one slot: the later two reuse the first one's actor (one
     worker process), and each trial's accuracies equal its config run in this process."""
     cmd = [
         sys.executable, "-m", "study.sweep", "--vary", "mu=0,1,5", "--set", "algorithm=moon",
-        "--budget", "smoke", "--dataset", "synthetic", "--set", "rounds=1",
+        "--budget", "smoke", "--dataset", "fmnist", "--set", "rounds=1",
         "--set", "execution=packed", "--max-concurrent", "1", "--quiet",
         "--storage-path", str(tmp_path), "--name", "reused",
     ]  # fmt: skip
@@ -144,5 +144,5 @@ def test_trials_share_an_actor_and_each_equals_its_run_in_process(tmp_path):
     for trial, trial_rows in rows.items():
         fields = run_config_fields(json.loads((trial / "params.json").read_text()))
         fields["device"] = "cpu"
-        expected = [row["test_acc"] for row in run_rounds(RunConfig.from_dict(fields))]
+        expected = [row["test_acc"] for row in run_rounds(RunConfig.from_dict(fields), fmnist)]
         assert [row["test_acc"] for row in trial_rows] == expected
