@@ -61,3 +61,49 @@ def test_a_round_reports_both_blocks_from_its_per_party_values(synthetic):
     assert last["party_test_acc_std"] == pytest.approx(last["party_acc_std"])
     assert last["party_val_acc"] == pytest.approx(last["val_acc"])
     assert set(rows[0]) == set(last)  # the same columns every round
+
+
+def test_the_report_tables_the_sample_weighted_own_split_accuracy(tmp_path):
+    """A sweep whose rows carry ``party_test_acc`` gets a third per-party row, with its
+    paired difference; one without it keeps the two (tests/test_party_report.py)."""
+    import json
+
+    import pandas as pd
+
+    from analysis.reading.loading import load_results
+    from analysis.report import write_report
+    from tests.analysis_fakes import manifest, plan_configs, result_row, write_trial
+
+    weighted = {"fedavg": [0.50, 0.52, 0.54], "moon": [0.60, 0.63, 0.62]}
+    configs = [
+        {**c, "rounds": 2}
+        for c in plan_configs("comparison", seeds=3)
+        if c["algorithm"] in ("fedavg", "moon")
+    ]
+    folder = tmp_path / "sweeps" / "comparison-fmnist-smoke"
+    folder.mkdir(parents=True)
+    info = manifest(folder.name, "comparison", n_trials=len(configs))
+    (folder / "fedsweep_sweep.json").write_text(json.dumps(info))
+    for i, config in enumerate(configs):
+        value = weighted[config["algorithm"]][config["seed"]]
+        rows = [
+            result_row(
+                config,
+                r,
+                0.5,
+                party_acc_mean=value,
+                party_acc_worst10=value - 0.2,
+                party_test_acc=value + 0.01,
+            )
+            for r in (1, 2)
+        ]
+        trial = write_trial(folder, i, config, [], rows=rows)
+        pd.DataFrame(
+            {"round": 2, "party": range(2), "party_acc": [value, value], "party_samples": 50}
+        ).to_csv(trial / "parties.csv", index=False)
+    write_report(load_results(tmp_path / "sweeps"), tmp_path / "report", formats=("png",))
+    table = pd.read_csv(tmp_path / "report" / "tables" / "per_party_comparison.csv")
+    moon = table[(table["algorithm"] == "moon") & (table["party_metric"] != "")]
+    row = moon[moon["party_metric"] == "sample-weighted over own test samples"].iloc[0]
+    assert row["mean_pct"] == pytest.approx(62.67, abs=0.01)
+    assert row["delta_pct"] == pytest.approx(9.67, abs=0.01)  # (10, 11, 8) points

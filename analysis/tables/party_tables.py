@@ -8,6 +8,9 @@ defines them); its ``parties.csv`` the per-party numbers (federated/engine/run_f
   parties and mean of the worst 10% of parties, mean ± std over seeds, each with its
   paired Δ to the table's baseline and 95% interval (:mod:`analysis.stats.comparisons`, the
   same rules as every accuracy table).
+  Trials with local test splits (``party_test_fraction``) add a third row, the
+  fairness block's sample-weighted accuracy over the parties' own test samples
+  (``party_test_acc``).
 - :func:`party_frame`: every trial's per-party accuracies (``data/parties.csv``).
 - :func:`party_distribution_figure`: per method/setting, the final round's per-party
   accuracies (all seeds' parties pooled): box and points.
@@ -45,14 +48,20 @@ METRIC_COLUMN = "party_metric"  # the table's column axis (analysis/naming.py: s
 MEAN, WORST = "mean over parties", "worst 10% of parties"
 NOT_COUNTED_NOTE = "Not counted:"  # how analysis.tables.table opens its note of left-out trials
 SOURCES = {MEAN: "party_acc_mean", WORST: "party_acc_worst10"}
+# the fairness block's sample-weighted mean over the parties' own local test splits
+# (federated/evaluation/fairness.py): a third row where the trials have those splits
+WEIGHTED = "sample-weighted over own test samples"
+OWN_SPLIT_SOURCES = {WEIGHTED: "party_test_acc"}
 
 
 def final_party_columns(rounds: pd.DataFrame) -> pd.DataFrame:
     """Per trial (``sweep``, ``trial``), the last scored round's ``party_acc_mean`` and
-    ``party_acc_worst10`` (fractions), and that round (``party_round``)."""
+    ``party_acc_worst10`` (fractions), ``party_test_acc`` where the rows have it, and
+    that round (``party_round``)."""
     columns = list(SOURCES.values())
     if rounds.empty or not set(columns) <= set(rounds):
         return pd.DataFrame(columns=["sweep", "trial", "party_round", *columns])
+    columns += [c for c in OWN_SPLIT_SOURCES.values() if c in rounds]
     scored = rounds[["sweep", "trial", "round", *columns]].copy()
     for column in columns:
         scored[column] = pd.to_numeric(scored[column], errors="coerce")
@@ -122,10 +131,15 @@ def per_party_table(
     merged = trials.merge(final, on=["sweep", "trial"], how="inner")
     if merged.empty:
         return None
+    sources = dict(SOURCES)
+    if metric.stem == "acc":  # the own-split block where some trial measured it
+        sources.update(
+            {k: c for k, c in OWN_SPLIT_SOURCES.items() if c in merged and merged[c].notna().any()}
+        )
     long = pd.concat(
         [
             merged.assign(**{METRIC_COLUMN: label, "party_value": merged[src]})
-            for label, src in SOURCES.items()
+            for label, src in sources.items()
         ],
         ignore_index=True,
     )
