@@ -43,6 +43,7 @@ from federated.contract.metrics import ACCURACY as ACCURACY_SPEC
 from federated.contract.metrics import (
     BUILTIN_TASK_METRICS,
     CLASSIFICATION,
+    DETECTION,
     SCORE,
     SCORE_SPECS,
     MetricSpec,
@@ -56,6 +57,24 @@ SCORE_REPORTED = ("srcc", "mae")
 #: per task, the metrics its reports show beside the primary (as data: no branch on a
 #: task's name); a task without an entry is reported on its primary alone
 REPORTED_BESIDE: dict[str, tuple[str, ...]] = {SCORE: SCORE_REPORTED}
+#: per task, what a rounds-to-reach table calls the baseline's target where the task's
+#: words are not ``final <noun>`` (classification keeps the paper's "final accuracy")
+FINAL_WORDS: dict[str, str] = {CLASSIFICATION: "final accuracy"}
+#: per task, the sentence the report's *Runs* section adds on how to read its metrics
+READING_NOTES: dict[str, str] = {
+    SCORE: (
+        " Score tasks (image assessment) report their primary metric as recorded, three "
+        "decimals: SRCC and PLCC (correlations in [-1, 1], higher is better), MAE and RMSE "
+        "(in the score's own units, lower is better); their Δ and resolvable differences "
+        'are in the metric\'s units (docs/reports.md, "Score tasks: the primary metric").'
+    ),
+    DETECTION: (
+        " Detection reports average precision as recorded, three decimals: mAP@0.5 (the "
+        "Street paper's metric) and mAP@[.5:.95] (COCO's), fractions in [0, 1] with COCO's "
+        "101-point interpolation, higher is better; their Δ and resolvable differences are "
+        "in AP units (docs/detection.md)."
+    ),
+}
 
 
 class PrimaryMetricError(ValueError):
@@ -106,7 +125,7 @@ class Metric(MetricSpec):
     def final_noun(self) -> str:
         """The baseline's target of a rounds-to-reach table: ``final accuracy`` (the
         paper's words, classification), ``final test MAE``."""
-        return "final accuracy" if self.task == CLASSIFICATION else f"final {self.noun}"
+        return FINAL_WORDS.get(self.task, f"final {self.noun}")
 
     @property
     def diff_unit(self) -> str:

@@ -8,15 +8,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from analysis.naming import dataset_name, format_value, partition_label
-from analysis.primary_metric import ACCURACY, SCORE, Metric
+from analysis.primary_metric import ACCURACY, READING_NOTES, Metric
 from analysis.reading.loading import Results, status_counts
-
-SCORE_WORDS = (
-    " Score tasks (image assessment) report their primary metric as recorded, three "
-    "decimals: SRCC and PLCC (correlations in [-1, 1], higher is better), MAE and RMSE (in "
-    "the score's own units, lower is better); their Δ and resolvable differences are in the "
-    'metric\'s units (docs/reports.md, "Score tasks: the primary metric").'
-)
 
 
 def _budget_words(trials: pd.DataFrame) -> str:
@@ -90,8 +83,8 @@ def reading_words(primaries: Sequence[Metric]) -> str:
     else:
         shown = "; ".join(m.words for m in metrics)
         values = f"Values are on the test set (the fraction evaluated by the budget): {shown}."
-    score = SCORE_WORDS if any(m.task == SCORE for m in metrics) else ""
-    return stopped + values + score
+    notes = "".join(dict.fromkeys(READING_NOTES.get(m.task, "") for m in metrics))
+    return stopped + values + notes
 
 
 def runs_section(results: Results, primaries: Sequence[Metric] = ()) -> list[str]:
