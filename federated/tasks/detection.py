@@ -7,7 +7,7 @@ batch's boxes and returns its own loss components (Faster R-CNN's classifier, bo
 regression, objectness and RPN box terms; FCOS's classification, box and centre-ness
 terms), and the loss is their sum, the supervised part of every method's objective.
 
-Metrics (:mod:`federated.evaluation.detection_ap`, pycocotools): ``map50``, mAP at IoU
+Metrics (:mod:`federated.tasks.average_precision`, pycocotools): ``map50``, mAP at IoU
 0.5 (the primary metric: the Street paper's), ``map``, COCO's mAP@[.5:.95], and per
 class AP at IoU 0.5 (``ap50/<class>`` columns of the test set and of validation), all
 with COCO's 101-point interpolation.  A detector computes its loss only from training
@@ -33,9 +33,9 @@ import torch
 
 from federated.contract.metrics import DETECTION_SPECS
 from federated.data.box_targets import BoxTargets
-from federated.evaluation.detection_ap import ImageBoxes, average_precision
 from federated.models.fedcon import ModelOutput
 from federated.params import MethodParams
+from federated.tasks.average_precision import ImageBoxes, average_precision
 from federated.tasks.base import Scores, Task
 
 if TYPE_CHECKING:
