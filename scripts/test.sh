@@ -2,12 +2,12 @@
 # The test command: sets up .venv if needed, lints, then runs the whole suite
 # (slow end-to-end tests included) on two pytest-xdist workers: the slow tests (real Ray
 # sweeps among them) run one after another on one worker, so two local Ray clusters never
-# share the machine, while the other worker takes the fast tests.  Extra arguments go to
-# pytest, e.g.
+# share the machine, while the other worker takes the rest (docs/results/test-suite.md);
+# the 25 slowest tests are listed at the end.  Extra arguments go to pytest, e.g.
 #   scripts/test.sh -m "not slow"      # the fast part only
 #   scripts/test.sh -n 0               # one process (no workers)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 cd "$FEDSWEEP_ROOT"
 ruff check .
-exec python -m pytest -n "${FEDSWEEP_TEST_WORKERS:-2}" --dist loadgroup "$@"
+exec python -m pytest -n "${FEDSWEEP_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"

@@ -1,15 +1,22 @@
-"""A real sweep for the analysis tests, made once per test session.
+"""Real sweeps that several tests read, each made once per test session.
 
-Modules load it with ``pytest_plugins = ["tests.conftest_analysis"]`` (a session-scoped
-fixture registered that way runs once however many modules use it).  It could move to
-``tests/conftest.py`` to be shared with the study tests.
+Registered for every test module by ``tests/conftest.py`` (``pytest_plugins``); a
+session-scoped fixture runs once however many modules use it.  All of them start Ray,
+so their tests are in the slow "ray" group that runs on one pytest-xdist worker: one
+worker, one session, one sweep.  Each sweep is no larger than what its readers assert.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,15 +25,143 @@ REPO = Path(__file__).resolve().parent.parent
 
 def run_sweep(storage: Path, *args: str, timeout: int = 600) -> Path:
     """``python -m study.sweep ARGS --storage-path STORAGE --quiet``; returns the sweep dir."""
-    cmd = [sys.executable, "-m", "study.sweep", *args, "--storage-path", str(storage), "--quiet"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (sweep_dir,) = [p for p in storage.iterdir() if (p / "fedsweep_sweep.json").is_file()]
-    return sweep_dir
+    return SweepRun.run(storage, *args, timeout=timeout).sweep_dir
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """A finished ``python -m study.sweep`` run: its folder, exit status and output."""
+
+    sweep_dir: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @classmethod
+    def run(
+        cls, storage: Path, *args: str, timeout: int = 600, exit_codes: tuple[int, ...] = (0,)
+    ) -> SweepRun:
+        cmd = [sys.executable, "-m", "study.sweep", *args, "--storage-path", str(storage)]
+        cmd.append("--quiet")
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+        assert proc.returncode in exit_codes, proc.stdout[-3000:] + proc.stderr[-3000:]
+        (sweep_dir,) = [p for p in storage.iterdir() if (p / "fedsweep_sweep.json").is_file()]
+        return cls(sweep_dir, proc.returncode, proc.stdout, proc.stderr)
 
 
 @pytest.fixture(scope="session")
-def moon_mu_smoke_sweep(tmp_path_factory) -> Path:
-    """``python -m study.sweep moon_mu --budget smoke`` (5 trials, 2 rounds, 1 seed; ~30 s)."""
-    storage = tmp_path_factory.mktemp("analysis_sweep")
-    return run_sweep(storage, "moon_mu", "--budget", "smoke")
+def moon_mu_smoke(tmp_path_factory) -> SweepRun:
+    """``python -m study.sweep moon_mu --budget smoke`` (5 trials, 2 rounds, 1 seed): what
+    a user's first sweep is.  Read by tests/test_sweep_ray.py's smoke test and the
+    analysis tests."""
+    return SweepRun.run(tmp_path_factory.mktemp("moon_mu_smoke"), "moon_mu", "--budget", "smoke")
+
+
+@pytest.fixture(scope="session")
+def moon_mu_smoke_sweep(moon_mu_smoke) -> Path:
+    """The folder of :func:`moon_mu_smoke`."""
+    return moon_mu_smoke.sweep_dir
+
+
+# Every trial fails after its first round, with no retries (tests/test_sweep_ray.py: the
+# trials' records; tests/test_local_ray_network.py: the exit status and the one line).
+ALL_ERRORED_ARGS = (
+    *("temperature", "--budget", "smoke", "--set", "data_fraction=0.02"),
+    *("--set", "test_fraction=0.05", "--set", "rounds=2", "--set", "fail_at_round=1"),
+    *("--set", "checkpoint_every=0", "--max-failures", "0", "--max-concurrent", "2"),
+)
+
+
+@pytest.fixture(scope="session")
+def all_errored_sweep(tmp_path_factory) -> SweepRun:
+    """A sweep whose 3 trials all errored (``error: all 3 trials errored``, exit 4)."""
+    storage = tmp_path_factory.mktemp("all_errored")
+    return SweepRun.run(storage, *ALL_ERRORED_ARGS, exit_codes=(0, 1, 2, 3, 4, 130))
+
+
+# The SIGKILL drill: moon_mu's 5 trials one at a time, a checkpoint every round, killed
+# (driver and all it started) once one trial has finished and the next has checkpointed
+# at least one round, then resumed (tests/test_sweep_ray.py, tests/test_fault_drill.py).
+KILLED_ROUNDS = 4
+KILLED_ARGS = (
+    *("moon_mu", "--budget", "smoke", "--set", f"rounds={KILLED_ROUNDS}"),
+    *("--set", "checkpoint_every=1", "--set", "data_fraction=0.02"),
+    *("--set", "test_fraction=0.05", "--max-concurrent", "1", "--name", "kill-9"),
+)
+
+
+@dataclass(frozen=True)
+class KilledSweep:
+    """The SIGKILL drill's record: what the folder said between the kill and the resume,
+    and the resumed run."""
+
+    sweep_dir: Path
+    manifest_after_kill: dict[str, Any]
+    results_after_kill: Any  # analysis.reading.loading's SweepResults, read after the kill
+    rows_of_finished: dict[str, int]  # trial folder -> its result.json lines, after the kill
+    resumed: subprocess.CompletedProcess
+
+
+def _wait_for(predicate, timeout: float) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.3)
+    raise AssertionError("timed out")
+
+
+@pytest.fixture(scope="session")
+def killed_sweep(tmp_path_factory) -> KilledSweep:
+    from analysis.reading.loading import load_results
+    from tests.test_sweep_ray import raw_rows, rounds, trial_dirs
+
+    storage = tmp_path_factory.mktemp("killed")
+    cmd = [sys.executable, "-m", "study.sweep", *KILLED_ARGS, "--storage-path", str(storage)]
+    driver = subprocess.Popen(
+        [*cmd, "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the signal reaches all of it
+        cwd=REPO,
+    )
+    sweep_dir = storage / "kill-9"
+
+    def one_done_next_checkpointed() -> bool:
+        trials = trial_dirs(sweep_dir) if sweep_dir.is_dir() else []
+        done = [t for t in trials if len(rounds(t)) == KILLED_ROUNDS]
+        started = [t for t in trials if 2 <= len(rounds(t)) < KILLED_ROUNDS]
+        return bool(done) and bool(started)
+
+    try:
+        _wait_for(one_done_next_checkpointed, timeout=300)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver and everything it started
+        driver.wait()
+    time.sleep(1)
+    manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
+    results = load_results(sweep_dir)
+    finished = {
+        t.name: len(raw_rows(t)) for t in trial_dirs(sweep_dir) if len(rounds(t)) == KILLED_ROUNDS
+    }
+    resumed = subprocess.run(
+        [*cmd, "--resume", "--quiet"], capture_output=True, text=True, timeout=600, cwd=REPO
+    )
+    return KilledSweep(sweep_dir, manifest, results, finished, resumed)
+
+
+# An ad hoc Optuna search of MOON's mu and lr, 2 trials on synthetic data, one at a time,
+# quiet (tests/test_sweep_labels_and_hparams.py: labels, TensorBoard HPARAMS, no library
+# line through --quiet; tests/test_study_file_sweep.py: the study in the sweep's folder).
+OPTUNA_SEARCH_NAME = "labelled"
+OPTUNA_SEARCH_ARGS = (
+    *("--vary", "mu=loguniform:0.01:10", "--vary", "lr=loguniform:0.01:0.5"),
+    *("--set", "algorithm=moon", "--search", "optuna", "--num-samples", "2"),
+    *("--budget", "smoke", "--dataset", "synthetic", "--set", "rounds=2"),
+    *("--max-concurrent", "1", "--name", OPTUNA_SEARCH_NAME),
+)
+
+
+@pytest.fixture(scope="session")
+def optuna_search(tmp_path_factory) -> SweepRun:
+    return SweepRun.run(tmp_path_factory.mktemp("optuna_search"), *OPTUNA_SEARCH_ARGS, timeout=900)

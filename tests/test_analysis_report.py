@@ -17,8 +17,6 @@ from analysis.report import main
 from study.driver_liveness import driver_record
 from tests.analysis_fakes import curve, plan_configs, write_sweep, write_trial
 
-pytest_plugins = ["tests.conftest_analysis"]  # moon_mu_smoke_sweep
-
 REPO = Path(__file__).resolve().parent.parent
 
 

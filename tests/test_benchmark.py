@@ -124,7 +124,12 @@ def test_a_quick_run_measures_the_users_round_and_render_reprints_it(tmp_path, s
     assert read_csv(tmp_path / "again" / "targets.csv") == targets
 
 
+# the round-time benchmark starts no Ray: its runs go beside the Ray sweeps, not among them
+ROUND_TIME_RUNS = pytest.mark.xdist_group("round_time_quick")
+
+
 @pytest.mark.slow
+@ROUND_TIME_RUNS
 def test_the_default_quick_run_covers_every_dataset_and_method(tmp_path):
     """``python -m benchmarks.round_time --quick`` (README, CI): a row per dataset and
     method, the scaling grid, and a target per row."""
@@ -139,6 +144,7 @@ def test_the_default_quick_run_covers_every_dataset_and_method(tmp_path):
 
 
 @pytest.mark.slow
+@ROUND_TIME_RUNS
 def test_process_isolation_gives_each_measurement_its_own_process(tmp_path):
     run_benchmark(
         tmp_path,

@@ -66,6 +66,10 @@ def test_new_methods_run_in_a_comparison_smoke_sweep_and_reach_the_report(tmp_pa
         "algorithm=fedavg,fednova,feddyn",
         "--set",
         "server_optimizer=fedadam",
+        "--set",
+        "data_fraction=0.02",  # the methods' path to the report is the subject: least data
+        "--set",
+        "test_fraction=0.05",
     )
     (sweep_dir,) = sweep_dirs(tmp_path / "results")
     assert manifest(sweep_dir)["status"] == "finished"

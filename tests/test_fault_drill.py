@@ -7,7 +7,6 @@ uninterrupted run's (the same config run in-process, as tests/test_sweep_ray.py 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,6 +18,7 @@ import pytest
 
 from analysis.reading.loading import load_results
 from federated.cli import exit_codes
+from tests.conftest_analysis import KILLED_ROUNDS
 from tests.test_sweep_ray import manifest, reference_accuracies, rounds, trial_dirs
 
 pytestmark = pytest.mark.slow
@@ -72,13 +72,13 @@ def resume(storage: Path, name: str) -> subprocess.CompletedProcess:
     )
 
 
-def assert_finished_like_uninterrupted(sweep_dir: Path) -> None:
+def assert_finished_like_uninterrupted(sweep_dir: Path, last: int = ROUNDS) -> None:
     assert manifest(sweep_dir)["status"] == "finished"
     trials = trial_dirs(sweep_dir)
     assert len(trials) == 5
     for trial in trials:
-        assert sorted(rounds(trial)) == list(range(1, ROUNDS + 1))
-        accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, ROUNDS + 1)]
+        assert sorted(rounds(trial)) == list(range(1, last + 1))
+        accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, last + 1)]
         assert accuracies == reference_accuracies(trial)
     results = load_results(sweep_dir)
     assert results.sweeps[0].status == "finished"
@@ -120,22 +120,17 @@ def test_sigint_then_resume(tmp_path):
     assert_finished_like_uninterrupted(sweep_dir)
 
 
-def test_sigkill_then_resume(tmp_path):
-    driver = start(tmp_path, "kill-9")
-    sweep_dir = tmp_path / "kill-9"
-    try:
-        wait_until_one_done_and_one_started(sweep_dir)
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.communicate()
-    time.sleep(1)
-    written = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
+def test_sigkill_then_resume(killed_sweep):
+    """The SIGKILL drill of tests/conftest_analysis.py (moon_mu's 5 trials one at a time,
+    killed once one finished and the next checkpointed), which tests/test_sweep_ray.py
+    reads too: the folder between the kill and the resume, then the resumed sweep."""
+    written = killed_sweep.manifest_after_kill
     assert written["status"] == "running"  # a killed driver cannot write...
-    results = load_results(sweep_dir)  # ...but readers see that it is gone
+    results = killed_sweep.results_after_kill  # ...but readers see that it is gone
     assert results.sweeps[0].status == "interrupted"
     assert "interrupted" in set(results.trials["status"])
     assert any("driver process is gone" in p for p in results.problems)
 
-    proc = resume(tmp_path, "kill-9")
+    proc = killed_sweep.resumed
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert_finished_like_uninterrupted(sweep_dir)
+    assert_finished_like_uninterrupted(killed_sweep.sweep_dir, KILLED_ROUNDS)

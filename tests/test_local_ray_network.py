@@ -59,28 +59,11 @@ def test_a_trial_larger_than_every_node_is_refused_in_one_line(tmp_path):
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
 
 
-def test_a_sweep_whose_every_trial_errored_exits_non_zero_with_the_errors(tmp_path):
-    proc = subprocess.run(
-        sweep_cmd(
-            tmp_path,
-            "moon_mu",
-            *SMALL,
-            "--set",
-            "rounds=2",
-            "--set",
-            "fail_at_round=1",
-            "--set",
-            "checkpoint_every=0",
-            "--max-failures",
-            "0",
-            "--max-concurrent",
-            "2",
-        ),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def test_a_sweep_whose_every_trial_errored_exits_non_zero_with_the_errors(all_errored_sweep):
+    # temperature's 3 trials, each failing after round 1, --max-failures 0: one sweep for
+    # this test and tests/test_sweep_ray.py's (tests/conftest_analysis.py)
+    proc = all_errored_sweep
     assert proc.returncode == exit_codes.ALL_TRIALS_FAILED, proc.stdout[-2000:] + proc.stderr
-    assert "error: all 5 trials errored" in proc.stderr
+    assert "error: all 3 trials errored" in proc.stderr
     assert "injected failure after round 1" in proc.stderr
     assert "report:" not in proc.stdout

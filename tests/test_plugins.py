@@ -130,6 +130,10 @@ def test_a_plugin_runs_through_a_smoke_sweep(tmp_path):
         f"algorithm={PLUGIN}",
         "--set",
         "smoothing=0.05",
+        "--set",
+        "data_fraction=0.02",  # the plug-in's import path is the subject: the least data
+        "--set",
+        "test_fraction=0.05",
         "--storage-path",
         str(tmp_path),
         "--quiet",

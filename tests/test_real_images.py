@@ -13,23 +13,19 @@ import pytest
 
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import run_rounds
+from tests.conftest import FMNIST_FEDAVG, FMNIST_FEDAVG_GROUP
 
 pytestmark = pytest.mark.slow
 
 
+@FMNIST_FEDAVG_GROUP
 @pytest.mark.parametrize("algorithm", ["fedavg", "moon"])
-def test_fashion_mnist_run_is_far_above_chance(fmnist, algorithm):
-    config = RunConfig(
-        algorithm=algorithm,
-        dataset="fmnist",
-        rounds=4,
-        local_epochs=1,
-        n_parties=10,
-        beta=0.5,
-        seed=0,
-        threads=1,
-    )
-    rows = list(run_rounds(config, fmnist))
+def test_fashion_mnist_run_is_far_above_chance(request, algorithm):
+    if algorithm == "fedavg":  # trained once per session, SOLO's test reads it too
+        rows = request.getfixturevalue("fmnist_fedavg_rows")
+    else:
+        config = RunConfig(rounds=4, **{**FMNIST_FEDAVG, "algorithm": algorithm})
+        rows = list(run_rounds(config, request.getfixturevalue("fmnist")))
     assert len(rows) == 4
     assert rows[-1]["test_acc"] >= 0.50
     assert rows[-1]["test_acc"] > rows[0]["test_acc"]

@@ -12,7 +12,7 @@ from federated.algorithms.solo import Solo
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.evaluation.scoring import evaluate
-from tests.conftest import tiny
+from tests.conftest import FMNIST_FEDAVG, FMNIST_FEDAVG_GROUP, tiny
 
 
 def test_one_accuracy_per_party_and_the_mean_and_std_over_them(synthetic):
@@ -65,7 +65,8 @@ def test_each_party_continues_from_its_own_weights(synthetic, monkeypatch):
 
 
 @pytest.mark.slow
-def test_solo_is_clearly_below_fedavg_on_fashion_mnist(fmnist):
+@FMNIST_FEDAVG_GROUP
+def test_solo_is_clearly_below_fedavg_on_fashion_mnist(fmnist, fmnist_fedavg_rows):
     """The same local computation: 3 rounds x 1 epoch (SOLO: 3 epochs per party alone),
     10 parties, Dir(0.5), the whole training set.
 
@@ -76,10 +77,7 @@ def test_solo_is_clearly_below_fedavg_on_fashion_mnist(fmnist):
     close, 0.36 vs 0.32 for seed 0: non-IID FedAvg is slow in its first rounds, so fewer
     rounds would not separate them.)  About a minute on one thread.
     """
-    base = dict(
-        dataset="fmnist", rounds=3, local_epochs=1, n_parties=10, beta=0.5, seed=0, threads=1
-    )
-    solo = list(run_rounds(RunConfig(algorithm="solo", **base), fmnist))
-    fedavg = list(run_rounds(RunConfig(algorithm="fedavg", **base), fmnist))
+    solo = list(run_rounds(RunConfig(rounds=3, **{**FMNIST_FEDAVG, "algorithm": "solo"}), fmnist))
+    fedavg = fmnist_fedavg_rows[:3]  # FedAvg's first 3 rounds (trained once per session)
     assert len([k for k in solo[-1] if k.startswith("party_acc/")]) == 10
     assert fedavg[-1]["test_acc"] - solo[-1]["test_acc"] >= 0.08

@@ -14,11 +14,14 @@ import pytest
 
 from analysis.report import main as report_main
 from study.tune.optuna_storage import OPTUNA_DB, storage_url
-from tests.conftest_analysis import run_sweep
+from tests.conftest_analysis import OPTUNA_SEARCH_NAME, run_sweep
 
 pytestmark = pytest.mark.slow
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mu_by_beta.toml"
+# What is asserted (the study's cells, the Optuna storage) holds for any data: the least
+# that trains, 40% of the smoke budget's training set and a quarter of its test set.
+SMALL = ("--set", "data_fraction=0.02", "--set", "test_fraction=0.05")
 
 
 def final_rows(sweep_dir: Path, metric: str = "test_acc") -> list[tuple[dict, float]]:
@@ -32,7 +35,7 @@ def final_rows(sweep_dir: Path, metric: str = "test_acc") -> list[tuple[dict, fl
 
 
 def test_two_axis_study_file_end_to_end_with_its_report(tmp_path, capsys):
-    sweep_dir = run_sweep(tmp_path / "results", str(EXAMPLE), "--budget", "smoke")
+    sweep_dir = run_sweep(tmp_path / "results", str(EXAMPLE), "--budget", "smoke", *SMALL)
     manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
     assert manifest["status"] == "finished" and manifest["study"] == "mu_by_beta"
     assert manifest["definition"]["axes"][0]["name"] == "mu"  # the report needs no catalogue
@@ -54,28 +57,15 @@ def test_two_axis_study_file_end_to_end_with_its_report(tmp_path, capsys):
     assert (out / "figures" / "fig_mu_by_beta_curves.png").stat().st_size > 1000
 
 
-def test_optuna_search_keeps_its_study_in_the_sweep_folder(tmp_path):
+def test_optuna_search_keeps_its_study_in_the_sweep_folder(optuna_search):
     import optuna
 
-    sweep_dir = run_sweep(
-        tmp_path / "results",
-        "--vary",
-        "mu=loguniform:0.01:10",
-        "--set",
-        "algorithm=moon",
-        "--name",
-        "mu-search",
-        "--search",
-        "optuna",
-        "--num-samples",
-        "2",
-        "--budget",
-        "smoke",
-    )
+    # the session's ad hoc Optuna search (tests/conftest_analysis.py): 2 trials of mu, lr
+    sweep_dir = optuna_search.sweep_dir
     assert (sweep_dir / OPTUNA_DB).is_file()
     manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
     assert manifest["optuna_storage"] == OPTUNA_DB
-    study = optuna.load_study(study_name="mu-search", storage=storage_url(sweep_dir))
+    study = optuna.load_study(study_name=OPTUNA_SEARCH_NAME, storage=storage_url(sweep_dir))
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(done) == 2
     # each Optuna trial's value is its Tune trial's last validation accuracy (a search
@@ -86,4 +76,4 @@ def test_optuna_search_keeps_its_study_in_the_sweep_folder(tmp_path):
     (state,) = sweep_dir.glob("searcher-state-*.pkl")
     searcher = pickle.loads(state.read_bytes())
     storage = searcher["_storage"]
-    assert storage.url == storage_url(sweep_dir) and searcher["_study_name"] == "mu-search"
+    assert storage.url == storage_url(sweep_dir) and searcher["_study_name"] == OPTUNA_SEARCH_NAME

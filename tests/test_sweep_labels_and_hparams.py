@@ -1,5 +1,6 @@
-"""One real, quiet Optuna sweep (synthetic data, two trials, two rounds), read back as a
-user would:
+"""One real, quiet Optuna sweep (synthetic data, two trials, two rounds; the session's,
+tests/conftest_analysis.py, which tests/test_study_file_sweep.py reads too), read back as
+a user would:
 
 * ``--quiet`` lets no library line through: not Optuna's "A new study created in RDB";
 * its points are labelled at 4 significant digits in the summary and the trial folder
@@ -12,8 +13,6 @@ user would:
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,13 +20,6 @@ import pytest
 from search_spaces.study import point_label
 
 pytestmark = pytest.mark.slow
-
-SWEEP = [
-    "--vary", "mu=loguniform:0.01:10", "--vary", "lr=loguniform:0.01:0.5",
-    "--set", "algorithm=moon", "--search", "optuna", "--num-samples", "2",
-    "--budget", "smoke", "--dataset", "synthetic", "--set", "rounds=2",
-    "--max-concurrent", "1", "--quiet", "--name", "labelled",
-]  # fmt: skip
 
 
 def hparams_of(trial_dir: Path) -> tuple[dict, list[str], dict[str, float]]:
@@ -49,18 +41,15 @@ def hparams_of(trial_dir: Path) -> tuple[dict, list[str], dict[str, float]]:
     return values, metrics, last
 
 
-def test_a_quiet_optuna_sweep_labels_points_briefly_and_tables_typed_hparams(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "study.sweep", *SWEEP, "--storage-path", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+def test_a_quiet_optuna_sweep_labels_points_briefly_and_tables_typed_hparams(optuna_search):
+    # the session's Optuna search (tests/conftest_analysis.py): 2 trials of mu and lr
+    proc = optuna_search
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-3000:]
     assert "A new study created" not in output and "[I " not in output, output
 
-    sweep_dir = tmp_path / "labelled"
+    sweep_dir = optuna_search.sweep_dir
+    assert sweep_dir.name == "labelled"
     trials = sorted(p for p in sweep_dir.iterdir() if (p / "params.json").is_file())
     assert len(trials) == 2
     manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())

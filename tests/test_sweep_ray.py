@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import pytest
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import run_rounds
 from study.plan import run_config_fields
+from tests.conftest_analysis import KILLED_ROUNDS
 
 pytestmark = pytest.mark.slow
 
@@ -81,10 +81,11 @@ def manifest(sweep_dir: Path) -> dict:
     return json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
 
 
-def test_smoke_sweep_reports_every_round_and_leaves_what_analysis_needs(tmp_path):
-    # (--dashboard, which keeps the driver up until Ctrl-C: tests/test_dashboards.py)
-    proc = sweep(tmp_path, "moon_mu", "--budget", "smoke")
-    (sweep_dir,) = sweep_dirs(tmp_path)
+def test_smoke_sweep_reports_every_round_and_leaves_what_analysis_needs(moon_mu_smoke):
+    # `moon_mu --budget smoke`, run once per session (tests/conftest_analysis.py), which
+    # the analysis tests read too; (--dashboard, which keeps the driver up until Ctrl-C:
+    # tests/test_dashboards.py)
+    proc, sweep_dir = moon_mu_smoke, moon_mu_smoke.sweep_dir
     assert manifest(sweep_dir)["status"] == "finished"
     assert manifest(sweep_dir)["study"] == "moon_mu"
     trials = trial_dirs(sweep_dir)
@@ -117,6 +118,10 @@ def test_injected_failure_resumes_from_checkpoint_with_identical_accuracies(tmp_
         "checkpoint_every=1",
         "--set",
         "fail_at_round=3",
+        "--set",
+        "data_fraction=0.02",  # what is asserted holds for any data: the least that trains
+        "--set",
+        "test_fraction=0.05",
         "--max-failures",
         "1",
     )
@@ -131,27 +136,17 @@ def test_injected_failure_resumes_from_checkpoint_with_identical_accuracies(tmp_
     assert all(t["status"] == "TERMINATED" for t in manifest(sweep_dir)["trials"].values())
 
 
-def test_without_retries_a_failed_trial_errors_and_the_others_finish(tmp_path):
-    proc = sweep(
-        tmp_path,
-        "temperature",
-        "--budget",
-        "smoke",
-        "--set",
-        "rounds=3",
-        "--set",
-        "fail_at_round=2",
-        "--max-failures",
-        "0",
-        exit_codes=(4,),  # every trial errored: its own exit status
-    )
+def test_without_retries_a_failed_trial_errors_and_the_others_finish(all_errored_sweep):
+    # temperature's 3 trials, each failing after round 1, --max-failures 0: one sweep for
+    # this test and tests/test_local_ray_network.py's (tests/conftest_analysis.py)
+    proc, sweep_dir = all_errored_sweep, all_errored_sweep.sweep_dir
+    assert proc.returncode == 4  # every trial errored: its own exit status
     assert "error: all 3 trials errored" in proc.stderr
-    (sweep_dir,) = sweep_dirs(tmp_path)
     statuses = [t["status"] for t in manifest(sweep_dir)["trials"].values()]
     assert statuses == ["ERROR"] * 3
     assert all((t / "error.txt").is_file() for t in trial_dirs(sweep_dir))
     assert all(
-        "injected failure after round 2" in t["error"]
+        "injected failure after round 1" in t["error"]
         for t in manifest(sweep_dir)["trials"].values()
     )
 
@@ -165,54 +160,24 @@ def _wait_for(predicate, timeout: float) -> None:
     raise AssertionError("timed out")
 
 
-def test_hard_killed_sweep_resumes_completely_without_duplicates(tmp_path):
-    args = [
-        "moon_mu",
-        "--budget",
-        "smoke",
-        "--set",
-        "rounds=6",
-        "--set",
-        "checkpoint_every=1",
-        "--max-concurrent",
-        "1",
-        "--name",
-        "killed",
-    ]
-    cmd = [sys.executable, "-m", "study.sweep", *args, "--storage-path", str(tmp_path), "--quiet"]
-    driver = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    sweep_dir = tmp_path / "killed"
-
-    def first_done_second_started() -> bool:
-        trials = trial_dirs(sweep_dir) if sweep_dir.is_dir() else []
-        done = [t for t in trials if len(rounds(t)) == 6]
-        started = [t for t in trials if 2 <= len(rounds(t)) < 6]
-        return bool(done) and bool(started)
-
-    try:
-        _wait_for(first_done_second_started, timeout=300)
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)  # the driver and everything it started
-        driver.wait()
-    time.sleep(2)
-    finished_before = {
-        t.name: len(raw_rows(t)) for t in trial_dirs(sweep_dir) if len(rounds(t)) == 6
-    }
-    assert finished_before
-
-    proc = sweep(tmp_path, "moon_mu", "--budget", "smoke", "--resume", "--name", "killed")
+def test_hard_killed_sweep_resumes_completely_without_duplicates(killed_sweep):
+    """moon_mu's 5 trials one at a time, killed with SIGKILL (the driver and everything it
+    started) once one trial finished and the next checkpointed, then ``--resume``d: the
+    SIGKILL drill of tests/conftest_analysis.py, which tests/test_fault_drill.py reads too."""
+    sweep_dir, last = killed_sweep.sweep_dir, KILLED_ROUNDS
+    assert killed_sweep.rows_of_finished
+    proc = killed_sweep.resumed
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "resuming" in proc.stdout
     assert manifest(sweep_dir)["status"] == "finished"
     trials = trial_dirs(sweep_dir)
     assert len(trials) == 5, "no trial was duplicated"
     assert sorted(params(t)["mu"] for t in trials) == [0.0, 0.1, 1.0, 5.0, 10.0]
     for trial in trials:
-        assert sorted(rounds(trial)) == [1, 2, 3, 4, 5, 6]
-        accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, 7)]
+        assert sorted(rounds(trial)) == list(range(1, last + 1))
+        accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, last + 1)]
         assert accuracies == reference_accuracies(trial)
-    for name, count in finished_before.items():
+    for name, count in killed_sweep.rows_of_finished.items():
         assert len(raw_rows(sweep_dir / name)) == count, f"{name} finished before: not re-run"
 
 
@@ -289,6 +254,10 @@ def test_gpu_request_on_a_cpu_only_machine_runs_on_cpu(tmp_path):
         "smoke",
         "--set",
         "rounds=1",
+        "--set",
+        "data_fraction=0.02",
+        "--set",
+        "test_fraction=0.05",
         "--gpus-per-trial",
         "0.5",
         timeout=300,
@@ -300,43 +269,69 @@ def test_gpu_request_on_a_cpu_only_machine_runs_on_cpu(tmp_path):
     assert all(sorted(rounds(t)) == [1] for t in trial_dirs(sweep_dir))
 
 
-def test_two_node_cluster_runs_trials_on_both_nodes(tmp_path):
-    from ray.cluster_utils import Cluster
+class TwoNodes:
+    """A Ray cluster of two 1-CPU nodes made with ``ray.cluster_utils``: a head and a
+    worker node, a new worker added whenever the last one was removed."""
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    def __init__(self) -> None:
+        from ray.cluster_utils import Cluster
+
+        self.cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        self.worker = None
+
+    def with_worker(self):
+        """The cluster's live worker node (one is added if there is none)."""
+        if self.worker is None:
+            self.worker = self.cluster.add_node(num_cpus=1)
+            self.cluster.wait_for_nodes()
+        return self.worker
+
+    def remove_worker(self) -> None:
+        self.cluster.remove_node(self.worker)
+        self.worker = None
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    """One two-node cluster for this module's cluster tests (a head node's start is most
+    of such a test's time on a small machine); each test's sweep is its own Ray job."""
+    nodes = TwoNodes()
     try:
-        cluster.add_node(num_cpus=1)
-        cluster.wait_for_nodes()
-        sweep(tmp_path, "moon_mu", "--budget", "smoke", "--address", cluster.address)
+        yield nodes
     finally:
-        cluster.shutdown()
+        nodes.cluster.shutdown()
+
+
+def test_two_node_cluster_runs_trials_on_both_nodes(tmp_path, two_nodes):
+    two_nodes.with_worker()
+    small = ("--set", "data_fraction=0.02", "--set", "test_fraction=0.05")
+    sweep(tmp_path, "moon_mu", "--budget", "smoke", *small, "--address", two_nodes.cluster.address)
     (sweep_dir,) = sweep_dirs(tmp_path)
     nodes = {row["node_id"] for t in trial_dirs(sweep_dir) for row in raw_rows(t)}
     assert len(nodes) == 2
     assert all(not math.isnan(rounds(t)[2]["test_acc"]) for t in trial_dirs(sweep_dir))
 
 
-def test_a_lost_worker_node_restarts_its_trial_from_its_checkpoint_on_the_survivor(tmp_path):
+def test_a_lost_worker_node_restarts_its_trial_from_its_checkpoint_on_the_survivor(
+    tmp_path, two_nodes
+):
     """Two nodes, one trial each; the worker node is removed while its trial runs: the
     trial restarts from its last checkpoint on the head node, its rows (one per round,
     the last occurrence of a repeated round winning) equal an uninterrupted run's, no
     trial is lost or duplicated and the manifest says finished."""
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     args = [
         *("--vary", "lr=0.02,0.05", "--set", "algorithm=fedavg", "--budget", "smoke"),
         *("--set", "rounds=8", "--set", "checkpoint_every=1", "--name", "lost"),
+        *("--set", "data_fraction=0.02", "--set", "test_fraction=0.05"),
     ]
+    worker = two_nodes.with_worker()
+    cmd = [
+        sys.executable, "-m", "study.sweep", *args, "--address", two_nodes.cluster.address,
+        "--storage-path", str(tmp_path), "--quiet",
+    ]  # fmt: skip
+    driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sweep_dir = tmp_path / "lost"
     try:
-        worker = cluster.add_node(num_cpus=1)
-        cluster.wait_for_nodes()
-        cmd = [
-            sys.executable, "-m", "study.sweep", *args, "--address", cluster.address,
-            "--storage-path", str(tmp_path), "--quiet",
-        ]
-        driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        sweep_dir = tmp_path / "lost"
 
         def worker_trial_mid_run() -> bool:
             trials = trial_dirs(sweep_dir) if sweep_dir.is_dir() else []
@@ -347,11 +342,13 @@ def test_a_lost_worker_node_restarts_its_trial_from_its_checkpoint_on_the_surviv
             return False
 
         _wait_for(worker_trial_mid_run, timeout=400)
-        cluster.remove_node(worker)
+        two_nodes.remove_worker()
         output, _ = driver.communicate(timeout=600)
         assert driver.returncode == 0, output[-3000:]
     finally:
-        cluster.shutdown()
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
     assert manifest(sweep_dir)["status"] == "finished"
     trials = trial_dirs(sweep_dir)
     assert len(trials) == 2, "no trial lost or duplicated"

@@ -156,6 +156,8 @@ def test_a_task_by_import_path_runs_a_real_sweep_and_its_report(tmp_path):
         tmp_path,
         *("--vary", "lr=0.02,0.08", "--set", f"task={TASK}", "--budget", "smoke"),
         *("--set", "rounds=2", "--name", "ordinal"),
+        # the task's path through a sweep is the subject: the least data that trains
+        *("--set", "data_fraction=0.02", "--set", "test_fraction=0.05"),
     )
     (sweep_dir,) = sweep_dirs(tmp_path)
     written = manifest(sweep_dir)
