@@ -65,8 +65,10 @@ def moon_mu_smoke_sweep(moon_mu_smoke) -> Path:
 
 # Every trial fails after its first round, with no retries (tests/test_sweep_ray.py: the
 # trials' records; tests/test_local_ray_network.py: the exit status and the one line).
+# Two trials on the machine's two slots: one wave (a failed trial's actor is not reused).
 ALL_ERRORED_ARGS = (
-    *("temperature", "--budget", "smoke", "--set", "data_fraction=0.02"),
+    *("--vary", "tau=0.1,0.5", "--set", "algorithm=moon"),
+    *("--budget", "smoke", "--set", "data_fraction=0.02"),
     *("--set", "test_fraction=0.05", "--set", "rounds=2", "--set", "fail_at_round=1"),
     *("--set", "checkpoint_every=0", "--max-failures", "0", "--max-concurrent", "2"),
 )
@@ -74,7 +76,7 @@ ALL_ERRORED_ARGS = (
 
 @pytest.fixture(scope="session")
 def all_errored_sweep(tmp_path_factory) -> SweepRun:
-    """A sweep whose 3 trials all errored (``error: all 3 trials errored``, exit 4)."""
+    """A sweep whose 2 trials all errored (``error: all 2 trials errored``, exit 4)."""
     storage = tmp_path_factory.mktemp("all_errored")
     return SweepRun.run(storage, *ALL_ERRORED_ARGS, exit_codes=(0, 1, 2, 3, 4, 130))
 

@@ -60,10 +60,10 @@ def test_a_trial_larger_than_every_node_is_refused_in_one_line(tmp_path):
 
 
 def test_a_sweep_whose_every_trial_errored_exits_non_zero_with_the_errors(all_errored_sweep):
-    # temperature's 3 trials, each failing after round 1, --max-failures 0: one sweep for
+    # 2 trials (MOON's tau), each failing after round 1, --max-failures 0: one sweep for
     # this test and tests/test_sweep_ray.py's (tests/conftest_analysis.py)
     proc = all_errored_sweep
     assert proc.returncode == exit_codes.ALL_TRIALS_FAILED, proc.stdout[-2000:] + proc.stderr
-    assert "error: all 3 trials errored" in proc.stderr
+    assert "error: all 2 trials errored" in proc.stderr
     assert "injected failure after round 1" in proc.stderr
     assert "report:" not in proc.stdout

@@ -109,7 +109,7 @@ def test_smoke_sweep_reports_every_round_and_leaves_what_analysis_needs(moon_mu_
 def test_injected_failure_resumes_from_checkpoint_with_identical_accuracies(tmp_path):
     sweep(
         tmp_path,
-        "temperature",
+        *("--vary", "tau=0.1,0.5", "--set", "algorithm=moon"),  # 2 trials: the 2 slots, one wave
         "--budget",
         "smoke",
         "--set",
@@ -137,13 +137,13 @@ def test_injected_failure_resumes_from_checkpoint_with_identical_accuracies(tmp_
 
 
 def test_without_retries_a_failed_trial_errors_and_the_others_finish(all_errored_sweep):
-    # temperature's 3 trials, each failing after round 1, --max-failures 0: one sweep for
+    # 2 trials (MOON's tau), each failing after round 1, --max-failures 0: one sweep for
     # this test and tests/test_local_ray_network.py's (tests/conftest_analysis.py)
     proc, sweep_dir = all_errored_sweep, all_errored_sweep.sweep_dir
     assert proc.returncode == 4  # every trial errored: its own exit status
-    assert "error: all 3 trials errored" in proc.stderr
+    assert "error: all 2 trials errored" in proc.stderr
     statuses = [t["status"] for t in manifest(sweep_dir)["trials"].values()]
-    assert statuses == ["ERROR"] * 3
+    assert statuses == ["ERROR"] * 2
     assert all((t / "error.txt").is_file() for t in trial_dirs(sweep_dir))
     assert all(
         "injected failure after round 1" in t["error"]
