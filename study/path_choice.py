@@ -7,7 +7,9 @@ override, which the manifest keeps (``overrides``; ``--resume`` trains on the sa
 beside what was measured (``execution_choice``).  An ``execution`` the user wrote (a
 study's fixed setting, an axis, ``--set``) is honoured untouched and nothing is timed.
 Trials on GPUs or on a cluster's nodes run where the driver cannot time them: they keep
-packed execution, and the manifest says it was not measured.
+packed execution, and the manifest says it was not measured.  A task that cannot pack
+(detection) trains sequentially everywhere: its trials are set to sequential, nothing is
+timed, and the line and manifest give the task's reason.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from federated.engine.path_calibration import (
     choose_path,
     faster_path,
     key_text,
+    task_packing_obstacle,
 )
 from study.plan import SweepPlan
 from study.resources import TrialResources
@@ -57,6 +60,12 @@ def sweep_path_choice(
     a user comparing methods compares them on one path)."""
     if user_chose_execution(plan):
         return PathChoice(plan.first_config().get("execution", DEFAULT_PATH), "user")
+    # a task that cannot pack (detection) trains sequentially wherever its trials run:
+    # said as the task's reason and set on the trials, never timed
+    obstacle = task_packing_obstacle(plan.trials()[0].run_config)
+    if obstacle is not None:
+        plan.overrides["execution"] = "sequential"
+        return PathChoice("sequential", "not packable", reason=obstacle)
     if remote:
         return PathChoice(DEFAULT_PATH, "not measured", reason="trials run on a cluster's nodes")
     if resources.gpus > 0:

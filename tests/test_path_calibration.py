@@ -208,3 +208,28 @@ def test_the_sweep_command_says_the_cached_choice_in_one_line_for_its_manifest(
     assert entry["path"] == "sequential" and entry["source"] == "cache"
     assert entry["timings_s"] == {"packed": 3.0, "sequential": 2.0}
     assert plan.overrides["execution"] == "sequential"
+
+
+def test_a_task_that_cannot_pack_trains_sequentially_and_says_the_tasks_reason(monkeypatch):
+    """Detection (generated box data): the sweep's line and manifest say sequential with
+    the task's own reason, on a CPU, a GPU or a cluster alike, and nothing is timed."""
+    from tests.detection_synthetic import NAME, boxes_data, register
+
+    register(monkeypatch, boxes_data(train=40, test=6))
+    for resources, remote in ((CPU, False), (TrialResources(1, 0.5), False), (CPU, True)):
+        plan = SweepPlan.build(
+            STUDIES["moon_mu"],
+            BUDGETS["smoke"],
+            dataset=NAME,
+            search="grid",
+            seeds=[0],
+            overrides={"threads": 1, "partition": "iid", "data_fraction": 1.0},
+        )
+        choice = sweep_path_choice(plan, resources, remote=remote, measure=refuse)
+        assert (choice.path, choice.source) == ("sequential", "not packable")
+        assert choice.line() == (
+            "execution: sequential (not measured: detection trains one party at a time "
+            "(a detector's boxes and loss do not pack))"
+        )
+        assert choice.to_manifest()["reason"].startswith("detection trains one party")
+        assert {t.config["execution"] for t in plan.trials()} == {"sequential"}

@@ -40,6 +40,7 @@ from federated.execution.packed import PackedTrainer
 from federated.execution.trainer import LocalTrainer
 from federated.runtime.atomic_file import atomic_open
 from federated.runtime.cpu_name import cpu_model
+from federated.tasks.base import build_task
 
 PATHS = ("packed", "sequential")
 CACHE_FORMAT = 2  # 2: at least 3 alternations, up to 2 s (1: 2 alternations)
@@ -81,6 +82,14 @@ def calibration_key(config: RunConfig) -> dict[str, Any]:
         "parties_per_round": config.parties_per_round,
         "pack_width": config.pack_width,
     }
+
+
+def task_packing_obstacle(config: RunConfig) -> str | None:
+    """Why ``config``'s task cannot train packed (the task's own one line, e.g. a
+    detector's per-image boxes), or None.  ``config`` is resolved."""
+    from federated.config.data_fields import check_dataset
+
+    return build_task(config.task, config.task_params, check_dataset(config)).packing_obstacle()
 
 
 def key_text(key: Mapping[str, Any]) -> str:
