@@ -180,8 +180,12 @@ def format_row(row: dict[str, Any], rounds: int) -> str:
         )
 
     # the task's test metrics in the row's order (classification's test_acc; a score
-    # task's test_bin_acc, then its errors and correlations after the loss)
-    metrics = [k for k in row if k.startswith("test_") and not k.endswith("_std")]
+    # task's test_bin_acc, then its errors and correlations after the loss).  A
+    # breakdown column (``stem/name``: detection's AP of each class) stays in the rows
+    # and the CSV only: one per class would make the line as long as the class list
+    metrics = [
+        k for k in row if k.startswith("test_") and not k.endswith("_std") and "/" not in k
+    ]
     scores = "  ".join(f"{k} {num(k, '%.4f')}" for k in metrics)
     text = f"round {row['round']:>3}/{rounds}  {scores}  train_loss {num('train_loss', '%.4f')}"
     if not math.isnan(row.get("con_loss", float("nan"))):

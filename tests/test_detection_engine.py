@@ -204,3 +204,27 @@ def test_torchvisions_detectors_build_offline_and_train_a_step(name):
     total.backward()
     assert math.isfinite(float(total.detach()))
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+def test_the_console_line_shows_map_and_leaves_each_class_to_the_rows(boxes):
+    """``python -m federated.run``'s round line on detection: mAP@0.5 (the primary) and
+    mAP, not one column per class; the row (the CSV) keeps every class's AP.  A
+    classification row's line is as before."""
+    from federated.run import format_row
+
+    row = next(iter(run_rounds(_config(rounds=1), boxes)))
+    line = format_row(row, 1)
+    assert "test_map50 " in line and "test_map " in line
+    assert "ap50/" not in line and all(f"test_ap50/{name}" in row for name in CLASSES)
+    classification = {
+        "round": 2,
+        "test_acc": 0.5,
+        "test_loss": 1.25,
+        "train_loss": 2.0,
+        "round_seconds": 1.5,
+        "samples_per_second": 100.0,
+    }
+    assert format_row(classification, 3) == (
+        "round   2/3  test_acc 0.5000  test_loss 1.2500  train_loss 2.0000  1.50 s  "
+        "100 samples/s"
+    )
