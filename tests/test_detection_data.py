@@ -352,6 +352,11 @@ def test_a_label_skew_partition_on_detection_data_is_refused_in_one_line(tmp_pat
     with pytest.raises(ConfigError, match="a detection task has no classes to skew by") as err:
         config.resolved()
     assert "\n" not in str(err.value)
+    # a detection folder's parties are an image field, never party folders
+    assert "natural parties are an image field: partition=natural with partition_by=FIELD" in (
+        str(err.value)
+    )
+    assert "train/<party>" not in str(err.value) and "party folders" not in str(err.value)
 
 
 @pytest.mark.skipif(
@@ -377,3 +382,23 @@ def test_iid_quantity_and_natural_partitions_split_detection_images(partition, t
     assert sorted(np.concatenate(parts).tolist()) == list(range(40))
     if partition == "natural":  # each party is one camera's images
         assert [sorted({i % 3 for i in p.tolist()}) for p in parts] == [[0], [1], [2]]
+
+
+def test_a_missing_tree_is_named_as_the_dataset_before_partition_by(tmp_path):
+    """The street study fixes partition_by (an image field of a detection folder): a
+    tree that is not there is the dataset's error, not partition_by's."""
+    from search_spaces import BUDGETS, STUDIES
+    from study.plan import SweepPlan
+
+    missing = tmp_path / "no-tree"
+    expected = f"dataset='folder:{missing}' (allowed: a usable image folder; {missing}: no such"
+    with pytest.raises(ConfigError) as raised:
+        SweepPlan.build(
+            STUDIES["street"], BUDGETS["smoke"], overrides={"dataset": f"folder:{missing}"}
+        )
+    assert expected in str(raised.value) and "partition_by" not in str(raised.value)
+    with pytest.raises(ConfigError, match="dataset='folder:"):
+        RunConfig(
+            dataset=f"folder:{missing}", partition="natural", partition_by="device2_id"
+        ).resolved()
+    assert not missing.exists()

@@ -14,6 +14,7 @@ import re
 from dataclasses import fields
 from typing import Any, get_type_hints
 
+from federated.config.data_fields import natural_parties_source
 from federated.contract.metrics import current_stem, metric_stems
 from federated.data.folder_layout import is_folder_dataset
 from federated.data.hub_dataset import is_hub_dataset
@@ -373,7 +374,7 @@ def _validate_task(c: Any, spec: Any) -> None:
             "partition",
             c.partition,
             f"natural, iid or quantity: a {task.name} task has no classes to skew by (its "
-            "natural parties come from the data: party folders, or --partition-by)",
+            f"natural parties are {natural_parties_source(c.dataset)})",
         )
 
 

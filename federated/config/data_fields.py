@@ -22,6 +22,7 @@ from federated.data.folder_dataset import folder_spec, parse_image_size
 from federated.data.folder_layout import (
     FolderDataError,
     absolute_folder_name,
+    check_root_exists,
     folder_path,
     is_folder_dataset,
 )
@@ -76,9 +77,30 @@ def _is_detection_folder(dataset: str) -> bool:
         return False
 
 
+def natural_parties_source(dataset: str) -> str:
+    """Where ``dataset``'s natural parties come from, in words for a refusal: an
+    ``hf:`` column, a detection folder's image field, or an image folder's party folders."""
+    if is_hub_dataset(dataset):
+        return "a column: partition=natural with partition_by=COLUMN"
+    if is_folder_dataset(dataset) and _is_detection_folder(dataset):
+        return "an image field: partition=natural with partition_by=FIELD, e.g. a camera's id"
+    return "party folders: partition=natural with PATH/train/<party>/"
+
+
+def _check_folder_exists(dataset: str) -> None:
+    """A missing folder is named first: the fields after it (``partition_by``) depend on
+    what kind of folder it is."""
+    try:
+        check_root_exists(folder_path(dataset))
+    except FolderDataError as err:
+        raise ConfigError("dataset", dataset, f"a usable image folder; {err}") from None
+
+
 def check_dataset(c: Any) -> DatasetSpec:
     """Check the dataset fields and return the spec (changes nothing)."""
     hub = is_hub_dataset(c.dataset)
+    if is_folder_dataset(c.dataset):
+        _check_folder_exists(c.dataset)
     # a detection folder's natural parties are an image field (its camera), as an hf:
     # data set's are a column
     fielded = hub or (is_folder_dataset(c.dataset) and _is_detection_folder(c.dataset))

@@ -237,11 +237,16 @@ def scan_folder(root: str | os.PathLike) -> FolderLayout:
         raise FolderDataError(_os_problem(err, root)) from None
 
 
-def _scan(root: Path) -> FolderLayout:
+def check_root_exists(root: Path) -> None:
+    """Refuse (:class:`FolderDataError`, one line) a dataset folder that is not there."""
     if not root.is_dir():
         raise FolderDataError(
             f"{root}: no such folder (dataset folder:PATH needs PATH/train/, or {DETECTION_FILES})"
         )
+
+
+def _scan(root: Path) -> FolderLayout:
+    check_root_exists(root)
     train_dir = root / "train"
     if not train_dir.is_dir():
         raise FolderDataError(
