@@ -25,10 +25,11 @@ def per_party_section(
     formats: Sequence[str],
     not_counted: list[str],
 ) -> list[str]:
-    """Per-party outcomes (table and distribution figure) and Fig. 2's t-SNE panel of a
-    grid group, where its trials recorded them: rows by method when several ran, else by
-    the study's axes.  ``party_rows``: every trial's checked ``parties.csv``
-    (:func:`analysis.tables.party_tables.party_frame`); damaged captures go to ``not_counted``."""
+    """Per-party outcomes (table, the fairness block's table, distribution figure) and
+    Fig. 2's t-SNE panel of a grid group, where its trials recorded them: rows by method
+    when several ran, else by the study's axes.  ``party_rows``: every trial's checked
+    ``parties.csv`` (:func:`analysis.tables.party_tables.party_frame`); damaged captures
+    go to ``not_counted``."""
     from analysis.figures import representations
     from analysis.stats.comparisons import dataset_classes
     from analysis.tables import party_tables
@@ -62,6 +63,17 @@ def per_party_section(
     if table is not None:
         paths = write_table(table, out / "tables")
         lines += [to_markdown(table), f"Files: {file_links(paths, out)}", ""]
+        fairness = party_tables.fairness_table(
+            trials,
+            group.rounds,
+            rows=rows,
+            columns=columns,
+            name=unique_stem(f"fairness_{study}{group.suffix}", used),
+            classes=classes,
+        )
+        if fairness is not None:
+            paths = write_table(fairness, out / "tables")
+            lines += [to_markdown(fairness), f"Files: {file_links(paths, out)}", ""]
         figure = party_tables.party_distribution_figure(
             parties,
             rows,

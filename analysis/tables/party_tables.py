@@ -1,8 +1,11 @@
 """Per-party outcomes in the report: the table, the distribution figure, data/parties.csv.
 
-A trial's rows carry, per scored round, the global model's accuracy over its parties'
-own class mixes (``party_acc_mean``, ``party_acc_worst10`` ...: federated/evaluation/party_scores.py
+A trial's rows carry, per scored round, its parties' accuracy over their own class mixes
+(``party_acc_mean``, ``party_acc_worst10`` ...: federated/evaluation/party_scores.py
 defines them); its ``parties.csv`` the per-party numbers (federated/engine/run_files.py).
+The model scored is the global one, or each party's own where the method evaluates
+parties with their own (personalised methods, SOLO): the rows record which
+(:data:`OWN_MODEL_SPREAD`) and the tables' titles say it (:func:`evaluated_model_words`).
 
 - :func:`per_party_table`: per method/setting, the final scored round's mean over
   parties and mean of the worst 10% of parties, mean ± std over seeds, each with its
@@ -11,6 +14,8 @@ defines them); its ``parties.csv`` the per-party numbers (federated/engine/run_f
   Trials with local test splits (``party_test_fraction``) add a third row, the
   fairness block's sample-weighted accuracy over the parties' own test samples
   (``party_test_acc``).
+- :func:`fairness_table`: the fairness block over the parties' own test splits (mean,
+  worst decile, std over parties), beside the per-party table.
 - :func:`party_frame`: every trial's per-party accuracies (``data/parties.csv``).
 - :func:`party_distribution_figure`: per method/setting, the final round's per-party
   accuracies (all seeds' parties pooled): box and points.
@@ -52,16 +57,30 @@ SOURCES = {MEAN: "party_acc_mean", WORST: "party_acc_worst10"}
 # (federated/evaluation/fairness.py): a third row where the trials have those splits
 WEIGHTED = "sample-weighted over own test samples"
 OWN_SPLIT_SOURCES = {WEIGHTED: "party_test_acc"}
+# the fairness block's spread and worst decile over the same splits: a small table beside
+# the per-party table (:func:`fairness_table`), without a "best" (a low std is not a win)
+FAIRNESS_SOURCES = {
+    "mean over parties (own test splits)": "party_test_acc_mean",
+    "worst 10% of parties (own test splits)": "party_test_acc_worst10",
+    "std over parties (own test splits)": "party_test_acc_std",
+}
+# Which model a trial evaluated its parties with is recorded in its rows: a round scored
+# with each party's own model (personalised methods, SOLO, local BatchNorm) writes the
+# spread of those models on the test set, ``test_<stem>_std``
+# (federated/evaluation/round_evaluation.py); a round scored with the global model does not.
+OWN_MODEL_SPREAD = "test_{stem}_std"
+GLOBAL_MODEL, OWN_MODEL = "the global model", "each party's own model"
 
 
 def final_party_columns(rounds: pd.DataFrame) -> pd.DataFrame:
     """Per trial (``sweep``, ``trial``), the last scored round's ``party_acc_mean`` and
-    ``party_acc_worst10`` (fractions), ``party_test_acc`` where the rows have it, and
-    that round (``party_round``)."""
+    ``party_acc_worst10`` (fractions), the fairness block's ``party_test_acc*`` columns
+    where the rows have them, and that round (``party_round``)."""
     columns = list(SOURCES.values())
     if rounds.empty or not set(columns) <= set(rounds):
         return pd.DataFrame(columns=["sweep", "trial", "party_round", *columns])
-    columns += [c for c in OWN_SPLIT_SOURCES.values() if c in rounds]
+    own_split = [*OWN_SPLIT_SOURCES.values(), *FAIRNESS_SOURCES.values()]
+    columns += [c for c in own_split if c in rounds]
     scored = rounds[["sweep", "trial", "round", *columns]].copy()
     for column in columns:
         scored[column] = pd.to_numeric(scored[column], errors="coerce")
@@ -106,6 +125,43 @@ def final_party_metric_columns(parties: pd.DataFrame, metric: Metric) -> pd.Data
     return pd.DataFrame(rows, columns=out_columns)
 
 
+def evaluated_models(trials: pd.DataFrame, rounds: pd.DataFrame, stem: str) -> pd.Series:
+    """Per trial of ``trials`` (same index): which model its parties were evaluated with,
+    :data:`OWN_MODEL` where any of its rounds recorded the own models' spread
+    (:data:`OWN_MODEL_SPREAD`), else :data:`GLOBAL_MODEL`."""
+    column = OWN_MODEL_SPREAD.format(stem=stem)
+    own: set[tuple[str, str]] = set()
+    if not rounds.empty and column in rounds:
+        spread = pd.to_numeric(rounds[column], errors="coerce")
+        own = set(map(tuple, rounds.loc[spread.notna(), ["sweep", "trial"]].to_numpy()))
+    keys = zip(trials["sweep"], trials["trial"])
+    return pd.Series(
+        [OWN_MODEL if key in own else GLOBAL_MODEL for key in keys], index=trials.index
+    )
+
+
+def evaluated_model_words(
+    trials: pd.DataFrame, rounds: pd.DataFrame, rows: Sequence[str], stem: str
+) -> tuple[str, str | None]:
+    """The title's words for the evaluated model of ``trials`` and, when the table mixes
+    both kinds, a note naming each row's (by ``rows`` label).  Fine-tuned trials
+    (``finetune_epochs`` > 0) are evaluated with each party's fine-tuned copy."""
+    models = evaluated_models(trials, rounds, stem)
+    tuned = pd.to_numeric(trials.get("finetune_epochs", pd.Series(0, index=trials.index)),
+                          errors="coerce").fillna(0) > 0
+    words = models.where(~tuned, models + ", fine-tuned on its own data")
+    kinds = list(dict.fromkeys(words))
+    if len(kinds) == 1:
+        return kinds[0], None
+    labelled = trials.assign(_model=words)
+    parts = []
+    for kind in kinds:
+        mine = labelled[labelled["_model"] == kind]
+        keys = key_order(mine, rows)
+        parts.append(f"{kind}: {', '.join(row_label(rows, k) for k in keys)}")
+    return "each party's own or the global model", "Evaluated model — " + "; ".join(parts) + "."
+
+
 def per_party_table(
     trials: pd.DataFrame,
     rounds: pd.DataFrame,
@@ -144,13 +200,14 @@ def per_party_table(
         ignore_index=True,
     )
     mix = "class mix" if metric.chance else "own test split"
+    evaluated, which = evaluated_model_words(merged, rounds, rows, metric.stem)
     table = accuracy_table(
         long,
         rows=list(rows),
         columns=[*columns, METRIC_COLUMN],
         value="party_value",
         name=name,
-        title=f"Per-party {metric.name}{metric.unit} of the global model on each party's {mix}",
+        title=f"Per-party {metric.name}{metric.unit} of {evaluated} on each party's {mix}",
         metric_text=f"final scored round's per-party {metric.name}{metric.unit}",
         reference=reference,
         classes=classes,
@@ -167,6 +224,63 @@ def per_party_table(
             f"{NOT_COUNTED_NOTE} {len(left_out)} trial(s) ({words}); listed in report.md."
         )
     table.notes.append(party_accuracy_note(merged) if metric.chance else _score_note(metric))
+    if which is not None:
+        table.notes.append(which)
+    return table
+
+
+def fairness_table(
+    trials: pd.DataFrame,
+    rounds: pd.DataFrame,
+    *,
+    rows: Sequence[str],
+    columns: Sequence[str] = (),
+    name: str,
+    classes: Mapping[str, int] | None = None,
+) -> Table | None:
+    """The fairness block over the parties' own local test splits
+    (federated/evaluation/fairness.py) per ``rows`` (x ``columns``) cell at the final
+    scored round: the mean over parties, the worst decile and the std over parties
+    (accuracy, %), mean ± std over seeds, no "best"; None when no trial recorded it."""
+    final = final_party_columns(rounds)
+    merged = trials.merge(final, on=["sweep", "trial"], how="inner")
+    sources = {
+        label: c
+        for label, c in FAIRNESS_SOURCES.items()
+        if c in merged and pd.to_numeric(merged[c], errors="coerce").notna().any()
+    }
+    if merged.empty or not sources:
+        return None
+    long = pd.concat(
+        [
+            merged.assign(
+                **{METRIC_COLUMN: label, "party_value": pd.to_numeric(merged[src], errors="coerce")}
+            )
+            for label, src in sources.items()
+        ],
+        ignore_index=True,
+    )
+    evaluated, which = evaluated_model_words(merged, rounds, rows, ACCURACY.stem)
+    table = accuracy_table(
+        long,
+        rows=list(rows),
+        columns=[*columns, METRIC_COLUMN],
+        value="party_value",
+        name=name,
+        title=f"Fairness over the parties' own test splits: {evaluated}, accuracy (%)",
+        metric_text="final scored round's fairness block (party_test_acc_mean, _worst10, _std)",
+        best=None,
+        classes=classes,
+        resolve_target=ACCURACY.target(DEFAULT_TARGET),
+    )
+    table.notes = [n for n in table.notes if not n.startswith(NOT_COUNTED_NOTE)]
+    table.notes.append(
+        "Each party's accuracy on its own local test split (party_test_fraction); worst 10% = "
+        "mean of the ceil(N/10) lowest parties; std = the spread over parties (population "
+        "std), lower is more even."
+    )
+    if which is not None:
+        table.notes.append(which)
     return table
 
 
@@ -174,7 +288,7 @@ def _score_note(metric: Metric) -> str:
     """What a score task's per-party values were measured on."""
     worst = "highest" if not metric.higher_is_better else "lowest"
     return (
-        f"Per-party {metric.name}: the global model (SOLO: each party's own) on each party's "
+        f"Per-party {metric.name}: the model the title names on each party's "
         "own held-out local test split (party_test_fraction), its own images; worst 10% = "
         f"mean of the ceil(N/10) parties with the {worst} {metric.name}."
     )
@@ -190,13 +304,13 @@ def party_accuracy_note(trials: pd.DataFrame) -> str:
     worst = "worst 10% = mean of the ceil(N/10) lowest parties."
     if own and not mixed:
         return (
-            "Per-party accuracy: the global model (SOLO: each party's own) on each party's "
+            "Per-party accuracy: the model the title names on each party's "
             "own held-out local test split (party_test_fraction), its own images: input shift "
             f"(natural parties, feature skew) is seen; {worst}"
         )
     text = (
-        "Per-party accuracy: the test set re-weighted by each party's training class mix "
-        f"(SOLO: each party's own model); {worst} Class re-weighting does not capture input "
+        "Per-party accuracy: the test set re-weighted by each party's training class mix, "
+        f"the model the title names; {worst} Class re-weighting does not capture input "
         "shift (natural parties, feature skew); party_test_fraction > 0 scores each party on "
         "its own images instead."
     )
@@ -242,6 +356,8 @@ def party_distribution_figure(
     (``metric``'s :func:`party_metric_column`) of its completed trials, all seeds'
     parties pooled: a box (quartiles) and the points."""
     column = party_metric_column(metric, parties)
+    if "status" not in parties:  # no trial wrote a parties.csv (party_frame's empty frame)
+        return None
     done = parties[parties["status"] == COMPLETED]
     if metric.stem != "acc":  # scored rounds only (a validated round holds NaN there)
         if column not in done:
