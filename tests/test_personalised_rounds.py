@@ -27,6 +27,9 @@ def test_the_benchmark_reports_each_packed_method_beside_fedavg(tmp_path, capsys
         assert row["round_seconds"] > 0 and row["baseline_round_seconds"] > 0
         assert row["ratio"] == pytest.approx(row["round_seconds"] / row["baseline_round_seconds"])
         assert row["within_target"] == (row["ratio"] <= 1.10)
+        assert row["train_ratio"] == pytest.approx(
+            row["train_seconds"] / row["baseline_train_seconds"]
+        )
     # FedPer and LG-FedAvg share FedAvg on simple-cnn as their baseline
     assert rows["fedper"]["baseline_round_seconds"] == rows["lg-fedavg"]["baseline_round_seconds"]
     for name in ("fedrep", "ditto", "apfl"):
