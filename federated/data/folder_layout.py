@@ -238,8 +238,13 @@ def scan_folder(root: str | os.PathLike) -> FolderLayout:
 
 
 def check_root_exists(root: Path) -> None:
-    """Refuse (:class:`FolderDataError`, one line) a dataset folder that is not there."""
-    if not root.is_dir():
+    """Refuse (:class:`FolderDataError`, one line) a dataset folder that is not there,
+    or whose path the OS refuses (a name too long)."""
+    try:
+        there = root.is_dir()
+    except OSError as err:
+        raise FolderDataError(_os_problem(err, root)) from None
+    if not there:
         raise FolderDataError(
             f"{root}: no such folder (dataset folder:PATH needs PATH/train/, or {DETECTION_FILES})"
         )
