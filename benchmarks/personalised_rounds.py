@@ -71,10 +71,10 @@ class MethodRound:
     baseline_train_seconds: float | None
     baseline_eval_seconds: float | None
     ratio: float | None  # round_seconds / baseline_round_seconds
+    within_target: bool | None  # ratio <= TARGET_RATIO
     # train_seconds / baseline_train_seconds: the packed training alone (a personalised
     # method's evaluation scores every party's own model on the pooled test set)
     train_ratio: float | None
-    within_target: bool | None  # ratio <= TARGET_RATIO
 
 
 @dataclass(frozen=True)
