@@ -196,8 +196,6 @@ def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(tmp_path):
         "--set",
         "rounds=4",
         "--set",
-        "data_fraction=0.2",
-        "--set",
         "lr=0.05",
         "--rerun-best",
         "2",
