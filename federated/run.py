@@ -25,6 +25,7 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +171,9 @@ def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
         fh.write(text)
 
 
-def format_row(row: dict[str, Any], rounds: int) -> str:
+def format_row(row: dict[str, Any], rounds: int, hidden: Collection[str] = ()) -> str:
+    """The console line of one round; the columns in ``hidden`` are the rows' only."""
+
     def num(key: str, fmt: str) -> str:
         value = row.get(key)
         return (
@@ -184,7 +187,9 @@ def format_row(row: dict[str, Any], rounds: int) -> str:
     # breakdown column (``stem/name``: detection's AP of each class) stays in the rows
     # and the CSV only: one per class would make the line as long as the class list
     metrics = [
-        k for k in row if k.startswith("test_") and not k.endswith("_std") and "/" not in k
+        k
+        for k in row
+        if k.startswith("test_") and not k.endswith("_std") and "/" not in k and k not in hidden
     ]
     scores = "  ".join(f"{k} {num(k, '%.4f')}" for k in metrics)
     text = f"round {row['round']:>3}/{rounds}  {scores}  train_loss {num('train_loss', '%.4f')}"
@@ -252,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{stats['mean']:.0f} std {stats['std']:.0f}, device {run.device}"
         )
     settings = config.to_dict()
+    # a loss the task's evaluation never records (NaN in every row) stays in the rows only
+    hidden = () if run.task.evaluates_loss else ("test_loss",)
     rows: list[dict[str, Any]] = []
     files = RunFiles.beside(out)  # X.parties.csv, X.representations/ next to the rows
     while not run.finished:
@@ -260,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         write_rows(out, rows)
         files.record(run)
         if not args.quiet:
-            print(format_row(row, config.rounds), flush=True)
+            print(format_row(row, config.rounds, hidden), flush=True)
     status = f"diverged at round {run.round} (non-finite loss)" if run.diverged else "completed"
     primary = f"test_{run.config.primary_metric}"
     print(f"status: {status}; final {primary} {rows[-1][primary]:.4f}; rows in {out}")

@@ -96,6 +96,9 @@ class Task(ABC):
     #: whether its targets are pixel positions (boxes), which a rotation of the images
     #: would move: a rotating feature skew is then refused
     targets_in_pixels: ClassVar[bool] = False
+    #: whether its evaluation records a loss (a detector's is NaN: it computes its loss
+    #: only in training mode); the console line leaves an unrecorded loss out
+    evaluates_loss: ClassVar[bool] = True
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         self.params = params

@@ -51,6 +51,7 @@ class Detection(Task):
     targets = "detection"
     metrics = DETECTION_SPECS
     targets_in_pixels = True
+    evaluates_loss = False
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         super().__init__(params, spec)
