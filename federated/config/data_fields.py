@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from federated.data.catalog import DATASETS, DETECTION_TASK, DatasetSpec, dataset_spec
+from federated.data.catalog import DATASETS, DatasetSpec, dataset_spec
 from federated.data.detection_layout import is_detection_folder
 from federated.data.folder_dataset import folder_spec, parse_image_size
 from federated.data.folder_layout import (
@@ -48,6 +48,7 @@ from federated.models.pretrained_start import (
     start_file,
 )
 from federated.params import ConfigError
+from federated.registry import load_method
 
 DEFAULT_PARTIES = 10
 
@@ -190,12 +191,12 @@ def check_parties(c: Any, spec: DatasetSpec) -> None:
 
 def check_model_field(c: Any, spec: DatasetSpec) -> None:
     """A built-in model name, or an import path whose model builds for ``spec``; a
-    detector (:data:`~federated.models.DETECTORS`) for detection data, and only there."""
-    detection = spec.task == DETECTION_TASK
-    if c.model is not None and detection != is_detector(c.model):
-        allowed = ", ".join(DETECTORS) if detection else ", ".join(MODELS) + " or an import path"
-        what = "detection" if detection else spec.task
-        raise ConfigError("model", c.model, f"for {what} data one of {allowed}")
+    detector (:data:`~federated.models.DETECTORS`) where the data's task needs one
+    (:attr:`~federated.tasks.base.Task.needs_detector`), and only there."""
+    detector = load_method("task", spec.task).needs_detector
+    if c.model is not None and detector != is_detector(c.model):
+        allowed = ", ".join(DETECTORS) if detector else ", ".join(MODELS) + " or an import path"
+        raise ConfigError("model", c.model, f"for {spec.task} data one of {allowed}")
     if c.model is None or c.model in MODELS or is_detector(c.model):
         return
     if not is_import_path(c.model):

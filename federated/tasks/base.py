@@ -99,6 +99,10 @@ class Task(ABC):
     #: whether its evaluation records a loss (a detector's is NaN: it computes its loss
     #: only in training mode); the console line leaves an unrecorded loss out
     evaluates_loss: ClassVar[bool] = True
+    #: whether its model is a detector (:data:`~federated.models.DETECTORS`: boxes and
+    #: scores out, its own loss) rather than an encoder and a head; the model field is
+    #: checked against it
+    needs_detector: ClassVar[bool] = False
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         self.params = params

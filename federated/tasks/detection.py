@@ -52,6 +52,7 @@ class Detection(Task):
     metrics = DETECTION_SPECS
     targets_in_pixels = True
     evaluates_loss = False
+    needs_detector = True
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         super().__init__(params, spec)
