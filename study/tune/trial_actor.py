@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ray._private.ray_constants import LOG_PREFIX_ACTOR_NAME
+from ray.train._internal.session import get_session
 from ray.tune.trainable.function_trainable import wrap_function
 
 from federated.trainable import train_federated
@@ -58,6 +59,11 @@ class FederatedTrial(wrap_function(train_federated)):
         monitor reads on both streams)."""
         reset = super().reset_config(new_config)
         if reset:
+            # Ray's reset names the trial's working directory (never copied to the sweep
+            # folder) as its trial dir, where a new actor's setup names the driver staging
+            # folder that is: without this a reused actor's parties.csv and
+            # representations/ were lost (tests/test_sweep_ray.py's smoke test)
+            get_session().trial_info.logdir = self._storage.trial_driver_staging_path
             marker = f"{LOG_PREFIX_ACTOR_NAME}{self!r}"
             print(marker, flush=True)
             print(marker, file=sys.stderr, flush=True)
