@@ -104,6 +104,16 @@ def _single_thread():
     torch.set_num_threads(previous)
 
 
+def batchnorm_model_for(algorithm: str) -> dict[str, str]:
+    """``model=simple-cnn-bn`` for a method that keeps BatchNorm local and refuses a model
+    without it (FedBN: its only BatchNorm rule is ``local``), else nothing: the per-method
+    tests run such a method on the BatchNorm variant of the same CNN."""
+    from federated.registry import load_method
+
+    only_local = load_method("algorithm", algorithm).batchnorm_rules == ("local",)
+    return {"model": "simple-cnn-bn"} if only_local else {}
+
+
 def tiny(**overrides) -> RunConfig:
     """A few-second run on generated CIFAR-shaped data, on the CPU unless ``device`` is given
     (exact comparisons hold per device; a GPU machine must not move them to CUDA)."""

@@ -324,4 +324,8 @@ def test_side_by_side_runs_real_sweeps(tmp_path):
     assert rows[0]["max_concurrent"] == 1 and rows[1]["max_concurrent"] is None
     for row in rows:
         assert row["trials"] == 3 and row["samples_per_s"] > 0 and row["wall_s"] > row["span_s"]
-        assert 0 < row["concurrency"] <= 2.2
+        # busy trial-seconds fit two slots over the span, give or take the one-second
+        # resolution of the rows' timestamps the span is rebuilt from (reused actors
+        # start the third trial within the same second as the first two end)
+        busy = row["concurrency"] * row["span_s"]
+        assert 0 < busy <= 2 * (row["span_s"] + 1.0) and row["concurrency"] > 0

@@ -13,6 +13,7 @@ from federated.config.run_config import RunConfig
 from federated.data import dataset_spec
 from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.models import build_model
+from tests.conftest import batchnorm_model_for
 from tests.test_models import conv, head, linear, n_params
 
 
@@ -101,7 +102,9 @@ def test_cnn_transformer_trains_with_moon_on_fashion_mnist(fmnist):
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_every_method_trains_without_a_projection_head(fmnist, algorithm):
     """Two rounds: MOON and l2rep compare representations (here the 84 features)."""
-    config = fmnist_config(algorithm=algorithm, projection_head=False, rounds=2)
+    config = fmnist_config(
+        algorithm=algorithm, projection_head=False, rounds=2, **batchnorm_model_for(algorithm)
+    )
     run = FederatedRun(config, fmnist)
     assert isinstance(run.global_model.head, torch.nn.Identity)
     assert n_params(run.global_model) == n_params(run.global_model.encoder) + linear(84, 10)

@@ -34,7 +34,7 @@ from federated.execution.packed_model import (
 )
 from federated.models import FedConModel, build_model
 from federated.registry import ALGORITHM_PATHS, load_method
-from tests.conftest import tiny
+from tests.conftest import batchnorm_model_for, tiny
 from tests.test_round_loop import results
 
 WEIGHT_ATOL = 1e-6
@@ -84,7 +84,7 @@ def packable_methods() -> dict[str, dict]:
     cases = {}
     for name in [*ALGORITHM_PATHS, *PLUGIN_METHODS]:
         if load_method("algorithm", name).packable:
-            cases[name] = dict(algorithm=name)
+            cases[name] = dict(algorithm=name, **batchnorm_model_for(name))
     cases["moon prev_models=3"] = dict(algorithm="moon", prev_models=3)
     return cases
 
@@ -114,7 +114,12 @@ def test_one_local_training_packed_gives_the_sequential_weights(method, syntheti
     moved = max(float((by_sequential[k] - before[k]).abs().max()) for k in before)
     worst = max(float((by_sequential[k] - by_packed[k]).abs().max()) for k in before)
     assert moved > 1e-3
-    assert worst <= WEIGHT_ATOL, worst
+    # a BatchNorm model kept local per party (FedBN) normalises by each batch's own
+    # statistics, which grouped convolutions sum in another float order, and its BatchNorm
+    # entries are not averaged over parties: 10 x, as for a party's own head
+    # (tests/test_personalised_methods.py); measured 2.2e-6 on an Intel Xeon
+    tolerance = 10 * WEIGHT_ATOL if "model" in packable_methods()[method] else WEIGHT_ATOL
+    assert worst <= tolerance, worst
 
 
 def test_parties_of_unequal_sizes_and_below_a_batch(synthetic):

@@ -104,7 +104,7 @@ def test_overriding_a_varied_field_or_a_bad_value_is_rejected():
         (
             ["moon_mu", "--metric", "test_acc"],
             "error: --metric='test_acc' (allowed: val_acc, val_loss, val_srcc, val_plcc, "
-            "val_mae, val_rmse)",
+            "val_mae, val_rmse, val_bin_acc, val_map50, val_map)",
         ),
         (
             ["moon_mu", "--search", "optuna", "--set", "val_fraction=0"],
