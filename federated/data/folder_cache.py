@@ -37,8 +37,11 @@ def cache_entry_path(root: Path, key: str, data_root: str | os.PathLike | None) 
     return resolve_data_root(data_root) / CACHE_FOLDER / f"{folder_hash}-{key[:24]}.pt"
 
 
-def write_cache(path: Path, payload: dict[str, Any]) -> None:
-    """Write ``payload`` to ``path`` atomically and delete the folder's stale entries."""
+def write_cache(
+    path: Path, payload: dict[str, Any], error: type[Exception] = FolderDataError
+) -> None:
+    """Write ``payload`` to ``path`` atomically and delete the folder's stale entries; a
+    cache that cannot be written is ``error`` (the loader's own one-line error)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_torch_save(payload, path)
@@ -48,7 +51,7 @@ def write_cache(path: Path, payload: dict[str, Any]) -> None:
                 stale.unlink(missing_ok=True)
     except OSError as err:  # a file where the cache folder should be, a full disk ...
         where = err.filename or path
-        raise FolderDataError(
+        raise error(
             f"{where}: the decoded-image cache cannot be written ({err.strerror or err}); "
             "fix or remove it, or pass another --data-root"
         ) from None

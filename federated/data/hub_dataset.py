@@ -63,13 +63,13 @@ from federated.cli.hub_source import (
 from federated.data.catalog import DatasetSpec
 
 # the image folders' rules, shared so both sources hold and cache data alike
+from federated.data.folder_cache import write_cache
 from federated.data.folder_dataset import _holdout, _image_data, _read_cache, parse_image_size
 from federated.data.folder_decode import channel_stats, choose_size
 from federated.data.folder_layout import MIN_PARTY_IMAGES
 from federated.data.image_data import (
     DatasetUnavailable,
     ImageData,
-    atomic_torch_save,
     resolve_data_root,
 )
 from federated.data.party_field import parties_by_value
@@ -397,7 +397,7 @@ def load_hub(
     payload = _read_cache(cache_file, key)
     if payload is None:
         payload = _decode(name, splits, chosen, image_size, holdout_fraction, key)
-        _write_cache(cache_file, payload)
+        write_cache(cache_file, payload, HubDataError)
     data = _image_data(payload, name)  # a score task by its target names
     if "test" not in splits and holdout_fraction is None:  # the parties' splits test
         data = replace(data, spec=replace(data.spec, test_from_parties=True))
@@ -449,21 +449,6 @@ def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key
         "mean": list(mean),
         "std": list(std),
     }
-
-
-def _write_cache(path: Path, payload: dict[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_torch_save(payload, path)
-        prefix = path.name.split("-")[0] + "-"
-        for stale in path.parent.glob(prefix + "*.pt"):
-            if stale != path:
-                stale.unlink(missing_ok=True)
-    except OSError as err:
-        raise HubDataError(
-            f"{err.filename or path}: the decoded-image cache cannot be written "
-            f"({err.strerror or err}); fix or remove it, or pass another --data-root"
-        ) from None
 
 
 def hub_spec(
