@@ -84,7 +84,7 @@ def all_errored_sweep(tmp_path_factory) -> SweepRun:
 # The SIGKILL drill: moon_mu's 5 trials one at a time, a checkpoint every round, killed
 # (driver and all it started) once one trial has finished and the next has checkpointed
 # at least one round, then resumed (tests/test_sweep_ray.py, tests/test_fault_drill.py).
-KILLED_ROUNDS = 4
+KILLED_ROUNDS = 8  # a window of rounds 2-7 of the second trial to kill in
 KILLED_ARGS = (
     *("moon_mu", "--budget", "smoke", "--set", f"rounds={KILLED_ROUNDS}"),
     *("--set", "checkpoint_every=1", "--set", "data_fraction=0.02"),
@@ -104,13 +104,16 @@ class KilledSweep:
     resumed: subprocess.CompletedProcess
 
 
-def _wait_for(predicate, timeout: float) -> None:
+def wait_until(predicate, timeout: float) -> None:
+    """Poll ``predicate`` every 0.1 s (cheap: a few small files read) until it holds;
+    fail after ``timeout`` seconds.  The mid-trial windows the drills kill in are a few
+    rounds of a fraction of a second each, so a coarse poll can step over them."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if predicate():
             return
-        time.sleep(0.3)
-    raise AssertionError("timed out")
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s")
 
 
 @pytest.fixture(scope="session")
@@ -136,7 +139,7 @@ def killed_sweep(tmp_path_factory) -> KilledSweep:
         return bool(done) and bool(started)
 
     try:
-        _wait_for(one_done_next_checkpointed, timeout=300)
+        wait_until(one_done_next_checkpointed, timeout=300)
     finally:
         os.killpg(driver.pid, signal.SIGKILL)  # the driver and everything it started
         driver.wait()

@@ -12,7 +12,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import optuna
@@ -21,7 +20,7 @@ import pytest
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import run_rounds
 from study.plan import run_config_fields
-from tests.conftest_analysis import KILLED_ROUNDS
+from tests.conftest_analysis import KILLED_ROUNDS, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -149,15 +148,6 @@ def test_without_retries_a_failed_trial_errors_and_the_others_finish(all_errored
         "injected failure after round 1" in t["error"]
         for t in manifest(sweep_dir)["trials"].values()
     )
-
-
-def _wait_for(predicate, timeout: float) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError("timed out")
 
 
 def test_hard_killed_sweep_resumes_completely_without_duplicates(killed_sweep):
@@ -319,9 +309,9 @@ def test_a_lost_worker_node_restarts_its_trial_from_its_checkpoint_on_the_surviv
     trial is lost or duplicated and the manifest says finished."""
     args = [
         *("--vary", "lr=0.02,0.05", "--set", "algorithm=fedavg", "--budget", "smoke"),
-        # the smoke budget's data, not less: with 2% a round takes a fraction of the
-        # half-second poll and the trial can pass rounds 3-7 unseen (the test timed out)
-        *("--set", "rounds=8", "--set", "checkpoint_every=1", "--name", "lost"),
+        # the smoke budget's data, not less, and 16 rounds: a smoke round takes about a
+        # quarter of a second, and a narrower window was once passed unseen (timed out)
+        *("--set", "rounds=16", "--set", "checkpoint_every=1", "--name", "lost"),
     ]
     worker = two_nodes.with_worker()
     cmd = [
@@ -336,11 +326,11 @@ def test_a_lost_worker_node_restarts_its_trial_from_its_checkpoint_on_the_surviv
             trials = trial_dirs(sweep_dir) if sweep_dir.is_dir() else []
             for trial in trials:
                 rows = raw_rows(trial)
-                if 3 <= len(rows) < 8 and rows[-1]["node_id"] == worker.node_id:
+                if 3 <= len(rows) < 16 and rows[-1]["node_id"] == worker.node_id:
                     return True
             return False
 
-        _wait_for(worker_trial_mid_run, timeout=400)
+        wait_until(worker_trial_mid_run, timeout=400)
         two_nodes.remove_worker()
         output, _ = driver.communicate(timeout=600)
         assert driver.returncode == 0, output[-3000:]
@@ -354,7 +344,7 @@ def test_a_lost_worker_node_restarts_its_trial_from_its_checkpoint_on_the_surviv
     nodes = {row["node_id"] for t in trials for row in raw_rows(t)}
     assert worker.node_id in nodes and len(nodes) == 2
     for trial in trials:
-        assert sorted(rounds(trial)) == list(range(1, 9))
-        accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, 9)]
+        assert sorted(rounds(trial)) == list(range(1, 17))
+        accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, 17)]
         assert accuracies == reference_accuracies(trial)
         assert manifest(sweep_dir)["trials"][trial.name]["outcome"] == "completed"
