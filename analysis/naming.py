@@ -19,6 +19,12 @@ METHODS: dict[str, str] = {
     "l2rep": "ℓ2 on representations",
     "fednova": "FedNova",
     "feddyn": "FedDyn",
+    "fedper": "FedPer",
+    "fedrep": "FedRep",
+    "lg-fedavg": "LG-FedAvg",
+    "ditto": "Ditto",
+    "apfl": "APFL",
+    "fedbn": "FedBN",
 }
 
 DATASETS: dict[str, str] = {
