@@ -24,7 +24,9 @@ image's sides); SSDlite resizes to its 320 pixels.
 
 Every detector is built with ``weights=None, weights_backbone=None``: torchvision's
 builders otherwise download ImageNet weights.  A pretrained start is the run's ``init``
-(:mod:`federated.models.pretrained_start`): a state-dict file of the same detector.
+(:mod:`federated.models.pretrained_start`): a state-dict file of the same detector, a
+shipped start, or torchvision's COCO or backbone weights from the torch cache
+(:mod:`federated.models.detector_weights`), copied into this same architecture.
 Without backbone weights torchvision's detectors use trainable ``BatchNorm2d`` (running
 statistics and a ``num_batches_tracked`` counter are buffers of the state).
 """

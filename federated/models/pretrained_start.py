@@ -9,7 +9,8 @@
 * ``fedsweep:NAME``, a start shipped with fedsweep (``federated/models/starts/NAME.pt``,
   made by ``examples/pretrain_start.py``);
 * ``torchvision:WEIGHTS`` (``DEFAULT``, ``IMAGENET1K_V1``, ...), the named weights of the
-  run's ``model=torchvision:ARCH``, read from the torch cache
+  run's ``model=torchvision:ARCH``, or of a torchvision detector (its COCO weights or its
+  backbone's ImageNet ones, :mod:`federated.models.detector_weights`), read from the torch cache
   (``$TORCH_HOME/hub/checkpoints``, default ``~/.cache/torch/hub/checkpoints``) and
   downloaded into it where they are missing and the machine is online.
 
@@ -26,6 +27,9 @@ their ImageNet classifier is dropped (fedsweep's output layer replaces it) and t
 layers fedsweep adapts to the data (a first convolution for other channels, the CIFAR
 stem on small images) keep their fresh initialisation, named in the same notice, except a
 grey-scale first convolution of the same kernel, which takes the RGB kernels' sum.
+A detector's start (any kind) may differ from the model in its class layers (another
+class count: COCO's 91 against the task's), which then stay fresh, named in the notice;
+a backbone's weights leave every layer outside the backbone fresh, named by module.
 
 Applying a start draws no random numbers: the model is built from the run's ``init``
 stream exactly as without a start, then the matched tensors are copied in, so every other
@@ -45,6 +49,16 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from federated.models.detection import is_detector
+from federated.models.detector_weights import (
+    BACKBONE_BODY,
+    DETECTOR_PREFIX,
+    DetectorWeightsError,
+    backbone_tensors,
+    class_layers,
+    detector_weights,
+    is_backbone_weights,
+)
 from federated.models.import_path import TORCHVISION_PREFIX
 from federated.runtime.atomic_file import atomic_open
 
@@ -79,12 +93,18 @@ class StartWeights:
 
     ``tensors`` are named as the fedsweep model names them (``encoder.`` added to an
     encoder-only file's names).  ``fresh_layers``: layers fedsweep adapted to the data,
-    whose weights it keeps fresh (torchvision weights only).  ``source`` is the file read."""
+    whose weights it keeps fresh (torchvision weights only).  ``source`` is the file read.
+    ``class_layers``: a detector's layers with one output per class, kept fresh where the
+    start has another class count.  ``covers``: the name prefix of the model's tensors the
+    start sets ("" for all); the model's tensors outside it stay fresh (a detector's
+    backbone weights)."""
 
     tensors: dict[str, torch.Tensor]
     source: Path
     encoder_only: bool
     adapted: frozenset[str] = frozenset()
+    class_layers: frozenset[str] = frozenset()
+    covers: str = ""
 
 
 @dataclass(frozen=True)
@@ -97,6 +117,8 @@ class StartMatch:
     fresh_head: tuple[str, ...]
     fresh_adapted: tuple[str, ...]
     unused_head: tuple[str, ...] = ()
+    fresh_classes: tuple[str, ...] = ()
+    fresh_uncovered: tuple[str, ...] = ()
 
     def notice(self, init: str) -> str | None:
         """The one notice line, or None when the start sets every layer."""
@@ -107,6 +129,12 @@ class StartMatch:
             )
         if self.fresh_adapted:
             parts.append("layers adapted to the data: " + ", ".join(self.fresh_adapted))
+        if self.fresh_classes:
+            parts.append(
+                "class layers of another class count in the start: " + ", ".join(self.fresh_classes)
+            )
+        if self.fresh_uncovered:
+            parts.append("modules outside the start's backbone: " + ", ".join(self.fresh_uncovered))
         text = "; ".join(parts)
         if parts:
             text = "freshly initialised from the run's seed, " + text
@@ -237,6 +265,8 @@ def start_weights(init: str, model: str) -> StartWeights:
     where the start is an encoder's); :class:`StartError` where they cannot be read."""
     path = start_file(init, model)
     tensors = read_state_dict(path)
+    if is_detector(model):
+        return _detector_start(init, model, tensors, path)
     if start_kind(init) == "torchvision":
         arch = model[len(TORCHVISION_PREFIX) :]
         classifier = _torchvision_classifier(arch)
@@ -250,6 +280,28 @@ def start_weights(init: str, model: str) -> StartWeights:
     if any(k.startswith((ENCODER_PREFIX, *HEAD_PREFIXES)) for k in tensors):
         return StartWeights(tensors, path, encoder_only=False)
     return StartWeights({ENCODER_PREFIX + k: v for k, v in tensors.items()}, path, True)
+
+
+def _detector_start(
+    init: str, model: str, tensors: dict[str, torch.Tensor], path: Path
+) -> StartWeights:
+    """A detector's start: a fedsweep detector's state dict (``detector.*``, ``head.*``),
+    a bare torchvision detector's (named as torchvision names it: ``detector.`` added),
+    or a backbone's ImageNet weights (renamed into the backbone's body)."""
+    classes = class_layers(model)
+    if start_kind(init) == "torchvision" and is_backbone_weights(
+        _torchvision_weights(init, model), model
+    ):
+        return StartWeights(
+            backbone_tensors(tensors, model),
+            path,
+            encoder_only=False,
+            class_layers=classes,
+            covers=BACKBONE_BODY,
+        )
+    if not any(k.startswith((DETECTOR_PREFIX, *HEAD_PREFIXES)) for k in tensors):
+        tensors = {DETECTOR_PREFIX + k: v for k, v in tensors.items()}
+    return StartWeights(tensors, path, encoder_only=False, class_layers=classes)
 
 
 # ------------------------------------------------------------------------ matching
@@ -269,6 +321,8 @@ def match_start(model: nn.Module, weights: StartWeights, init: str) -> StartMatc
     copied: dict[str, torch.Tensor] = {}
     fresh_head: list[str] = []
     fresh_adapted: list[str] = []
+    fresh_classes: list[str] = []
+    fresh_uncovered: list[str] = []
     for name, mine in own.items():
         layer = name.rsplit(".", 1)[0]
         theirs = weights.tensors.get(name)
@@ -276,6 +330,10 @@ def match_start(model: nn.Module, weights: StartWeights, init: str) -> StartMatc
             if theirs is None or theirs.shape != mine.shape:
                 _add_once(fresh_head, layer)
                 continue
+        elif theirs is None and not name.startswith(weights.covers):
+            # a backbone's weights: the FPN, RPN and heads start fresh (by module)
+            _add_once(fresh_uncovered, ".".join(name.split(".")[:3]))
+            continue
         elif theirs is None:
             if name.endswith(COUNTER_SUFFIX):
                 continue
@@ -283,6 +341,9 @@ def match_start(model: nn.Module, weights: StartWeights, init: str) -> StartMatc
                 f"{init}: the start has no weights for layer {_plain(name, weights)} "
                 f"{tuple(mine.shape)}"
             )
+        elif theirs.shape != mine.shape and layer in weights.class_layers:
+            _add_once(fresh_classes, layer)  # e.g. COCO's 91 classes, the task's own
+            continue
         elif theirs.shape != mine.shape:
             if layer in weights.adapted:
                 summed = _grey_kernel(theirs, mine)
@@ -305,10 +366,17 @@ def match_start(model: nn.Module, weights: StartWeights, init: str) -> StartMatc
             )
         copied[name] = theirs
     # a layer whose weight stayed fresh keeps all of its tensors fresh (its bias too)
-    for layer in (*fresh_head, *fresh_adapted):
+    for layer in (*fresh_head, *fresh_adapted, *fresh_classes):
         for name in [n for n in copied if n.rsplit(".", 1)[0] == layer]:
             del copied[name]
-    return StartMatch(copied, tuple(fresh_head), tuple(fresh_adapted), tuple(unused_head))
+    return StartMatch(
+        copied,
+        tuple(fresh_head),
+        tuple(fresh_adapted),
+        tuple(unused_head),
+        tuple(fresh_classes),
+        tuple(fresh_uncovered),
+    )
 
 
 def apply_start(model: nn.Module, init: str, model_name: str) -> str | None:
@@ -359,6 +427,11 @@ def _torchvision_weights(init: str, model: str):
     import torchvision.models
 
     wanted = init[len(TORCHVISION_PREFIX) :]
+    if is_detector(model):
+        try:
+            return detector_weights(wanted, model)
+        except DetectorWeightsError as err:
+            raise StartError(str(err)) from None
     if not model.startswith(TORCHVISION_PREFIX):
         raise StartError(
             f"named torchvision weights need model=torchvision:ARCH (the model is {model})"
@@ -369,9 +442,11 @@ def _torchvision_weights(init: str, model: str):
     except (ValueError, KeyError):
         raise StartError(f"torchvision model {arch!r} has no named weights") from None
     names = ["DEFAULT", *enum.__members__]
-    if wanted not in names:
+    # the enum's own name may qualify the member (ResNet18_Weights.IMAGENET1K_V1)
+    member = wanted.removeprefix(enum.__name__ + ".")
+    if member not in names:
         raise StartError(f"{enum.__name__} has no weights {wanted!r} (named: {', '.join(names)})")
-    return enum[wanted] if wanted != "DEFAULT" else enum.DEFAULT
+    return enum[member] if member != "DEFAULT" else enum.DEFAULT
 
 
 def torchvision_cache_file(init: str, model: str) -> Path:
@@ -391,9 +466,9 @@ def _torchvision_file(init: str, model: str) -> Path:
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:120]
         raise StartError(
             f"{weights} are not in the torch cache (looked for {path}) and the download "
-            f'failed ({reason}): on a machine online, run python -c "import torchvision; '
-            f'torchvision.models.{weights}.get_state_dict()" and copy the file there '
-            "(TORCH_HOME moves the cache)"
+            f'failed ({reason}): on a machine online, run python -c "import '
+            f'{type(weights).__module__} as m; m.{weights}.get_state_dict()" and copy the '
+            "file there (TORCH_HOME moves the cache)"
         ) from None
     return path
 
