@@ -228,3 +228,11 @@ def test_weights_a_detector_does_not_have_are_refused_listing_those_it_has(
     line = str(caught.value)
     assert caught.value.field == "init" and "\n" not in line and words in line
     assert not any(torch_home.rglob("*"))
+
+
+def test_a_classification_models_weights_may_be_qualified_by_their_enum(torch_home):
+    named = "torchvision:ResNet18_Weights.IMAGENET1K_V1"
+    plain = "torchvision:IMAGENET1K_V1"
+    model = "torchvision:resnet18"
+    assert torchvision_cache_file(named, model) == torchvision_cache_file(plain, model)
+    assert torchvision_cache_file(named, model).name == "resnet18-f37072fd.pth"
