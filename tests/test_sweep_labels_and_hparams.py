@@ -70,6 +70,7 @@ def test_a_quiet_optuna_sweep_labels_points_briefly_and_tables_typed_hparams(opt
         assert all(isinstance(v, float) for v in values.values())  # numbers, not text
         assert {"ray/tune/val_acc", "ray/tune/test_acc", "ray/tune/test_loss"} <= set(metrics)
         assert all(m.startswith(("ray/tune/val_", "ray/tune/test_")) for m in metrics)
+        assert "ray/tune/val_parties" not in metrics  # a count of parties, not a score
         final = json.loads((trial / "result.json").read_text().splitlines()[-1])
         assert last["ray/tune/test_acc"] == pytest.approx(final["test_acc"], abs=1e-6)
         assert last["ray/tune/val_acc"] == pytest.approx(final["val_acc"], abs=1e-6)

@@ -113,6 +113,9 @@ class WandbTrialRuns(WandbLoggerCallback):
 SCALAR_PREFIX = "ray/tune/"
 # The metrics the HPARAMS tab tables and plots: the final validation and test values.
 HPARAM_METRIC_PREFIXES = ("val_", "test_")
+# row columns under those prefixes that count rather than score: the parties that
+# validated this round (a constant axis in the parallel-coordinates view)
+HPARAM_NOT_METRICS = frozenset({"val_parties"})
 
 
 class SweepTensorBoard(TBXLoggerCallback):
@@ -148,6 +151,7 @@ class SweepTensorBoard(TBXLoggerCallback):
             SCALAR_PREFIX + key.removeprefix(SCALAR_PREFIX): float(value)
             for key, value in result.items()
             if key.removeprefix(SCALAR_PREFIX).startswith(HPARAM_METRIC_PREFIXES)
+            and key.removeprefix(SCALAR_PREFIX) not in HPARAM_NOT_METRICS
             and isinstance(value, numbers.Real)
             and not isinstance(value, bool)
         }
