@@ -20,22 +20,40 @@ def _starts_ray(path: Path) -> bool:
     return any(mark in text for mark in ("study.sweep", "import ray", "from ray", "sweep("))
 
 
+#: the two xdist groups of the slow tests that start real Ray clusters (see below)
+SHARED_SWEEP_GROUP = "ray"
+OTHER_RAY_GROUP = "ray-2"
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the marks
 def pytest_collection_modifyitems(config, items) -> None:
     """Under pytest-xdist (``--dist loadgroup``, scripts/test.sh) the slow tests that
-    start real Ray clusters form one group, run one after another on one worker: two
-    clusters at once would fight over the machine's two cores (and time out).  The other
+    start real Ray clusters form two groups, each run one test after another on one
+    worker: the modules that read the session's shared sweeps (tests/conftest_analysis.py;
+    a session fixture lives in one worker, so they must share it) and the other Ray
+    modules.  The two groups start together, one per worker, so at most two local Ray
+    clusters share the two cores at a time (as two users' sweeps side by side do); with
+    one group the other worker sat idle for minutes once the rest was done.  The other
     slow tests (real-image training) spread over the workers like the fast ones; a test
     that names its own group (a slow test without Ray in such a module) keeps it."""
-    seen: dict[Path, bool] = {}
+    from tests.conftest_analysis import SHARED_SWEEPS
+
+    starts_ray: dict[Path, bool] = {}
+    reads_shared: dict[Path, bool] = {}
+    for item in items:
+        path = Path(str(item.fspath))
+        shares = bool(SHARED_SWEEPS & set(getattr(item, "fixturenames", ())))
+        reads_shared[path] = reads_shared.get(path, False) or shares
     for item in items:
         if item.get_closest_marker("slow") is None or item.get_closest_marker("xdist_group"):
             continue
         path = Path(str(item.fspath))
-        if path not in seen:
-            seen[path] = _starts_ray(path)
-        if seen[path]:
-            item.add_marker(pytest.mark.xdist_group("ray"))
+        if path not in starts_ray:
+            starts_ray[path] = _starts_ray(path)
+        if reads_shared[path]:  # its sweeps may be started by a test of another module
+            item.add_marker(pytest.mark.xdist_group(SHARED_SWEEP_GROUP))
+        elif starts_ray[path]:
+            item.add_marker(pytest.mark.xdist_group(OTHER_RAY_GROUP))
 
 
 def _group_names(item: pytest.Item) -> str:

@@ -49,6 +49,13 @@ class SweepRun:
         return cls(sweep_dir, proc.returncode, proc.stdout, proc.stderr)
 
 
+#: the session-scoped sweeps below: a session fixture lives in one xdist worker, so every
+#: test module that reads one runs in the same xdist group (tests/conftest.py)
+SHARED_SWEEPS = frozenset(
+    {"moon_mu_smoke", "moon_mu_smoke_sweep", "all_errored_sweep", "killed_sweep", "optuna_search"}
+)
+
+
 @pytest.fixture(scope="session")
 def moon_mu_smoke(tmp_path_factory) -> SweepRun:
     """``python -m study.sweep moon_mu --budget smoke`` (5 trials, 2 rounds, 1 seed): what
