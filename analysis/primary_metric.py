@@ -60,6 +60,10 @@ REPORTED_BESIDE: dict[str, tuple[str, ...]] = {SCORE: SCORE_REPORTED}
 #: per task, what a rounds-to-reach table calls the baseline's target where the task's
 #: words are not ``final <noun>`` (classification keeps the paper's "final accuracy")
 FINAL_WORDS: dict[str, str] = {CLASSIFICATION: "final accuracy"}
+#: per task, what a model that has learned nothing records on its metrics where the task
+#: has no chance level (a detector that finds no object scores mAP 0): a rounds-to-reach
+#: target no better than it is reached by any round, so that table gives no speed-up
+NOTHING_LEARNED: dict[str, float] = {DETECTION: 0.0}
 #: per task, the sentence the report's *Runs* section adds on how to read its metrics
 READING_NOTES: dict[str, str] = {
     SCORE: (
@@ -101,6 +105,12 @@ class Metric(MetricSpec):
     def sign(self) -> float:
         """+1 where higher is better, -1 where lower is: ``sign × value`` ranks upwards."""
         return 1.0 if self.higher_is_better else -1.0
+
+    @property
+    def nothing_learned(self) -> float | None:
+        """What a model that has learned nothing records (:data:`NOTHING_LEARNED`), or
+        None where the task gives no such value (a chance level applies instead, or none)."""
+        return NOTHING_LEARNED.get(self.task)
 
     @property
     def scale(self) -> float:

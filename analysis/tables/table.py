@@ -459,14 +459,23 @@ def _unlearned_targets(
     metric: Metric = ACCURACY,
 ) -> dict[tuple, tuple[float, float]]:
     """``{column key: (lowest target, chance %)}`` for column groups whose baseline has
-    not learned (a target below chance + :data:`LEARNED_MARGIN` points); none for a
-    metric without a chance level."""
+    not learned (a target below chance + :data:`LEARNED_MARGIN` points); for a metric
+    without a chance level, ``(target, NaN)`` where a target is no better than what
+    nothing learned records (:attr:`Metric.nothing_learned`: detection's mAP 0), else
+    none."""
     out: dict[tuple, tuple[float, float]] = {}
-    if per_seed.empty or not metric.chance:
+    floor = metric.nothing_learned
+    if per_seed.empty or not (metric.chance or floor is not None):
         return out
     groups = (
         per_seed.groupby(list(columns), dropna=False, sort=False) if columns else [((), per_seed)]
     )
+    if not metric.chance:
+        for key, group in groups:
+            worst = float((metric.sign * group["target"]).min()) * metric.sign
+            if metric.sign * worst <= metric.sign * floor:  # every round reaches it
+                out[key if isinstance(key, tuple) else (key,)] = (worst, math.nan)
+        return out
     datasets = set(trials["dataset"]) if "dataset" in trials else set()
     for key, group in groups:
         key = key if isinstance(key, tuple) else (key,)
@@ -756,7 +765,9 @@ def _communication_display(
         if key in unlearned:
             lowest, chance = unlearned[key]
             display.iat[ri, ci] = (
-                f"no target: {base_name} {metric.show(lowest)}% < chance {chance:.0f}% "
+                f"no target: {base_name} {metric.show(lowest)} (nothing learned)"
+                if math.isnan(chance)
+                else f"no target: {base_name} {metric.show(lowest)}% < chance {chance:.0f}% "
                 f"+ {LEARNED_MARGIN:.0f}"
             )
             display.iat[ri, ci + 1] = "none (baseline not learned)"
@@ -834,10 +845,22 @@ def _communication_notes(
             f"Rounds and speed-ups are given only where the baseline has learned: every "
             f"target at least {LEARNED_MARGIN:.0f} points above chance (1/classes)."
         )
-    if unlearned:
+    floor = metric.nothing_learned
+    if floor is not None and not metric.chance:
+        notes.append(
+            "Rounds and speed-ups are given only where the baseline has learned: every "
+            f"target above {metric.show(floor)}, what a model that has learned nothing records."
+        )
+    if unlearned and metric.chance:
         notes.append(
             f"No speed-up in {len(unlearned)} column(s): {base_name}'s final accuracy there "
             "is near chance, so reaching it says nothing about a method."
+        )
+    elif unlearned:
+        notes.append(
+            f"No speed-up in {len(unlearned)} column(s): {base_name}'s final {metric.noun} "
+            f"there is {metric.show(floor)} in a seed (nothing learned), which every round "
+            "reaches, so reaching it says nothing about a method."
         )
     fallback = not per_seed.empty and (per_seed["target_source"] == "mean over seeds").any()
     if fallback and target == "per-seed":
