@@ -4,6 +4,7 @@ method beside FedAvg's packed round (issue 40).
     python -m benchmarks.personalised_rounds                  # laptop settings, Fashion-MNIST
     python -m benchmarks.personalised_rounds --quick          # seconds (the test's size)
     python -m benchmarks.personalised_rounds --json out.json  # the numbers as JSON too
+    python -m benchmarks.personalised_rounds --personal-test-every 5 --rounds 10
 
 Settings: the ``personalisation`` study's at the laptop budget — Fashion-MNIST, 10
 parties, Dir(0.5), 20% of the training data, half the test set, a 20% local test split
@@ -18,6 +19,14 @@ the measured rounds; the ratio is the method's median round over its baseline's
 method scores every party's own model on the pooled test set as well as on its own test
 split: N evaluations where FedAvg makes one); ``train ratio`` is the same over the
 training seconds alone.  The done-when is a round ratio of at most 1.10.
+
+A party model that shares the global model's encoder (FedPer) is scored through it:
+the encoder runs once per test batch for all parties
+(:mod:`federated.evaluation.shared_stages`).  ``--personal-test-every k`` sets the runs'
+``personal_test_every``: own models are scored on the pooled test set every k-th round
+only, so a figure is then the *mean* over the measured rounds (use a multiple of k),
+and each run has one round more than is measured, so that the run's last round, which
+is always scored, is not among them.
 
 FedRep, Ditto and APFL cannot pack: the benchmark builds each one's run, checks that it
 trains on the sequential path, and prints the method's own reason instead of a ratio.
@@ -58,7 +67,8 @@ TARGET_RATIO = 1.10  # the issue's done-when: within 10% of FedAvg's packed roun
 
 @dataclass(frozen=True)
 class MethodRound:
-    """One method's packed round beside its FedAvg baseline (seconds are medians)."""
+    """One method's packed round beside its FedAvg baseline (seconds are medians, or
+    means with ``personal_test_every`` > 1)."""
 
     algorithm: str
     model: str
@@ -91,6 +101,8 @@ class Benchmark:
     rounds_measured: int
     warmup_rounds: int
     target_ratio: float
+    personal_test_every: int  # own models scored on the pooled test set every k-th round
+    statistic: str  # "median" (k = 1) or "mean" (k > 1) over the measured rounds
     methods: list[MethodRound]
 
 
@@ -101,7 +113,8 @@ def run_config(args: argparse.Namespace, algorithm: str, model: str) -> RunConfi
             algorithm=algorithm,
             dataset=args.dataset,
             model=model,
-            rounds=args.warmup_rounds + args.rounds,
+            # k > 1: the always-scored last round is not measured (module docstring)
+            rounds=args.warmup_rounds + args.rounds + (args.personal_test_every > 1),
             n_parties=args.parties,
             beta=0.5,
             local_epochs=args.local_epochs,
@@ -114,6 +127,7 @@ def run_config(args: argparse.Namespace, algorithm: str, model: str) -> RunConfi
             threads=args.threads,
             seed=args.seed,
             checkpoint_every=0,
+            personal_test_every=args.personal_test_every,
         )
     ).resolved()
 
@@ -132,6 +146,10 @@ def build_run(config: RunConfig, data: Any) -> tuple[FederatedRun, str]:
 
 def median(rows: list[dict[str, Any]], key: str) -> float:
     return float(statistics.median(row[key] for row in rows))
+
+
+def mean(rows: list[dict[str, Any]], key: str) -> float:
+    return float(statistics.fmean(row[key] for row in rows))
 
 
 def measure(args: argparse.Namespace) -> Benchmark:
@@ -158,18 +176,20 @@ def measure(args: argparse.Namespace) -> Benchmark:
                 raise RuntimeError(f"{key[0]} on {key[1]} diverged; its timing is meaningless")
             rows[key].append(row)
 
+    # with scoring every k-th round, a round's cost is the mean over k rounds
+    typical = median if args.personal_test_every == 1 else mean
     methods = []
     for algorithm, model in PACKED_METHODS:
         own, base = rows[(algorithm, model)], rows[(BASELINE, model)]
-        ratio = median(own, "round_seconds") / median(base, "round_seconds")
+        ratio = typical(own, "round_seconds") / typical(base, "round_seconds")
         methods.append(
             MethodRound(
                 algorithm, model, "packed", "",
-                median(own, "round_seconds"), median(own, "train_seconds"),
-                median(own, "eval_seconds"), median(base, "round_seconds"),
-                median(base, "train_seconds"), median(base, "eval_seconds"),
+                typical(own, "round_seconds"), typical(own, "train_seconds"),
+                typical(own, "eval_seconds"), typical(base, "round_seconds"),
+                typical(base, "train_seconds"), typical(base, "eval_seconds"),
                 ratio, ratio <= TARGET_RATIO,
-                median(own, "train_seconds") / median(base, "train_seconds"),
+                typical(own, "train_seconds") / typical(base, "train_seconds"),
             )
         )
     for algorithm in SEQUENTIAL_METHODS:
@@ -195,6 +215,8 @@ def measure(args: argparse.Namespace) -> Benchmark:
         rounds_measured=args.rounds,
         warmup_rounds=args.warmup_rounds,
         target_ratio=TARGET_RATIO,
+        personal_test_every=args.personal_test_every,
+        statistic="median" if args.personal_test_every == 1 else "mean",
         methods=methods,
     )
 
@@ -225,8 +247,9 @@ def render(result: Benchmark) -> str:
         f"E={result.local_epochs}, batch {result.batch_size}; packed rounds beside "
         f"FedAvg's packed round on the same model",
         f"machine: {result.machine}, device {result.device}, {result.threads} torch "
-        f"thread(s); medians over {result.rounds_measured} alternating rounds after "
-        f"{result.warmup_rounds} warm-up round(s)",
+        f"thread(s); {result.statistic}s over {result.rounds_measured} alternating rounds "
+        f"after {result.warmup_rounds} warm-up round(s); own models scored on the pooled "
+        f"test set every {result.personal_test_every} round(s)",
         format_table(packed, COLUMNS),
     ]
     for method in result.methods:
@@ -252,6 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument(
+        "--personal-test-every",
+        type=int,
+        default=1,
+        help="the runs' personal_test_every: own models on the pooled test set every k rounds",
+    )
     parser.add_argument("--quick", action="store_true", help="a tiny run (seconds): the test's")
     parser.add_argument("--json", type=Path, help="also write the numbers here as JSON")
     return parser
@@ -262,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     2 for a bad option."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    for name in ("rounds", "parties", "local_epochs", "batch_size", "threads"):
+    counts = ("rounds", "parties", "local_epochs", "batch_size", "threads", "personal_test_every")
+    for name in counts:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.warmup_rounds < 0:

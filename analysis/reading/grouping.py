@@ -35,6 +35,7 @@ NOT_CONDITIONS = frozenset(
         "checkpoint_every",
         "fail_at_round",
         "party_scores_every",
+        "personal_test_every",
         "representations_at",
         "data_root",
         "seed",

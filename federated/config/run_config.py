@@ -308,6 +308,14 @@ class RunConfig:
             "k rounds and the last (0: off); validation runs on the same rounds, and the last"
         ),
     )
+    personal_test_every: int = field(
+        default=1,
+        metadata=_execution(
+            "score each party's own model (a personalised method's) on the pooled test set "
+            "every k rounds and the last; the rows between hold NaN test_ values "
+            "(N passes over the test set per scored round, where FedAvg makes one)"
+        ),
+    )
     representations_at: str | None = field(
         default=None,
         metadata=_execution(

@@ -308,6 +308,7 @@ class FederatedRun:
             config.rounds,
             config.party_scores_every,
             tuner,
+            config.personal_test_every,
         )
 
     # what the run's files and checkpoints read of its evaluation

@@ -7,7 +7,8 @@ Keys of :meth:`RoundRow.as_dict`, in this order (stable across rounds of a run):
 ``test_<metric>``    the task's test values (federated/tasks/): ``test_acc``, top-1
                      accuracy, a fraction in [0, 1], and ``test_loss``, the mean
                      cross-entropy, for classification (global model; a personal-model
-                     method such as SOLO: the mean over the parties' own models)
+                     method such as SOLO: the mean over the parties' own models, NaN
+                     on rounds ``personal_test_every`` skips)
 ``train_loss``       mean over drawn parties of their mean batch cross-entropy
 ``con_loss``         same for MOON's contrastive term (NaN where not computed)
 ``<part>_loss``      any other loss part a method logs (``prox``, ``l2``)

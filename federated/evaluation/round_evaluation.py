@@ -9,6 +9,12 @@ model is scored on the test set, its validation split and its local test split, 
 row reports the mean over parties (the test set) and the size-weighted values
 (validation), as :func:`~federated.evaluation.validation.combined_scores` combines them.
 
+Parties' own models on the pooled test set run the stages they share with the global
+model once for all of them (:mod:`federated.evaluation.shared_stages`), and only on the
+rounds ``personal_test_every`` names (every k-th and the last; the rows of the others
+hold NaN ``test_`` and ``party_<stem>/i`` values: it costs N passes where the global
+model's costs one).
+
 Timing: validation follows the per-party scoring period (``party_scores_every``) and
 always scores the last round; the local test splits are scored on the scoring period's
 rounds.  The latest validation is carried into the rows of rounds that do not validate
@@ -40,6 +46,7 @@ from federated.evaluation.fairness import fairness_block, no_fairness_block
 from federated.evaluation.fine_tuning import FineTuner
 from federated.evaluation.party_scores import PartyScorer, scoring_due
 from federated.evaluation.scoring import evaluate
+from federated.evaluation.shared_stages import SharedStages
 from federated.evaluation.validation import SplitEvaluator, combined_scores
 from federated.tasks.base import Scores, Task
 
@@ -75,6 +82,7 @@ class RoundEvaluation:
         rounds: int,
         scoring_every: int,
         tuner: FineTuner | None = None,
+        personal_test_every: int = 1,
     ) -> None:
         self.task = task
         self.test_x, self.test_y = test
@@ -86,6 +94,9 @@ class RoundEvaluation:
         self.rounds = rounds
         self.scoring_every = scoring_every
         self.tuner = tuner
+        #: rounds whose parties' own models are scored on the pooled test set: every
+        #: k-th and the last (1: every round)
+        self.personal_test_every = personal_test_every
         #: the parties' own validation splits (not the server's one slice)
         self.per_party_validation = validator is not None and len(validator.split.sizes) == len(
             party_scorer.shares
@@ -117,6 +128,10 @@ class RoundEvaluation:
             return None
         return self.validator.chosen_parties()
 
+    def personal_test_due(self, round_number: int) -> bool:
+        """Whether parties' own models are scored on the pooled test set this round."""
+        return scoring_due(round_number, self.personal_test_every, self.rounds)
+
     # -------------------------------------------------------------- evaluation
     def test_scores(self, model: torch.nn.Module) -> Scores:
         """``model`` on the run's test set (pooled)."""
@@ -145,7 +160,7 @@ class RoundEvaluation:
         if not parties or model_of(parties[0]) is None:
             results = self._global(round_number, global_model)
         else:
-            results = self._personal(round_number, parties, model_of)
+            results = self._personal(round_number, global_model, parties, model_of)
         results.columns.update(self._local_fairness())
         return results
 
@@ -170,16 +185,41 @@ class RoundEvaluation:
             self.local_test_metrics = {k: own.party_values[k] for k in self.extra_stems}
         return results
 
-    def _personal(self, round_number: int, parties: list[int], model_of: ModelOf) -> RoundResults:
-        """Each party's own model on the test set, its validation and local test splits."""
+    def _personal(
+        self,
+        round_number: int,
+        global_model: torch.nn.Module,
+        parties: list[int],
+        model_of: ModelOf,
+    ) -> RoundResults:
+        """Each party's own model on the test set, its validation and local test splits.
+
+        The stages a party's model shares with the global model (FedPer's encoder) run
+        once for all parties (:mod:`federated.evaluation.shared_stages`; the same scores
+        bit for bit); a party sharing none is scored whole.  On rounds that
+        ``personal_test_every`` skips, the test set is not scored: NaN test columns."""
         val_parties = self.validation_parties(round_number)
         tests: dict[int, dict[str, float]] = {}
         own_validation: dict[int, Scores] = {}
+        pooled = self.personal_test_due(round_number)
+        shared = SharedStages(
+            global_model,
+            self.test_x,
+            self.test_y,
+            self.augmenter,
+            self.batch_size,
+            self.task.accumulator,
+        )
         for party in parties:
             model = model_of(party)
-            test = self.test_scores(model)
+            if pooled:
+                test = shared.scores(model)
+                if test is None:
+                    test = self.test_scores(model)
+                self.party_scorer.record(round_number, test, party)
+            else:
+                test = Scores(self.task.no_scores())
             tests[party] = test.values
-            self.party_scorer.record(round_number, test, party)
             self._own_splits(round_number, party, model, val_parties, own_validation)
         self._keep_validation(round_number, val_parties, own_validation)
         stem = self.spread_stem
