@@ -5,8 +5,10 @@ name its weights' url gives), the class-layer rule, and the offline refusal."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,12 +19,21 @@ from federated.config.run_config import RunConfig
 from federated.engine.round_loop import FederatedRun
 from federated.models import DETECTORS, build_model
 from federated.models.detector_weights import (
+    BACKBONE_BODY,
     BACKBONES,
     CLASS_LAYERS,
     TORCHVISION_DETECTORS,
     backbone_tensors,
+    class_layers,
 )
-from federated.models.pretrained_start import StartNotice, apply_start, torchvision_cache_file
+from federated.models.pretrained_start import (
+    StartNotice,
+    StartWeights,
+    apply_start,
+    match_start,
+    start_hashes,
+    torchvision_cache_file,
+)
 from federated.params import ConfigError
 from tests.detection_synthetic import NAME, boxes_data, register, spec
 
@@ -106,6 +117,39 @@ def test_every_imagenet_backbone_tensor_has_its_place_in_the_detector(name):
     assert classifier and len(placed) + len(classifier) == len(imagenet)  # only it is dropped
 
 
+@pytest.mark.parametrize("name", list(TORCHVISION_DETECTORS))
+def test_each_detectors_coco_and_backbone_layouts_match_all_but_the_class_layers(name):
+    """The layouts alone (a COCO detector's and an ImageNet backbone's tensors on the meta
+    device, as FrozenBatchNorm2d saves them: no step counters) against the model a run
+    builds: every layer matches but the class layers (COCO) or the modules outside the
+    backbone's body (ImageNet)."""
+    torch.manual_seed(0)
+    model = build_model(name, spec(8, 8), out_dim=16)
+    coco = {
+        "detector." + k: v
+        for k, v in _meta_state(name, COCO_CLASSES).items()
+        if not k.endswith("num_batches_tracked")
+    }
+    weights = StartWeights(coco, Path("coco.pth"), False, class_layers=class_layers(name))
+    match = match_start(model, weights, "torchvision:COCO_V1")
+    assert set(match.fresh_classes) == class_layers(name) and match.fresh_head == (
+        "head.0",
+        "head.2",
+    )
+    assert not match.fresh_uncovered and not match.fresh_adapted
+    assert len(match.copied) == len(coco) - 2 * len(class_layers(name))  # weight and bias each
+    if name not in BACKBONES:
+        return
+    with torch.device("meta"):
+        imagenet = torchvision.models.get_model(BACKBONES[name][0], weights=None).state_dict()
+    backbone = StartWeights(
+        backbone_tensors(imagenet, name), Path("imagenet.pth"), False, covers=BACKBONE_BODY
+    )
+    match = match_start(model, backbone, "torchvision:IMAGENET1K_V1")
+    assert set(match.copied) == {k for k in model.state_dict() if k.startswith(BACKBONE_BODY)}
+    assert "detector.backbone.fpn" in match.fresh_uncovered
+
+
 # ---------------------------------------------------------------- COCO weights
 def test_coco_weights_start_every_layer_but_the_class_layers(boxes, torch_home):
     """A stand-in COCO file (torchvision's architecture at 91 classes, seeded; without
@@ -147,6 +191,14 @@ def test_coco_weights_start_every_layer_but_the_class_layers(boxes, torch_home):
 
     row = run.run_round()
     assert math.isfinite(row["train_loss"]) and 0.0 <= row["test_map50"] <= 1.0
+    # the manifest's record: the cache file read and its sha256
+    hashes = start_hashes([{"init": COCO_FASTER_RCNN, "model": "fasterrcnn-mobilenet-v3"}])
+    assert hashes == {
+        COCO_FASTER_RCNN: {
+            "file": str(path),
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        }
+    }
 
 
 def test_a_backbone_start_sets_the_body_and_leaves_the_rest_as_without_it(boxes, torch_home):
