@@ -3,6 +3,7 @@ time its trial slots spent outside the rounds.
 
     python -m benchmarks.sweep_overhead results/moon_mu-laptop-20261126-101500
     python -m benchmarks.sweep_overhead DIR --launched 1795686600.2   # count Ray's start too
+    python -m benchmarks.sweep_overhead DIR --launched T0 --ended T1  # the command's wall time
     python -m benchmarks.sweep_overhead DIR --json                    # the numbers as JSON
 
 Read from the files a sweep leaves (so the demo's folder can be measured afterwards):
@@ -10,7 +11,8 @@ each trial's rows give its start (Tune's ``timestamp`` and ``time_total_s``, pin
 fraction of a second by :func:`benchmarks.side_by_side.trial_origin`) and each round's end
 and length (``round_seconds``: local training and the round's evaluation).  The sweep's
 span runs from ``--launched`` (the command's start, epoch seconds) or else the
-manifest's ``started`` (written once Ray is up, whole seconds) to the last round's end;
+manifest's ``started`` (written once Ray is up, whole seconds) to ``--ended`` (the
+command's end, epoch seconds) or else the last round's end;
 its capacity is that span times the trial slots (the machine's CPUs over each trial's,
 at most ``--max-concurrent``).  Everything in the capacity that is not a round is
 outside training, split into:
@@ -20,7 +22,10 @@ outside training, split into:
 * ``between_rounds``: inside trials, between rounds (reporting, checkpoints);
 * ``between_trials``: a slot's gap from one trial's last round to its next trial's start
   (the actor's end, a new actor's process and imports);
-* ``idle_end``: slots without a trial while the last ones finish (the last wave).
+* ``idle_end``: slots without a trial while the last ones finish (the last wave); the
+  share equally long trials would leave, ``last_wave_floor``, is printed beside it;
+* ``after``: every slot from the last round's end to ``--ended`` (the trials' and
+  Tune's end, the summary, Ray's stop).
 
 Units: seconds; shares are fractions of the capacity (slots x span).  Timestamps are
 whole seconds, so a trial boundary is known to about ±0.5 s.
@@ -65,14 +70,31 @@ class Overhead:
     between_rounds_s: float
     between_trials_s: float
     idle_end_s: float
+    after_s: float = 0.0
 
     @property
     def outside_share(self) -> float:
         """Fraction of the capacity spent outside rounds."""
         return 1.0 - self.rounds_s / self.capacity_s if self.capacity_s > 0 else 0.0
 
+    @property
+    def last_wave_floor(self) -> float:
+        """The ``idle_end`` share that equally long trials leave in any order, one trial
+        per slot: ``waves = ceil(trials / slots)``, and the last wave's empty slots,
+        ``slots * waves - trials`` trial lengths of the ``slots * waves`` the span holds
+        at best (15 trials on 2 slots: 1/16 = 6.25%).  Measured, it differs by how long
+        trials took: on a shared machine a trial left alone runs faster than one beside
+        another.  Only a last wave on the freed cores (more threads: other float
+        results) removes it."""
+        waves = -(-self.trials // self.slots)
+        return (self.slots * waves - self.trials) / (self.slots * waves)
+
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "outside_share": self.outside_share}
+        return {
+            **asdict(self),
+            "outside_share": self.outside_share,
+            "last_wave_floor": self.last_wave_floor,
+        }
 
 
 def trial_spans(sweep_dir: Path) -> list[TrialSpan]:
@@ -114,7 +136,9 @@ def slots_of(manifest: dict[str, Any], spans: list[TrialSpan]) -> int:
     return max(1, slots)
 
 
-def overhead(sweep_dir: Path, launched: float | None = None) -> Overhead:
+def overhead(
+    sweep_dir: Path, launched: float | None = None, ended: float | None = None
+) -> Overhead:
     """Where a finished sweep's capacity went (see the module docstring)."""
     manifest = json.loads((sweep_dir / MANIFEST).read_text())
     spans = trial_spans(sweep_dir)
@@ -134,7 +158,8 @@ def overhead(sweep_dir: Path, launched: float | None = None) -> Overhead:
             between += max(0.0, span.start - free[slot])
         first_of_slot[slot] = False
         free[slot] = max(free[slot], span.end)
-    span_s = end - launched
+    ended = end if ended is None else max(ended, end)
+    span_s = ended - launched
     first_start = min(s.start for s in spans)
     return Overhead(
         trials=len(spans),
@@ -147,6 +172,7 @@ def overhead(sweep_dir: Path, launched: float | None = None) -> Overhead:
         between_rounds_s=sum((s.end - s.first_round_start) - s.rounds_s for s in spans),
         between_trials_s=between,
         idle_end_s=sum(end - f for f in free),
+        after_s=slots * (ended - end),
     )
 
 
@@ -165,10 +191,15 @@ def describe(result: Overhead, sweep_dir: Path) -> str:
         ("between_rounds", result.between_rounds_s),
         ("between_trials", result.between_trials_s),
         ("idle_end", result.idle_end_s),
+        ("after", result.after_s),
     ]
     for name, value in parts:
         lines.append(f"{name:<16}{value:>9.1f}{value / cap if cap else 0:>8.1%}")
     lines.append(f"outside training: {result.outside_share:.1%} of the capacity")
+    lines.append(
+        f"the last wave's empty slots, for {result.trials} equally long trials on "
+        f"{result.slots} slots (one thread each): {result.last_wave_floor:.1%}"
+    )
     return "\n".join(lines)
 
 
@@ -178,13 +209,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--launched", type=float, default=None, help="the command's start, epoch seconds"
     )
+    p.add_argument("--ended", type=float, default=None, help="the command's end, epoch seconds")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
     args = p.parse_args(argv)
     if not (args.sweep_dir / MANIFEST).is_file():
         print(f"error: {args.sweep_dir}: not a sweep folder (no {MANIFEST})", file=sys.stderr)
         return 2
     try:
-        result = overhead(args.sweep_dir, args.launched)
+        result = overhead(args.sweep_dir, args.launched, args.ended)
     except (ValueError, KeyError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

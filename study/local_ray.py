@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,35 +105,55 @@ class LocalRay:
     log: Path
 
     @classmethod
-    def start(cls, dashboard: bool) -> LocalRay:
+    def start(cls, dashboard: bool, meanwhile: Callable[[], object] | None = None) -> LocalRay:
         """Start the head node and wait until it is up; ConnectionError (one line) if it
-        does not come up."""
+        does not come up.
+
+        ``meanwhile`` runs once the first ``ray start`` is launched and before it is
+        awaited: the node takes seconds to come up (tens on a loaded machine) in its own
+        processes, and the driver's own work (its Tune imports) fits in that wait.  It
+        runs in this thread, once, whatever the attempts: ``ray start`` is forked here
+        with a ``preexec_fn``, which is not safe while another thread of the driver
+        imports (a child forked during a ``dlopen`` can hang).  If it raises, the launched
+        node is awaited, then stopped, and the exception propagates: ``ray start`` stopped
+        half-way could leave the Ray processes it had started running."""
         problem = "no attempt"
-        for _ in range(START_ATTEMPTS):
-            gcs_port, api_port = free_port(), dashboard_port(dashboard)
-            fd, name = tempfile.mkstemp(prefix="fedsweep-ray-start-", suffix=".log")
-            log = Path(name)
-            with os.fdopen(fd, "w") as out:
-                process = subprocess.Popen(
-                    start_command(gcs_port, api_port, dashboard),
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-                )
-            holder = cls(
-                process,
-                f"{LOOPBACK}:{gcs_port}",
-                f"http://{LOOPBACK}:{api_port}" if dashboard else None,
-                log,
-            )
+        for attempt in range(START_ATTEMPTS):
+            holder = cls._launch(dashboard)
+            if attempt == 0 and meanwhile is not None:
+                try:
+                    meanwhile()
+                except BaseException:
+                    holder._wait_until_ready()
+                    holder.stop()
+                    raise
             problem = holder._wait_until_ready()
             if problem is None:
                 atexit.register(holder.stop)
                 return holder
             holder.stop()
         raise ConnectionError(f"could not start a local Ray: {problem}")
+
+    @classmethod
+    def _launch(cls, dashboard: bool) -> LocalRay:
+        """One ``ray start`` on ports free now, not awaited."""
+        gcs_port, api_port = free_port(), dashboard_port(dashboard)
+        fd, name = tempfile.mkstemp(prefix="fedsweep-ray-start-", suffix=".log")
+        with os.fdopen(fd, "w") as out:
+            process = subprocess.Popen(
+                start_command(gcs_port, api_port, dashboard),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            )
+        return cls(
+            process,
+            f"{LOOPBACK}:{gcs_port}",
+            f"http://{LOOPBACK}:{api_port}" if dashboard else None,
+            Path(name),
+        )
 
     def _wait_until_ready(self) -> str | None:
         """None once ``ray start`` says the node is up; else what went wrong (one line)."""

@@ -18,6 +18,7 @@ from federated.config.run_config import RunConfig
 from federated.engine.loaded_data import run_data
 from federated.engine.round_loop import run_rounds
 from federated.export_tree import export_parties
+from study.local_ray import LocalRay
 from study.plan import run_config_fields
 
 LAUNCHED = 1_000_000.0
@@ -74,6 +75,14 @@ def test_the_capacity_splits_into_rounds_and_each_kind_of_time_outside_them(tmp_
     )
     assert parts == pytest.approx(result.capacity_s, abs=0.05)
     assert result.outside_share == pytest.approx(1 - 18.0 / 40.0, abs=0.002)
+    assert result.last_wave_floor == 0.25  # 3 trials on 2 slots: 1 empty slot of 4
+    assert result.after_s == 0.0
+    # to the command's end, 5 s after the last round: every slot, in "after"
+    (tmp_path / "ended").mkdir()
+    ended = overhead(two_slot_sweep(tmp_path / "ended"), launched=LAUNCHED, ended=LAUNCHED + 25)
+    assert ended.after_s == pytest.approx(10.0, abs=0.01)
+    assert ended.capacity_s == pytest.approx(50.0, abs=0.01)
+    assert ended.outside_share == pytest.approx(1 - 18.0 / 50.0, abs=0.002)
 
 
 def test_the_command_prints_the_table_or_json_and_refuses_a_non_sweep_in_one_line(tmp_path, capsys):
@@ -81,6 +90,7 @@ def test_the_command_prints_the_table_or_json_and_refuses_a_non_sweep_in_one_lin
     assert overhead_main([str(sweep), "--launched", str(LAUNCHED)]) == 0
     text = capsys.readouterr().out
     assert "outside training: 55.0% of the capacity" in text and "idle_end" in text
+    assert "last wave's empty slots, for 3 equally long trials on 2 slots" in text
     assert overhead_main([str(sweep), "--launched", str(LAUNCHED), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["slots"] == 2
     assert overhead_main([str(tmp_path)]) == 2
@@ -146,3 +156,39 @@ def test_trials_share_an_actor_and_each_equals_its_run_in_process(fmnist, tmp_pa
         fields["device"] = "cpu"
         expected = [row["test_acc"] for row in run_rounds(RunConfig.from_dict(fields), fmnist)]
         assert [row["test_acc"] for row in trial_rows] == expected
+
+
+def ray_start_children() -> set[int]:
+    """This process's children that run ``ray start`` (read from Linux's /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue  # a process that ended while being read
+        if ppid == os.getpid() and b"ray.scripts.scripts\x00start" in cmdline:
+            found.add(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_local_ray_comes_up_while_the_driver_works_and_is_stopped_if_that_work_fails():
+    """The driver's Tune imports run once ``ray start`` is launched, before it is awaited
+    (study/sweep.py overlaps them with Ray's start); work that fails stops the node."""
+    before = ray_start_children()
+    launched: list[set[int]] = []
+    node = LocalRay.start(False, lambda: launched.append(ray_start_children() - before))
+    try:
+        assert launched == [{node.process.pid}]  # launched before the work ran, once
+        assert node.process.poll() is None
+    finally:
+        node.stop()
+
+    def failing_import() -> None:
+        raise ImportError("an import failed")
+
+    with pytest.raises(ImportError, match="an import failed"):
+        LocalRay.start(False, failing_import)
+    assert ray_start_children() == before  # the node it had launched is gone

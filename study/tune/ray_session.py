@@ -13,6 +13,7 @@ import atexit
 import logging
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 import optuna
@@ -81,7 +82,9 @@ logging.getLogger("ray._private.authentication.authentication_token_setup").addF
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-def start_ray(address: str | None, dashboard: bool) -> str | None:
+def start_ray(
+    address: str | None, dashboard: bool, meanwhile: Callable[[], object] | None = None
+) -> str | None:
     """Join ``address`` (or $RAY_ADDRESS), else start a local Ray; returns the dashboard URL.
 
     A local Ray binds every port to loopback: its node address is 127.0.0.1 (with
@@ -90,12 +93,17 @@ def start_ray(address: str | None, dashboard: bool) -> str | None:
     listens on 127.0.0.1 only.  It is held by a ``ray start`` child
     (:class:`study.local_ray.LocalRay`) with token authentication on, as Ray sets it for
     a cluster ``ray.init`` starts (unless $RAY_AUTH_MODE says otherwise).  Raises
-    ConnectionError (one line) when Ray cannot start or join."""
+    ConnectionError (one line) when Ray cannot start or join.
+
+    ``meanwhile``: the driver's work to do while a local Ray comes up in its own
+    processes (:meth:`study.local_ray.LocalRay.start`); joining a cluster, it runs first."""
     global _LOCAL
     options: dict[str, Any] = {"logging_level": "WARNING", "log_to_driver": False}
     address = address or os.environ.get("RAY_ADDRESS")
     try:
         if address:
+            if meanwhile is not None:
+                meanwhile()
             context = ray.init(address=address, **options)
             url = getattr(context, "dashboard_url", None)
             return f"http://{url}" if url and not str(url).startswith("http") else url
@@ -104,7 +112,7 @@ def start_ray(address: str | None, dashboard: bool) -> str | None:
         # exists yet (ray.init does the same)
         os.environ.setdefault("RAY_AUTH_MODE", "token")
         ensure_token_if_auth_enabled(None, create_token_if_missing=True)
-        _LOCAL = LocalRay.start(dashboard)
+        _LOCAL = LocalRay.start(dashboard, meanwhile)
         atexit.register(end_local_ray)  # after Ray's own exit hook: it runs first
         ray.init(address=_LOCAL.address, **options)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as err:
