@@ -44,3 +44,17 @@ def test_a_bad_option_is_one_usage_line(capsys):
         main(["--data-fraction", "0"])
     assert exit_.value.code == 2
     assert "--data-fraction must be in (0, 1]" in capsys.readouterr().err
+
+
+def test_scoring_own_models_every_kth_round_reports_means(tmp_path, capsys):
+    """``--personal-test-every 2``: the runs score own models on the pooled test set
+    every other round, and the figures are means over the measured rounds."""
+    out = tmp_path / "every2.json"
+    assert main(["--quick", "--personal-test-every", "2", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["personal_test_every"] == 2 and result["statistic"] == "mean"
+    assert "means over 1 alternating rounds" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        main(["--personal-test-every", "0"])
+    assert exit_.value.code == 2
+    assert "--personal-test-every must be at least 1" in capsys.readouterr().err
