@@ -64,4 +64,5 @@ def test_rays_token_auth_notice_is_dropped_and_its_disabled_warning_kept():
         return logger.filter(record)
 
     assert not shown("Token authentication is enabled for this Ray cluster. Set ...")
+    assert not shown("Generated new authentication token and saved to /home/u/.ray/auth_token")
     assert shown("Token authentication is disabled for this Ray cluster. Anyone with ...")

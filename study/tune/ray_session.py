@@ -63,12 +63,15 @@ logging.getLogger("ray.train._internal.syncer").addFilter(_NoVanishedTempFileSyn
 
 
 class _NoTokenAuthNotice(logging.Filter):
-    """Drop Ray's notice that a local cluster turned token authentication on by default
-    (it opened every sweep's output): that is the safe state, and nothing to act on.
+    """Drop Ray's notices that a local cluster turned token authentication on by default
+    (it opened every sweep's output) and, on a machine's first sweep, that it generated
+    the token (~/.ray/auth_token): that is the safe state, and nothing to act on.
     Ray's warning that authentication is *disabled* still shows."""
 
+    NOTICES = ("Token authentication is enabled", "Generated new authentication token")
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Token authentication is enabled")
+        return not record.getMessage().startswith(self.NOTICES)
 
 
 logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(
