@@ -44,3 +44,17 @@ def test_inert_settings_are_warned_once_each():
         warnings.simplefilter("always")
         next(run_rounds(tiny(algorithm="fedavg", mu=0.3, rounds=1)))
     assert [str(w.message) for w in caught if "mu=0.3" in str(w.message)]
+
+
+def test_personal_test_every_is_inert_where_parties_use_the_global_model():
+    flat = RunConfig.from_dict
+    (line,) = inert_settings(flat({"algorithm": "fedavg", "personal_test_every": 3}))
+    assert line == (
+        "warning: personal_test_every=3 has no effect: algorithm=fedavg scores the global "
+        "model on the test set, once a round (no party has a model of its own)"
+    )
+    for method, model in (("fedper", "simple-cnn"), ("fedbn", "simple-cnn-bn"), ("solo", "")):
+        assert load_method("algorithm", method).evaluates_own_models()
+        chosen = {"model": model} if model else {}
+        given = {"algorithm": method, "personal_test_every": 3, **chosen}
+        assert inert_settings(flat(given)) == []

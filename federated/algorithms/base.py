@@ -173,6 +173,12 @@ class Algorithm:
         return {}
 
     # ------------------------------------------------------------------ evaluation
+    @classmethod
+    def evaluates_own_models(cls) -> bool:
+        """Whether the method evaluates a party with a model of the party's own (it
+        overrides :meth:`party_model`), not always the global model."""
+        return cls.party_model is not Algorithm.party_model
+
     def party_model(
         self, party: int, global_model: FedConModel, state: dict[str, Any]
     ) -> FedConModel | None:

@@ -123,6 +123,14 @@ RULES = (
         ),
     ),
     InertRule(
+        ("personal_test_every",),
+        lambda c: not load_method("algorithm", c.algorithm).evaluates_own_models(),
+        lambda c: (
+            f"algorithm={c.algorithm} scores the global model on the test set, once a round "
+            "(no party has a model of its own)"
+        ),
+    ),
+    InertRule(
         ("out_dim",),
         lambda c: not c.projection_head,
         lambda c: "projection_head=false: there is no projection head to size",
