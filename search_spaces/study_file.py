@@ -143,7 +143,11 @@ def study_from_dict(data: Mapping[str, Any], source: str) -> Study:
     # [fixed] on the study's dataset, which some of its values depend on (partition =
     # "natural" needs a folder of parties; a score folder refuses class skews)
     _check_fields(fail, "dataset" if "dataset" in data else "fixed", {"dataset": dataset})
-    _check_fields(fail, "fixed", {**fixed, "dataset": dataset})
+    # [fixed] with every axis at its first value (a trial of the grid): a fixed value may
+    # need a field an axis sets (the street study: partition = "natural" with the parties
+    # axis's partition_by); a refusal of a fixed field names it
+    context = _first_point(data.get("axes"))
+    _check_fields(fail, "fixed", {**fixed, "dataset": dataset}, context=context)
 
     raw_axes = data.get("axes")
     if not isinstance(raw_axes, list) or not raw_axes:
@@ -183,19 +187,26 @@ def study_from_dict(data: Mapping[str, Any], source: str) -> Study:
 
 
 def _check_fields(
-    fail, key: str, fields: Mapping[str, Any], *, name_field: bool = True
+    fail,
+    key: str,
+    fields: Mapping[str, Any],
+    *,
+    name_field: bool = True,
+    context: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Validate ``fields`` through RunConfig; one line naming ``key`` (and the field, when
     ``key`` is a table of several).  A refusal of a field ``fields`` does not hold (a
     default, which another axis may set) is left to the trials' own check, which sees
-    every axis together: the typed ``fields`` are returned."""
-    if str(fields.get("dataset", "")).startswith("hf:") or _folder_to_build(fields):
+    every axis together: the typed ``fields`` are returned.  ``context``: other fields
+    checked with them (an axis's value) whose own refusals are likewise left."""
+    every = {**(context or {}), **fields}
+    if str(every.get("dataset", "")).startswith("hf:") or _folder_to_build(every):
         # reading a study never downloads a data set, nor needs a folder the user builds
         # first (the street study's tree): the sweep's plan checks these fields,
         # resolving every trial, before anything runs
         return RunConfig.from_dict(dict(fields)).to_dict()
     try:
-        return RunConfig.from_dict(dict(fields)).resolved().to_dict()
+        checked = RunConfig.from_dict(every).resolved()
     except ConfigError as err:
         if err.field not in fields:
             return RunConfig.from_dict(dict(fields)).to_dict()
@@ -203,6 +214,23 @@ def _check_fields(
         raise fail(where, err.value, err.allowed) from None
     except (TypeError, ValueError) as err:
         raise fail(key, dict(fields), str(err)) from None
+    return checked.to_dict() if context is None else RunConfig.from_dict(dict(fields)).to_dict()
+
+
+def _first_point(raw_axes: Any) -> dict[str, Any]:
+    """The fields the study's first grid point sets, read from its axes as written (a
+    malformed axis adds nothing here: the axes' own checks refuse it)."""
+    point: dict[str, Any] = {}
+    for raw in raw_axes if isinstance(raw_axes, list) else []:
+        if not isinstance(raw, dict):
+            continue
+        joint, values = raw.get("joint"), raw.get("values")
+        if isinstance(joint, dict) and joint:
+            first = next(iter(joint.values()))
+            point.update(first if isinstance(first, dict) else {})
+        elif isinstance(values, list) and values and isinstance(raw.get("name"), str):
+            point[raw["name"]] = values[0]
+    return point
 
 
 def _folder_to_build(fields: Mapping[str, Any]) -> bool:
@@ -241,7 +269,9 @@ def _axis(fail, key: str, raw: Any, fixed: Mapping[str, Any]) -> Axis:
                     raise fail(
                         f"{where}.{field_name}", fields[field_name], "a RunConfig field but seed"
                     )
-            _check_fields(fail, where, {**fixed, **fields})
+            # a refusal of a [fixed] field here may need another axis (the trial check
+            # sees them all); this axis's own fields are refused here
+            _check_fields(fail, where, dict(fields), context=fixed)
             settings[label] = dict(fields)
         optuna = _range(fail, f"{key}.optuna", raw["optuna"], None) if "optuna" in raw else None
         if optuna is not None and (

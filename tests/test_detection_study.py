@@ -57,6 +57,22 @@ def test_the_street_study_plans_the_papers_axes_at_the_laptop_budget(small_tree)
         assert c["algorithm"] == "fedavg" and c["partition"] == "natural"
 
 
+def test_the_street_study_file_reads_where_its_tree_is_built(small_tree, tmp_path, monkeypatch):
+    """From a folder holding the tree the study names (trees/street-small, as the docs build
+    it), the study file reads: its fixed partition = "natural" takes the partition_by the
+    parties axis sets (it was refused there, and every command's import failed)."""
+    from search_spaces.catalog import builtin_studies
+
+    (tmp_path / "trees").mkdir()
+    (tmp_path / "trees" / "street-small").symlink_to(small_tree, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    (study,) = [s for s in builtin_studies() if s.name == "street"]  # what import reads
+    assert study.dataset == "folder:trees/street-small" and study.fixed["partition"] == "natural"
+    plan = SweepPlan.build(study, BUDGETS["laptop"])
+    assert plan.n_trials == 36
+    assert {t.config["partition_by"] for t in plan.trials()} == {"device1_id", "device2_id"}
+
+
 def test_the_pretrained_start_is_shipped_and_fits_the_default_detector(small_tree):
     from federated.data import load_dataset
 
