@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: sets up .venv if needed, lints, then runs the whole suite
-# (slow end-to-end tests included) on two pytest-xdist workers: the slow tests (real Ray
-# sweeps among them) run one after another on one worker, so two local Ray clusters never
-# share the machine, while the other worker takes the rest (docs/results/test-suite.md);
+# (slow end-to-end tests included) on two pytest-xdist workers: the slow tests that run
+# real Ray sweeps form two groups, each run one test after another on one worker (at most
+# two local Ray clusters at a time), and the rest fill in (docs/results/test-suite.md);
 # the 25 slowest tests are listed at the end.  Extra arguments go to pytest, e.g.
 #   scripts/test.sh -m "not slow"      # the fast part only
 #   scripts/test.sh -n 0               # one process (no workers)
