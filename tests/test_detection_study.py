@@ -95,6 +95,26 @@ def test_the_plans_partitions_read_each_trials_camera_field(small_tree):
     assert parties == {"device1_id": 5, "device2_id": 10}
 
 
+def test_a_reused_worker_loads_each_trials_party_field(small_tree, tmp_path):
+    """A reused trial actor holds the data it loaded; a trial on the other camera field
+    of the same folder loads its own party ids (a Street-20 trial once took the held
+    Street-5 ids and failed: party 5 had no images)."""
+    from federated.config.run_config import RunConfig
+    from federated.engine.loaded_data import run_data
+
+    def config(field: str) -> RunConfig:
+        return RunConfig(
+            dataset=f"folder:{small_tree}", task="detection", model="fcos-tiny",
+            partition="natural", partition_by=field, data_root=str(tmp_path), device="cpu",
+        ).resolved()  # fmt: skip
+
+    street5 = run_data(config("device1_id"))
+    assert run_data(config("device1_id")) is street5  # the next trial alike: held
+    street20 = run_data(config("device2_id"))
+    assert int(street5.train_parties.max()) + 1 == 5
+    assert int(street20.train_parties.max()) + 1 == 10
+
+
 def _csv(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as fh:
         return list(csv.DictReader(fh))

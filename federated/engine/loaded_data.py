@@ -4,7 +4,8 @@ A sweep's trials run one after another in the same Ray actor when actors are reu
 (study/tune/tuners.py), and they read the same data set: the second trial takes the
 decoded :class:`~federated.data.ImageData` the first one loaded instead of reading and
 decoding the files again.  The key is what the loaded tensors depend on: the data set's
-name, its resolved data folder, the image settings and a fingerprint of the source (an
+name, its resolved data folder, the image settings, the columns it names (the party
+field of a natural partition among them) and a fingerprint of the source (an
 image folder's content fingerprint; a built-in data set's folder's modification time),
 so a changed folder is read again.  One data set is held at a time (a worker that moves
 to another data set drops the first).  Runs only read it: the run's own tensors are
@@ -45,11 +46,15 @@ def run_data(config: RunConfig) -> ImageData:
     columns = HubColumns.of(config)
     if is_hub_dataset(config.dataset):  # memoised by federated.data.hub_dataset itself
         return _load(config, columns)
+    # every argument of the load is in the key: the columns name the party field
+    # (partition_by) whose ids the loaded data carry, so Street-5 and Street-20 trials
+    # of one folder load apart (a Street-20 trial once took Street-5's party ids)
     key = (
         config.dataset,
         str(resolve_data_root(config.data_root)),
         config.image_size,
         config.holdout_fraction,
+        columns,
         source_fingerprint(config),
     )
     data = _HELD.get(key)
