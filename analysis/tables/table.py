@@ -234,7 +234,10 @@ def _seed_note(
         f"(sample std), {kinds} trials only; (n=k) marks a cell with fewer seeds."
     ]
     if (stats["spread"] == "parties").any():
-        notes.append(f"{PARTY_MARK} SOLO: ± is the std over parties (as in the paper).")
+        notes.append(
+            f"{PARTY_MARK} each party's own model (SOLO, a personalised method): ± is the std "
+            "over parties, as the paper reports SOLO."
+        )
     if stats["duplicates"].sum():
         notes.append(
             f"{int(stats['duplicates'].sum())} duplicate run(s) of the same config and seed "
