@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from federated.data.catalog import DatasetSpec
+from federated.models.detector_weights import TORCHVISION_DETECTORS
 from federated.models.fedcon import ModelOutput
 from federated.models.import_path import ModelError
 
@@ -128,14 +129,17 @@ def _torchvision(builder: str, resizes: bool = True) -> Callable[[DatasetSpec, i
     return build
 
 
+# torchvision detectors whose transform has a fixed image size (SSDlite: 320 px)
+FIXED_SIZE = frozenset({"ssdlite320"})
+
 #: name -> builder(spec, classes incl. background) of the detector
 DETECTORS: dict[str, Callable[[DatasetSpec, int], nn.Module]] = {
     # the default for detection data: trains at laptop speed on 2 CPU cores
     "fcos-tiny": _fcos_tiny,
-    "fasterrcnn-mobilenet-v3": _torchvision("fasterrcnn_mobilenet_v3_large_fpn"),
-    "ssdlite320": _torchvision("ssdlite320_mobilenet_v3_large", resizes=False),
-    "fcos-resnet50": _torchvision("fcos_resnet50_fpn"),
-    "retinanet-resnet50": _torchvision("retinanet_resnet50_fpn"),
+    **{
+        name: _torchvision(builder, resizes=name not in FIXED_SIZE)
+        for name, builder in TORCHVISION_DETECTORS.items()
+    },
 }
 
 

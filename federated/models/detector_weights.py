@@ -30,7 +30,8 @@ from typing import Any
 
 import torch
 
-# fedsweep's name -> torchvision's builder (torchvision.models.detection)
+# fedsweep's name -> torchvision's builder (torchvision.models.detection); the one table
+# federated.models.detection builds its torchvision detectors from
 TORCHVISION_DETECTORS = {
     "fasterrcnn-mobilenet-v3": "fasterrcnn_mobilenet_v3_large_fpn",
     "ssdlite320": "ssdlite320_mobilenet_v3_large",
