@@ -4,7 +4,7 @@ method beside FedAvg's packed round (issue 40).
     python -m benchmarks.personalised_rounds                  # laptop settings, Fashion-MNIST
     python -m benchmarks.personalised_rounds --quick          # seconds (the test's size)
     python -m benchmarks.personalised_rounds --json out.json  # the numbers as JSON too
-    python -m benchmarks.personalised_rounds --personal-test-every 5 --rounds 10
+    python -m benchmarks.personalised_rounds --personal-test-every 1 --rounds 7
 
 Settings: the ``personalisation`` study's at the laptop budget — Fashion-MNIST, 10
 parties, Dir(0.5), 20% of the training data, half the test set, a 20% local test split
@@ -13,20 +13,21 @@ timed against its own FedAvg baseline on the same model: FedPer and LG-FedAvg ag
 FedAvg on ``simple-cnn``, FedBN against FedAvg on ``simple-cnn-bn`` (FedBN needs
 BatchNorm layers).  All runs live in one process; after each run's warm-up rounds their
 rounds alternate (FedAvg, FedPer, LG-FedAvg, ..., FedAvg, FedPer, ...) so a machine
-whose speed drifts (a shared VM) slows every run alike.  Each figure is the median over
-the measured rounds; the ratio is the method's median round over its baseline's
-(``round_seconds``: local training, aggregation and evaluation, which for a personalised
-method scores every party's own model on the pooled test set as well as on its own test
-split: N evaluations where FedAvg makes one); ``train ratio`` is the same over the
-training seconds alone.  The done-when is a round ratio of at most 1.10.
+whose speed drifts (a shared VM) slows every run alike.  The ratio is the method's
+round over its baseline's (``round_seconds``: local training, aggregation and
+evaluation, which for a personalised method scores every party's own model on its own
+test split every round and, every k-th round, on the pooled test set too: N evaluations
+where FedAvg makes one); ``train ratio`` is the same over the training seconds alone.
+The done-when is a round ratio of at most 1.10.
 
-A party model that shares the global model's encoder (FedPer) is scored through it:
-the encoder runs once per test batch for all parties
-(:mod:`federated.evaluation.shared_stages`).  ``--personal-test-every k`` sets the runs'
-``personal_test_every``: own models are scored on the pooled test set every k-th round
-only, so a figure is then the *mean* over the measured rounds (use a multiple of k),
+``--personal-test-every k`` sets the runs' ``personal_test_every``; its default is the
+personalised methods' own (:data:`~federated.algorithms.base.PERSONALISED_POOLED_TEST_EVERY`),
+what a run of them does when nobody sets it.  With k > 1 a figure is the *mean* over
+the measured rounds (use a multiple of k), so a scored round's cost is spread over k,
 and each run has one round more than is measured, so that the run's last round, which
-is always scored, is not among them.
+is always scored, is not among them; with k = 1 it is the median.  A party model that
+shares the global model's encoder (FedPer) is scored through it: the encoder runs once
+per test batch for all parties (:mod:`federated.evaluation.shared_stages`).
 
 FedRep, Ditto and APFL cannot pack: the benchmark builds each one's run, checks that it
 trains on the sequential path, and prints the method's own reason instead of a ratio.
@@ -47,6 +48,7 @@ from typing import Any
 import torch
 
 from benchmarks.table import Column, format_table
+from federated.algorithms.base import PERSONALISED_POOLED_TEST_EVERY
 from federated.config.run_config import RunConfig
 from federated.data import load_dataset
 from federated.engine.round_loop import FederatedRun
@@ -270,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--data-fraction", type=float, default=0.2)
     parser.add_argument("--test-fraction", type=float, default=0.5)
-    parser.add_argument("--rounds", type=int, default=5, help="measured rounds per run")
+    parser.add_argument("--rounds", type=int, default=10, help="measured rounds per run")
     parser.add_argument("--warmup-rounds", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
@@ -278,8 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--personal-test-every",
         type=int,
-        default=1,
-        help="the runs' personal_test_every: own models on the pooled test set every k rounds",
+        default=PERSONALISED_POOLED_TEST_EVERY,
+        help="the runs' personal_test_every: own models on the pooled test set every k "
+        "rounds (default: the personalised methods' default, "
+        f"{PERSONALISED_POOLED_TEST_EVERY}; use a multiple of it for --rounds)",
     )
     parser.add_argument("--quick", action="store_true", help="a tiny run (seconds): the test's")
     parser.add_argument("--json", type=Path, help="also write the numbers here as JSON")

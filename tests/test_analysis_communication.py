@@ -12,6 +12,7 @@ from analysis.tables.communication import (
     communication_frame,
     format_speedup,
     rounds_to_reach,
+    sparsely_scored,
     speedup,
     summarise_communication,
 )
@@ -160,3 +161,20 @@ def test_unknown_target_mode_is_rejected():
     rounds, trials = _frames(CURVES)
     with pytest.raises(ValueError, match="target"):
         communication_frame(rounds, trials, row="algorithm", target="median")
+
+
+def test_a_curve_scored_every_few_rounds_is_left_out():
+    """LG-FedAvg's own models scored on the test set every 2nd round (NaN between): its
+    first scored round at the target (4) only bounds the round that reached it (3 or 4),
+    so it gets no rounds; the others keep theirs."""
+    nan = float("nan")
+    curves = {
+        ("fedavg", 0): [0.2, 0.4, 0.5, 0.45, 0.50],
+        ("moon", 0): [0.3, 0.5, 0.6, 0.6, 0.7],
+        ("lg-fedavg", 0): [nan, 0.3, nan, 0.55, 0.6],
+    }
+    rounds, trials = _frames(curves)
+    frame = communication_frame(rounds, trials, row="algorithm")
+    assert set(frame["algorithm"]) == {"fedavg", "moon"}
+    assert frame.set_index("algorithm").loc["moon", "rounds_needed"] == 2
+    assert list(sparsely_scored(rounds, trials)["algorithm"]) == ["lg-fedavg"]

@@ -111,6 +111,11 @@ def test_every_method_trains_a_detector(boxes, algorithm, server):
     assert len(rows) == 2 and not rows[-1]["diverged"]
     for row in rows:
         assert math.isfinite(row["train_loss"]) and row["train_loss"] > 0
+        if math.isnan(row["test_map50"]):
+            # FedBN scores its parties' own models on the test set every 5th round and
+            # the last (personal_test_every's default for the personalised methods)
+            assert algorithm == "fedbn" and row is not rows[-1]
+            continue
         assert 0.0 <= row["test_map50"] <= 1.0 and 0.0 <= row["test_map"] <= row["test_map50"]
         assert all(f"test_ap50/{name}" in row for name in CLASSES)
     if algorithm == "moon":  # the second round has a previous model: a contrastive term

@@ -95,7 +95,8 @@ def test_local_statistics_evaluate_each_party_with_its_own(synthetic):
 
 
 def test_fedbn_keeps_every_batchnorm_layer_local_and_averages_the_rest(synthetic):
-    run = FederatedRun(tiny(algorithm="fedbn", n_parties=3, **BN), synthetic)
+    config = tiny(algorithm="fedbn", n_parties=3, personal_test_every=1, **BN)
+    run = FederatedRun(config, synthetic)
     initial = copy.deepcopy(run.global_model.state_dict())
     row = run.run_round()
     state = run.global_model.state_dict()

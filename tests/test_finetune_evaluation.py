@@ -8,6 +8,7 @@ global model and the pooled test set are exactly a run without it.
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 import torch
@@ -33,7 +34,8 @@ def test_fine_tuning_changes_party_scores_and_nothing_of_training(algorithm, syn
     tuned, tuned_rows = _rows(tiny(algorithm=algorithm, finetune_epochs=1, **OWN_SPLITS), synthetic)
     for a, b in zip(plain_rows, tuned_rows):
         for key in TRAINING:
-            assert a[key] == b[key], key
+            # FedPer's round 1 holds no pooled test value (personal_test_every): NaN in both
+            assert a[key] == b[key] or (math.isnan(a[key]) and math.isnan(b[key])), key
         # the generated data's labels are noise: a tuned model may score the same
         # accuracy, never the same loss
         assert a["val_loss"] != b["val_loss"]

@@ -103,3 +103,37 @@ def test_a_study_without_a_paper_has_no_empty_parentheses(tmp_path):
         "fraction evaluated by the budget).\n" in report
     )
     assert "(No paper shape known for this study: varied parameters vs accuracy.)" in report
+
+
+def test_a_method_scored_every_few_rounds_is_named_not_counted_in_rounds_to_target(tmp_path):
+    """A personalised method's own models scored on the test set every 2nd round (NaN
+    rows between, as ``personal_test_every = 2`` writes them): the communication table
+    gives it no rounds and says why; FedAvg and MOON keep theirs."""
+    study = adhoc_study(["algorithm=fedavg,moon,lg-fedavg"], "methods")
+    plan = SweepPlan.build(study, BUDGETS["smoke"], seeds="1", overrides={})
+    nan = float("nan")
+    curves = {
+        "fedavg": [0.2, 0.4, 0.5, 0.5],
+        "moon": [0.3, 0.5, 0.6, 0.6],
+        "lg-fedavg": [nan, 0.6, nan, 0.7],
+    }
+    trials = []
+    for trial in plan.trials():
+        config = {**trial.config, "rounds": 4}
+        if config["algorithm"] == "lg-fedavg":
+            config["personal_test_every"] = 2
+        trials.append((config, curves[config["algorithm"]]))
+    write_sweep(
+        tmp_path / "results", "methods-fake", study.name, trials, seeds=plan.seeds,
+        axes=["algorithm"], definition=study_to_dict(study),
+    )
+    out = tmp_path / "report"
+    write_report(load_results([str(tmp_path / "results")]), out, formats=("png",))
+    text = (out / "tables" / "methods_communication.md").read_text()
+    assert (
+        "Not counted: LG-FedAvg — its own models were scored on the test set every few "
+        "rounds (personal_test_every = 2), not every round, so the round that first "
+        "reached the target is not known." in text
+    )
+    rows = list(csv.DictReader((out / "tables" / "methods_communication.csv").open()))
+    assert {r["algorithm"] for r in rows} == {"fedavg", "moon"}

@@ -58,3 +58,27 @@ def test_personal_test_every_is_inert_where_parties_use_the_global_model():
         chosen = {"model": model} if model else {}
         given = {"algorithm": method, "personal_test_every": 3, **chosen}
         assert inert_settings(flat(given)) == []
+
+
+def test_personal_test_every_defaults_to_the_methods_own_and_unset_is_never_warned():
+    """Unset, a run takes its method's default: every 5th round for the personalised
+    methods, every round for SOLO (its rows since the MOON reproduction); an unset field
+    whose default is the method's is nobody's choice, so nothing is warned (FedAvg's
+    personal_test_every, FedBN's batchnorm=local)."""
+    flat = RunConfig.from_dict
+    for method, model, every in (
+        ("fedper", "simple-cnn", 5),
+        ("lg-fedavg", "simple-cnn", 5),
+        ("fedrep", "simple-cnn", 5),
+        ("fedbn", "simple-cnn-bn", 5),
+        ("ditto", "simple-cnn", 5),
+        ("apfl", "simple-cnn", 5),
+        ("solo", "simple-cnn", 1),
+        ("fedavg", "simple-cnn", 1),
+    ):
+        config = flat({"algorithm": method, "model": model}).resolved()
+        assert config.personal_test_every == every, method
+        assert inert_settings(config) == [], method
+    # a written value is kept, whatever the method's default
+    written = flat({"algorithm": "fedper", "personal_test_every": 1}).resolved()
+    assert written.personal_test_every == 1

@@ -13,6 +13,7 @@ from federated.config.run_config import RunConfig
 from federated.data import dataset_spec
 from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.models import build_model
+from federated.registry import load_method
 from tests.conftest import batchnorm_model_for
 from tests.test_models import conv, head, linear, n_params
 
@@ -102,8 +103,14 @@ def test_cnn_transformer_trains_with_moon_on_fashion_mnist(fmnist):
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_every_method_trains_without_a_projection_head(fmnist, algorithm):
     """Two rounds: MOON and l2rep compare representations (here the 84 features)."""
+    # every round's pooled test values are checked: own-model methods score them each round
+    own = load_method("algorithm", algorithm).evaluates_own_models()
     config = fmnist_config(
-        algorithm=algorithm, projection_head=False, rounds=2, **batchnorm_model_for(algorithm)
+        algorithm=algorithm,
+        projection_head=False,
+        rounds=2,
+        **batchnorm_model_for(algorithm),
+        **({"personal_test_every": 1} if own else {}),
     )
     run = FederatedRun(config, fmnist)
     assert isinstance(run.global_model.head, torch.nn.Identity)

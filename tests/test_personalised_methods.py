@@ -61,7 +61,8 @@ def test_fedper_keeps_each_head_local_and_averages_the_base(synthetic):
     """The global model's head stays the initial one; a party's model is the new global
     base with its own head, and that model on the test set is its reported accuracy;
     only the base travels."""
-    run = FederatedRun(tiny(algorithm="fedper", n_parties=3, rounds=2), synthetic)
+    config = tiny(algorithm="fedper", n_parties=3, rounds=2, personal_test_every=1)
+    run = FederatedRun(config, synthetic)
     initial = copy.deepcopy(run.global_model.state_dict())
     row = run.run_round()
     state = run.global_model.state_dict()
@@ -145,7 +146,7 @@ def test_a_strong_ditto_pull_keeps_the_personal_models_near_the_global(synthetic
 
 
 def test_apfl_evaluates_each_party_with_its_learned_mix(synthetic):
-    run = FederatedRun(tiny(algorithm="apfl", n_parties=2), synthetic)
+    run = FederatedRun(tiny(algorithm="apfl", n_parties=2, personal_test_every=1), synthetic)
     row = run.run_round()
     state = run.party_states[1]
     alpha = state["alpha"]

@@ -38,6 +38,7 @@ def fmnist_config(algorithm: str, model: str, execution: str) -> RunConfig:
             threads=1,
             seed=3,
             out_dim=32,
+            personal_test_every=1,  # every round's pooled test scores are compared
         )
     ).resolved()
 

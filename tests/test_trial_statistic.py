@@ -97,6 +97,17 @@ def test_last_k_uses_every_round_of_a_shorter_trial():
     assert value(frame, Statistic("last", 5)) == pytest.approx(0.4)
 
 
+def test_last_k_and_the_climb_count_rounds_when_the_test_set_was_scored_every_few():
+    """Own models scored on the test set every 2nd round (personal_test_every=2; NaN
+    between): last:3 of 6 rounds averages the scored rounds among rounds 4-6 (4 and 6),
+    not the last three scored rows (2, 4, 6); the climb fits rounds 2-6's scored ones."""
+    nan = math.nan
+    frame = rows(test=[nan, 0.2, nan, 0.4, nan, 0.6], val=None, val_round=None)
+    assert value(frame, Statistic("last", 3)) == pytest.approx((0.4 + 0.6) / 2)
+    assert value(frame, FINAL) == pytest.approx(0.6)
+    assert trial_values(frame, FINAL).loc[("s", "t0"), "climb"] == pytest.approx(0.4)
+
+
 def test_upto_computes_the_statistic_as_if_the_trial_stopped_there():
     frame = rows()
     assert value(frame, FINAL, upto=3) == pytest.approx(0.60)

@@ -12,7 +12,9 @@ text a user writes after ``--statistic`` or as ``[report] statistic`` in a study
 ``last:K``
     the mean test accuracy of the last ``K`` rounds (``K`` ≥ 1; ``last:1`` is ``final``).
     A trial that ran fewer than ``K`` rounds is averaged over all of its rounds, and the
-    caption says so.
+    caption says so.  A trial whose test set was scored every few rounds (a personalised
+    method's own models, ``personal_test_every``) averages the scored rounds among its
+    last ``K`` (with ``K`` = 3 and every 5th round scored: its last round alone).
 ``val``
     the test accuracy at the round whose validation accuracy (``val_acc``, measured on a
     held-out part of the training data) is highest, the earliest such round on ties:
@@ -21,6 +23,7 @@ text a user writes after ``--statistic`` or as ``[report] statistic`` in a study
     validate on their scored rounds, ``party_scores_every``, and always the last).
     Trials run without a validation set (``val_fraction`` = 0) have no ``val_acc``: the
     report refuses ``val`` for them.
+    ``val`` and ``best`` choose among the rounds that have a test value.
 ``best``
     the highest test accuracy over rounds (chosen on the test set itself: optimistic;
     the report's older ``--metric best``).
@@ -150,6 +153,12 @@ def _climb(rounds: np.ndarray, accuracies: np.ndarray) -> float:
     return float(slope * (rounds[-1] - rounds[0]))
 
 
+def _first_within(numbers: np.ndarray, at: int, rounds: int) -> int:
+    """The index of the first of the sorted round ``numbers`` within the ``rounds``
+    rounds that end at ``numbers[at]``."""
+    return int(np.searchsorted(numbers, numbers[at] - rounds + 1))
+
+
 def _one_trial(
     rows: pd.DataFrame, statistic: Statistic, upto: int | None, metric: Metric
 ) -> dict[str, float]:
@@ -180,11 +189,16 @@ def _one_trial(
         if val.size == 0 or np.isnan(val).all():
             return {"value": math.nan, "std": math.nan, "round": math.nan, "climb": math.nan}
         at = int(np.nanargmax(metric.sign * val))  # earliest of the best
-    window = slice(at + 1 - statistic.k, at + 1) if statistic.kind == "last" else slice(at, at + 1)
-    window = slice(max(0, window.start), window.stop)
+    # windows are counted in rounds, not rows: a trial whose test set was scored every
+    # few rounds (personal_test_every) averages the scored rounds among its last k
+    window = (
+        slice(_first_within(numbers, at, statistic.k), at + 1)
+        if statistic.kind == "last"
+        else slice(at, at + 1)
+    )
     value = float(np.mean(test[window]))
     std = float(np.sqrt(np.mean(spread[window] ** 2))) if statistic.kind != "best" else math.nan
-    fit = slice(max(0, at + 1 - CLIMB_WINDOW), at + 1)
+    fit = slice(_first_within(numbers, at, CLIMB_WINDOW), at + 1)
     return {
         "value": value,
         "std": std,

@@ -28,6 +28,10 @@ computed against FedAvg"):
   only when every target there is at least chance (1/classes) plus
   :data:`analysis.stats.comparisons.LEARNED_MARGIN` (10 accuracy points); otherwise each of its
   cells says why instead of a number (reaching a chance-level accuracy first is luck).
+- A run whose test column was not scored every round (a personalised method's own models
+  on the pooled test set, every ``personal_test_every`` rounds) is left out: the first
+  scored round at or above the target only bounds the round that reached it.  The table
+  names such rows in a note (:func:`sparsely_scored`).
 - A score task's table (:mod:`analysis.primary_metric`) counts on its metric instead of
   accuracy: the target is the baseline's final value of it (``test_srcc``, ``test_mae``
   ...), and a round reaches it at least as high, or, for an error (MAE, RMSE), at most as
@@ -134,6 +138,7 @@ def communication_frame(
     curves = _test_curves(rounds, metric)
     done = trials.assign(final_value=final_values(trials, rounds, metric))
     done = done[(done["status"] == COMPLETED) & done["final_value"].notna()]
+    gaps = _with_gaps(curves, done)
     out = []
     groups = done.groupby(columns, dropna=False, sort=False) if columns else [((), done)]
     for key, group in groups:
@@ -150,6 +155,8 @@ def communication_frame(
             r_base = targets.rounds[seed] if paired else targets.mean_rounds
             if trial[row] == base_value:
                 needed: float | None = float(trial["last_round"])  # by definition (see above)
+            elif (trial["sweep"], trial["trial"]) in gaps:
+                continue
             else:
                 needed = _rounds_needed(curves, trial, goal, metric)
             out.append(
@@ -166,6 +173,27 @@ def communication_frame(
                 }
             )
     return pd.DataFrame(out, columns=[*columns, row, *FRAME_COLUMNS])
+
+
+def sparsely_scored(
+    rounds: pd.DataFrame, trials: pd.DataFrame, metric: Metric = ACCURACY
+) -> pd.DataFrame:
+    """The completed trials (rows of ``trials``) whose test ``metric`` was not scored
+    every round: rounds without a value before a last round with one (a personalised
+    method's ``personal_test_every`` > 1)."""
+    done = trials.assign(final_value=final_values(trials, rounds, metric))
+    done = done[(done["status"] == COMPLETED) & done["final_value"].notna()]
+    gaps = _with_gaps(_test_curves(rounds, metric), done)
+    return done[[key in gaps for key in zip(done["sweep"], done["trial"])]]
+
+
+def _with_gaps(
+    curves: dict[tuple[str, str], tuple[list[int], list[float]]], done: pd.DataFrame
+) -> set[tuple[str, str]]:
+    """(sweep, trial) of ``done``'s trials (completed, a final value) whose curve has a
+    round without a value: only a trial scored every k rounds has one."""
+    keys = zip(done["sweep"], done["trial"])
+    return {k for k in keys if any(math.isnan(v) for v in curves.get(k, ([], []))[1])}
 
 
 def _test_curves(

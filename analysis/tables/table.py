@@ -61,6 +61,7 @@ from analysis.stats.trial_statistic import CLIMB_WINDOW
 from analysis.tables.communication import (
     communication_frame,
     format_speedup,
+    sparsely_scored,
     summarise_communication,
 )
 
@@ -735,6 +736,7 @@ def communication_table(
     bold = pd.DataFrame(False, index=display.index, columns=display.columns)
     data = _communication_data(per_seed, row, columns, unlearned)
     notes = _communication_notes(per_seed, base_name, target, unlearned, metric)
+    notes += _gaps_note(sparsely_scored(rounds, trials, metric), row, baseline, baseline_column)
     notes += _exclusion_note(trials, (COMPLETED,))
     return Table(name, title, display, bold, data, parameter_name(row), notes)
 
@@ -816,6 +818,21 @@ def _communication_data(
     data["baseline_learned"] = learned
     data["speedup"] = data["speedup"].where(learned)  # a speed-up to chance is no number
     return data
+
+
+def _gaps_note(gapped: pd.DataFrame, row: str, baseline: str, baseline_column: str) -> list[str]:
+    """The note naming the rows left out because their test values have gaps."""
+    gapped = gapped[gapped[baseline_column] != baseline]
+    if gapped.empty:
+        return []
+    names = ", ".join(value_label(row, v) for (v,) in key_order(gapped, [row]))
+    every = sorted({int(k) for k in gapped.get("personal_test_every", pd.Series()).dropna()})
+    period = f" (personal_test_every = {', '.join(map(str, every))})" if every else ""
+    return [
+        f"Not counted: {names} — its own models were scored on the test set every few "
+        f"rounds{period}, not every round, so the round that first reached the target is "
+        "not known."
+    ]
 
 
 def _communication_notes(

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.func import functional_call
 
-from federated.algorithms.base import Algorithm, LocalJob, LossTerms
+from federated.algorithms.base import PERSONALISED_POOLED_TEST_EVERY, Algorithm, LocalJob, LossTerms
 from federated.algorithms.personal_model import PersonalModels, personal_state
 from federated.models import FedConModel, ModelOutput
 from federated.params import ConfigError, MethodParams, describe
@@ -51,6 +51,7 @@ class Apfl(Algorithm):
     name = "apfl"
     whole_personal_model = True
     party_state_copies = 2.0  # its personal model and that model's SGD momentum
+    personal_test_every_default = PERSONALISED_POOLED_TEST_EVERY
     Params = ApflParams
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

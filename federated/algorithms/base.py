@@ -94,6 +94,15 @@ class LocalJob:
             self.frozen = FrozenModels(self.global_model)
 
 
+#: a personalised method's default ``personal_test_every``: its own models on the pooled
+#: test set (N passes where FedAvg makes one: the cost of a round for LG-FedAvg and FedBN,
+#: whose parties share no leading stage with the global model) are for the report's
+#: global-vs-personal trade-off, read at the last round, which is always scored; its
+#: protocol's numbers, each party's model on its own test and validation splits, are
+#: scored every round whatever this is (docs/methods.md, "How personal models are scored")
+PERSONALISED_POOLED_TEST_EVERY = 5
+
+
 class Algorithm:
     """FedAvg's behaviour; subclasses override what their method changes."""
 
@@ -112,6 +121,11 @@ class Algorithm:
     # the ``batchnorm`` rule a run of this method takes when nobody set one
     # (federated/algorithms/batchnorm_rule.py)
     batchnorm_default: ClassVar[str] = "averaged"
+    # the ``personal_test_every`` a run of this method takes when nobody set one: SOLO's
+    # rows have scored its own models on the pooled test set every round since the
+    # MOON reproduction, and keep doing so; the personalised methods take
+    # PERSONALISED_POOLED_TEST_EVERY (each party's own split is still scored every round)
+    personal_test_every_default: ClassVar[int] = 1
     # copies of the model's state each party keeps between rounds (its own model, its
     # optimiser state, the entries it keeps local): N times this is checked against the
     # machine's memory before work (federated/models/party_memory.py)

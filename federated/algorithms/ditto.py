@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from federated.algorithms.base import Algorithm, LocalJob, LossTerms
+from federated.algorithms.base import PERSONALISED_POOLED_TEST_EVERY, Algorithm, LocalJob, LossTerms
 from federated.algorithms.personal_model import PersonalModels, personal_state
 from federated.models import FedConModel, ModelOutput
 from federated.params import MethodParams, describe, non_negative
@@ -46,6 +46,7 @@ class Ditto(Algorithm):
     name = "ditto"
     whole_personal_model = True
     party_state_copies = 2.0  # its personal model and that model's SGD momentum
+    personal_test_every_default = PERSONALISED_POOLED_TEST_EVERY
     Params = DittoParams
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from federated.algorithms.base import Algorithm, LocalJob
+from federated.algorithms.base import PERSONALISED_POOLED_TEST_EVERY, Algorithm, LocalJob
 from federated.algorithms.layer_rule import model_local_names
 from federated.models import FedConModel
 from federated.server.aggregation import Aggregator, WeightedMean
@@ -54,6 +54,7 @@ class PartlyPersonal(Algorithm):
 
     packable = True
     party_state_copies = 1.0  # at most: the entries its rule keeps local
+    personal_test_every_default = PERSONALISED_POOLED_TEST_EVERY
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -8,10 +8,17 @@ print these as ``warning:`` lines before the run starts.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from federated.config.run_config import RunConfig, field_types, flat_names
+from federated.config.run_config import (
+    METHOD_DEFAULTS,
+    RunConfig,
+    field_types,
+    flat_names,
+    method_defaults,
+)
 from federated.registry import load_method
 
 
@@ -144,10 +151,14 @@ def changed_fields(config: RunConfig) -> set[str]:
     defaults for the run (the paper's), and every given parameter no chosen method
     declares."""
     values = config.to_dict()
+    # a field whose default is the method's counts as changed only where it differs
+    # from that method's default (FedBN's batchnorm=local is nobody's choice)
+    unset = method_defaults(dataclasses.replace(config, **dict.fromkeys(METHOD_DEFAULTS)))
     changed = {
         name
         for name in field_types()
         if getattr(config, name) != RunConfig.__dataclass_fields__[name].default
+        and getattr(config, name) != unset.get(name)
     }
     for params in (config.algorithm_params, config.server_params, config.task_params):
         for name, value in params.flat().items():

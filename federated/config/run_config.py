@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, get_type_hints
+from typing import Any
 
 from federated.config.checks import EXECUTION_ALIASES, check_types, validate
 from federated.params import (
@@ -36,6 +36,7 @@ from federated.params import (
     MethodParams,
     coerce_value,
     describe,
+    type_hints,
 )
 from federated.registry import (
     ALGORITHM_PATHS,
@@ -49,6 +50,12 @@ METHOD_FIELDS = ("method_options", "algorithm_params", "server_params", "task_pa
 # What a run made before a field existed did, for the fields whose default is resolved
 # per method (None): a checkpoint without the field is compared as this value
 BEFORE_FIELD = {"batchnorm": "averaged"}
+# Run-level fields whose default (None) is the chosen algorithm's: field -> the class
+# attribute of federated.algorithms.base.Algorithm that holds it
+METHOD_DEFAULTS = {
+    "batchnorm": "batchnorm_default",
+    "personal_test_every": "personal_test_every_default",
+}
 
 
 def _help(text: str) -> Any:
@@ -308,12 +315,13 @@ class RunConfig:
             "k rounds and the last (0: off); validation runs on the same rounds, and the last"
         ),
     )
-    personal_test_every: int = field(
-        default=1,
+    personal_test_every: int | None = field(
+        default=None,
         metadata=_execution(
             "score each party's own model (a personalised method's) on the pooled test set "
             "every k rounds and the last; the rows between hold NaN test_ values "
-            "(N passes over the test set per scored round, where FedAvg makes one)"
+            "(N passes over the test set per scored round, where FedAvg makes one); "
+            "default: the method's (5 for the personalised methods, 1 for solo)"
         ),
     )
     representations_at: str | None = field(
@@ -426,7 +434,7 @@ class RunConfig:
 def field_types() -> dict[str, Any]:
     """Run-level field name -> annotated type (resolved), in declaration order (every
     field but those holding the methods' parameters, :data:`METHOD_FIELDS`)."""
-    hints = get_type_hints(RunConfig)
+    hints = type_hints(RunConfig)
     return {f.name: hints[f.name] for f in fields(RunConfig) if f.name not in METHOD_FIELDS}
 
 
@@ -527,11 +535,7 @@ def _resolve(c: RunConfig) -> RunConfig:
             else c.primary_metric
         ),
         execution=EXECUTION_ALIASES.get(c.execution, c.execution),
-        batchnorm=(
-            load_method("algorithm", c.algorithm).batchnorm_default
-            if c.batchnorm is None
-            else c.batchnorm
-        ),
+        **method_defaults(c),
     )
     validate(complete)
     algorithm_params, server_params, task_params, inert = _method_params(complete)
@@ -543,6 +547,16 @@ def _resolve(c: RunConfig) -> RunConfig:
         server_params=server_params,
         task_params=task_params,
     )
+
+
+def method_defaults(c: RunConfig) -> dict[str, Any]:
+    """The :data:`METHOD_DEFAULTS` fields of ``c``, each the chosen algorithm's default
+    where ``c`` leaves it None (its own value otherwise)."""
+    algorithm = load_method("algorithm", c.algorithm)
+    return {
+        name: getattr(algorithm, attribute) if getattr(c, name) is None else getattr(c, name)
+        for name, attribute in METHOD_DEFAULTS.items()
+    }
 
 
 def _default_primary(task: str) -> str | None:
