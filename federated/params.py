@@ -9,9 +9,19 @@ it without importing one another.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, get_type_hints
+
+
+@functools.cache
+def type_hints(cls: type) -> Mapping[str, Any]:
+    """``typing.get_type_hints(cls)``, evaluated once per class: a dataclass's annotations
+    do not change after its definition, and evaluating them is most of the time a config
+    takes to build and check (read-only: the cache is shared)."""
+    return MappingProxyType(get_type_hints(cls))
 
 
 class ConfigError(ValueError):
@@ -159,7 +169,7 @@ class MethodParams:
 
     @classmethod
     def field_types(cls) -> dict[str, Any]:
-        hints = get_type_hints(cls)
+        hints = type_hints(cls)
         return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 
     @classmethod

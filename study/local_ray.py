@@ -90,6 +90,9 @@ def start_command(gcs_port: int, api_port: int, dashboard: bool) -> list[str]:
         f"--dashboard-host={LOOPBACK}",
         f"--dashboard-port={api_port}",
         "--dashboard-agent-listen-port=0",
+        # Ray's client server cannot be turned off from `ray start`; its default port,
+        # 10001, would be taken by the first of two sweeps side by side
+        f"--ray-client-server-port={free_port()}",
         "--disable-usage-stats",
     ]  # fmt: skip
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields
-from typing import Any, get_type_hints
+from typing import Any
 
 from federated.config.data_fields import natural_parties_source
 from federated.contract.metrics import current_stem, metric_stems
@@ -27,6 +27,7 @@ from federated.params import (
     non_negative,
     one_of,
     positive,
+    type_hints,
     unit_interval,
 )
 from federated.registry import load_method
@@ -382,7 +383,7 @@ def _validate_task(c: Any, spec: Any) -> None:
 def check_types(c: Any) -> None:
     """Raise :class:`ConfigError` naming the first run-level field of ``c`` whose value
     is not of its annotated type."""
-    hints = get_type_hints(type(c))
+    hints = type_hints(type(c))
     for f in fields(c):
         if f.name not in ("method_options", "algorithm_params", "server_params", "task_params"):
             check_type(f.name, hints[f.name], getattr(c, f.name))

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-import torchvision.transforms.v2.functional as TF
 
 from federated.data.catalog import DatasetSpec
 
@@ -171,6 +170,10 @@ def augment_reference(
     """
     if params is None:
         return torch.cat([augmenter.normalize(img[None]) for img in images])
+    # torchvision imports torch._dynamo (about 1 s on a CPU core): imported where used,
+    # not by every sweep driver and trial worker that imports this module
+    import torchvision.transforms.v2.functional as TF
+
     out = []
     for k, img in enumerate(images):
         x = TF.pad(img, [PAD, PAD, PAD, PAD], padding_mode="reflect")

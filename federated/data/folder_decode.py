@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-import torchvision.transforms.v2.functional as TF
-from torchvision.io import ImageReadMode, decode_image, read_file
 
 from federated.data.folder_layout import FolderDataError, ImageFile
 from federated.runtime.machine_memory import available_memory, gib
@@ -56,6 +54,10 @@ def check_decode_size(path: str) -> None:
 def decode_files(files: Sequence[ImageFile]) -> list[torch.Tensor]:
     """Each file as a uint8 (C, H, W) tensor with C in {1, 3}; names a file that fails
     (one too large to decode is named before it is decoded)."""
+    # torchvision imports torch._dynamo (about 1 s on a CPU core): imported where used,
+    # not by every sweep driver and trial worker that imports this module
+    from torchvision.io import ImageReadMode, decode_image, read_file
+
     images = []
     for item in files:
         check_decode_size(item.path)
@@ -122,6 +124,8 @@ def stack_resized(images: Sequence[torch.Tensor], size: tuple[int, int]) -> torc
     """(N, C, H, W) uint8 of every image at ``size`` (resized only where it differs)."""
     if not images:
         return torch.empty(0, 1, *size, dtype=torch.uint8)
+    import torchvision.transforms.v2.functional as TF  # lazily: see decode_files
+
     out = torch.empty(len(images), images[0].shape[0], *size, dtype=torch.uint8)
     for i, image in enumerate(images):
         if tuple(image.shape[1:]) != size:
