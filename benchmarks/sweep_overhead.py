@@ -24,6 +24,9 @@ outside training, split into:
   (the actor's end, a new actor's process and imports);
 * ``idle_end``: slots without a trial while the last ones finish (the last wave); the
   share equally long trials would leave, ``last_wave_floor``, is printed beside it;
+* ``spare_cores``: of those, the core-seconds the lone trials' packs ran on side by side
+  (the rows' ``spare_core_seconds``: :mod:`federated.runtime.idle_cores`); training,
+  so it counts against ``idle_end`` in the outside share;
 * ``after``: every slot from the last round's end to ``--ended`` (the trials' and
   Tune's end, the summary, Ray's stop).
 
@@ -54,6 +57,7 @@ class TrialSpan:
     first_round_start: float
     end: float  # its last round ended
     rounds_s: float  # sum of its rounds' seconds
+    spare_s: float = 0.0  # core-seconds its packs ran beyond its rounds' wall time
 
 
 @dataclass(frozen=True)
@@ -71,11 +75,14 @@ class Overhead:
     between_trials_s: float
     idle_end_s: float
     after_s: float = 0.0
+    spare_cores_s: float = 0.0
 
     @property
     def outside_share(self) -> float:
-        """Fraction of the capacity spent outside rounds."""
-        return 1.0 - self.rounds_s / self.capacity_s if self.capacity_s > 0 else 0.0
+        """Fraction of the capacity spent outside training: outside rounds, less the
+        idle cores that lone trials trained on."""
+        busy = self.rounds_s + self.spare_cores_s
+        return 1.0 - busy / self.capacity_s if self.capacity_s > 0 else 0.0
 
     @property
     def last_wave_floor(self) -> float:
@@ -84,8 +91,8 @@ class Overhead:
         ``slots * waves - trials`` trial lengths of the ``slots * waves`` the span holds
         at best (15 trials on 2 slots: 1/16 = 6.25%).  Measured, it differs by how long
         trials took: on a shared machine a trial left alone runs faster than one beside
-        another.  Only a last wave on the freed cores (more threads: other float
-        results) removes it."""
+        another.  A lone trial's packs side by side on the freed cores
+        (``spare_cores_s``) use part of it."""
         waves = -(-self.trials // self.slots)
         return (self.slots * waves - self.trials) / (self.slots * waves)
 
@@ -115,6 +122,7 @@ def trial_spans(sweep_dir: Path) -> list[TrialSpan]:
                 first_start,
                 max(ends),
                 sum(r["round_seconds"] for r in by_round.values()),
+                sum(float(r.get("spare_core_seconds") or 0.0) for r in by_round.values()),
             )
         )
     return sorted(spans, key=lambda s: s.start)
@@ -173,6 +181,7 @@ def overhead(
         between_trials_s=between,
         idle_end_s=sum(end - f for f in free),
         after_s=slots * (ended - end),
+        spare_cores_s=sum(s.spare_s for s in spans),
     )
 
 
@@ -195,6 +204,10 @@ def describe(result: Overhead, sweep_dir: Path) -> str:
     ]
     for name, value in parts:
         lines.append(f"{name:<16}{value:>9.1f}{value / cap if cap else 0:>8.1%}")
+    lines.append(
+        f"{'spare_cores':<16}{result.spare_cores_s:>9.1f}"
+        f"{result.spare_cores_s / cap if cap else 0:>8.1%}  (idle cores lone trials trained on)"
+    )
     lines.append(f"outside training: {result.outside_share:.1%} of the capacity")
     lines.append(
         f"the last wave's empty slots, for {result.trials} equally long trials on "

@@ -20,6 +20,11 @@ Device: with ``device="auto"`` a trial uses CUDA only when Ray gave it a GPU
 (``ray.get_gpu_ids()``), never merely because one is visible.  CPU threads follow
 ``threads`` (``study.sweep`` sets it to the trial's CPUs).
 
+Idle cores: a trial on one torch thread whose machine has cores no trial holds (the
+sweep's last wave) trains its packs side by side on them
+(:mod:`federated.runtime.idle_cores`); its rows are the same, ``spare_core_seconds``
+says how much it used.
+
 Data: loaded once per worker process (:mod:`federated.engine.loaded_data`), so a trial
 that reuses an earlier trial's actor does not read and decode the files again.
 
@@ -43,6 +48,7 @@ from federated.engine.loaded_data import run_data
 from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
 from federated.runtime.atomic_file import atomic_open
+from federated.runtime.idle_cores import IdleCores
 
 STATE_FILE = "run_state.pt"
 
@@ -109,8 +115,10 @@ def train_federated(config: dict[str, Any]) -> None:
     # parties.csv and representations/ go into the trial folder (study/sweep_folder.py)
     files = RunFiles.in_folder(tune.get_context().get_trial_dir(), start_round=run.round)
     every = run_config.checkpoint_every
+    idle = IdleCores()
 
     while not run.finished:
+        run.use_idle_cores(idle.threads())  # a lone trial's packs side by side: same rows
         row = run.run_round()
         row["node_id"] = node_id
         files.record(run)

@@ -3,7 +3,8 @@ with ``--dashboard`` (real Ray, real trials, no mocks):
 
 * neither prints an ERROR or warning line, and nothing failed to bind a port: the
   unwatched sweep never reaches for the dashboard's port 8265 nor Ray's fixed agent port
-  52365 (study/local_ray.py gives every Ray port of a local sweep a free one);
+  52365 nor its client server's 10001 (study/local_ray.py gives every Ray port of a local
+  sweep a free one);
 * both finish, their manifests say so;
 * once the watched sweep is over, while its dashboard stays up for Ctrl-C, the
   dashboard's Jobs API reports its job SUCCEEDED, not RUNNING.
@@ -31,7 +32,8 @@ SWEEP = [
     "--vary", "mu=0,1", "--set", "algorithm=moon", "--budget", "smoke",
     "--dataset", "synthetic", "--set", "rounds=1", "--max-concurrent", "1", "--quiet",
 ]  # fmt: skip
-FIXED_PORTS = {8265, 52365}  # the dashboard's and Ray's dashboard agent's defaults
+# the dashboard's, Ray's dashboard agent's and Ray's client server's defaults
+FIXED_PORTS = {8265, 52365, 10001}
 
 
 def start(tmp_path: Path, name: str, *extra: str) -> tuple[subprocess.Popen, Path]:
@@ -91,6 +93,8 @@ def test_two_sweeps_side_by_side_finish_quietly_and_the_dashboard_says_finished(
             other_log,
         )
         ports = {port for _, _, port in listening_sockets(other.pid)}
+        # a fixed port would be the first sweep's, and fail the second's bind quietly
+        first_ports = {port for _, _, port in listening_sockets(watched.pid)} - {8265}
         assert other.wait(timeout=600) == exit_codes.OK, other_log.read_text()[-3000:]
         wait_for(
             lambda: "stays up" in watched_log.read_text(),
@@ -109,6 +113,7 @@ def test_two_sweeps_side_by_side_finish_quietly_and_the_dashboard_says_finished(
                 driver.wait()
 
     assert not ports & FIXED_PORTS, sorted(ports)
+    assert not first_ports & FIXED_PORTS, sorted(first_ports)
     # the sweep's driver job (Ray's own jobs aside) ended when the sweep did
     drivers = [job for job in listed if job["type"] == "DRIVER"]
     assert drivers and all(job["status"] == "SUCCEEDED" for job in drivers), listed

@@ -24,19 +24,27 @@ from study.plan import run_config_fields
 LAUNCHED = 1_000_000.0
 
 
-def write_trial(folder: Path, origin: int, rounds: list[tuple[float, float]]) -> None:
+def write_trial(
+    folder: Path, origin: int, rounds: list[tuple[float, float]], spare: float = 0.0
+) -> None:
     """A trial folder as Tune writes it: rows of (time_total_s, round_seconds); whole-second
-    timestamps, as Tune's."""
+    timestamps, as Tune's; ``spare`` core-seconds a round beyond its own (idle cores)."""
     folder.mkdir(parents=True)
     (folder / "params.json").write_text("{}")
     rows = [
-        {"round": i, "timestamp": int(origin + total), "time_total_s": total, "round_seconds": s}
+        {
+            "round": i,
+            "timestamp": int(origin + total),
+            "time_total_s": total,
+            "round_seconds": s,
+            "spare_core_seconds": spare,
+        }
         for i, (total, s) in enumerate(rounds, 1)
     ]
     (folder / "result.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def two_slot_sweep(tmp_path: Path) -> Path:
+def two_slot_sweep(tmp_path: Path, lone_spare: float = 0.0) -> Path:
     """Three trials on two slots: each starts 1 s before its first 3-s round and has ~1 s
     between its two rounds; a and b start 2 s after launch, c 2 s after a ends."""
     sweep = tmp_path / "sweep"
@@ -51,7 +59,7 @@ def two_slot_sweep(tmp_path: Path) -> Path:
     shape = [(4.0, 3.0), (7.999, 3.0)]
     write_trial(sweep / "a", int(LAUNCHED) + 2, shape)
     write_trial(sweep / "b", int(LAUNCHED) + 2, shape)
-    write_trial(sweep / "c", int(LAUNCHED) + 12, shape)
+    write_trial(sweep / "c", int(LAUNCHED) + 12, shape, spare=lone_spare)
     return sweep
 
 
@@ -134,11 +142,14 @@ def test_a_worker_process_loads_a_data_set_once_and_again_when_its_files_change(
 
 @pytest.mark.slow
 def test_trials_share_an_actor_and_each_equals_its_run_in_process(fmnist, tmp_path):
-    """Three one-round trials on one slot: the later two reuse the first one's actor (one
-    worker process), and each trial's accuracies equal its config run in this process."""
+    """Three two-round trials on one slot: the later two reuse the first one's actor (one
+    worker process), and each trial's accuracies equal its config run in this process.
+    The machine's other core is idle throughout (one trial at a time), so from the second
+    round on each trial trains its packs side by side on it (federated/runtime/
+    idle_cores.py): the accuracies are still the in-process run's."""
     cmd = [
         sys.executable, "-m", "study.sweep", "--vary", "mu=0,1,5", "--set", "algorithm=moon",
-        "--budget", "smoke", "--dataset", "fmnist", "--set", "rounds=1",
+        "--budget", "smoke", "--dataset", "fmnist", "--set", "rounds=2",
         "--set", "execution=packed", "--max-concurrent", "1", "--quiet",
         "--storage-path", str(tmp_path), "--name", "reused",
     ]  # fmt: skip
@@ -156,6 +167,8 @@ def test_trials_share_an_actor_and_each_equals_its_run_in_process(fmnist, tmp_pa
         fields["device"] = "cpu"
         expected = [row["test_acc"] for row in run_rounds(RunConfig.from_dict(fields), fmnist)]
         assert [row["test_acc"] for row in trial_rows] == expected
+        spare = [row["spare_core_seconds"] for row in trial_rows]
+        assert spare[0] == 0.0 and spare[1] > 0.0, spare  # idle at two round starts in a row
 
 
 def ray_start_children() -> set[int]:
@@ -189,3 +202,12 @@ def test_the_driver_works_while_its_local_ray_comes_up_and_failing_work_stops_th
         LocalRay.start(False, failing_import)
     assert len(launched) == 1 and len(launched[0]) == 1  # launched before the work ran, once
     assert ray_start_children() == before  # the node it had launched is gone
+
+
+def test_idle_cores_a_lone_trial_trained_on_count_as_training(tmp_path):
+    """c runs alone while b's slot is empty (10 s); its packs used 2 s of that core in
+    each of its two rounds: outside training is 40 - 18 - 4 of 40."""
+    result = overhead(two_slot_sweep(tmp_path, lone_spare=2.0), launched=LAUNCHED)
+    assert result.spare_cores_s == pytest.approx(4.0)
+    assert result.idle_end_s == pytest.approx(10.0, abs=0.01)  # the slot had no trial
+    assert result.outside_share == pytest.approx(1 - 22.0 / 40.0, abs=0.002)

@@ -43,6 +43,7 @@ from federated.evaluation.round_evaluation import RoundEvaluation
 from federated.evaluation.validation import SplitEvaluator
 from federated.execution.batch_plan import PartyBatches, draw_batches, limited, rotated
 from federated.execution.choice import PackingFallback, local_trainer
+from federated.execution.packed import PackedTrainer
 from federated.execution.trainer import PartyResult
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.heterogeneity.system import RoundWork, draw_round_work
@@ -201,6 +202,16 @@ class FederatedRun:
         if self.algorithm.personal_models or k >= n:
             return list(range(n))
         return sorted(int(i) for i in self.rng.sampling.choice(n, size=k, replace=False))
+
+    def use_idle_cores(self, threads: int) -> bool:
+        """Train the next rounds' packs on ``threads`` threads at once (1: one after
+        another; :mod:`federated.execution.packed`, "Packs side by side"): results are
+        the same, only the wall time changes.  False, and nothing changes, where the run
+        has nothing to spread: the sequential path, or more than one torch thread."""
+        if not isinstance(self.trainer, PackedTrainer) or self.config.threads != 1:
+            return False
+        self.trainer.pack_threads = max(1, threads)
+        return True
 
     def run_round(self) -> dict[str, Any]:
         """Run the next round and return its metrics row."""
@@ -386,6 +397,9 @@ class FederatedRun:
             self._server_step(combined)
         row.extra.update(work_columns(work, row.results))
         row.train_seconds = time.perf_counter() - start - probe_seconds
+        # cores beyond the trial's own that its packs used (use_idle_cores)
+        spare = self.trainer.spare_core_seconds if isinstance(self.trainer, PackedTrainer) else 0.0
+        row.extra["spare_core_seconds"] = spare
 
         t = time.perf_counter()
         results = self.evaluation.evaluate(

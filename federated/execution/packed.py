@@ -22,6 +22,14 @@ each party's own batches — for all drawn parties at once:
   fused SGD update over the ``w`` parties' slices (each with its own momentum).
 * **Frozen models** (MOON's global and previous models) run once per step for all
   parties (:class:`~federated.execution.frozen_models.FrozenPack`).
+* **Packs side by side.**  A round's packs are independent (each reads the global
+  model and its parties' batches, and writes only its parties' weights and state; the
+  method object holds only its parameters, the packing contract of
+  :mod:`federated.algorithms.base`), so with ``pack_threads`` > 1 they train on that
+  many threads at once, each running one torch thread.  Each pack's arithmetic is the
+  same on any thread, so results are bit for bit those of one thread (tested).  The
+  sweep's trainable raises it for a trial that has idle cores beside it (the last wave
+  of a sweep: :mod:`federated.trainable`).
 
 The maths is the sequential path's; only float summation order differs (grouped
 convolutions and batched matrix products add in another order), so weights agree to
@@ -30,7 +38,9 @@ float rounding and per-round accuracies to a fraction of a point (tests hold bot
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
@@ -121,6 +131,12 @@ class PackedTrainer:
         kind = type(setup.algorithm)
         self._reads_gradients = kind.after_backward is not Algorithm.after_backward
         self._adjusts_weights = kind.after_step is not Algorithm.after_step
+        #: threads that train a round's packs side by side (1: one after another); only
+        #: for a run on one torch thread (each pack thread runs one), set between rounds
+        self.pack_threads = 1
+        #: core-seconds the last round's packs ran beyond its training's wall time: the
+        #: idle cores it used (0.0 on one pack thread)
+        self.spare_core_seconds = 0.0
 
     def network(self, pack: int, slots: int) -> PackedModel:
         """The packed network of the round's ``pack``-th pack, ``slots`` wide."""
@@ -134,12 +150,40 @@ class PackedTrainer:
     ) -> Iterator[tuple[LocalJob, PartyResult]]:
         """Train every pack, then yield the parties in the drawn order."""
         by_party = {job.party: job for job in jobs}
+        round_packs = packs(plan, self.width)
+        work = [(pack, self.network(n, len(pack))) for n, pack in enumerate(round_packs)]
         results: dict[int, PartyResult] = {}
-        for number, pack in enumerate(packs(plan, self.width)):
-            packed = self.network(number, len(pack))
-            results.update(self._train_pack(pack, packed, by_party))
+        self.spare_core_seconds = 0.0
+        threads = min(self.pack_threads, len(work))
+        if threads > 1:
+            results = self._side_by_side(work, by_party, threads)
+        else:
+            for pack, packed in work:
+                results.update(self._train_pack(pack, packed, by_party))
         for job in jobs:
             yield job, results[job.party]
+
+    def _side_by_side(
+        self,
+        work: list[tuple[list[PartyBatches], PackedModel]],
+        jobs: dict[int, LocalJob],
+        threads: int,
+    ) -> dict[int, PartyResult]:
+        """Every pack of ``work`` trained on ``threads`` threads at once; records the
+        core-seconds beyond the wall time (:attr:`spare_core_seconds`)."""
+        busy: list[float] = []
+
+        def timed(pack: list[PartyBatches], packed: PackedModel) -> dict[int, PartyResult]:
+            start = time.perf_counter()
+            out = self._train_pack(pack, packed, jobs)
+            busy.append(time.perf_counter() - start)
+            return out
+
+        start = time.perf_counter()
+        with ThreadPoolExecutor(threads, thread_name_prefix="pack") as pool:
+            parts = list(pool.map(lambda item: timed(*item), work))
+        self.spare_core_seconds = max(0.0, sum(busy) - (time.perf_counter() - start))
+        return {party: result for part in parts for party, result in part.items()}
 
     def _train_pack(
         self, pack: list[PartyBatches], packed: PackedModel, jobs: dict[int, LocalJob]

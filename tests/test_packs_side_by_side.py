@@ -1,0 +1,66 @@
+"""A round's packs trained side by side on idle cores (federated/execution/packed.py,
+"Packs side by side"; federated/runtime/idle_cores.py): every packable method's rows and
+weights are bit for bit those of one thread, and a core counts as idle only when it was
+free at two round starts in a row."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from federated.algorithms import ALGORITHMS
+from federated.engine.round_loop import FederatedRun
+from federated.registry import load_method
+from federated.runtime.idle_cores import IdleCores
+from tests.conftest import batchnorm_model_for, tiny
+
+PACKABLE = [name for name in ALGORITHMS if load_method("algorithm", name).packable]
+# seconds differ between any two runs; spare_core_seconds says how much of a second core
+# the side-by-side run used
+TIMING = {"train_seconds", "eval_seconds", "round_seconds", "samples_per_second"}
+
+
+def _same(a: object, b: object) -> bool:
+    both_nan = isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
+    return a == b or both_nan
+
+
+@pytest.mark.parametrize("algorithm", PACKABLE)
+def test_packs_side_by_side_give_the_rows_and_weights_of_one_thread(synthetic, algorithm):
+    """5 parties in packs of 2 (three packs a round), 2 rounds (MOON's second has a
+    previous model): one thread, then three."""
+    own = load_method("algorithm", algorithm).evaluates_own_models()
+    config = tiny(
+        algorithm=algorithm,
+        n_parties=5,
+        pack_width=2,
+        execution="packed",
+        personal_test_every=1 if own else None,
+        **batchnorm_model_for(algorithm),
+    )
+    alone, side = FederatedRun(config, synthetic), FederatedRun(config, synthetic)
+    assert alone.use_idle_cores(1) and side.use_idle_cores(3)
+    for _ in range(2):
+        one, three = alone.run_round(), side.run_round()
+        assert set(one) == set(three)
+        for key in set(one) - TIMING - {"spare_core_seconds"}:
+            assert _same(one[key], three[key]), key
+        assert one["spare_core_seconds"] == 0.0 and three["spare_core_seconds"] >= 0.0
+    mine, theirs = alone.global_model.state_dict(), side.global_model.state_dict()
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine)
+
+
+def test_only_a_packed_run_on_one_torch_thread_spreads_its_packs(synthetic):
+    sequential = FederatedRun(tiny(execution="sequential"), synthetic)
+    assert not sequential.use_idle_cores(2)
+    assert not FederatedRun(tiny(execution="packed", threads=2), synthetic).use_idle_cores(2)
+    assert sequential.run_round()["spare_core_seconds"] == 0.0
+
+
+def test_a_core_is_idle_only_when_free_at_two_round_starts_in_a_row():
+    seen = iter([1, 1, 0, 1, 2, 2, 0])
+    idle = IdleCores(lambda: next(seen))
+    # free: 1 (first look), 1, 0, 1, 2, 2, 0 -> usable min(now, before)
+    assert [idle.threads() for _ in range(7)] == [1, 2, 1, 1, 2, 3, 1]
