@@ -237,7 +237,8 @@ def _seed_note(
     if (stats["spread"] == "parties").any():
         notes.append(
             f"{PARTY_MARK} each party's own model (SOLO, a personalised method): ± is the std "
-            "over parties, as the paper reports SOLO."
+            "over parties, as the paper reports SOLO; a method that scored them on the test "
+            "set every few rounds (personal_test_every) counts the scored rounds of the window."
         )
     if stats["duplicates"].sum():
         notes.append(
