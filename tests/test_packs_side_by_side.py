@@ -13,7 +13,7 @@ import torch
 from federated.algorithms import ALGORITHMS
 from federated.engine.round_loop import FederatedRun
 from federated.registry import load_method
-from federated.runtime.idle_cores import IdleCores
+from federated.runtime.idle_cores import IdleCores, free_cpus
 from tests.conftest import batchnorm_model_for, tiny
 
 PACKABLE = [name for name in ALGORITHMS if load_method("algorithm", name).packable]
@@ -64,3 +64,12 @@ def test_a_core_is_idle_only_when_free_at_two_round_starts_in_a_row():
     idle = IdleCores(lambda: next(seen))
     # free: 1 (first look), 1, 0, 1, 2, 2, 0 -> usable min(now, before)
     assert [idle.threads() for _ in range(7)] == [1, 2, 1, 1, 2, 3, 1]
+
+
+def test_outside_ray_no_core_counts_as_free():
+    """A run outside Ray (``federated.run``, a test) never spreads its packs."""
+    import ray
+
+    if ray.is_initialized():
+        pytest.skip("another test of this process has joined a Ray cluster")
+    assert free_cpus() == 0
