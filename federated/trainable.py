@@ -118,7 +118,8 @@ def train_federated(config: dict[str, Any]) -> None:
     idle = IdleCores()
 
     while not run.finished:
-        run.use_idle_cores(idle.threads())  # a lone trial's packs side by side: same rows
+        if run.spreads_packs:  # a lone trial's packs side by side: the same rows
+            run.use_idle_cores(idle.threads())
         row = run.run_round()
         row["node_id"] = node_id
         files.record(run)

@@ -136,8 +136,7 @@ def communication_frame(
         raise ValueError(f"target={target!r} (allowed: {', '.join(TARGETS)})")
     columns = list(columns)
     curves = _test_curves(rounds, metric)
-    done = trials.assign(final_value=final_values(trials, rounds, metric))
-    done = done[(done["status"] == COMPLETED) & done["final_value"].notna()]
+    done = _completed_with_value(trials, rounds, metric)
     gaps = _with_gaps(curves, done)
     out = []
     groups = done.groupby(columns, dropna=False, sort=False) if columns else [((), done)]
@@ -181,10 +180,17 @@ def sparsely_scored(
     """The completed trials (rows of ``trials``) whose test ``metric`` was not scored
     every round: rounds without a value before a last round with one (a personalised
     method's ``personal_test_every`` > 1)."""
-    done = trials.assign(final_value=final_values(trials, rounds, metric))
-    done = done[(done["status"] == COMPLETED) & done["final_value"].notna()]
+    done = _completed_with_value(trials, rounds, metric)
     gaps = _with_gaps(_test_curves(rounds, metric), done)
     return done[[key in gaps for key in zip(done["sweep"], done["trial"])]]
+
+
+def _completed_with_value(
+    trials: pd.DataFrame, rounds: pd.DataFrame, metric: Metric
+) -> pd.DataFrame:
+    """The completed trials with a final value of ``metric`` (``final_value`` added)."""
+    done = trials.assign(final_value=final_values(trials, rounds, metric))
+    return done[(done["status"] == COMPLETED) & done["final_value"].notna()]
 
 
 def _with_gaps(

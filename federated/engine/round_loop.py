@@ -203,12 +203,18 @@ class FederatedRun:
             return list(range(n))
         return sorted(int(i) for i in self.rng.sampling.choice(n, size=k, replace=False))
 
+    @property
+    def spreads_packs(self) -> bool:
+        """Whether idle cores can train this run's packs side by side: the packed path
+        on one torch thread (:meth:`use_idle_cores`)."""
+        return isinstance(self.trainer, PackedTrainer) and self.config.threads == 1
+
     def use_idle_cores(self, threads: int) -> bool:
         """Train the next rounds' packs on ``threads`` threads at once (1: one after
         another; :mod:`federated.execution.packed`, "Packs side by side"): results are
         the same, only the wall time changes.  False, and nothing changes, where the run
-        has nothing to spread: the sequential path, or more than one torch thread."""
-        if not isinstance(self.trainer, PackedTrainer) or self.config.threads != 1:
+        has nothing to spread (:attr:`spreads_packs`)."""
+        if not self.spreads_packs:
             return False
         self.trainer.pack_threads = max(1, threads)
         return True
@@ -398,8 +404,7 @@ class FederatedRun:
         row.extra.update(work_columns(work, row.results))
         row.train_seconds = time.perf_counter() - start - probe_seconds
         # cores beyond the trial's own that its packs used (use_idle_cores)
-        spare = self.trainer.spare_core_seconds if isinstance(self.trainer, PackedTrainer) else 0.0
-        row.extra["spare_core_seconds"] = spare
+        row.extra["spare_core_seconds"] = self.trainer.spare_core_seconds
 
         t = time.perf_counter()
         results = self.evaluation.evaluate(

@@ -36,6 +36,7 @@ class SequentialTrainer:
     plan's rows of ``setup.images``/``setup.labels``."""
 
     chunk_batches = AUGMENT_CHUNK_BATCHES
+    spare_core_seconds = 0.0  # one party after another, on the run's own thread(s)
 
     def __init__(self, setup: TrainingSetup, model: FedConModel) -> None:
         self.setup = setup

@@ -61,6 +61,10 @@ class TrainingSetup:
 class LocalTrainer(Protocol):
     """One execution path's local training of a round's drawn parties."""
 
+    #: core-seconds the last round's training ran on idle cores beyond its wall time
+    #: (packs side by side, :mod:`federated.execution.packed`; 0.0 on every other path)
+    spare_core_seconds: float
+
     def train(
         self, jobs: Sequence[LocalJob], plan: Sequence[PartyBatches]
     ) -> Iterator[tuple[LocalJob, PartyResult]]:
