@@ -48,6 +48,10 @@ STOP_TIMEOUT_S = 60.0
 # A port the OS named free may be taken before Ray binds it: try again with new ones.
 START_ATTEMPTS = 3
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when its parent dies
+# Ray's raylet starts one idle Python worker per CPU ahead of any task (`ray::IDLE`), about
+# 0.4 CPU-s each; a sweep's trials are actors that start workers of their own, so the
+# idle ones were paid for and never used.
+NO_PRESTARTED_WORKERS = {"RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"}
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -94,6 +98,12 @@ def start_command(gcs_port: int, api_port: int, dashboard: bool) -> list[str]:
         # 10001, would be taken by the first of two sweeps side by side
         f"--ray-client-server-port={free_port()}",
         "--disable-usage-stats",
+        # The driver takes no worker output (log_to_driver=False: a trial's files and its
+        # error.txt say what happened), so no process ships it; the autoscaler's monitor
+        # (hidden flag) feeds only the dashboard's cluster status on a fixed-size node.
+        # Each is a Python process of about half a CPU-second at every sweep's start.
+        "--include-log-monitor=false",
+        *([] if dashboard else ["--no-monitor"]),
     ]  # fmt: skip
 
 
@@ -148,6 +158,7 @@ class LocalRay:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                env={**NO_PRESTARTED_WORKERS, **os.environ},
                 start_new_session=True,
                 preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             )

@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy import stats
 
 from federated.contract.metrics import BINARY_ACCURACY, LOSS, SCORE_SPECS
 from federated.data.folder_layout import folder_path, is_folder_dataset
@@ -212,6 +211,9 @@ def score_metrics(
     predicted = np.asarray(predicted, dtype=np.float64)
     truth = np.asarray(truth, dtype=np.float64)
     error = predicted - truth
+    # scipy.stats takes about a second to import: only score trials pay it, not every worker
+    from scipy import stats
+
     return {
         BINARY_ACCURACY: float(np.mean((predicted >= threshold) == (truth >= threshold))),
         LOSS: float(loss_sum) / n,
