@@ -115,19 +115,20 @@ def train_federated(config: dict[str, Any]) -> None:
     # parties.csv and representations/ go into the trial folder (study/sweep_folder.py)
     files = RunFiles.in_folder(tune.get_context().get_trial_dir(), start_round=run.round)
     every = run_config.checkpoint_every
-    idle = IdleCores()
-
-    while not run.finished:
-        if run.spreads_packs:  # a lone trial's packs side by side: the same rows
-            run.use_idle_cores(idle.threads())
-        row = run.run_round()
-        row["node_id"] = node_id
-        files.record(run)
-        if run_config.fail_at_round == run.round and checkpoint is None:
-            raise InjectedFailureError(f"injected failure after round {run.round} (fail_at_round)")
-        if every and (run.round % every == 0 or run.finished):
-            with tempfile.TemporaryDirectory() as folder:
-                save_run_state(run, folder)
-                tune.report(row, checkpoint=tune.Checkpoint.from_directory(folder))
-        else:
-            tune.report(row)
+    with IdleCores() as idle:  # polls Ray from its first look until the trial ends
+        while not run.finished:
+            if run.spreads_packs:  # a lone trial's packs side by side: the same rows
+                run.use_idle_cores(idle.threads())
+            row = run.run_round()
+            row["node_id"] = node_id
+            files.record(run)
+            if run_config.fail_at_round == run.round and checkpoint is None:
+                raise InjectedFailureError(
+                    f"injected failure after round {run.round} (fail_at_round)"
+                )
+            if every and (run.round % every == 0 or run.finished):
+                with tempfile.TemporaryDirectory() as folder:
+                    save_run_state(run, folder)
+                    tune.report(row, checkpoint=tune.Checkpoint.from_directory(folder))
+            else:
+                tune.report(row)

@@ -1,11 +1,12 @@
 """A round's packs trained side by side on idle cores (federated/execution/packed.py,
 "Packs side by side"; federated/runtime/idle_cores.py): every packable method's rows and
 weights are bit for bit those of one thread, and a core counts as idle only when it was
-free at two round starts in a row."""
+free at two round starts in a row or at every poll of the last two seconds."""
 
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 import torch
@@ -61,9 +62,50 @@ def test_only_a_packed_run_on_one_torch_thread_spreads_its_packs(synthetic):
 
 def test_a_core_is_idle_only_when_free_at_two_round_starts_in_a_row():
     seen = iter([1, 1, 0, 1, 2, 2, 0])
-    idle = IdleCores(lambda: next(seen))
+    idle = IdleCores(lambda: next(seen), poll_period_s=None)
     # free: 1 (first look), 1, 0, 1, 2, 2, 0 -> usable min(now, before)
     assert [idle.threads() for _ in range(7)] == [1, 2, 1, 1, 2, 3, 1]
+
+
+def test_a_core_free_at_every_poll_of_the_settle_window_is_idle_from_the_next_round():
+    """A long round: the neighbour's core freed during it is used from the next round on
+    once the polls have seen it free for ``settle_s``; a gap shorter than that is not."""
+    now = [0.0]
+    free = [0]
+    idle = IdleCores(lambda: free[0], settle_s=2.0, poll_period_s=None, clock=lambda: now[0])
+    assert idle.threads() == 1  # round 1 starts at t = 0, nothing free
+    for t, f in [(1.0, 0), (1.5, 1), (2.0, 1), (3.0, 1), (3.6, 1)]:  # polls in round 1
+        now[0], free[0] = t, f
+        idle.look()
+    now[0] = 4.0  # round 2: free since 1.5 s, at every look for 2.5 s
+    assert idle.settled() == 1 and idle.threads() == 2
+    # a core free for a second only (a trial between two others) is not taken
+    now[0], free[0] = 0.0, 0
+    brief = IdleCores(lambda: free[0], settle_s=2.0, poll_period_s=None, clock=lambda: now[0])
+    assert brief.threads() == 1
+    for t, f in [(1.0, 0), (2.0, 1), (2.5, 1)]:
+        now[0], free[0] = t, f
+        brief.look()
+    now[0] = 3.0
+    assert brief.threads() == 1 and brief.settled() == 0
+
+
+def test_the_poll_looks_in_the_background_until_closed():
+    looks = []
+
+    def free() -> int:
+        looks.append(1)
+        return 0
+
+    with IdleCores(free, poll_period_s=0.01) as idle:
+        idle.threads()
+        deadline = time.monotonic() + 10
+        while len(looks) < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert len(looks) >= 5
+    seen = len(looks)
+    time.sleep(0.05)
+    assert len(looks) == seen  # closed: no more looks
 
 
 def test_outside_ray_no_core_counts_as_free():

@@ -7,15 +7,27 @@ changing a number (:mod:`federated.execution.packed`, "Packs side by side"); thi
 how many it may use.
 
 A core counts as idle when Ray's free CPUs include it at the start of two rounds in a
-row: Tune starts a waiting trial as soon as a slot frees, so a core free at one check
-only may be between one trial's end and the next one's start (using it then costs
-speed, never a result).  Only a single-node Ray is asked: on a cluster the free CPUs
-may be on other machines.
+row, or at every look of a background poll over the last :data:`SETTLE_S` seconds: Tune
+starts a waiting trial as soon as a slot frees, so a core free at one look only may be
+between one trial's end and the next one's start (using it then costs speed, never a
+result).  The poll lets a trial whose rounds are long (seconds each) take a core freed
+during one round from the next one on, not the round after.  Only a single-node Ray is
+asked: on a cluster the free CPUs may be on other machines.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import deque
 from collections.abc import Callable
+
+# How long a core must have been free at every poll to count as idle (s): far longer
+# than the gap between one trial's end and the next one's start (under a second: a
+# reused actor takes the next trial at once; a new one's resources are reserved first).
+SETTLE_S = 2.0
+# How often the background poll looks (s): two calls to Ray's control store per look.
+POLL_PERIOD_S = 0.5
 
 
 def free_cpus() -> int:
@@ -34,16 +46,72 @@ def free_cpus() -> int:
 
 
 class IdleCores:
-    """How many threads a trial's next round may train its packs on: its own core and
-    the cores seen free at this round's start and the last one's."""
+    """How many threads a trial's next round may train its packs on: its own core and the
+    cores seen free at this round's start and either the last one's or every poll of the
+    last ``settle_s`` seconds.
 
-    def __init__(self, free: Callable[[], int] = free_cpus) -> None:
+    The poll runs in a daemon thread from the first :meth:`threads` call until
+    :meth:`close` (a reused actor runs many trials: each closes its own); ``poll_period_s``
+    None polls nothing (the round-start rule alone)."""
+
+    def __init__(
+        self,
+        free: Callable[[], int] = free_cpus,
+        settle_s: float = SETTLE_S,
+        poll_period_s: float | None = POLL_PERIOD_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._free = free  # the CPUs free now
-        self._before = 0
+        self._settle_s = settle_s
+        self._period_s = poll_period_s
+        self._clock = clock
+        self._before = 0  # free at the previous round's start
+        self._looks: deque[tuple[float, int]] = deque()  # (time s, free), oldest first
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._poll: threading.Thread | None = None
+
+    def look(self) -> int:
+        """The CPUs free now, remembered for :meth:`threads`."""
+        now, free = self._clock(), self._free()
+        with self._lock:
+            self._looks.append((now, free))
+            # keep the newest look at least settle_s old: it tells how long the window is covered
+            while len(self._looks) > 1 and self._looks[1][0] <= now - self._settle_s:
+                self._looks.popleft()
+        return free
+
+    def settled(self) -> int:
+        """The fewest CPUs free at any look of the last ``settle_s`` seconds; 0 unless
+        the looks cover that whole window."""
+        with self._lock:
+            looks = list(self._looks)
+        if not looks or looks[0][0] > looks[-1][0] - self._settle_s:
+            return 0
+        return min(free for _, free in looks)
 
     def threads(self) -> int:
-        """1 + the cores free now and at the previous call."""
-        now = self._free()
-        idle = min(now, self._before)
+        """1 + the cores free now and at the previous call, or throughout the poll's window."""
+        if self._poll is None and self._period_s is not None:
+            self._poll = threading.Thread(target=self._keep_looking, daemon=True)
+            self._poll.start()
+        now = self.look()
+        idle = max(min(now, self._before), min(now, self.settled()))
         self._before = now
         return 1 + idle
+
+    def __enter__(self) -> IdleCores:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the poll (idempotent)."""
+        self._stop.set()
+        if self._poll is not None:
+            self._poll.join()
+
+    def _keep_looking(self) -> None:
+        while not self._stop.wait(self._period_s):
+            self.look()
