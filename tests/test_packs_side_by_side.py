@@ -1,7 +1,7 @@
 """A round's packs trained side by side on idle cores (federated/execution/packed.py,
 "Packs side by side"; federated/runtime/idle_cores.py): every packable method's rows and
 weights are bit for bit those of one thread, and a core counts as idle only when it was
-free at two round starts in a row or at every poll of the last two seconds."""
+free at two round starts in a row or at every poll of a settle window."""
 
 from __future__ import annotations
 

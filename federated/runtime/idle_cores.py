@@ -22,12 +22,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-# How long a core must have been free at every poll to count as idle (s): far longer
-# than the gap between one trial's end and the next one's start (under a second: a
-# reused actor takes the next trial at once; a new one's resources are reserved first).
-SETTLE_S = 2.0
+# How long a core must have been free at every poll to count as idle (s): longer than the
+# gap between one trial's end and the next one's start (none with a reused actor, which
+# takes the next trial at once; with an actor per trial, Tune asks for the next one's
+# resources in the step that ends the last one), shorter than a laptop-budget round.
+SETTLE_S = 1.0
 # How often the background poll looks (s): two calls to Ray's control store per look.
-POLL_PERIOD_S = 0.5
+POLL_PERIOD_S = 0.25
 
 
 def free_cpus() -> int:
