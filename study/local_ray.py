@@ -1,4 +1,5 @@
-"""A sweep's own local Ray, held by a ``ray start --head --block`` child process.
+"""A sweep's own local Ray, held by a child process (:mod:`study.tune.ray_head`, what
+``ray start --head --block`` does without Ray's command line).
 
 Why not ``ray.init(address="local")``, which starts Ray inside the driver:
 
@@ -6,7 +7,7 @@ Why not ``ray.init(address="local")``, which starts Ray inside the driver:
   port (Ray's fixed 52365: the second cluster's agent fails to bind it and runs without
   its HTTP service, with ERROR lines in its log), and it asks for the dashboard's
   port even without a dashboard (a sweep without ``--dashboard`` printed ``ERROR
-  services.py … Failed to bind to 127.0.0.1:8265`` beside a watched one).  ``ray start``
+  services.py … Failed to bind to 127.0.0.1:8265`` beside a watched one).  The holder
   takes every port: here the GCS and the API server get free ports the OS picks, the
   agent port 0 (Ray picks), and only ``--dashboard`` asks for 8265 (another free port
   when 8265 is taken, e.g. by another watched sweep; the printed URL says which).
@@ -18,8 +19,8 @@ Why not ``ray.init(address="local")``, which starts Ray inside the driver:
 
 The child runs in a session of its own (the terminal's Ctrl-C reaches the driver only,
 which stops Tune in order first) and, on Linux, is told to terminate when the driver
-dies, even by ``kill -9``; ``ray start --block`` then takes its Ray processes down with
-it.  This module does not import Ray.
+dies, even by ``kill -9``; the holder then takes its Ray processes down with it.  This
+module does not import Ray.
 """
 
 from __future__ import annotations
@@ -39,11 +40,11 @@ from pathlib import Path
 
 DASHBOARD_PORT = 8265
 LOOPBACK = "127.0.0.1"
-# `ray start` prints this once every Ray process is up and the address is written.
+# The holder prints this once every Ray process is up and the address is written.
 READY_LINE = "Ray runtime started"
 # A loaded 2-core machine took 31 s to start a head node; a stuck start is said, not awaited.
 START_TIMEOUT_S = 300.0
-# `ray start --block` drains its node (up to 30 s, Ray's default) when terminated.
+# The holder drains its node (up to 30 s, Ray's default) when terminated.
 STOP_TIMEOUT_S = 60.0
 # A port the OS named free may be taken before Ray binds it: try again with new ones.
 START_ATTEMPTS = 3
@@ -85,25 +86,12 @@ def _die_with_parent() -> None:
 
 
 def start_command(gcs_port: int, api_port: int, dashboard: bool) -> list[str]:
-    """The ``ray start`` command line of a loopback-only head node."""
+    """The command line of a loopback-only head node (:mod:`study.tune.ray_head`)."""
     return [
-        sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
+        sys.executable, "-m", "study.tune.ray_head",
         f"--port={gcs_port}",
-        f"--node-ip-address={LOOPBACK}",
-        f"--include-dashboard={'true' if dashboard else 'false'}",
-        f"--dashboard-host={LOOPBACK}",
         f"--dashboard-port={api_port}",
-        "--dashboard-agent-listen-port=0",
-        # Ray's client server cannot be turned off from `ray start`; its default port,
-        # 10001, would be taken by the first of two sweeps side by side
-        f"--ray-client-server-port={free_port()}",
-        "--disable-usage-stats",
-        # The driver takes no worker output (log_to_driver=False: a trial's files and its
-        # error.txt say what happened), so no process ships it; the autoscaler's monitor
-        # (hidden flag) feeds only the dashboard's cluster status on a fixed-size node.
-        # Each is a Python process of about half a CPU-second at every sweep's start.
-        "--include-log-monitor=false",
-        *([] if dashboard else ["--no-monitor"]),
+        *(["--dashboard"] if dashboard else []),
     ]  # fmt: skip
 
 
@@ -122,13 +110,13 @@ class LocalRay:
         """Start the head node and wait until it is up; ConnectionError (one line) if it
         does not come up.
 
-        ``meanwhile`` runs once the first ``ray start`` is launched and before it is
+        ``meanwhile`` runs once the holder is launched and before it is
         awaited: the node takes seconds to come up (tens on a loaded machine) in its own
         processes, and the driver's own work (its Tune imports) fits in that wait.  It
-        runs in this thread, once, whatever the attempts: ``ray start`` is forked here
+        runs in this thread, once, whatever the attempts: the holder is forked here
         with a ``preexec_fn``, which is not safe while another thread of the driver
         imports (a child forked during a ``dlopen`` can hang).  If it raises, the launched
-        node is awaited, then stopped, and the exception propagates: ``ray start`` stopped
+        node is awaited, then stopped, and the exception propagates: a holder stopped
         half-way could leave the Ray processes it had started running."""
         problem = "no attempt"
         for attempt in range(START_ATTEMPTS):
@@ -149,7 +137,7 @@ class LocalRay:
 
     @classmethod
     def _launch(cls, dashboard: bool) -> LocalRay:
-        """One ``ray start`` on ports free now, not awaited."""
+        """One holder on ports free now, not awaited."""
         gcs_port, api_port = free_port(), dashboard_port(dashboard)
         fd, name = tempfile.mkstemp(prefix="fedsweep-ray-start-", suffix=".log")
         with os.fdopen(fd, "w") as out:
@@ -170,7 +158,7 @@ class LocalRay:
         )
 
     def _wait_until_ready(self) -> str | None:
-        """None once ``ray start`` says the node is up; else what went wrong (one line)."""
+        """None once the holder says the node is up; else what went wrong (one line)."""
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             text = self.log.read_text(errors="replace")
@@ -181,7 +169,7 @@ class LocalRay:
                 errors = [ln for ln in lines if "Error" in ln or "error" in ln]
                 return ((errors or lines or [f"exit status {self.process.returncode}"])[-1])[:200]
             time.sleep(0.2)
-        return f"ray start did not come up within {START_TIMEOUT_S:.0f} s"
+        return f"the local Ray did not come up within {START_TIMEOUT_S:.0f} s"
 
     def stop(self) -> None:
         """End the node (the holder drains and stops its Ray processes); idempotent."""

@@ -172,7 +172,7 @@ def test_trials_share_an_actor_and_each_equals_its_run_in_process(fmnist, tmp_pa
 
 
 def ray_start_children() -> set[int]:
-    """This process's children that run ``ray start`` (read from Linux's /proc)."""
+    """This process's children that hold a local Ray (read from Linux's /proc)."""
     found = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -180,7 +180,7 @@ def ray_start_children() -> set[int]:
             cmdline = (stat.parent / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue  # a process that ended while being read
-        if ppid == os.getpid() and b"ray.scripts.scripts\x00start" in cmdline:
+        if ppid == os.getpid() and b"study.tune.ray_head" in cmdline:
             found.add(int(stat.parent.name))
     return found
 

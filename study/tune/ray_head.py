@@ -1,0 +1,86 @@
+"""A sweep's local head node, held by this process: ``python -m study.tune.ray_head``,
+launched by :class:`study.local_ray.LocalRay` (which says why a child process holds it).
+
+What ``ray start --head --block`` does for a loopback-only node, without its command
+line: ``ray start`` imports Ray's whole CLI (Ray Serve's among it), about 1.8 s before
+the first Ray process starts on a 2-core machine, and cannot leave out Ray's client
+server.  Here the node is Ray's own :class:`ray._private.node.Node`, as ``ray.init`` and
+``ray start`` build it, with:
+
+* every port on 127.0.0.1: the GCS's and the API server's given (free ports the driver
+  picked), the dashboard agent's chosen by Ray;
+* no client server (nothing connects through it), no log monitor (the driver takes no
+  worker output), the autoscaler's monitor only with ``--dashboard`` (its cluster view
+  is the monitor's only reader on a fixed-size node), no usage stats;
+* token authentication as the environment sets it (the driver made the token first).
+
+It prints :data:`study.local_ray.READY_LINE` once the node is up, then blocks: a SIGTERM
+drains and stops the node (Ray's handler, as ``ray start --block`` does), and a Ray
+process that dies unexpectedly stops the others and this process with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+from study.local_ray import LOOPBACK, READY_LINE
+
+# A Ray process's exit statuses that mean it was stopped, not that it failed (as
+# `ray start --block` counts them).
+STOPPED_STATUSES = frozenset({0, signal.SIGTERM, -signal.SIGTERM, 128 + signal.SIGTERM})
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m study.tune.ray_head")
+    parser.add_argument("--port", type=int, required=True, help="the GCS's port")
+    parser.add_argument("--dashboard-port", type=int, required=True, help="the API server's")
+    parser.add_argument("--dashboard", action="store_true", help="serve Ray's dashboard")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    # imported here: the arguments are read before the second it takes
+    from ray._private.authentication.authentication_token_setup import (
+        ensure_token_if_auth_enabled,
+        maybe_enable_token_auth_if_token_available,
+    )
+    from ray._private.node import Node
+    from ray._private.parameter import RayParams
+
+    params = RayParams(
+        node_ip_address=LOOPBACK,
+        node_name=LOOPBACK,
+        include_dashboard=args.dashboard,
+        dashboard_host=LOOPBACK,
+        dashboard_port=args.dashboard_port,
+        dashboard_agent_listen_port=0,
+        include_log_monitor=False,
+        no_monitor=not args.dashboard,
+    )
+    params.gcs_server_port = args.port
+    maybe_enable_token_auth_if_token_available()
+    ensure_token_if_auth_enabled(None, create_token_if_missing=False)
+    # shutdown_at_exit: Ray's SIGTERM handler drains the node and stops its processes
+    node = Node(params, head=True, shutdown_at_exit=True, spawn_reaper=True)
+    print(f"{READY_LINE} at {node.address}", flush=True)
+    while True:
+        time.sleep(1)
+        failed = [
+            (kind, process.returncode)
+            for kind, process in node.dead_processes()
+            if process.returncode not in STOPPED_STATUSES
+        ]
+        if failed:
+            print(f"Ray processes exited: {failed}; stopping the node", flush=True)
+            node.kill_all_processes(check_alive=False, allow_graceful=False)
+            return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
