@@ -97,7 +97,9 @@ def test_the_poll_looks_in_the_background_until_closed():
         looks.append(1)
         return 0
 
-    with IdleCores(free, poll_period_s=0.01) as idle:
+    with IdleCores(free, poll_period_s=0.01, poll_after_round_s=0.0) as idle:
+        idle.threads()
+        assert len(looks) == 1  # no poll before a round has been timed
         idle.threads()
         deadline = time.monotonic() + 10
         while len(looks) < 5 and time.monotonic() < deadline:
@@ -115,3 +117,13 @@ def test_outside_ray_no_core_counts_as_free():
     if ray.is_initialized():
         pytest.skip("another test of this process has joined a Ray cluster")
     assert free_cpus() == 0
+
+
+def test_quick_rounds_are_not_polled():
+    """Rounds shorter than ``poll_after_round_s`` leave the round-start rule alone."""
+    looks = []
+    with IdleCores(lambda: looks.append(1) or 0, poll_period_s=0.01, poll_after_round_s=60) as idle:
+        for _ in range(3):
+            idle.threads()
+        time.sleep(0.05)
+    assert len(looks) == 3  # one look per round start, none in between

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -211,3 +212,44 @@ def test_idle_cores_a_lone_trial_trained_on_count_as_training(tmp_path):
     assert result.spare_cores_s == pytest.approx(4.0)
     assert result.idle_end_s == pytest.approx(10.0, abs=0.01)  # the slot had no trial
     assert result.outside_share == pytest.approx(1 - 22.0 / 40.0, abs=0.002)
+
+
+def children_named(parent: int, name: str) -> list[int]:
+    """Processes whose parent is ``parent`` and whose name is ``name`` (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # a process that ended while being read
+        comm, rest = text.split("(", 1)[1].rsplit(")", 1)
+        if comm == name and int(rest.split()[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_ray_process_that_dies_stops_the_local_node_and_its_holder():
+    """The holder (study/tune/ray_head.py) watches the Ray processes it started: one that
+    dies (here the raylet, killed) stops the others, and the holder exits with status 1
+    saying which; a sweep on that node then fails instead of waiting on a dead node."""
+    holder = LocalRay.start(False)
+    try:
+        (raylet,) = children_named(holder.process.pid, "raylet")
+        gcs = children_named(holder.process.pid, "gcs_server")
+        assert len(gcs) == 1
+        os.kill(raylet, signal.SIGKILL)
+        assert holder.process.wait(timeout=60) == 1
+        assert "Ray processes exited: [('raylet', -9)]" in holder.log.read_text()
+        assert not Path(f"/proc/{gcs[0]}").exists() or "Z" in status_of(gcs[0])
+    finally:
+        holder.stop()
+
+
+def status_of(pid: int) -> str:
+    """A process's state letter (Z: exited, not yet reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

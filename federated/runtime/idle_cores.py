@@ -29,6 +29,10 @@ from collections.abc import Callable
 SETTLE_S = 1.0
 # How often the background poll looks (s): two calls to Ray's control store per look.
 POLL_PERIOD_S = 0.25
+# The poll starts after a round this long (s): with shorter rounds the round-start rule
+# takes a freed core within a second anyway, and a sweep of quick trials (a test suite's)
+# is spared four calls a second per trial.
+POLL_AFTER_ROUND_S = 2.0
 
 
 def free_cpus() -> int:
@@ -51,7 +55,8 @@ class IdleCores:
     cores seen free at this round's start and either the last one's or every poll of the
     last ``settle_s`` seconds.
 
-    The poll runs in a daemon thread from the first :meth:`threads` call until
+    The poll runs in a daemon thread from the first :meth:`threads` call that comes at
+    least ``poll_after_round_s`` after the one before (a round that long) until
     :meth:`close` (a reused actor runs many trials: each closes its own); ``poll_period_s``
     None polls nothing (the round-start rule alone)."""
 
@@ -61,11 +66,14 @@ class IdleCores:
         settle_s: float = SETTLE_S,
         poll_period_s: float | None = POLL_PERIOD_S,
         clock: Callable[[], float] = time.monotonic,
+        poll_after_round_s: float = POLL_AFTER_ROUND_S,
     ) -> None:
         self._free = free  # the CPUs free now
         self._settle_s = settle_s
         self._period_s = poll_period_s
         self._clock = clock
+        self._poll_after_s = poll_after_round_s
+        self._round_start: float | None = None  # when threads() was last called (s)
         self._before = 0  # free at the previous round's start
         self._looks: deque[tuple[float, int]] = deque()  # (time s, free), oldest first
         self._lock = threading.Lock()
@@ -93,7 +101,9 @@ class IdleCores:
 
     def threads(self) -> int:
         """1 + the cores free now and at the previous call, or throughout the poll's window."""
-        if self._poll is None and self._period_s is not None:
+        started, self._round_start = self._round_start, self._clock()
+        long_round = started is not None and self._round_start - started >= self._poll_after_s
+        if self._poll is None and self._period_s is not None and long_round:
             self._poll = threading.Thread(target=self._keep_looking, daemon=True)
             self._poll.start()
         now = self.look()
