@@ -85,10 +85,19 @@ def _die_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+# The code root this driver imports `study` from: the holder imports the same code, not
+# whatever `study` package the current folder may hold.
+CODE_ROOT = str(Path(__file__).resolve().parents[1])
+
+
 def start_command(gcs_port: int, api_port: int, dashboard: bool) -> list[str]:
     """The command line of a loopback-only head node (:mod:`study.tune.ray_head`)."""
+    run_holder = (
+        f"import sys; sys.path.insert(0, {CODE_ROOT!r}); "
+        "from study.tune.ray_head import main; sys.exit(main())"
+    )
     return [
-        sys.executable, "-m", "study.tune.ray_head",
+        sys.executable, "-c", run_holder,
         f"--port={gcs_port}",
         f"--dashboard-port={api_port}",
         *(["--dashboard"] if dashboard else []),

@@ -253,3 +253,19 @@ def status_of(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+@pytest.mark.slow
+def test_the_holder_runs_the_drivers_code_whatever_the_current_folder_holds(tmp_path, monkeypatch):
+    """A sweep started from a folder with a ``study`` package of its own (a user's project)
+    still gets its local Ray: the holder imports the code the driver imports."""
+    (tmp_path / "study" / "tune").mkdir(parents=True)
+    for init in ("study/__init__.py", "study/tune/__init__.py"):
+        (tmp_path / init).write_text("")
+    (tmp_path / "study" / "tune" / "ray_head.py").write_text("raise SystemExit(3)\n")
+    monkeypatch.chdir(tmp_path)
+    holder = LocalRay.start(False)
+    try:
+        assert holder.process.poll() is None and "Ray runtime started" in holder.log.read_text()
+    finally:
+        holder.stop()

@@ -1,5 +1,5 @@
-"""A sweep's local head node, held by this process: ``python -m study.tune.ray_head``,
-launched by :class:`study.local_ray.LocalRay` (which says why a child process holds it).
+"""A sweep's local head node, held by this process, which :class:`study.local_ray.LocalRay`
+launches (and says why a child process holds it) from the code the driver runs.
 
 What ``ray start --head --block`` does for a loopback-only node, without its command
 line: ``ray start`` imports Ray's whole CLI (Ray Serve's among it), about 1.8 s before
@@ -35,7 +35,7 @@ STOPPED_STATUSES = frozenset({0, signal.SIGTERM, -signal.SIGTERM, 128 + signal.S
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m study.tune.ray_head")
+    parser = argparse.ArgumentParser(prog="study.tune.ray_head")
     parser.add_argument("--port", type=int, required=True, help="the GCS's port")
     parser.add_argument("--dashboard-port", type=int, required=True, help="the API server's")
     parser.add_argument("--dashboard", action="store_true", help="serve Ray's dashboard")
