@@ -49,10 +49,6 @@ STOP_TIMEOUT_S = 60.0
 # A port the OS named free may be taken before Ray binds it: try again with new ones.
 START_ATTEMPTS = 3
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when its parent dies
-# Ray's raylet starts one idle Python worker per CPU ahead of any task (`ray::IDLE`), about
-# 0.4 CPU-s each; a sweep's trials are actors that start workers of their own, so the
-# idle ones were paid for and never used.
-NO_PRESTARTED_WORKERS = {"RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"}
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -155,7 +151,6 @@ class LocalRay:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={**NO_PRESTARTED_WORKERS, **os.environ},
                 start_new_session=True,
                 preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             )

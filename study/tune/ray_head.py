@@ -11,7 +11,8 @@ server.  Here the node is Ray's own :class:`ray._private.node.Node`, as ``ray.in
   picked), the dashboard agent's chosen by Ray;
 * no client server (nothing connects through it), no log monitor (the driver takes no
   worker output), the autoscaler's monitor only with ``--dashboard`` (its cluster view
-  is the monitor's only reader on a fixed-size node), no usage stats;
+  is the monitor's only reader on a fixed-size node), no prestarted idle workers, no
+  usage stats;
 * token authentication as the environment sets it (the driver made the token first).
 
 It prints :data:`study.local_ray.READY_LINE` once the node is up, then blocks: a SIGTERM
@@ -32,6 +33,11 @@ from study.local_ray import LOOPBACK, READY_LINE
 # A Ray process's exit statuses that mean it was stopped, not that it failed (as
 # `ray start --block` counts them).
 STOPPED_STATUSES = frozenset({0, signal.SIGTERM, -signal.SIGTERM, 128 + signal.SIGTERM})
+# The raylet starts one idle Python worker per CPU ahead of any task (`ray::IDLE`), about
+# 0.4 CPU-s each; a sweep's trials are actors with workers of their own, so the idle ones
+# were paid for and never used.  Read by the raylet from its environment; a value the
+# user exported stands.
+NO_PRESTARTED_WORKERS = {"RAY_enable_worker_prestart": "0", "RAY_prestart_worker_first_driver": "0"}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -45,6 +51,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    for name, value in NO_PRESTARTED_WORKERS.items():
+        os.environ.setdefault(name, value)
     # imported here: the arguments are read before the second it takes
     from ray._private.authentication.authentication_token_setup import (
         ensure_token_if_auth_enabled,
