@@ -185,4 +185,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from federated.runtime.process_exit import exit_process
+
+    exit_process(main())

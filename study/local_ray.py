@@ -44,7 +44,8 @@ LOOPBACK = "127.0.0.1"
 READY_LINE = "Ray runtime started"
 # A loaded 2-core machine took 31 s to start a head node; a stuck start is said, not awaited.
 START_TIMEOUT_S = 300.0
-# The holder drains its node (up to 30 s, Ray's default) when terminated.
+# The holder stops its node's processes when terminated (each gets 1 s to exit; a
+# drain, up to 30 s, only where the user's environment asks Ray for one).
 STOP_TIMEOUT_S = 60.0
 # A port the OS named free may be taken before Ray binds it: try again with new ones.
 START_ATTEMPTS = 3
@@ -176,7 +177,7 @@ class LocalRay:
         return f"the local Ray did not come up within {START_TIMEOUT_S:.0f} s"
 
     def stop(self) -> None:
-        """End the node (the holder drains and stops its Ray processes); idempotent."""
+        """End the node (the holder stops its Ray processes); idempotent."""
         if self.process.poll() is None:
             self.process.terminate()
             try:

@@ -657,4 +657,6 @@ def fixed_at(study: Study, config: Mapping[str, Any]) -> Study:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from federated.runtime.process_exit import exit_process
+
+    exit_process(main())
