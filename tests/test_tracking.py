@@ -192,3 +192,50 @@ def test_unknown_tracker_and_a_uri_without_mlflow_are_refused(tmp_path, capsys):
     assert sweep_main(["moon_mu", "--track-uri", "http://x", "--storage-path", str(tmp_path)]) == 2
     assert "needs --track mlflow" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+# A fresh process: the Tune modules a sweep imports while Ray comes up, its callbacks
+# without trackers, and Tune's usage tag of them as a sweep on its own Ray has it.
+UNTRACKED_SWEEP_IMPORTS = """
+import sys
+from study.sweep import import_tune_modules
+from study.tune import ray_session, tracking_callbacks
+from study.tune.resume_digest_callback import ResumeDigestRecorder
+
+import_tune_modules()
+callbacks = [*tracking_callbacks.tracking_callbacks({}, {}, ["mu"]), ResumeDigestRecorder()]
+ray_session.skip_callback_usage_tag()
+from ray.air._internal import usage
+assert usage.tag_callbacks(callbacks) is False
+print(sorted({m.split(".")[0] for m in sys.modules} & {"mlflow", "wandb", "comet_ml", "aim"}))
+"""
+
+
+def test_an_untracked_sweep_imports_no_tracker():
+    """MLflow's import alone is about 0.7 s of every sweep's start; only --track pays it."""
+    done = subprocess.run(
+        [sys.executable, "-c", UNTRACKED_SWEEP_IMPORTS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+
+
+def test_callbacks_pickled_under_their_old_module_still_load():
+    """Sweep folders written before the trackers' callbacks had modules of their own hold
+    them as ``study.tune.tracking_callbacks.*`` in tuner.pkl; --resume finds them."""
+    import pickle
+
+    from study.tune import mlflow_trial_runs, wandb_trial_runs
+
+    for name, module in [
+        ("MLflowTrialRuns", mlflow_trial_runs),
+        ("WandbTrialRuns", wandb_trial_runs),
+        ("OwnServiceLoggingActor", wandb_trial_runs),
+    ]:
+        # pickle's GLOBAL opcode: the class by module and name, as Tune's pickle holds it
+        reference = f"cstudy.tune.tracking_callbacks\n{name}\n.".encode()
+        assert pickle.loads(reference) is getattr(module, name)

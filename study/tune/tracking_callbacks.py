@@ -1,115 +1,32 @@
-"""Tune's MLflow and W&B logger callbacks with fedsweep's per-trial tags (see
-:mod:`study.tracking` for what is logged where), and Tune's TensorBoard logger with the
-sweep's hyperparameters.  Module-level classes, so the run config Tune pickles for
-``--resume`` holds them by reference."""
+"""The Tune callbacks a sweep's trackers ask for (:func:`tracking_callbacks`), and Tune's
+TensorBoard logger with the sweep's hyperparameters (:class:`SweepTensorBoard`).
+Module-level classes, so the run config Tune pickles for ``--resume`` holds them by
+reference.  MLflow's and W&B's callbacks live in modules of their own
+(:mod:`study.tune.mlflow_trial_runs`, :mod:`study.tune.wandb_trial_runs`), imported only
+by a sweep that tracks to them: MLflow's import alone is about 0.7 s."""
 
 from __future__ import annotations
 
-# Imported with the other Tune modules while Ray comes up (study.sweep.TUNE_MODULES):
-# Tune imports MLflow's and W&B's callbacks itself whenever a sweep passes callbacks (it
-# counts their kinds for its usage tags), so a sweep pays for them tracked or not.
+import importlib
 import numbers
-import os
-import sys
 from typing import Any
 
-import ray
-from ray.air.integrations.mlflow import MLflowLoggerCallback
-from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
 from ray.tune.logger import TBXLoggerCallback
 
-from study.tune.trial_actor import trial_label
+# Where each tracker's callback classes live; a sweep folder of an earlier fedsweep
+# pickled them as this module's (``study.tune.tracking_callbacks.MLflowTrialRuns``), and
+# ``--resume`` finds them here through :func:`__getattr__`.
+CALLBACK_MODULES = {
+    "MLflowTrialRuns": "study.tune.mlflow_trial_runs",
+    "WandbTrialRuns": "study.tune.wandb_trial_runs",
+    "OwnServiceLoggingActor": "study.tune.wandb_trial_runs",
+}
 
 
-class MLflowTrialRuns(MLflowLoggerCallback):
-    """One child run per trial under the sweep's run, named by the trial's point and seed
-    (``mu=0.1 seed=2``) and tagged with its seed and id; a trial continued after
-    ``--resume`` logs into the run it had before, which says RUNNING again until the
-    trial ends (Tune's callback ends it FINISHED or FAILED)."""
-
-    def log_trial_start(self, trial) -> None:
-        if trial not in self._trial_runs:
-            self._trial_runs[trial] = self._run_for(trial)
-        super().log_trial_start(trial)  # the run exists now: this logs the params only
-
-    def _run_for(self, trial) -> str:
-        client = self.mlflow_util._mlflow.tracking.MlflowClient(self.tracking_uri)
-        experiment = client.get_experiment_by_name(self.experiment_name)
-        query = f"tags.trial_id = '{trial.trial_id}'"
-        found = client.search_runs([experiment.experiment_id], query, max_results=1)
-        if found:
-            run_id = found[0].info.run_id
-            client.update_run(run_id, status="RUNNING")  # ended KILLED when interrupted
-            return run_id
-        tags = {
-            **self.tags,
-            "trial_name": str(trial),
-            "trial_id": trial.trial_id,
-            "seed": str(trial.config.get("seed")),
-        }
-        run = self.mlflow_util.start_run(tags=tags, run_name=trial_label(trial.config))
-        return run.info.run_id
-
-    def log_trial_result(self, iteration: int, trial, result: dict) -> None:
-        # the config is the run's params already; as metrics it would double every insert
-        row = {k: v for k, v in result.items() if k != "config"}
-        super().log_trial_result(iteration, trial, row)
-
-
-# How long a trial's end waits for its W&B logging actor to finish writing the run, and
-# how long W&B's own start may take (its default, 90 s, ran out on a loaded 2-core machine:
-# the run file then held a header and no run record).
-WANDB_FINISH_WAIT_S = 600
-WANDB_INIT_TIMEOUT_S = 300
-
-
-class OwnServiceLoggingActor(_WandbLoggingActor):
-    """Tune's W&B logging actor, with a wandb-core service of its own.
-
-    W&B keeps the address of the service a process started in ``$WANDB_SERVICE``, and a
-    logging actor could start with another actor's address in its environment: two
-    trials' runs then went through one service, which exits with the process that
-    started it, so when the first trial's actor was stopped the second trial's run file
-    was left holding its header only (the suite's W&B flake)."""
-
-    def run(self):
-        os.environ.pop("WANDB_SERVICE", None)
-        return super().run()
-
-
-class WandbTrialRuns(WandbLoggerCallback):
-    """One W&B run per trial in the sweep's group, tagged with the trial's seed.
-
-    A trial is reported done only once its logging actor has closed the run
-    (``wandb.finish``): Tune's callback would only collect finished actors, and a sweep's
-    last trial lost its run file when the driver shut Ray down first.  A run that could
-    not be written is said on stderr, naming the trial, rather than left half-written
-    without a word."""
-
-    _logger_actor_cls = OwnServiceLoggingActor
-
-    def log_trial_end(self, trial, failed: bool = False) -> None:
-        if trial not in self._trial_queues:  # it failed before its first result
-            return
-        self._signal_logging_actor_stop(trial=trial)
-        future = self._trial_logging_futures.get(trial)
-        if future is not None:
-            done, _ = ray.wait([future], timeout=WANDB_FINISH_WAIT_S)
-            problem = f"not closed after {WANDB_FINISH_WAIT_S} s" if not done else None
-            if done:
-                try:
-                    ray.get(future)
-                except Exception as error:  # the actor's own failure, whatever it was
-                    problem = f"{type(error).__name__}: {str(error).splitlines()[0]}"
-            if problem is not None:
-                print(
-                    f"warning: W&B run of trial {trial} is incomplete ({problem})", file=sys.stderr
-                )
-        self._cleanup_logging_actors()
-
-    def _start_logging_actor(self, trial, exclude_results, **init_kwargs) -> None:
-        init_kwargs["tags"] = [*init_kwargs.get("tags", []), f"seed:{trial.config.get('seed')}"]
-        super()._start_logging_actor(trial, exclude_results, **init_kwargs)
+def __getattr__(name: str) -> Any:
+    if name in CALLBACK_MODULES:
+        return getattr(importlib.import_module(CALLBACK_MODULES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # Where Tune's TensorBoard logger puts a trial's reported values.
@@ -171,6 +88,8 @@ def tracking_callbacks(
     (:class:`SweepTensorBoard`; without them, Tune's own logger)."""
     callbacks: list[Any] = [SweepTensorBoard(hparams)] if hparams else []
     if "mlflow" in tracking:
+        from study.tune.mlflow_trial_runs import MLflowTrialRuns
+
         info = tracking["mlflow"]
         callbacks.append(
             MLflowTrialRuns(
@@ -180,6 +99,8 @@ def tracking_callbacks(
             )
         )
     if "wandb" in tracking:
+        from study.tune.wandb_trial_runs import WANDB_INIT_TIMEOUT_S, WandbTrialRuns
+
         info = tracking["wandb"]
         callbacks.append(
             WandbTrialRuns(

@@ -1,0 +1,66 @@
+"""Tune's W&B logger callback with fedsweep's per-trial runs (see :mod:`study.tracking`
+for what is logged where).  Module-level classes, so the run config Tune pickles for
+``--resume`` holds them by reference; imported only by a sweep that tracks to W&B."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import ray
+from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
+
+# How long a trial's end waits for its W&B logging actor to finish writing the run, and
+# how long W&B's own start may take (its default, 90 s, ran out on a loaded 2-core machine:
+# the run file then held a header and no run record).
+WANDB_FINISH_WAIT_S = 600
+WANDB_INIT_TIMEOUT_S = 300
+
+
+class OwnServiceLoggingActor(_WandbLoggingActor):
+    """Tune's W&B logging actor, with a wandb-core service of its own.
+
+    W&B keeps the address of the service a process started in ``$WANDB_SERVICE``, and a
+    logging actor could start with another actor's address in its environment: two
+    trials' runs then went through one service, which exits with the process that
+    started it, so when the first trial's actor was stopped the second trial's run file
+    was left holding its header only (the suite's W&B flake)."""
+
+    def run(self):
+        os.environ.pop("WANDB_SERVICE", None)
+        return super().run()
+
+
+class WandbTrialRuns(WandbLoggerCallback):
+    """One W&B run per trial in the sweep's group, tagged with the trial's seed.
+
+    A trial is reported done only once its logging actor has closed the run
+    (``wandb.finish``): Tune's callback would only collect finished actors, and a sweep's
+    last trial lost its run file when the driver shut Ray down first.  A run that could
+    not be written is said on stderr, naming the trial, rather than left half-written
+    without a word."""
+
+    _logger_actor_cls = OwnServiceLoggingActor
+
+    def log_trial_end(self, trial, failed: bool = False) -> None:
+        if trial not in self._trial_queues:  # it failed before its first result
+            return
+        self._signal_logging_actor_stop(trial=trial)
+        future = self._trial_logging_futures.get(trial)
+        if future is not None:
+            done, _ = ray.wait([future], timeout=WANDB_FINISH_WAIT_S)
+            problem = f"not closed after {WANDB_FINISH_WAIT_S} s" if not done else None
+            if done:
+                try:
+                    ray.get(future)
+                except Exception as error:  # the actor's own failure, whatever it was
+                    problem = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+            if problem is not None:
+                print(
+                    f"warning: W&B run of trial {trial} is incomplete ({problem})", file=sys.stderr
+                )
+        self._cleanup_logging_actors()
+
+    def _start_logging_actor(self, trial, exclude_results, **init_kwargs) -> None:
+        init_kwargs["tags"] = [*init_kwargs.get("tags", []), f"seed:{trial.config.get('seed')}"]
+        super()._start_logging_actor(trial, exclude_results, **init_kwargs)
