@@ -132,9 +132,11 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(tmp
         assert "TensorBoard" in first_log.read_text()  # where rounds and accuracy are
 
         def running_trial():
-            alive = [r for r, state in trial_actors(url) if state == "ALIVE" and " seed=" in r]
-            reported = list(sweep_dir.glob("*/result.json"))
-            return alive if reported else None
+            # the files first: asking Ray's state API is a Python process of its own
+            # (about a CPU-second), so it is asked only once a trial has reported
+            if not list(sweep_dir.glob("*/result.json")):
+                return None
+            return [r for r, state in trial_actors(url) if state == "ALIVE" and " seed=" in r]
 
         (alive,) = wait_for(running_trial, driver, first_log, 300, "a reporting trial")
         driver.send_signal(signal.SIGINT)  # Ctrl-C while a trial runs
