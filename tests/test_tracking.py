@@ -225,16 +225,16 @@ def test_an_untracked_sweep_imports_no_tracker():
 
 
 def test_callbacks_pickled_under_their_old_module_still_load():
-    """Sweep folders written before the trackers' callbacks had modules of their own hold
-    them as ``study.tune.tracking_callbacks.*`` in tuner.pkl; --resume finds them."""
+    """Sweep folders written while the trackers' callbacks lived in tracking_callbacks.py
+    hold them as ``study.tune.tracking_callbacks.*`` in tuner.pkl; --resume finds them."""
     import pickle
 
-    from study.tune import mlflow_trial_runs, wandb_trial_runs
+    from study.tune import mlflow_runs, wandb_runs
 
     for name, module in [
-        ("MLflowTrialRuns", mlflow_trial_runs),
-        ("WandbTrialRuns", wandb_trial_runs),
-        ("OwnServiceLoggingActor", wandb_trial_runs),
+        ("MLflowTrialRuns", mlflow_runs),
+        ("WandbTrialRuns", wandb_runs),
+        ("OwnServiceLoggingActor", wandb_runs),
     ]:
         # pickle's GLOBAL opcode: the class by module and name, as Tune's pickle holds it
         reference = f"cstudy.tune.tracking_callbacks\n{name}\n.".encode()

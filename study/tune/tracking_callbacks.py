@@ -2,7 +2,7 @@
 TensorBoard logger with the sweep's hyperparameters (:class:`SweepTensorBoard`).
 Module-level classes, so the run config Tune pickles for ``--resume`` holds them by
 reference.  MLflow's and W&B's callbacks live in modules of their own
-(:mod:`study.tune.mlflow_trial_runs`, :mod:`study.tune.wandb_trial_runs`), imported only
+(:mod:`study.tune.mlflow_runs`, :mod:`study.tune.wandb_runs`), imported only
 by a sweep that tracks to them: MLflow's import alone is about 0.7 s."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from ray.tune.logger import TBXLoggerCallback
 # pickled them as this module's (``study.tune.tracking_callbacks.MLflowTrialRuns``), and
 # ``--resume`` finds them here through :func:`__getattr__`.
 CALLBACK_MODULES = {
-    "MLflowTrialRuns": "study.tune.mlflow_trial_runs",
-    "WandbTrialRuns": "study.tune.wandb_trial_runs",
-    "OwnServiceLoggingActor": "study.tune.wandb_trial_runs",
+    "MLflowTrialRuns": "study.tune.mlflow_runs",
+    "WandbTrialRuns": "study.tune.wandb_runs",
+    "OwnServiceLoggingActor": "study.tune.wandb_runs",
 }
 
 
@@ -88,7 +88,7 @@ def tracking_callbacks(
     (:class:`SweepTensorBoard`; without them, Tune's own logger)."""
     callbacks: list[Any] = [SweepTensorBoard(hparams)] if hparams else []
     if "mlflow" in tracking:
-        from study.tune.mlflow_trial_runs import MLflowTrialRuns
+        from study.tune.mlflow_runs import MLflowTrialRuns
 
         info = tracking["mlflow"]
         callbacks.append(
@@ -99,7 +99,7 @@ def tracking_callbacks(
             )
         )
     if "wandb" in tracking:
-        from study.tune.wandb_trial_runs import WANDB_INIT_TIMEOUT_S, WandbTrialRuns
+        from study.tune.wandb_runs import WANDB_INIT_TIMEOUT_S, WandbTrialRuns
 
         info = tracking["wandb"]
         callbacks.append(
