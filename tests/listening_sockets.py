@@ -1,6 +1,7 @@
 """Listening TCP sockets of a process tree, read from /proc (Linux; no psutil needed).
 
-Used by the loopback test: which addresses a local sweep's Ray processes listen on.
+Used by the Ctrl-C drill (tests/test_fault_drill.py): which addresses a local sweep's Ray
+processes listen on.
 """
 
 from __future__ import annotations

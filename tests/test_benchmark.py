@@ -53,44 +53,54 @@ def positive(row: dict, *keys: str) -> None:
         assert math.isfinite(value) and value > 0, (key, row[key])
 
 
-# One reduced run: synthetic FedAvg and MOON (the pair the FLOP and state checks compare),
-# two scaling rows (E = 1, 2: the fewest that give the fit its line; one row's NaN fit
-# would not render again).  Every table and column is written, with 15 of the default
-# --quick run's 47 measurements.
-SMALL_QUICK = (
-    "--datasets",
-    "synthetic",
-    "--algorithms",
-    "fedavg,moon",
-    "--scaling-algorithms",
-    "moon",
-    "--scaling-parties",
-    "4",
-    "--scaling-epochs",
-    "1,2",
-)
-
-
 def finite(row: dict, *keys: str) -> None:
     for key in keys:
         assert math.isfinite(float(row[key])), (key, row[key])
 
 
-def test_a_quick_run_measures_the_users_round_and_render_reprints_it(tmp_path, synthetic, capsys):
+# the round-time benchmark starts no Ray: its runs go beside the Ray sweeps, not among them
+ROUND_TIME_RUNS = pytest.mark.xdist_group("round_time_quick")
+
+
+@pytest.fixture(scope="module")
+def default_quick_run(tmp_path_factory) -> tuple[Path, str]:
+    """``python -m benchmarks.round_time --quick`` (README, CI), run once for the tests
+    that read it (its folder, its printed tables): both are in ROUND_TIME_RUNS, so on
+    one pytest-xdist worker."""
+    out = tmp_path_factory.mktemp("round_time_quick")
+    return out, run_benchmark(out).stdout
+
+
+@pytest.mark.slow
+@ROUND_TIME_RUNS
+def test_the_default_quick_run_covers_every_dataset_and_method(default_quick_run):
+    """A row per dataset and method, the scaling grid, and a target per row."""
+    out, _ = default_quick_run
+    main = read_csv(out / "round_time.csv")
+    pairs = {(r["dataset"], r["algorithm"]) for r in main}
+    assert pairs == {(d, a) for d in ("synthetic", "fmnist") for a in ("fedavg", "fedprox", "moon")}
+    scaling = read_csv(out / "scaling.csv")
+    assert len(scaling) == 2 * 4  # fedavg, moon x (N = 4, 8, 16:0.25 at E = 1; E = 2)
+    # 5x, 3x, 85%, 1.8x, 10%, packed MOON 1.5x, packed FedAvg 1.4x, side by side
+    assert len(read_csv(out / "targets.csv")) == 2 + 2 + 6 + 2 + 6 + 2 + 2 + 1
+
+
+@pytest.mark.slow
+@ROUND_TIME_RUNS
+def test_a_quick_run_measures_the_users_round_and_render_reprints_it(
+    default_quick_run, tmp_path, synthetic, capsys
+):
     """The tables carry every column they print; packed-over-sequential ratios are numbers;
     the row times the round a user's run trains (the same samples); MOON's FLOPs and party
     state are MOON's; ``--render`` of the saved run prints the same tables and targets."""
-    out = run_benchmark(tmp_path, *SMALL_QUICK).stdout
-    main = read_csv(tmp_path / "round_time.csv")
-    assert [(r["dataset"], r["algorithm"]) for r in main] == [
-        ("synthetic", "fedavg"),
-        ("synthetic", "moon"),
-    ]
+    out_dir, out = default_quick_run
+    main = read_csv(out_dir / "round_time.csv")
     assert {c.key for c in MAIN_COLUMNS} <= set(main[0])
     for row in main:
         finite(row, "packed_speedup", "packed_train_speedup", "packed_mib_per_party")
         assert float(row["packed_speedup"]) > 0 and float(row["packed_train_speedup"]) > 0
-    fedavg, moon = main
+    by_pair = {(r["dataset"], r["algorithm"]): r for r in main}
+    fedavg, moon = by_pair["synthetic", "fedavg"], by_pair["synthetic", "moon"]
     # the setting the heading names (simple-cnn, 10 parties, Dir(0.5), batch 64, E = 1), as
     # a user writes it; all parties train every round, so every round trains these samples
     users = RunConfig(
@@ -105,42 +115,26 @@ def test_a_quick_run_measures_the_users_round_and_render_reprints_it(tmp_path, s
     assert float(moon["train_mflop"]) / float(fedavg["train_mflop"]) == pytest.approx(5 / 3, 0.01)
     assert float(moon["state_kib_per_party"]) > 0 and float(fedavg["state_kib_per_party"]) == 0
 
-    scaling = read_csv(tmp_path / "scaling.csv")
-    assert [(r["parties"], r["local_epochs"]) for r in scaling] == [("4", "1"), ("4", "2")]
+    scaling = read_csv(out_dir / "scaling.csv")
+    grid = [("4", "1"), ("8", "1"), ("16", "1"), ("4", "2")]
+    for algorithm in ("fedavg", "moon"):
+        rows = [r for r in scaling if r["algorithm"] == algorithm]
+        assert [(r["parties"], r["local_epochs"]) for r in rows] == grid
     assert {c.key for c in SCALING_COLUMNS} <= set(scaling[0])
     for row in scaling:
         finite(row, "packed_speedup")
-    targets = read_csv(tmp_path / "targets.csv")
+    targets = read_csv(out_dir / "targets.csv")
     assert {c.key for c in TARGET_COLUMNS} <= set(targets[0])
     assert {r["status"] for r in targets} <= STATUSES
     side = next(r for r in targets if "side by side" in r["target"])
     assert side["status"] == "not measured"  # --quick skips the sweeps unless asked
 
     # --render reprints a saved run without measuring: the same tables and targets
-    saved = tmp_path / "round_time.json"
+    saved = out_dir / "round_time.json"
     assert round_time.main(["--render", str(saved), "--out", str(tmp_path / "again")]) == 0
     again = capsys.readouterr().out
     assert again.split("wrote")[0] == out.split("wrote")[0]
     assert read_csv(tmp_path / "again" / "targets.csv") == targets
-
-
-# the round-time benchmark starts no Ray: its runs go beside the Ray sweeps, not among them
-ROUND_TIME_RUNS = pytest.mark.xdist_group("round_time_quick")
-
-
-@pytest.mark.slow
-@ROUND_TIME_RUNS
-def test_the_default_quick_run_covers_every_dataset_and_method(tmp_path):
-    """``python -m benchmarks.round_time --quick`` (README, CI): a row per dataset and
-    method, the scaling grid, and a target per row."""
-    run_benchmark(tmp_path)
-    main = read_csv(tmp_path / "round_time.csv")
-    pairs = {(r["dataset"], r["algorithm"]) for r in main}
-    assert pairs == {(d, a) for d in ("synthetic", "fmnist") for a in ("fedavg", "fedprox", "moon")}
-    scaling = read_csv(tmp_path / "scaling.csv")
-    assert len(scaling) == 2 * 4  # fedavg, moon x (N = 4, 8, 16:0.25 at E = 1; E = 2)
-    # 5x, 3x, 85%, 1.8x, 10%, packed MOON 1.5x, packed FedAvg 1.4x, side by side
-    assert len(read_csv(tmp_path / "targets.csv")) == 2 + 2 + 6 + 2 + 6 + 2 + 2 + 1
 
 
 @pytest.mark.slow

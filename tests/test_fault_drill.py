@@ -18,6 +18,7 @@ import pytest
 from analysis.reading.loading import load_results
 from federated.cli import exit_codes
 from tests.conftest_analysis import KILLED_ROUNDS, wait_until
+from tests.listening_sockets import is_loopback, listening_sockets
 from tests.test_sweep_ray import manifest, reference_accuracies, rounds, trial_dirs
 
 pytestmark = pytest.mark.slow
@@ -83,15 +84,24 @@ def assert_finished_like_uninterrupted(sweep_dir: Path, last: int = ROUNDS) -> N
 
 
 def test_sigint_then_resume(tmp_path):
+    """Ctrl-C once a trial finished and the next reports, then ``--resume``.  Just before
+    the signal, with GCS, raylet, agents and a trial worker all up, every socket the
+    sweep's local Ray listens on is on loopback (docs/clusters.md)."""
     driver = start(tmp_path, "ctrl-c")
     sweep_dir = tmp_path / "ctrl-c"
     try:
         wait_until_one_done_and_one_started(sweep_dir)
+        sockets = listening_sockets(driver.pid)
         os.killpg(driver.pid, signal.SIGINT)
         out, err = driver.communicate(timeout=120)
     finally:
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
+    print("listening sockets of a local sweep:", *sorted(sockets), sep="\n  ")
+    names = {name for name, _, _ in sockets}
+    assert {"gcs_server", "raylet"} <= names  # the check saw Ray's processes
+    assert len(sockets) >= 5
+    assert all(is_loopback(ip.removeprefix("::ffff:")) for _, ip, _ in sockets), sockets
     assert driver.returncode == exit_codes.INTERRUPTED, out[-2000:] + err[-2000:]
     assert "sweep finished" not in out
     command = f"python -m study.sweep moon_mu --resume --name ctrl-c --storage-path {tmp_path}"

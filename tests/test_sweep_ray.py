@@ -8,7 +8,6 @@ with one thread a sweep's trials must reproduce them exactly, also after a failu
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -281,8 +280,8 @@ class TwoNodes:
 
 @pytest.fixture(scope="module")
 def two_nodes():
-    """One two-node cluster for this module's cluster tests (a head node's start is most
-    of such a test's time on a small machine); each test's sweep is its own Ray job."""
+    """The two-node cluster a sweep joins with ``--address`` (its own Ray job), shut down
+    with the module."""
     nodes = TwoNodes()
     try:
         yield nodes
@@ -290,23 +289,14 @@ def two_nodes():
         nodes.cluster.shutdown()
 
 
-def test_two_node_cluster_runs_trials_on_both_nodes(tmp_path, two_nodes):
-    two_nodes.with_worker()
-    small = ("--set", "data_fraction=0.02", "--set", "test_fraction=0.05")
-    sweep(tmp_path, "moon_mu", "--budget", "smoke", *small, "--address", two_nodes.cluster.address)
-    (sweep_dir,) = sweep_dirs(tmp_path)
-    nodes = {row["node_id"] for t in trial_dirs(sweep_dir) for row in raw_rows(t)}
-    assert len(nodes) == 2
-    assert all(not math.isnan(rounds(t)[2]["test_acc"]) for t in trial_dirs(sweep_dir))
-
-
 def test_a_lost_worker_node_restarts_its_trial_from_its_checkpoint_on_the_survivor(
     tmp_path, two_nodes
 ):
-    """Two nodes, one trial each; the worker node is removed while its trial runs: the
-    trial restarts from its last checkpoint on the head node, its rows (one per round,
-    the last occurrence of a repeated round winning) equal an uninterrupted run's, no
-    trial is lost or duplicated and the manifest says finished."""
+    """Two nodes, one trial each (a sweep joined with ``--address`` runs trials on both
+    nodes); the worker node is removed while its trial runs: the trial restarts from its
+    last checkpoint on the head node, its rows (one per round, the last occurrence of a
+    repeated round winning) equal an uninterrupted run's, no trial is lost or duplicated
+    and the manifest says finished."""
     args = [
         *("--vary", "lr=0.02,0.05", "--set", "algorithm=fedavg", "--budget", "smoke"),
         # the smoke budget's data, not less, and 16 rounds: a smoke round takes about a
