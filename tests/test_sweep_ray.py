@@ -186,6 +186,11 @@ def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(tmp_path):
         "rounds=4",
         "--set",
         "lr=0.05",
+        # ASHA's rungs compare trials whatever they learn: the least data that trains
+        "--set",
+        "data_fraction=0.02",
+        "--set",
+        "test_fraction=0.05",
         "--rerun-best",
         "2",
     )
