@@ -4,8 +4,10 @@ trials diverge (NaN loss) complete, name the diverged trials, tell Optuna they f
 
 The learning rates are real: FedAvg on the smoke budget's Fashion-MNIST (momentum 0.9)
 diverges in its first rounds from lr ~2.4 (4.42: round 1, 2.45: round 2) and trains
-at lr <= 1.7.  Optuna's TPE with the sweeps' fixed seed proposes, from
-``loguniform:0.01:50``, 1.07, 4.42, 1.70, 1.04, 0.37, 2.45 in that order.
+two rounds at lr <= 1.7.  Optuna's TPE with the sweeps' fixed seed proposes, from
+``loguniform:0.01:50``, 1.07, 4.42, 1.70, 1.04, 0.37, 2.45 in that order; over four
+rounds 1.07 diverged too (round 4, on an Intel Xeon), so the search's test asserts which
+outcomes may occur, not how many of each.
 """
 
 from __future__ import annotations
