@@ -132,6 +132,12 @@ def batchnorm_model_for(algorithm: str) -> dict[str, str]:
     return {"model": "simple-cnn-bn"} if only_local else {}
 
 
+# Half of tiny()'s training and test data, for checks that are equalities (a restored run
+# against an uninterrupted one): each party still takes several batches a round, so the
+# shuffles, partial batches and method state all cross the checkpoint, at half the cost.
+HALF_TINY_DATA = dict(data_fraction=0.02, test_fraction=0.05)
+
+
 def tiny(**overrides) -> RunConfig:
     """A few-second run on generated CIFAR-shaped data, on the CPU unless ``device`` is given
     (exact comparisons hold per device; a GPU machine must not move them to CUDA)."""

@@ -22,7 +22,7 @@ from federated.heterogeneity.system import RoundWork, draw_round_work
 from federated.params import ConfigError
 from federated.runtime.seeding import numpy_stream
 from federated.trainable import load_run_state, save_run_state
-from tests.conftest import tiny
+from tests.conftest import HALF_TINY_DATA, tiny
 from tests.test_round_loop import results
 
 EVERYTHING = dict(
@@ -248,10 +248,10 @@ def test_the_test_set_stays_clean(synthetic):
 def test_new_settings_are_deterministic_and_resume_exactly(
     settings, execution, synthetic, tmp_path
 ):
-    # half tiny()'s data: parties of 125 to 229 samples still take 1 to 3 full batches of 64
+    # parties of 125 to 229 samples: 1 to 3 full batches of 64 each round
     config = tiny(
         rounds=3, n_parties=6, algorithm="scaffold", execution=execution,
-        data_fraction=0.02, test_fraction=0.05, **settings,
+        **HALF_TINY_DATA, **settings,
     )  # fmt: skip
     straight = results(list(round_loop.run_rounds(config, synthetic)))
     assert straight == results(list(round_loop.run_rounds(config, synthetic)))

@@ -8,7 +8,7 @@ import pytest
 
 from federated.engine.round_loop import FederatedRun
 from federated.trainable import load_run_state, save_run_state
-from tests.conftest import tiny
+from tests.conftest import HALF_TINY_DATA, tiny
 from tests.test_round_loop import results
 
 METHODS = {
@@ -35,16 +35,13 @@ METHODS = {
 }
 
 
-# Half of tiny()'s data: parties of 214 to 290 samples still take 3 or 4 batches of 64
-# each round (the shuffles, the partial batch and every method's state all cross the
-# checkpoint), and the 40 cases cost half the training.
-SMALL = dict(data_fraction=0.02, test_fraction=0.05)
-
-
 @pytest.mark.parametrize("execution", ["packed", "sequential"])
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_a_restored_run_continues_exactly(method, execution, synthetic, tmp_path):
-    config = tiny(rounds=3, sample_fraction=0.75, execution=execution, **SMALL, **METHODS[method])
+    # parties of 214 to 290 samples: 3 or 4 batches of 64 each round
+    config = tiny(
+        rounds=3, sample_fraction=0.75, execution=execution, **HALF_TINY_DATA, **METHODS[method]
+    )
     run = FederatedRun(config, synthetic)
     straight = results([run.run_round() for _ in range(3)])
 
