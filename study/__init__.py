@@ -18,3 +18,10 @@ os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_
 os.environ.setdefault("TUNE_WARN_THRESHOLD_S", "5")
 # The driver handles SIGINT itself (study.interruption) and stops Tune through SIGUSR1.
 os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
+
+# Ctrl-C and SIGTERM stop the sweep command at any moment, its ~2 s of imports included:
+# the driver's handler owns both signals from here (study/interruption.py).
+from study.interruption import DRIVER_SIGNALS, launched_as_sweep_command
+
+if launched_as_sweep_command():
+    DRIVER_SIGNALS.install()

@@ -37,7 +37,7 @@ from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET, Study
 from search_spaces.study_file import StudyFileError
 from study.dashboard import dashboard_line, keep_dashboard_up
 from study.driver_liveness import driver_record
-from study.interruption import StopSignals
+from study.interruption import DRIVER_SIGNALS
 from study.plan import PlanTooLargeError, SweepPlan
 from study.plan_description import describe_plan, list_studies, plan_warnings
 from study.preflight import check_batches, check_cpus, check_devices, preflight, trial_configs
@@ -111,43 +111,20 @@ def main(argv: list[str] | None = None) -> int:
         print(list_studies())
         return 0
     dashboard: str | None = None  # a local Ray's dashboard, kept up after the sweep
+    reached = DriverProgress()
     try:
-        plan = plan_sweep(args)
-        requested = TrialResources(args.cpus_per_trial, args.gpus_per_trial)
-        # torch threads follow the CPUs a trial gets, unless --set threads=... says otherwise
-        plan.overrides.setdefault("threads", requested.threads)
-        if args.dry_run:
-            check_machine(args, plan)  # what the real run would refuse of this machine
-            for line in plan_warnings(plan):
-                print(line, file=sys.stderr)
-            print(describe_plan(plan, requested))
-            return 0
-        target = check_before_ray(args, plan)
-        for line in plan_warnings(plan):
-            print(line, file=sys.stderr)
-        # a resumed sweep trains on the path its manifest's overrides recorded
-        path = None if args.resume else choose_execution(plan, requested, target)
-        execution, dashboard = start_ray(args, target)
-        tags = sweep_tags(plan.study.name, target.sweep_dir.name, plan.budget.name)
-        tracking = (
-            None if args.resume else start_sweep_folder(args, plan, target, execution, tags, path)
-        )
-        with tracked_sweep(target.sweep_dir):  # the MLflow sweep run ends with the outcome
-            results = fit_and_summarise(args, plan, target, execution, tracking, tags)
-        seed_target = parse_seed_target(args.seeds)
-        if seed_target:
-            add_seed_batches(args, plan, target, execution, tags, seed_target)
-        if args.rerun_best:
-            best_dir = rerun_best(
-                plan, results, target.sweep_dir, target.storage, execution, args.rerun_best
-            )
-            print(f"report: python -m analysis.report {target.sweep_dir} {best_dir}")
+        with DRIVER_SIGNALS.driving():
+            dashboard = drive(args, reached)
     except SweepStopError as stop:
         code = stop.code
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM between the phases' own handlers
+        code = interrupted(reached.target, bool(args.resume))
     except Exception as err:  # what every check missed is a bug: one line, not a trace
         code = report_internal_error(err, "study.sweep")
     else:
         code = exit_codes.OK
+    if code == exit_codes.INTERRUPTED and DRIVER_SIGNALS.received is not None:
+        code = DRIVER_SIGNALS.exit_code  # 143 for SIGTERM
     # a sweep that ended on its own (not one the user interrupted) stays inspectable
     if dashboard and code in (exit_codes.OK, exit_codes.ALL_TRIALS_FAILED):
         from study.tune import ray_session  # imported already: Ray runs
@@ -158,6 +135,76 @@ def main(argv: list[str] | None = None) -> int:
         keep_dashboard_up(dashboard)
         ray_session.end_local_ray()
     return code
+
+
+@dataclass
+class DriverProgress:
+    """How far :func:`drive` got: the sweep it checked and is running (None before)."""
+
+    target: SweepTarget | None = None
+
+
+def interrupted(target: SweepTarget | None, resumed: bool) -> int:
+    """Say where a sweep stopped by a signal outside Tune's loop left things; its exit
+    status (130, or 143 for SIGTERM).  A new sweep stopped before Tune wrote its first
+    snapshot (``experiment_state-*.json``, every second) could not be resumed: its folder
+    goes, and nothing was written."""
+    sweep_dir = target.sweep_dir if target is not None else None
+    if sweep_dir is not None and not resumed and not any(sweep_dir.glob("experiment_state*")):
+        shutil.rmtree(sweep_dir, ignore_errors=True)
+        sweep_dir = None
+    if sweep_dir is None or not (sweep_dir / MANIFEST).is_file():
+        print("error: interrupted before the sweep started; nothing was written", file=sys.stderr)
+        return DRIVER_SIGNALS.exit_code
+    status = read_manifest(sweep_dir).get("status")
+    if status == "finished":  # the signal came after the sweep's own end was recorded
+        print(f"stopped after the sweep finished; results in {sweep_dir}", file=sys.stderr)
+        return DRIVER_SIGNALS.exit_code
+    if status == "running":  # between the folder's creation and Tune's loop
+        update_manifest(sweep_dir, status="interrupted")
+    print(f"sweep interrupted; results in {sweep_dir}", file=sys.stderr)
+    print(f"continue it with: {target.resume_command}", file=sys.stderr)
+    return DRIVER_SIGNALS.exit_code
+
+
+def drive(args: argparse.Namespace, reached: DriverProgress) -> str | None:
+    """:func:`main`'s work, recording in ``reached`` the sweep it is running; returns the
+    URL of the dashboard kept up after it (or None).  A stop is a
+    :class:`SweepStopError`, a signal outside Tune's loop ``KeyboardInterrupt``."""
+    plan = plan_sweep(args)
+    requested = TrialResources(args.cpus_per_trial, args.gpus_per_trial)
+    # torch threads follow the CPUs a trial gets, unless --set threads=... says otherwise
+    plan.overrides.setdefault("threads", requested.threads)
+    if args.dry_run:
+        check_machine(args, plan)  # what the real run would refuse of this machine
+        for line in plan_warnings(plan):
+            print(line, file=sys.stderr)
+        print(describe_plan(plan, requested))
+        return None
+    target = reached.target = check_before_ray(args, plan)
+    for line in plan_warnings(plan):
+        print(line, file=sys.stderr)
+    # a resumed sweep trains on the path its manifest's overrides recorded
+    path = None if args.resume else choose_execution(plan, requested, target)
+    execution, dashboard = start_ray(args, target)
+    DRIVER_SIGNALS.reclaim()  # ray.init took SIGTERM
+    tags = sweep_tags(plan.study.name, target.sweep_dir.name, plan.budget.name)
+    tracking = (
+        None if args.resume else start_sweep_folder(args, plan, target, execution, tags, path)
+    )
+    with tracked_sweep(target.sweep_dir):  # the MLflow sweep run ends with the outcome
+        results = fit_and_summarise(args, plan, target, execution, tracking, tags)
+    seed_target = parse_seed_target(args.seeds)
+    if seed_target:
+        add_seed_batches(args, plan, target, execution, tags, seed_target)
+    if args.rerun_best:
+        best_dir = rerun_best(
+            plan, results, target.sweep_dir, target.storage, execution, args.rerun_best
+        )
+        print(f"report: python -m analysis.report {target.sweep_dir} {best_dir}")
+    if DRIVER_SIGNALS.received is not None:  # after the last Tuner.fit: stop here too
+        raise KeyboardInterrupt
+    return dashboard
 
 
 def plan_sweep(args: argparse.Namespace) -> SweepPlan:
@@ -442,34 +489,24 @@ def fit_and_summarise(
     from study.tune.resume_digest_callback import ResumeDigestRecorder
 
     started = time.perf_counter()
-    with StopSignals() as signals:
-        try:
-            if args.resume:
-                # its callbacks, the digest recorder among them, come back from tuner.pkl
-                tuner = restored_tuner(target.sweep_dir, execution)
-            else:
-                print(
-                    "\n".join(describe_plan(plan, execution.resources).splitlines()[:2]), flush=True
-                )
-                callbacks = [
-                    *tracking_callbacks.tracking_callbacks(
-                        tracking or {}, tags, plan.varied_fields
-                    ),
-                    ResumeDigestRecorder(),  # what --resume will verify (study/resume_digests.py)
-                ]
-                tuner = tuners.new_tuner(
-                    plan, target.sweep_dir.name, target.storage, execution, callbacks
-                )
-                record_digests(target.sweep_dir)  # tuner.pkl, written as the Tuner was built
-            try:
-                results = fit.fit(tuner, target.sweep_dir, signals)
-            finally:  # finished, interrupted or failed: the state Tune left is the user's
-                record_digests(target.sweep_dir)
-        except KeyboardInterrupt:  # a second signal, or one before Tune's loop ran
-            print(f"sweep interrupted; results in {target.sweep_dir}", file=sys.stderr)
-            print(f"continue it with: {target.resume_command}", file=sys.stderr)
-            raise SweepStopError(signals.exit_code) from None
-    summarise(results, time.perf_counter() - started, target, signals.exit_code)
+    # Ctrl-C before Tune's loop listens, or a second one, is a KeyboardInterrupt that main()
+    # turns into the interrupted sweep's lines (or removes a folder Tune had not used)
+    if args.resume:
+        # its callbacks, the digest recorder among them, come back from tuner.pkl
+        tuner = restored_tuner(target.sweep_dir, execution)
+    else:
+        print("\n".join(describe_plan(plan, execution.resources).splitlines()[:2]), flush=True)
+        callbacks = [
+            *tracking_callbacks.tracking_callbacks(tracking or {}, tags, plan.varied_fields),
+            ResumeDigestRecorder(),  # what --resume will verify (study/resume_digests.py)
+        ]
+        tuner = tuners.new_tuner(plan, target.sweep_dir.name, target.storage, execution, callbacks)
+        record_digests(target.sweep_dir)  # tuner.pkl, written as the Tuner was built
+    try:
+        results = fit.fit(tuner, target.sweep_dir)
+    finally:  # finished, interrupted or failed: the state Tune left is the user's
+        record_digests(target.sweep_dir)
+    summarise(results, time.perf_counter() - started, target, DRIVER_SIGNALS.exit_code)
     return results
 
 

@@ -55,6 +55,7 @@ import pandas as pd
 from analysis.primary_metric import record_task_metrics
 from analysis.reading.trial_files import (
     DamagedFileError,
+    config_from_result_rows,
     read_manifest,
     read_params,
     read_partitions,
@@ -323,8 +324,19 @@ def _load_trial(
                 f"{sweep.name}/{trial_dir.name}: params.json not readable yet; skipped ({err})"
             )
             return None, []
-        problems.append(f"{sweep.name}/{trial_dir.name}: damaged: {err}; not counted")
-        return _damaged_trial(sweep, trial_dir, order, f"damaged: {err}"), []
+        if sweep.status != SWEEP_INTERRUPTED:
+            problems.append(f"{sweep.name}/{trial_dir.name}: damaged: {err}; not counted")
+            return _damaged_trial(sweep, trial_dir, order, f"damaged: {err}"), []
+        # Tune copies a trial's files into the sweep folder every second, each rewritten
+        # in place: a kill during a copy cuts one short.  That is the interruption, and
+        # every round row carries the trial's config (Tune's "config" entry).
+        recovered = config_from_result_rows(trial_dir / RESULT)
+        cut = f"params.json cut short by the interruption ({err})"
+        if recovered is None:
+            problems.append(f"{sweep.name}/{trial_dir.name}: {cut}; no round to read")
+            return _damaged_trial(sweep, trial_dir, order, cut, interrupted=True), []
+        problems.append(f"{sweep.name}/{trial_dir.name}: {cut}; its config read from {RESULT}")
+        config = recovered
     skipped: list[str] = []
     result_rows = read_result_rows(
         trial_dir / RESULT,
@@ -419,8 +431,11 @@ def _cut_short(sweep: Sweep, last_round: int, planned: int) -> bool:
     return sweep.status == SWEEP_FINISHED and no_scheduler and planned > 0 and last_round < planned
 
 
-def _damaged_trial(sweep: Sweep, trial_dir: Path, order: int, error: str) -> dict[str, Any]:
-    """The record of a trial whose params.json is damaged: listed, never counted.
+def _damaged_trial(
+    sweep: Sweep, trial_dir: Path, order: int, error: str, *, interrupted: bool = False
+) -> dict[str, Any]:
+    """The record of a trial whose params.json is damaged (or, ``interrupted``, cut short
+    by a kill before it reported a round): listed, never counted.
 
     Its config is unknown; the manifest's study and dataset place it in its sweep's
     tables' group (so it is named beside its siblings, not in a group of its own)."""
@@ -434,8 +449,8 @@ def _damaged_trial(sweep: Sweep, trial_dir: Path, order: int, error: str) -> dic
             planned_rounds=0,
             diverged=False,
             failed=False,
-            sweep_status="",
-            damaged=True,
+            sweep_status=SWEEP_INTERRUPTED if interrupted else "",
+            damaged=not interrupted,
         ),
         "error": error,
         "rounds_done": 0,

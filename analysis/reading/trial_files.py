@@ -195,6 +195,8 @@ def read_json(path: Path) -> Any:
         raise DamagedFileError(f"{path}: not JSON ({where}; truncated or garbage)") from None
     except RecursionError:
         raise DamagedFileError(f"{path}: not JSON (nested too deeply)") from None
+    except ValueError:  # an integer beyond Python's 4,300-digit int-str limit
+        raise DamagedFileError(f"{path}: not JSON (an integer of over 4,300 digits)") from None
 
 
 def _is_whole(value: Any) -> bool:
@@ -430,7 +432,7 @@ def read_result_rows(
             continue
         try:
             row = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
             if number - 1 != last or complete:
                 what = "not JSON (cut short?)" if number - 1 == last else "not JSON"
                 skipped.append(f"line {number} of {RESULT} is {what}")
@@ -446,6 +448,24 @@ def read_result_rows(
         row.pop("config", None)  # params.json holds the config
         by_round[int(row["round"])] = row  # a restore repeats rounds: the last wins
     return [by_round[r] for r in sorted(by_round)]
+
+
+def config_from_result_rows(path: str | Path) -> dict[str, Any] | None:
+    """The trial's config as Tune wrote it into its last round row (``"config"``), checked
+    as ``params.json`` is; None when no whole row carries one that passes."""
+    try:
+        lines = Path(path).read_bytes().split(b"\n")
+    except OSError:
+        return None
+    for raw in reversed(lines):
+        try:
+            row = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            continue  # the line cut short, or an empty one
+        config = row.get("config") if isinstance(row, dict) else None
+        if isinstance(config, dict) and params_problem(config) is None:
+            return config
+    return None
 
 
 # ---------------------------------------------------------------------- partitions

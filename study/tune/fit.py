@@ -17,12 +17,14 @@ from federated.contract.results import (
     SWEEP_INTERRUPTED,
     trial_status,
 )
-from study.interruption import StopSignals
+from study.interruption import DRIVER_SIGNALS, StopSignals
 from study.plan import SweepPlan
 from study.sweep_folder import PARTITIONS, read_manifest, update_manifest, write_json_atomic
 
 
-def fit(tuner: tune.Tuner, sweep_dir: Path, signals: StopSignals | None = None) -> tune.ResultGrid:
+def fit(
+    tuner: tune.Tuner, sweep_dir: Path, signals: StopSignals = DRIVER_SIGNALS
+) -> tune.ResultGrid:
     """Run to the end (or an interruption) and record each trial's final status.
 
     The manifest says ``finished`` only when Tune returned on its own with every trial
@@ -30,14 +32,15 @@ def fit(tuner: tune.Tuner, sweep_dir: Path, signals: StopSignals | None = None) 
     that had not reached their last round are ``INTERRUPTED`` and the trials that never
     started are counted in ``not_started``."""
     try:
-        results = tuner.fit()
+        with signals.tune_loop():
+            results = tuner.fit()
     except KeyboardInterrupt:
         update_manifest(sweep_dir, status="interrupted")
         raise
     except BaseException as err:  # the driver itself failed: say so, keep what was written
         update_manifest(sweep_dir, status="failed", error=f"{type(err).__name__}: {err}"[:300])
         raise
-    interrupted = signals is not None and signals.received is not None
+    interrupted = signals.received is not None
     trials: dict[str, Any] = {}
     for result in results:
         error = None

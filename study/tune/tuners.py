@@ -4,7 +4,8 @@ chosen configuration, or restored after an interruption.
 Resume after a hard kill works because Tune snapshots its experiment state and syncs
 result files to the storage path every second here (``TUNE_GLOBAL_CHECKPOINT_S``, set by
 :mod:`study`, and :data:`SYNC_PERIOD_S`; Tune's defaults are minutes, after which a
-killed driver's restore would restart every trial from round 0).
+killed driver's restore would restart every trial from round 0); each copy lands whole
+(:mod:`study.tune.whole_file_sync`), so a kill during one cuts no file short.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from ray import tune
 from study.plan import OPTUNA_SEED, SweepPlan, trial_dirname
 from study.resources import Execution, TrialResources
 from study.selection import mode_of
+from study.tune import whole_file_sync
 from study.tune.live_view import LiveView
 from study.tune.optuna_storage import SweepOptunaSearch
 from study.tune.trial_actor import FederatedTrial
 
 SYNC_PERIOD_S = 1
+whole_file_sync.install()
 
 
 def trainable_with(resources: TrialResources):
