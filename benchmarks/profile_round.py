@@ -46,9 +46,9 @@ from federated.data import Augmenter
 from federated.execution.packed import PackedTrainer
 from federated.execution.packed_model import PackedModel
 from federated.execution.sequential import SequentialTrainer
-from federated.execution.sgd_rule import SgdRule
 from federated.models import FedConModel
 from federated.server import WeightedAverage
+from federated.sgd_rule import SgdRule
 
 
 class PhaseTimer:

@@ -9,8 +9,8 @@ from federated.algorithms.base import Algorithm, LocalJob
 from federated.config.run_config import RunConfig
 from federated.execution.batch_plan import draw_party_batches
 from federated.execution.sequential import SequentialTrainer
-from federated.execution.sgd_rule import SgdRule
 from federated.execution.trainer import PartyResult, TrainingSetup
+from federated.sgd_rule import SgdRule
 
 
 def train_party(
@@ -27,7 +27,7 @@ def train_party(
     plan = draw_party_batches(
         job.party, len(labels), 0, augmenter, config.batch_size, config.local_epochs, generator
     )
-    rule = SgdRule.from_config(config)
+    rule = SgdRule(config.lr, config.momentum, config.weight_decay)
     setup = TrainingSetup(algorithm, job.global_model, augmenter, rule, images, labels)
     trainer = SequentialTrainer(setup, job.model)
     return trainer.train_one(job, plan)

@@ -122,6 +122,37 @@ def test_every_method_trains_a_detector(boxes, algorithm, server):
         assert math.isfinite(rows[1]["con_loss"]) and rows[1]["con_loss"] > 0
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"algorithm": "ditto"},  # its personal model trains through the task's forward
+        {"algorithm": "apfl"},  # so does its mix of personal and global weights
+        {"algorithm": "fedavg", "finetune_epochs": 1},  # fine-tuning: the task's loss
+        {"algorithm": "ditto", "finetune_epochs": 1},
+    ],
+    ids=["ditto", "apfl", "fedavg+ft", "ditto+ft"],
+)
+def test_personal_models_and_fine_tuning_train_a_detector(boxes, overrides):
+    """Each used to end in a traceback on boxes (a detector in training mode needs the
+    batch's targets; BoxTargets has no .shape): each party's own-split mAP is scored."""
+    run = FederatedRun(_config(party_test_fraction=0.3, **overrides), boxes)
+    rows = [run.run_round(), run.run_round()]
+    assert all(math.isfinite(r["train_loss"]) and r["train_loss"] > 0 for r in rows)
+    own = run.local_test_metrics["map"]
+    assert own.shape == (3,) and np.all((own >= 0) & (own <= 1))
+    assert 0.0 <= rows[-1]["party_test_map50_mean"] <= 1.0
+
+
+def test_the_representation_probe_is_refused_on_detection_in_one_line(boxes):
+    with pytest.raises(ConfigError) as err:
+        _config(algorithm="moon", representations_at="1").resolved()
+    assert str(err.value) == (
+        "invalid config: representations_at='1' (allowed: unset: the representation probe "
+        "(its figure colours images by class) needs a class label per image, which a "
+        "detection task does not have)"
+    )
+
+
 def test_fedavg_learns_to_detect(boxes):
     rows = list(run_rounds(_config(rounds=8, local_epochs=2), boxes))
     first, best = rows[0]["test_map50"], max(r["test_map50"] for r in rows)

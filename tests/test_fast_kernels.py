@@ -15,9 +15,9 @@ import torch.nn.functional as F
 from federated.data import dataset_spec
 from federated.engine.round_loop import run_rounds
 from federated.execution.sequential import SequentialTrainer
-from federated.execution.sgd_rule import SgdRule
 from federated.models import build_model
 from federated.models.pooling import max_pool2x2
+from federated.sgd_rule import SgdRule
 from tests.conftest import tiny
 
 

@@ -127,6 +127,7 @@ FEDERATED_LAYERS: tuple[tuple[str, ...], ...] = (
         "federated.runtime",
         "federated.cli",
         "federated.contract",
+        "federated.sgd_rule",
     ),
     # data, models and tasks
     ("federated.data", "federated.models", "federated.tasks"),

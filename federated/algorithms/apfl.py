@@ -74,7 +74,13 @@ class Apfl(Algorithm):
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
         ce = self.supervised_loss(out, y)
         mixed = self._mix(job.scratch["personal"], job.model, job.scratch["alpha"], detach=True)
-        own = self.supervised_loss(functional_call(job.scratch["personal"], mixed, (x,)), y)
+        personal = job.scratch["personal"]
+
+        def mixed_model(*inputs: Any) -> ModelOutput:
+            return functional_call(personal, mixed, inputs)
+
+        # through the task: a detector in training mode takes the batch's boxes
+        own = self.supervised_loss(self.task.forward(mixed_model, x, y), y)
         return LossTerms(ce + own, {"ce": ce.detach(), "personal": own.detach()})
 
     @staticmethod

@@ -49,6 +49,7 @@ import torch
 from federated.algorithms.batchnorm_rule import BatchNormRule
 from federated.algorithms.frozen_reader import FrozenModels, FrozenReader
 from federated.config.checks import BATCHNORM_RULES
+from federated.contract.task_needs import TaskNeed
 from federated.models import FedConModel, ModelOutput
 from federated.params import MethodParams, NoParams
 from federated.server.aggregation import Aggregator, WeightedMean
@@ -130,6 +131,10 @@ class Algorithm:
     # optimiser state, the entries it keeps local): N times this is checked against the
     # machine's memory before work (federated/models/party_memory.py)
     party_state_copies: ClassVar[float] = 0.0
+    # what the method needs of the run's task (federated/contract/task_needs.py): a
+    # task that lacks one is refused in one line before any data loads; every built-in
+    # method trains through the task's forward pass and loss, so needs nothing more
+    task_needs: ClassVar[tuple[TaskNeed, ...]] = ()
     # the ``batchnorm`` rules the method allows
     batchnorm_rules: ClassVar[tuple[str, ...]] = BATCHNORM_RULES
 

@@ -66,7 +66,8 @@ class Ditto(Algorithm):
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
         ce = self.supervised_loss(out, y)
-        own = self.supervised_loss(job.scratch["personal"](x), y)
+        # through the task: a detector in training mode takes the batch's boxes
+        own = self.supervised_loss(self.task.forward(job.scratch["personal"], x, y), y)
         return LossTerms(ce + own, {"ce": ce.detach(), "personal": own.detach()})
 
     def after_backward(self, job: LocalJob) -> dict[str, torch.Tensor]:

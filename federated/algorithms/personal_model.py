@@ -8,9 +8,10 @@ before the party first trains: it then starts from the round's global model) and
 living at the party keeps it).  So a checkpoint holds every party's personal model and
 optimiser: a resumed run continues exactly.
 
-Its update is the run's local solver (lr, momentum, weight decay, no dampening), one
-fused step over the tensors with a gradient.  Both methods run the personal model
-themselves, which the packed path does not allow: they train sequentially.
+Its update is the run's local solver, :class:`~federated.sgd_rule.SgdRule` (lr, momentum,
+weight decay), over the tensors with a gradient, as the global model's copy is updated.
+Both methods run the personal model themselves, which the packed path does not allow:
+they train sequentially.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import copy
 from typing import Any
 
 import torch
-from torch.optim.sgd import sgd
 
 from federated.algorithms.base import LocalJob, model_state_to_cpu, tensors_to_cpu
 from federated.models import FedConModel
+from federated.sgd_rule import SgdRule
 
 
 def personal_state() -> dict[str, Any]:
@@ -35,7 +36,7 @@ class PersonalModels:
     from its state, saved back when it ends) and for evaluating parties."""
 
     def __init__(self, lr: float, momentum: float, weight_decay: float) -> None:
-        self.lr, self.momentum, self.weight_decay = lr, momentum, weight_decay
+        self.rule = SgdRule(lr=lr, momentum=momentum, weight_decay=weight_decay)
         self._net: FedConModel | None = None  # a work buffer, never state
 
     def net(self, like: FedConModel) -> FedConModel:
@@ -51,9 +52,9 @@ class PersonalModels:
         net.train()
         params = list(net.parameters())
         momenta = job.state["personal_momenta"]
-        if self.momentum and momenta is None:
-            momenta = [torch.zeros_like(p) for p in params]
-        elif momenta is not None:
+        if momenta is None:
+            momenta = self.rule.new_momenta(params)
+        else:
             momenta = [m.to(job.device) for m in momenta]
         job.scratch["personal"] = net
         job.scratch["personal_params"] = params
@@ -66,17 +67,10 @@ class PersonalModels:
         params = job.scratch["personal_params"]
         live = [i for i, p in enumerate(params) if p.grad is not None]
         momenta = job.scratch["personal_momenta"]
-        sgd(
+        self.rule.step(
             [params[i] for i in live],
             [params[i].grad for i in live],
-            [None] * len(live) if momenta is None else [momenta[i] for i in live],
-            fused=True,
-            weight_decay=self.weight_decay,
-            momentum=self.momentum,
-            lr=self.lr,
-            dampening=0.0,
-            nesterov=False,
-            maximize=False,
+            None if momenta is None else [momenta[i] for i in live],
         )
         for p in params:
             p.grad = None

@@ -16,6 +16,12 @@ from typing import Any
 
 from federated.config.data_fields import natural_parties_source
 from federated.contract.metrics import current_stem, metric_stems
+from federated.contract.task_needs import (
+    CLASS_PER_SAMPLE,
+    TARGETS_UNMOVED_BY_ROTATION,
+    TaskNeed,
+    unmet_need,
+)
 from federated.data.folder_layout import is_folder_dataset
 from federated.data.hub_dataset import is_hub_dataset
 from federated.params import (
@@ -71,6 +77,19 @@ MAX_PLAN_ROWS = 2**26
 # silently does nothing; the papers' smallest is 1e-4.
 MIN_LR = 1e-8
 
+
+# What partitions, feature skews and evaluations need of the task (a method declares its
+# own in Algorithm.task_needs): checked by one rule in _validate_task.
+PARTITION_NEEDS: dict[str, tuple[TaskNeed, ...]] = {
+    "dirichlet": (CLASS_PER_SAMPLE,),  # Dir(beta) over each class
+    "labels": (CLASS_PER_SAMPLE,),  # #C=k classes per party
+}
+FEATURE_SKEW_NEEDS: dict[str, tuple[TaskNeed, ...]] = {
+    "rotation": (TARGETS_UNMOVED_BY_ROTATION,),
+}
+EVALUATION_NEEDS: dict[str, tuple[TaskNeed, ...]] = {
+    "representations_at": (CLASS_PER_SAMPLE,),
+}
 
 def validate(c: Any) -> None:
     """Raise :class:`ConfigError` naming the first run-level field of ``c`` (a
@@ -364,20 +383,40 @@ def _validate_task(c: Any, spec: Any) -> None:
             c.primary_metric,
             f"for a {task.name} task one of {', '.join(stems)}{hint}",
         )
-    if task.targets_in_pixels and c.feature_skew == "rotation":
-        raise ConfigError(
-            "feature_skew",
-            c.feature_skew,
-            f"none or noise: a {task.name} task's targets are pixel positions, which "
-            "rotating the images would move",
-        )
-    if not task.has_classes and c.partition in ("dirichlet", "labels"):
-        raise ConfigError(
+    method = load_method("algorithm", c.algorithm)
+    # (field, value, what needs something of the task, the needs, what else is allowed)
+    users = (
+        ("algorithm", c.algorithm, f"{c.algorithm}", method.task_needs, "another method"),
+        (
             "partition",
             c.partition,
-            f"natural, iid or quantity: a {task.name} task has no classes to skew by (its "
-            f"natural parties are {natural_parties_source(c.dataset)})",
-        )
+            f"a {c.partition} partition",
+            PARTITION_NEEDS.get(c.partition, ()),
+            "natural, iid or quantity (its natural parties are "
+            f"{natural_parties_source(c.dataset)})",
+        ),
+        (
+            "feature_skew",
+            c.feature_skew,
+            f"a {c.feature_skew} feature skew",
+            FEATURE_SKEW_NEEDS.get(c.feature_skew, ()),
+            "none or noise",
+        ),
+        (
+            "representations_at",
+            c.representations_at,
+            "the representation probe (its figure colours images by class)",
+            EVALUATION_NEEDS["representations_at"] if c.representations_at else (),
+            "unset",
+        ),
+    )
+    for name, value, user, needs, allowed in users:
+        need = unmet_need(task, needs)
+        if need is not None:
+            raise ConfigError(
+                name, value, f"{allowed}: {user} needs {need.what}, which a {task.name} task "
+                "does not have"
+            )
 
 
 def check_types(c: Any) -> None:

@@ -9,10 +9,12 @@ untuned model's).  This is FederatedScope's ``finetune.before_eval``, FLGo's
 ``fedavg_finetune`` and pfl-research's ``Reptile`` evaluation, and the baseline Matsuda
 et al. (2022) find often beats personalised methods.
 
-The fine-tuning is the run's local solver (SGD with its ``lr``, ``momentum`` and
-``weight_decay``, a fresh momentum), ``batch_size`` samples a step over a shuffled pass
-of the party's training rows per epoch, without augmentation or feature skew (the
-local test and validation splits have neither).  The order is drawn from a generator
+The fine-tuning is the run's local solver (:class:`~federated.sgd_rule.SgdRule`: its
+``lr``, ``momentum`` and ``weight_decay``, a fresh momentum) on the task's own forward
+pass and loss (:meth:`~federated.tasks.base.Task.forward`, so a detector gets its
+boxes), ``batch_size`` samples a step over a shuffled pass of the party's training rows
+per epoch, without augmentation or feature skew (the local test and validation splits
+have neither).  The order is drawn from a generator
 of its own per (round, party), seeded from the run's ``finetune`` stream: fine-tuning
 draws nothing from any other stream, so every other number of the run is unchanged.  A
 last batch of a single sample is left out (BatchNorm cannot normalise one sample).
@@ -28,6 +30,7 @@ import torch
 
 from federated.data import Augmenter
 from federated.runtime.seeding import STREAMS
+from federated.sgd_rule import SgdRule
 from federated.tasks.base import Task
 
 #: a party's (uint8 images, targets) training rows, on the run's device
@@ -59,7 +62,8 @@ class FineTuner:
         self.augmenter = augmenter
         self.party_rows = party_rows
         self.batch_size = batch_size
-        self.lr, self.momentum, self.weight_decay = solver
+        lr, momentum, weight_decay = solver
+        self.rule = SgdRule(lr=lr, momentum=momentum, weight_decay=weight_decay)
         self.seed = seed
         self._work: torch.nn.Module | None = None  # the copy, reused; never state
 
@@ -71,14 +75,10 @@ class FineTuner:
         work = self._work
         work.load_state_dict(model.state_dict())
         images, targets = self.party_rows(party)
-        n = int(targets.shape[0])
+        n = int(images.shape[0])
         generator = torch.Generator().manual_seed(finetune_seed(self.seed, round_number, party))
-        optimizer = torch.optim.SGD(
-            work.parameters(),
-            lr=self.lr,
-            momentum=self.momentum,
-            weight_decay=self.weight_decay,
-        )
+        params = list(work.parameters())
+        momenta = self.rule.new_momenta(params)
         work.train()
         for _ in range(self.epochs):
             order = torch.randperm(n, generator=generator).to(images.device)
@@ -87,9 +87,17 @@ class FineTuner:
                 if rows.numel() < 2:
                     continue
                 x = self.augmenter.train_batch(images.index_select(0, rows), None)
-                loss = self.task.loss(work(x).logits, self.task.take_targets(targets, rows))
-                optimizer.zero_grad(set_to_none=True)
+                y = self.task.take_targets(targets, rows)
+                loss = self.task.loss(self.task.forward(work, x, y).logits, y)
+                for p in params:
+                    p.grad = None
                 loss.backward()
-                optimizer.step()
+                # a parameter the loss did not reach has no gradient: SGD leaves it be
+                live = [i for i, p in enumerate(params) if p.grad is not None]
+                self.rule.step(
+                    [params[i] for i in live],
+                    [params[i].grad for i in live],
+                    None if momenta is None else [momenta[i] for i in live],
+                )
         work.eval()
         return work

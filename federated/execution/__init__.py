@@ -13,7 +13,7 @@ implementations chosen once per run by :func:`~federated.execution.choice.local_
 
 What every path shares, each defined once: the batch plan (which rows each party sees at
 each step, :mod:`~federated.execution.batch_plan`), the SGD update rule
-(:mod:`~federated.execution.sgd_rule`), the loss read-out
+(:mod:`~federated.sgd_rule`, also the personal models' and fine-tuning's rule), the loss read-out
 (:mod:`~federated.execution.loss_sums`) and the start of a local training — global
 weights into the party's model, then the method's ``begin_local``
 (:func:`~federated.execution.trainer.start_local`).

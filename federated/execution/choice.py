@@ -14,10 +14,10 @@ from federated.data import Augmenter, DatasetSpec
 from federated.execution.packed import PackedTrainer
 from federated.execution.packed_model import packing_obstacle
 from federated.execution.sequential import ReferenceTrainer, SequentialTrainer
-from federated.execution.sgd_rule import SgdRule
 from federated.execution.trainer import LocalTrainer, TrainingSetup
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.models import FedConModel
+from federated.sgd_rule import SgdRule
 
 
 class PackingFallback(UserWarning):
@@ -36,9 +36,8 @@ def local_trainer(
 ) -> LocalTrainer:
     """The run's trainer.  ``packed`` whose method or model cannot pack says why, once
     (:class:`PackingFallback`), and trains sequentially."""
-    setup = TrainingSetup(
-        algorithm, global_model, augmenter, SgdRule.from_config(config), images, labels, skew
-    )
+    rule = SgdRule(config.lr, config.momentum, config.weight_decay)
+    setup = TrainingSetup(algorithm, global_model, augmenter, rule, images, labels, skew)
     if config.execution == "packed":
         reason = (
             algorithm.task.packing_obstacle()

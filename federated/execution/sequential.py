@@ -1,6 +1,6 @@
 """Sequential and reference execution: one party after another on one working model.
 
-Each party trains E epochs of SGD (:class:`~federated.execution.sgd_rule.SgdRule`) on the
+Each party trains E epochs of SGD (:class:`~federated.sgd_rule.SgdRule`) on the
 batches its :class:`~federated.execution.batch_plan.PartyBatches` lists, under the
 method's objective: per step the method's ``loss``, backward, ``after_backward``, the
 SGD update, ``after_step``.  A party trains only when the round loop asks for it, after

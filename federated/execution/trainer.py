@@ -22,9 +22,9 @@ import torch
 from federated.algorithms.base import Algorithm, LocalJob
 from federated.data import Augmenter
 from federated.execution.batch_plan import PartyBatches
-from federated.execution.sgd_rule import SgdRule
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.models import FedConModel
+from federated.sgd_rule import SgdRule
 
 
 @dataclass(frozen=True)

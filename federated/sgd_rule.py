@@ -1,4 +1,5 @@
-"""The local solver's update rule, defined once for every execution path.
+"""The local solver's update rule, defined once: every execution path, the personal
+models (Ditto, APFL) and fine-tuning update through it.
 
 SGD with the configured learning rate, momentum and weight decay (no dampening, no
 Nesterov: the MOON paper's solver), a fresh momentum per local training.  Both paths
@@ -12,13 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch.optim.sgd import sgd
-
-if TYPE_CHECKING:
-    from federated.config.run_config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -30,12 +27,6 @@ class SgdRule:
     weight_decay: float = 0.0
     dampening: float = 0.0
     nesterov: bool = False
-
-    @classmethod
-    def from_config(cls, config: RunConfig) -> SgdRule:
-        """The rule of a :class:`~federated.config.run_config.RunConfig` (lr, momentum,
-        weight decay)."""
-        return cls(lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
 
     def new_momenta(self, params: Sequence[torch.Tensor]) -> list[torch.Tensor] | None:
         """Fresh momentum buffers for ``params`` (None when momentum is off)."""
