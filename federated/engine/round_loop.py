@@ -369,7 +369,12 @@ class FederatedRun:
         drawn = self.draw_parties()
         work, plan = self._round_plan(drawn)
         reporting = work.reporting
-        row = RoundRow(round=self.round + 1, parties=len(drawn), results=[])
+        row = RoundRow(
+            round=self.round + 1,
+            parties=len(drawn),
+            results=[],
+            execution_path=self.trainer.path,
+        )
         row.cum_bytes = self.cum_bytes
         self.global_model.eval()
         weights = aggregation_weights([self.party_sizes[i] for i in reporting])
@@ -445,6 +450,7 @@ class FederatedRun:
             round_seconds=time.perf_counter() - start,
             cum_bytes=self.cum_bytes,
             diverged=True,
+            execution_path=row.execution_path,
             # every metric key the run's other rows carry, NaN: a sweep's ranking metric
             # is in every row (Tune's strict check), and NaN is never read as a value
             extra={

@@ -95,6 +95,9 @@ class RoundRow:
     cum_bytes: int = 0
     diverged: bool = False
     extra: dict[str, float] = field(default_factory=dict)
+    # the path the parties trained on (packed, sequential, reference): what ran, which a
+    # method or model that cannot pack makes sequential whatever ``execution`` asked
+    execution_path: str = ""
 
     @property
     def samples(self) -> int:
@@ -116,5 +119,6 @@ class RoundRow:
             "bytes_down": self.bytes_down,
             "cum_bytes": self.cum_bytes,
             "diverged": self.diverged,
+            "execution_path": self.execution_path,
             **self.extra,
         }

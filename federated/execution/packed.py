@@ -41,6 +41,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import ClassVar
 
 import torch
 
@@ -123,6 +124,9 @@ class PackedTrainer:
     """Trains a round's parties in packs; keeps its packed networks between rounds
     (one per pack of a round and width: a round's packs all hold trained weights until
     the round has handed them to the server)."""
+
+    #: the path a row records (``execution_path``)
+    path: ClassVar[str] = "packed"
 
     def __init__(self, setup: TrainingSetup, width: int | None) -> None:
         self.setup = setup

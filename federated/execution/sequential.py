@@ -16,6 +16,7 @@ at a time with torchvision's ops instead: the plain-math check the batched path 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import ClassVar
 
 import torch
 
@@ -34,6 +35,9 @@ AUGMENT_CHUNK_BATCHES = 16
 class SequentialTrainer:
     """Trains parties one by one in ``model`` (the run's working model), from the
     plan's rows of ``setup.images``/``setup.labels``."""
+
+    #: the path a row records (``execution_path``)
+    path: ClassVar[str] = "sequential"
 
     chunk_batches = AUGMENT_CHUNK_BATCHES
     spare_core_seconds = 0.0  # one party after another, on the run's own thread(s)
@@ -117,6 +121,9 @@ class SequentialTrainer:
 
 class ReferenceTrainer(SequentialTrainer):
     """Sequential execution with per-sample torchvision augmentation."""
+
+    #: the path a row records (``execution_path``)
+    path: ClassVar[str] = "reference"
 
     chunk_batches = 1
 

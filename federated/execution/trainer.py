@@ -64,6 +64,8 @@ class LocalTrainer(Protocol):
     #: core-seconds the last round's training ran on idle cores beyond its wall time
     #: (packs side by side, :mod:`federated.execution.packed`; 0.0 on every other path)
     spare_core_seconds: float
+    #: the path's name, as a row records it (``execution_path``)
+    path: str
 
     def train(
         self, jobs: Sequence[LocalJob], plan: Sequence[PartyBatches]
