@@ -171,6 +171,33 @@ def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
         fh.write(text)
 
 
+def own_split_columns(row: dict[str, Any]) -> list[str]:
+    """The row's means over parties of each party's own test split
+    (``party_test_<stem>_mean``), in the row's order; empty where none was scored."""
+    return [k for k in row if k.startswith("party_test_") and k.endswith("_mean") and "/" not in k]
+
+
+def end_line(status: str, rows: list[dict[str, Any]], primary: str, out: Path) -> str:
+    """The run's last line: the final pooled ``primary`` (``test_acc``) and, where the
+    parties were scored on their own test splits, that mean first (what a personalised
+    method is judged by); a pooled value not scored at the last round is the latest
+    scored one, named with its round."""
+    last = rows[-1]
+    words = []
+    stem = primary.removeprefix("test_")
+    own = f"party_test_{stem}_mean"
+    if isinstance(last.get(own), float) and not math.isnan(last[own]):
+        words.append(f"final own-split {stem} (mean over parties) {last[own]:.4f}")
+    scored = [r for r in rows if isinstance(r.get(primary), float) and not math.isnan(r[primary])]
+    if not scored:
+        words.append(f"{primary} not scored")
+    elif scored[-1] is last:
+        words.append(f"final {primary} {last[primary]:.4f}")
+    else:
+        words.append(f"{primary} {scored[-1][primary]:.4f} (round {scored[-1]['round']})")
+    return f"status: {status}; {'; '.join(words)}; rows in {out}"
+
+
 def format_row(row: dict[str, Any], rounds: int, hidden: Collection[str] = ()) -> str:
     """The console line of one round; the columns in ``hidden`` are the rows' only."""
 
@@ -192,6 +219,11 @@ def format_row(row: dict[str, Any], rounds: int, hidden: Collection[str] = ()) -
         if k.startswith("test_") and not k.endswith("_std") and "/" not in k and k not in hidden
     ]
     scores = "  ".join(f"{k} {num(k, '%.4f')}" for k in metrics)
+    # a run that scores each party on its own test split is judged by that mean (a
+    # personalised method's number): first, before the pooled test_ values
+    own = own_split_columns(row)
+    if own:
+        scores = "  ".join(f"{k} {num(k, '%.4f')}" for k in own) + "  pooled " + scores
     text = f"round {row['round']:>3}/{rounds}  {scores}  train_loss {num('train_loss', '%.4f')}"
     if not math.isnan(row.get("con_loss", float("nan"))):
         text += f"  con_loss {row['con_loss']:.4f}"
@@ -269,8 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             print(format_row(row, config.rounds, hidden), flush=True)
     status = f"diverged at round {run.round} (non-finite loss)" if run.diverged else "completed"
-    primary = f"test_{run.config.primary_metric}"
-    print(f"status: {status}; final {primary} {rows[-1][primary]:.4f}; rows in {out}")
+    print(end_line(status, rows, f"test_{run.config.primary_metric}", out))
     return exit_codes.DIVERGED if run.diverged else exit_codes.OK
 
 

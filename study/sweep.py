@@ -137,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+# --budget, --num-samples, --set ... are not repeated: --resume reads the sweep's plan
+# from its manifest, and a value given again would have to be checked against it.
+RESUME_NOTE = "  (budget, trials and settings come from the sweep's manifest)"
+
+
 @dataclass
 class DriverProgress:
     """How far :func:`drive` got: the sweep it checked and is running (None before)."""
@@ -163,7 +168,7 @@ def interrupted(target: SweepTarget | None, resumed: bool) -> int:
     if status == "running":  # between the folder's creation and Tune's loop
         update_manifest(sweep_dir, status="interrupted")
     print(f"sweep interrupted; results in {sweep_dir}", file=sys.stderr)
-    print(f"continue it with: {target.resume_command}", file=sys.stderr)
+    print(f"continue it with: {target.resume_command}{RESUME_NOTE}", file=sys.stderr)
     return DRIVER_SIGNALS.exit_code
 
 
@@ -558,7 +563,7 @@ def summarise(results: ResultGrid, elapsed: float, target: SweepTarget, stop_cod
     status = recorded["status"]
     if status != "finished":  # what is left to do goes with the error, on stderr
         print(f"sweep {status} after {elapsed:.0f} s; results in {sweep_dir}", file=sys.stderr)
-        print(f"continue it with: {target.resume_command}", file=sys.stderr)
+        print(f"continue it with: {target.resume_command}{RESUME_NOTE}", file=sys.stderr)
         raise SweepStopError(stop_code)
     failed = fit.failed_trials(sweep_dir)
     if failed:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import subprocess
 import sys
 
@@ -59,3 +61,30 @@ def test_cli_rejects_bad_values_in_one_line(args, expected):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"error: {proc.stderr.strip()[7:]}"]
     assert expected in proc.stderr
+
+
+def test_a_personalised_run_prints_the_own_split_accuracy_it_is_judged_by(tmp_path):
+    """Defect 17 of the report issue: a personalised round line printed ``test_acc -``
+    (its pooled score is every 5th round) and the last line the pooled number; both now
+    lead with the mean over parties of each party's own-split accuracy."""
+    from federated.run import main
+
+    out = tmp_path / "rows.csv"
+    argv = [
+        *("--algorithm", "fedper", "--dataset", "synthetic", "--rounds", "2"),
+        *("--n-parties", "4", "--data-fraction", "0.04", "--test-fraction", "0.1"),
+        *("--party-test-fraction", "0.2", "--threads", "1", "--out", str(out)),
+    ]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(argv) == 0
+    lines = printed.getvalue().splitlines()
+    rounds = [line for line in lines if line.startswith("round")]
+    assert rounds[0].startswith("round   1/2  party_test_acc_mean 0.")
+    assert "  pooled test_acc -  " in rounds[0]  # not scored in round 1: said so
+    rows = list(csv.DictReader(out.open()))
+    own, pooled = float(rows[-1]["party_test_acc_mean"]), float(rows[-1]["test_acc"])
+    assert lines[-1].startswith(
+        f"status: completed; final own-split acc (mean over parties) {own:.4f}; "
+        f"final test_acc {pooled:.4f}; rows in "
+    )

@@ -82,3 +82,17 @@ def test_personal_test_every_defaults_to_the_methods_own_and_unset_is_never_warn
     # a written value is kept, whatever the method's default
     written = flat({"algorithm": "fedper", "personal_test_every": 1}).resolved()
     assert written.personal_test_every == 1
+
+
+def test_fine_tuning_without_per_party_scoring_is_warned_as_inert():
+    """Fine-tuning runs only before a party is scored on its own data: with per-party
+    scoring off it never runs, and the run says so instead of running silently."""
+    config = RunConfig.from_dict(
+        {"finetune_epochs": 1, "party_scores_every": 0, "party_test_fraction": 0.2}
+    )
+    assert inert_settings(config) == [
+        "warning: finetune_epochs=1 has no effect: party_scores_every=0: no party is "
+        "scored on its own data, so nothing is fine-tuned"
+    ]
+    scored = RunConfig.from_dict({"finetune_epochs": 1, "party_test_fraction": 0.2})
+    assert inert_settings(scored) == []

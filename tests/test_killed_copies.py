@@ -85,3 +85,26 @@ def test_a_copy_that_fails_midway_leaves_the_old_file(tmp_path, monkeypatch):
             str(source), str(destination), None, pyarrow.fs.LocalFileSystem()
         )
     assert destination.read_text() == '{"mu": 1}'
+
+
+def test_tunes_list_of_trials_without_result_files_is_not_printed():
+    """After an interruption Tune lists every trial that never started ("Failed to fetch
+    metrics for 17 trial(s): ... FileNotFoundError"): the summary names them already.
+    A failure of another kind still shows."""
+    import logging
+
+    from study.tune import ray_session
+
+    unstarted = "\n".join(
+        ["Failed to fetch metrics for 2 trial(s):"]
+        + [f"- t{i}: FileNotFoundError('.../progress.csv')" for i in range(2)]
+    )
+    other = "Failed to fetch metrics for 1 trial(s):\n- t0: PermissionError(13)"
+
+    def shown(message: str) -> bool:
+        record = logging.LogRecord("x", logging.WARNING, __file__, 1, message, None, None)
+        return ray_session._NoUnstartedTrialMetrics().filter(record)
+
+    assert not shown(unstarted)
+    assert shown(other)
+    assert shown("any other warning")

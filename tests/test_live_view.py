@@ -78,3 +78,18 @@ def test_a_view_pickled_before_it_knew_its_metric_resumes_showing_test_accuracy(
     old.__setstate__(state)
     lines = old.lines([trial(0, "TERMINATED", 5, 0.3)], elapsed_s=10)
     assert "best test_acc 0.3000" in lines[0]
+
+
+def test_a_personalised_trial_shows_its_own_split_accuracy():
+    """A personalised trial's pooled test_acc is NaN between its scored rounds: the line
+    shows the mean of the parties' own-split accuracy it is judged by, and the pooled
+    value where that round scored it."""
+    view = LiveView("fedper", total_trials=1, rounds_per_trial=10, label_keys=["mu", "seed"])
+    nan = float("nan")
+    running = trial(0, "RUNNING", 4, nan)
+    running.last_result["party_test_acc_mean"] = 0.8123
+    assert view.lines([running], 10.0)[1].endswith("round   4/10  party_test_acc_mean 0.8123")
+    running.last_result.update(round=5, test_acc=0.41)
+    assert view.lines([running], 10.0)[1].endswith(
+        "round   5/10  party_test_acc_mean 0.8123  test_acc 0.4100"
+    )

@@ -112,3 +112,21 @@ def test_the_report_titles_a_personalised_only_group_by_its_own_models(tmp_path)
     fairness = pd.read_csv(tmp_path / "report" / "tables" / "fairness_personalisation.csv")
     worst = fairness[fairness["party_metric"] == "worst 10% of parties (own test splits)"]
     assert worst.iloc[0]["mean_pct"] == pytest.approx(72.0)
+
+
+def test_per_party_words_follow_what_the_trials_measured():
+    """Defect 8 of the report issue: the words came from whether the metric has a chance
+    level ("class mix" for any accuracy) while personalised trials measured each party's
+    own test split; they now come from the trials' party_test_fraction."""
+    import pandas as pd
+
+    from analysis.primary_metric import metric_of
+    from analysis.tables.party_tables import party_split_words
+
+    accuracy = metric_of("classification")
+    own = pd.DataFrame({"party_test_fraction": [0.2, 0.2]})
+    pooled = pd.DataFrame({"party_test_fraction": [0.0, 0.0]})
+    assert party_split_words(own, accuracy) == "own test split"
+    assert party_split_words(pooled, accuracy) == "class mix"
+    assert party_split_words(pd.DataFrame({"x": [1]}), accuracy) == "class mix"
+    assert party_split_words(pd.concat([own, pooled]), accuracy).startswith("own test split (")

@@ -83,7 +83,7 @@ def per_party_section(
         if figure is not None:
             name = unique_stem(f"fig_{study}_per_party{group.suffix}", used)
             paths = figures_save(figure, out / "figures" / name, formats)
-            mix = "each party's class mix" if metric.chance else "each party's own test split"
+            mix = "each party's " + party_tables.party_split_words(trials, metric)
             caption = (
                 f"per-party {metric.name}{metric.unit} at the final scored round, {mix}; "
                 "box = quartiles over all seeds' parties, points = parties by seed"

@@ -46,7 +46,7 @@ from analysis.reading.summary import excluded_trials
 from analysis.reading.trial_files import DamagedFileError, read_parties
 from analysis.stats.seed_plan import DEFAULT_TARGET
 from analysis.tables.table import Table, accuracy_table, key_order, row_label
-from federated.contract.results import PARTIES, STATUSES
+from federated.contract.results import INTERRUPTED, PARTIES, RUNNING, STATUSES
 
 PARTIES_FILE = PARTIES
 METRIC_COLUMN = "party_metric"  # the table's column axis (analysis/naming.py: self-describing)
@@ -162,6 +162,22 @@ def evaluated_model_words(
     return "each party's own or the global model", "Evaluated model — " + "; ".join(parts) + "."
 
 
+def party_split_words(trials: pd.DataFrame, metric: Metric) -> str:
+    """What each party's value was measured on, from what the trials ran: "own test
+    split" where every trial held one out (``party_test_fraction`` > 0), "class mix"
+    (the pooled test set re-weighted to the party's classes) where none did; a group
+    that mixes both says so.  A metric without classes has only own splits."""
+    if not metric.chance:
+        return "own test split"
+    held_out = trials.get("party_test_fraction", 0.0)
+    own = pd.to_numeric(pd.Series(held_out, index=trials.index), errors="coerce").fillna(0) > 0
+    if own.all():
+        return "own test split"
+    if not own.any():
+        return "class mix"
+    return "own test split (trials with party_test_fraction > 0) or class mix (the others)"
+
+
 def per_party_table(
     trials: pd.DataFrame,
     rounds: pd.DataFrame,
@@ -199,7 +215,7 @@ def per_party_table(
         ],
         ignore_index=True,
     )
-    mix = "class mix" if metric.chance else "own test split"
+    mix = party_split_words(merged, metric)
     evaluated, which = evaluated_model_words(merged, rounds, rows, metric.stem)
     table = accuracy_table(
         long,
@@ -325,14 +341,25 @@ def party_frame(results: Results, not_counted: list[str] | None = None) -> pd.Da
 
     Each file goes through :func:`analysis.reading.trial_files.read_parties`; a damaged one is
     left out and named in ``not_counted`` (path and reason), the trial's other results
-    still count."""
+    still count.  So are the parts of a file that are not counted: a running or
+    interrupted trial's incomplete last append (its cut line and round) and the rounds
+    ``result.json`` scored per party that the file lacks."""
     frames = []
     paths = {sweep.name: sweep.path for sweep in results.sweeps}
     named = ["sweep", "trial", "status", "order", "sweep_started", *results.config_columns]
+    scored = scored_rounds(results.rounds)
     for _, trial in results.trials.iterrows():
         path = paths[trial["sweep"]] / trial["trial"] / PARTIES_FILE
+        partial: list[str] = []
         try:
-            rows = read_parties(path, trial.get("task"))
+            rows = read_parties(
+                path,
+                trial.get("task"),
+                # a trial still writing, or stopped mid-write, may end in a cut append
+                appending=trial["status"] in (RUNNING, INTERRUPTED),
+                problems=partial,
+                scored_rounds=scored.get((trial["sweep"], trial["trial"]), ()),
+            )
         except FileNotFoundError:
             continue  # the trial scored no party
         except DamagedFileError as err:
@@ -342,11 +369,35 @@ def party_frame(results: Results, not_counted: list[str] | None = None) -> pd.Da
                     "figure and data/parties.csv"
                 )
             continue
+        if not_counted is not None:
+            not_counted.extend(partial)
         labels = {k: trial[k] for k in named}
         frames.append(pd.DataFrame(rows).assign(**labels))
     if not frames:
         return pd.DataFrame(columns=["sweep", "trial", "round", "party", "party_acc"])
     return pd.concat(frames, ignore_index=True)
+
+
+def scored_rounds(rounds: pd.DataFrame) -> dict[tuple[str, str], list[int]]:
+    """Per trial (``sweep``, ``trial``), the rounds whose ``result.json`` row holds a
+    per-party summary (a number in a ``party_<metric>_mean`` column): the rounds its
+    ``parties.csv`` must hold."""
+    means = [
+        c
+        for c in rounds.columns
+        if isinstance(c, str)
+        and c.startswith("party_")
+        and c.endswith("_mean")
+        and not c.startswith(("party_val_", "party_test_"))
+    ]
+    if rounds.empty or not means or "round" not in rounds:
+        return {}
+    values = rounds[means].apply(pd.to_numeric, errors="coerce")
+    done = rounds[values.notna().any(axis=1)]
+    return {
+        (str(sweep), str(trial)): sorted(int(r) for r in group["round"])
+        for (sweep, trial), group in done.groupby(["sweep", "trial"])
+    }
 
 
 def party_distribution_figure(

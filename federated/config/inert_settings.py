@@ -130,6 +130,14 @@ RULES = (
         ),
     ),
     InertRule(
+        ("finetune_epochs",),
+        lambda c: c.party_scores_every == 0,
+        lambda c: (
+            "party_scores_every=0: no party is scored on its own data, so nothing is "
+            "fine-tuned"
+        ),
+    ),
+    InertRule(
         ("personal_test_every",),
         lambda c: not load_method("algorithm", c.algorithm).evaluates_own_models(),
         lambda c: (

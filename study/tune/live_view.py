@@ -26,6 +26,7 @@ by ASHA counts as complete).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from typing import Any, TextIO
@@ -179,6 +180,13 @@ class LiveView(ProgressReporter):
         acc = result.get(test)
         progress = f"round {round_:>3}/{self.rounds_per_trial}" if round_ else "starting"
         acc_text = f"  {test} {acc:.4f}" if isinstance(acc, float) else ""
+        # a trial scoring each party on its own test split is judged by that mean (a
+        # personalised method's pooled test_ value is NaN between its scored rounds)
+        own_key = f"party_test_{self.primary}_mean"
+        own = result.get(own_key)
+        if isinstance(own, float) and not math.isnan(own):
+            pooled = acc_text if isinstance(acc, float) and not math.isnan(acc) else ""
+            acc_text = f"  {own_key} {own:.4f}{pooled}"
         ranked = result.get(self.metric) if self.metric != test else None
         if isinstance(ranked, float):
             acc_text = f"  {self.metric} {ranked:.4f}{acc_text}"

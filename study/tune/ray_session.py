@@ -62,6 +62,23 @@ class _NoVanishedTempFileSync(logging.Filter):
 logging.getLogger("ray.train._internal.syncer").addFilter(_NoVanishedTempFileSync())
 
 
+class _NoUnstartedTrialMetrics(logging.Filter):
+    """Drop Tune's "Failed to fetch metrics for N trial(s)" warning (a line per trial)
+    when each failure is a missing result file: after an interruption those are the
+    trials that never started, which the driver's summary names "not started".  A
+    failure of any other kind is still shown."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith("Failed to fetch metrics for"):
+            return True
+        failures = message.splitlines()[1:]
+        return not failures or not all("FileNotFoundError" in line for line in failures)
+
+
+logging.getLogger("ray.tune.analysis.experiment_analysis").addFilter(_NoUnstartedTrialMetrics())
+
+
 class _NoTokenAuthNotice(logging.Filter):
     """Drop Ray's notices that a local cluster turned token authentication on by default
     (it opened every sweep's output) and, on a machine's first sweep, that it generated
