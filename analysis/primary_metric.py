@@ -34,7 +34,7 @@ adds how a table shows them.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import pandas as pd
 
@@ -180,7 +180,7 @@ class Metric(MetricSpec):
 
 
 def _shown(spec: MetricSpec) -> Metric:
-    return Metric(**spec.to_dict())
+    return Metric(**{f.name: getattr(spec, f.name) for f in fields(MetricSpec)})
 
 
 ACCURACY = _shown(ACCURACY_SPEC)

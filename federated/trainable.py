@@ -14,7 +14,9 @@ accuracies equal an uninterrupted run's.
 
 Besides its rows a trial writes ``parties.csv`` (per-party accuracies) and, with
 ``representations_at``, ``representations/round_NNNN.npz`` into its trial folder
-(:mod:`federated.engine.run_files`), before it reports the round.
+(:mod:`federated.engine.run_files`), before it reports the round.  A restored trial
+continues its ``parties.csv`` from the checkpoint's round: the trial folder's, or, in a
+fresh folder (a resumed sweep), the copy in Tune's storage (:func:`stored_parties`).
 
 Device: with ``device="auto"`` a trial uses CUDA only when Ray gave it a GPU
 (``ray.get_gpu_ids()``), never merely because one is visible.  CPU threads follow
@@ -37,6 +39,7 @@ trial raises :class:`InjectedFailureError` — unless it started from a checkpoi
 from __future__ import annotations
 
 import os
+import posixpath
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,7 @@ from typing import Any
 import torch
 
 from federated.config.run_config import RunConfig, config_values
+from federated.contract.results import PARTIES
 from federated.engine.loaded_data import run_data
 from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
@@ -99,6 +103,24 @@ def load_run_state(folder: str | os.PathLike) -> dict[str, Any]:
     return state
 
 
+def stored_parties(checkpoint: Any) -> bytes | None:
+    """The trial's ``parties.csv`` as Tune's storage holds it (None: it holds none).
+
+    Tune keeps a trial's checkpoints inside its trial folder in storage
+    (``<trial>/checkpoint_NNNNNN``), and the driver copies the trial's files there; a
+    resumed trial runs in a fresh staging folder that Tune fills with its JSON files
+    only, so the rows it wrote before are read back from there."""
+    trial_folder = posixpath.dirname(str(checkpoint.path).rstrip("/"))
+    path = posixpath.join(trial_folder, PARTIES)
+    try:
+        if checkpoint.filesystem is None:
+            return Path(path).read_bytes()
+        with checkpoint.filesystem.open_input_stream(path) as fh:
+            return fh.readall()
+    except OSError:  # none there (pyarrow's FileNotFoundError is one), or unreadable
+        return None
+
+
 def train_federated(config: dict[str, Any]) -> None:
     """Tune function trainable (see the module docstring)."""
     import ray
@@ -113,7 +135,11 @@ def train_federated(config: dict[str, Any]) -> None:
             run.load_state_dict(load_run_state(folder))
     node_id = ray.get_runtime_context().get_node_id()
     # parties.csv and representations/ go into the trial folder (study/sweep_folder.py)
-    files = RunFiles.in_folder(tune.get_context().get_trial_dir(), start_round=run.round)
+    files = RunFiles.in_folder(
+        tune.get_context().get_trial_dir(),
+        start_round=run.round,
+        previous=None if checkpoint is None else lambda: stored_parties(checkpoint),
+    )
     every = run_config.checkpoint_every
     with IdleCores() as idle:  # polls Ray from its first look until the trial ends
         while not run.finished:

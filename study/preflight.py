@@ -2,16 +2,19 @@
 
 A trial validates its config when it starts, draws its partition, picks its device and
 loads its data.  Each of these can fail for a config that passed the plan's checks (an
-impossible Dirichlet draw, ``device=cuda`` on a machine without CUDA, parties holding
-less than one batch): the driver runs the same code first, so the sweep is refused in
-one line before Ray starts and before anything is written, rather than every trial
-erroring in turn.  It also computes the class counts of every distinct partition
-(``partitions.json``), since it has drawn them.  This module does not import Ray.
+impossible partition, ``device=cuda`` on a machine without CUDA): the driver runs the
+same code first, so the sweep is refused in one line before Ray starts and before
+anything is written, rather than every trial erroring in turn.  What a trial accepts,
+the sweep accepts: parties smaller than one batch train on one batch of all their
+samples, in a sweep as in ``python -m federated.run`` (a ``warning:`` line says so).
+It also computes the class counts of every distinct partition (``partitions.json``),
+since it has drawn them.  This module does not import Ray.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from typing import Any
 
@@ -76,20 +79,37 @@ def check_devices(configs: list[tuple[str, RunConfig]]) -> None:
             raise PreflightError(str(err)) from None
 
 
+def batch_warnings(configs: list[tuple[str, RunConfig]]) -> list[str]:
+    """A ``warning:`` line when trials' parties hold, on average, fewer samples than one
+    batch (none otherwise).  The run accepts them, and so does the sweep: each epoch such
+    a party takes one SGD step on a batch of all its samples instead of none
+    (federated/execution/batch_plan.py), the same in ``python -m federated.run`` and in a
+    trial; the line says so, since a study may mean minibatch SGD."""
+    small = [
+        (label, c)
+        for label, c in configs
+        # natural parties: the folders decide, each party's size is the loader's
+        if c.partition != "natural" and c.n_train // c.n_parties < c.batch_size
+    ]
+    if not small:
+        return []
+    label, c = small[0]
+    others = f" and {len(small) - 1} other trials" if len(small) > 1 else ""
+    return [
+        f"warning: trial {label}{others}: n_parties={c.n_parties} share {c.n_train} "
+        f"{c.dataset} samples (data_fraction={c.data_fraction:g}), "
+        f"{c.n_train // c.n_parties} per party on average, fewer than "
+        f"batch_size={c.batch_size}: a party smaller than one batch trains on one batch "
+        "of all its samples each epoch (one SGD step), as in python -m federated.run"
+    ]
+
+
 def check_batches(configs: list[tuple[str, RunConfig]]) -> None:
-    """Parties that hold, on average, fewer samples than one batch: every local step
-    would be one partial batch of the whole party, not the SGD the study means."""
-    for label, c in configs:
-        if c.partition == "natural":
-            continue  # the folders decide; each party's size is checked by the loader
-        per_party = c.n_train // c.n_parties
-        if per_party < c.batch_size:
-            raise PreflightError(
-                f"trial {label}: n_parties={c.n_parties} share {c.n_train} {c.dataset} "
-                f"samples (data_fraction={c.data_fraction:g}), {per_party} per party, fewer "
-                f"than batch_size={c.batch_size} (allowed: at least one batch per party: a "
-                "larger data_fraction, fewer parties or a smaller batch_size, with --set)"
-            )
+    """Parties smaller than one batch: accepted, as a single run accepts them, with
+    :func:`batch_warnings`' line printed to stderr (the sweep's dry run and its real run
+    each call this once)."""
+    for line in batch_warnings(configs):
+        print(line, file=sys.stderr)
 
 
 def training_data(config: RunConfig) -> tuple[ImageData, np.ndarray, np.ndarray | None]:
@@ -130,8 +150,8 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
         if key in seen:
             continue
         try:
-            # a hopeless Dirichlet draw divides by zero on its way to PartitionError: the
-            # one line below says it, not numpy's warnings
+            # a hopeless redraw of the Dirichlet rule divides by zero (numpy warns) before
+            # the floor is constructed: the partition, or the one line below, says it all
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 parts = partition_for_run(labels, config, parties)

@@ -290,7 +290,7 @@ def check_selection_flags(args: argparse.Namespace, plan: SweepPlan, by: str | N
 def check_machine(args: argparse.Namespace, plan: SweepPlan) -> None:
     """A dry run's share of :func:`check_before_ray`, refused in the same one line: the
     CPUs a trial asks for and the devices the trials name, when a local Ray would run
-    them on this machine, and parties smaller than a batch.  Loads no data."""
+    them on this machine; parties smaller than a batch are warned of.  Loads no data."""
     try:
         configs = trial_configs(plan)
         if not (args.address or os.environ.get("RAY_ADDRESS")):

@@ -174,3 +174,30 @@ def test_a_damaged_partitions_file_is_named_and_its_figure_skipped(tmp_path, cap
     problems = (out / "report.md").read_text().split("## Problems while reading")[1]
     assert f"{sweep_dir / 'partitions.json'}: " in problems
     assert not list((out / "figures").glob("fig5_partition*"))
+
+
+@pytest.mark.parametrize(
+    "column, value, words",
+    [
+        ("test_acc", 1.7, "accuracy's range [0, 1]"),
+        ("party_acc/2", 1.7, "accuracy's range [0, 1]"),
+        ("test_map50", 1.5, "mAP@0.5's range [0, 1]"),
+        ("test_srcc", -1.2, "SRCC's range [-1, 1]"),
+        ("test_mae", -0.5, "MAE's range [0, inf]"),
+    ],
+)
+def test_a_metric_outside_its_declared_range_is_damage_not_a_percentage(
+    tmp_path, column, value, words
+):
+    """Each metric's spec bounds its values (MetricSpec.bounds): a row holding 1.7 as an
+    accuracy is named and left out, never shown as 170 %."""
+    sweep_dir = _one_trial_sweep(tmp_path)
+    path = _result_file(sweep_dir)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[2][column] = value
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    results = load_results(sweep_dir)
+    trial = results.trials.iloc[0]
+    assert sorted(results.rounds["round"].tolist()) == [1, 2, 4]
+    assert trial["status"] == "damaged"
+    assert f"line 3 of result.json: {column}={value!r} is outside {words}" in trial["error"]

@@ -30,7 +30,10 @@ only well-typed values:
     ``party_<metric>``; and those of federated/engine/run_files.py), every row complete:
     ``round`` a whole number >= 1, ``party`` a whole number >= 0 named once per round,
     the per-party accuracies (``party_acc``, ``party_val_acc``, ``party_bin_acc`` ...)
-    fractions in [0, 1] or NaN (not scored that round), counts whole.
+    fractions in [0, 1] or NaN (not scored that round), counts whole.  Runs append a
+    round at a time: of a running or interrupted trial the report reads the file without
+    an incomplete last append (a cut last line, a last round short of rows), and it
+    names the rounds ``result.json`` scored per party that the file lacks.
 ``representations/round_NNNN.npz`` (:func:`read_representation`)
     a numpy archive (no pickled object) with ``round`` and ``party`` whole scalars,
     ``labels`` (n,) whole classes >= 0, ``global_z`` and ``local_z`` (n, d) finite
@@ -78,6 +81,7 @@ from federated.config.run_config import RunConfig
 from federated.contract.metrics import (
     BUILTIN_TASK_METRICS,
     LOSS,
+    MetricSpec,
     current_column,
     current_stem,
     party_summary_keys,
@@ -117,12 +121,25 @@ NUMERIC_METRICS = tuple(
         )
     )
 )
-# ... of which these are fractions of the test set: a value outside [0, 1] is garbage.
-FRACTION_METRICS = tuple(
-    key
-    for stem in _FRACTION_STEMS
-    for key in (f"test_{stem}", f"test_{stem}_std", *party_summary_keys(stem))
+# Every column of a built-in metric (test_/val_ values, spreads, per-party values and
+# summaries): its spec's range says what a value can be (MetricSpec.bounds).
+_SPEC_BY_STEM = {spec.stem: spec for spec in _BUILTIN_SPECS}
+_METRIC_COLUMN = re.compile(
+    r"^(?:search_test|party_test|party_val|test|val|party)_(?P<stem>[a-z0-9_]+?)"
+    r"(?:_std|_mean|_min|_worst10)?(?:/.+)?$"
 )
+
+
+def _spec_of_column(column: str) -> MetricSpec | None:
+    """The built-in metric spec a row's ``column`` holds a value of, or None."""
+    match = _METRIC_COLUMN.match(column)
+    if match is None:
+        return None
+    stem = match["stem"]
+    if stem in _SPEC_BY_STEM:
+        return _SPEC_BY_STEM[stem]
+    return None
+
 
 # ``diverged`` as a word (rows converted from CSV by other tools) reads as a bool.
 TRUTH_WORDS = ("true", "false", "True", "False")
@@ -390,8 +407,13 @@ def row_problem(row: Any) -> str | None:
             continue
         if not _is_number(value):
             return f"{key}={_shown(value)} is not a number"
-        if key in FRACTION_METRICS and math.isfinite(value) and not 0.0 <= value <= 1.0:
-            return f"{key}={_shown(value)} is not a fraction in [0, 1]"
+    for key, value in row.items():
+        spec = _spec_of_column(key)
+        if spec is None or not _is_number(value) or not math.isfinite(value):
+            continue
+        if not spec.holds(value):
+            low, high = spec.bounds
+            return f"{key}={_shown(value)} is outside {spec.name}'s range [{low:g}, {high:g}]"
     diverged = row.get("diverged")
     if diverged is not None and not isinstance(diverged, bool) and diverged not in TRUTH_WORDS:
         return f"diverged={_shown(diverged)} is not true/false"
@@ -527,18 +549,39 @@ PARTY_FRACTION_COLUMNS = tuple(
 )
 
 
-def read_parties(path: Path, task: object = None) -> list[dict[str, Any]]:
+def read_parties(
+    path: Path,
+    task: object = None,
+    *,
+    appending: bool = False,
+    problems: list[str] | None = None,
+    scored_rounds: Iterable[int] | None = None,
+) -> list[dict[str, Any]]:
     """A trial's ``parties.csv`` as rows of numbers (``round``, ``party``, a per-party
     metric such as ``party_acc`` and whatever other columns it has; NaN where a value is
     not recorded), checked; :class:`DamagedFileError` (naming ``path``) otherwise.
     ``task``: the trial's, whose older column names read as today's (a score trial's
     ``party_acc`` as ``party_bin_acc``).  A missing file raises
-    :class:`FileNotFoundError` (the trial scored no party)."""
+    :class:`FileNotFoundError` (the trial scored no party).
+
+    A run appends each scored round's rows (federated/engine/run_files.py), so while it
+    runs, or after it was stopped mid-write, the file may end in a last line without
+    its line end and a last round short of rows.  With ``appending`` (the trial is
+    running or was interrupted) such an append is left out and described in
+    ``problems``; otherwise a cut file is damage, as it is for a finished trial (a
+    restored trial drops the cut line before it appends again).  ``scored_rounds``: the
+    rounds whose per-party scores ``result.json`` reports; those the file lacks (a run
+    restored without its earlier file) are described in ``problems``."""
     text = read_text(path)
     if not text.strip():
         raise DamagedFileError(f"{path}: empty")
-    if not text.endswith("\n"):  # the writer ends every row: a cut file loses rows
+    cut = not text.endswith("\n")  # the writer ends every row: a cut file loses rows
+    if cut and not appending:
         raise DamagedFileError(f"{path}: cut short (its last line has no line end)")
+    if cut:
+        text = text[: text.rfind("\n") + 1]
+        if not text.strip():
+            raise DamagedFileError(f"{path}: cut short (no complete header line)")
     reader = csv.reader(io.StringIO(text))
     header = [current_column(c, task) for c in next(reader)]
     missing = [c for c in PARTY_COLUMNS if c not in header]
@@ -566,9 +609,56 @@ def read_parties(path: Path, task: object = None) -> list[dict[str, Any]]:
             raise DamagedFileError(f"{path}: line {number}: party {key[1]} twice in round {key[0]}")
         seen.add(key)
         rows.append(values)
+    if appending:
+        rows = _complete_rounds(path, rows, cut, problems if problems is not None else [])
     if not rows:
         raise DamagedFileError(f"{path}: a header and no rows")
+    if problems is not None and scored_rounds is not None:
+        scored = sorted(set(scored_rounds))
+        lacking = sorted(set(scored) - {row["round"] for row in rows})
+        if lacking:
+            one = len(lacking) == 1
+            problems.append(
+                f"{path}: lacks {'round' if one else 'rounds'} {_round_ranges(lacking)} "
+                f"({len(lacking)} of the {len(scored)} rounds {RESULT} scored per party); "
+                f"{'that round is' if one else 'those rounds are'} not counted"
+            )
     return rows
+
+
+def _complete_rounds(
+    path: Path, rows: list[dict[str, Any]], cut: bool, problems: list[str]
+) -> list[dict[str, Any]]:
+    """``rows`` without an unfinished last round (fewer rows than another round: an
+    append cut short; every round holds a row per party), saying in ``problems`` what
+    was left out (with the cut line)."""
+    counts: dict[int, int] = {}
+    for row in rows:
+        counts[row["round"]] = counts.get(row["round"], 0) + 1
+    last = rows[-1]["round"] if rows else None
+    short = last is not None and counts[last] < max(counts.values())
+    if short:
+        rows = [row for row in rows if row["round"] != last]
+    left = ["the cut last line"] if cut else []
+    if short:
+        left.append(f"round {last}'s {counts[last]} of {max(counts.values())} rows")
+    if left:
+        problems.append(
+            f"{path}: its last append is incomplete (the trial was writing it, or was "
+            f"stopped mid-write); left out: {' and '.join(left)}"
+        )
+    return rows
+
+
+def _round_ranges(rounds: list[int]) -> str:
+    """Sorted round numbers as ranges: ``[1, 2, 3, 5]`` -> ``1-3, 5``."""
+    spans: list[list[int]] = []
+    for r in rounds:
+        if spans and r == spans[-1][1] + 1:
+            spans[-1][1] = r
+        else:
+            spans.append([r, r])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 _WHOLE = re.compile(r"[0-9]+")

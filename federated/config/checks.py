@@ -53,8 +53,9 @@ MAX_ROTATION_DEGREES = 180.0
 # execution names of earlier versions, still read from their results and checkpoints
 EXECUTION_ALIASES = {"fast": "sequential"}
 
-# Smallest party a Dirichlet or quantity-skew partition accepts (the reference code's
-# redraw rule); validation uses it to reject impossible party counts up front.
+# The floor every Dirichlet or quantity-skew party gets (redrawn as the reference code
+# does, else constructed: federated/heterogeneity/partition.py); n_parties <= n_train //
+# MIN_PARTY_SAMPLES is exactly what the partition can meet, so validation refuses more.
 MIN_PARTY_SAMPLES = 10
 # Sizes beyond any real run (the paper's longest is 500 rounds, batches of 64): a larger
 # value is a typo or a unit mistake, refused at once rather than discovered as an

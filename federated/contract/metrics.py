@@ -17,6 +17,7 @@ today's name (:data:`RENAMED_STEMS`).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -37,6 +38,9 @@ class MetricSpec:
         percent: recorded as a fraction, shown as a percentage (one decimal), differences
             in points; otherwise shown as recorded with three decimals.
         chance: a chance level (1/classes) applies (classification accuracy only).
+        bounds: the closed range every value of it lies in ((0, 1) for a fraction,
+            (-1, 1) for a correlation, (0, inf) for an error): a row's value outside it
+            is damage, never a number a table shows (a "170 %" accuracy).
     """
 
     stem: str
@@ -46,23 +50,46 @@ class MetricSpec:
     noun: str
     percent: bool
     chance: bool
+    bounds: tuple[float, float] = (-math.inf, math.inf)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As JSON holds it: an open end of ``bounds`` is null (JSON has no infinity)."""
+        values = asdict(self)
+        values["bounds"] = [v if math.isfinite(v) else None for v in self.bounds]
+        return values
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> MetricSpec:
-        return cls(**{k: values[k] for k in cls.__dataclass_fields__})
+        """The spec a manifest recorded (one written before ``bounds`` has none: any
+        finite value is in range)."""
+        known = {k: values[k] for k in cls.__dataclass_fields__ if k in values}
+        if "bounds" in known:
+            low, high = known["bounds"]
+            known["bounds"] = (
+                -math.inf if low is None else float(low),
+                math.inf if high is None else float(high),
+            )
+        return cls(**known)
+
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` (finite) lies in the metric's range."""
+        low, high = self.bounds
+        return low <= value <= high
 
 
 #: a score task's binary accuracy at its threshold (its own name: ``acc`` is top-1)
 BINARY_ACCURACY = "bin_acc"
-ACCURACY = MetricSpec("acc", CLASSIFICATION, True, "accuracy", "top-1 test accuracy", True, True)
+FRACTION = (0.0, 1.0)
+CORRELATION = (-1.0, 1.0)
+ERROR = (0.0, math.inf)
+ACCURACY = MetricSpec(
+    "acc", CLASSIFICATION, True, "accuracy", "top-1 test accuracy", True, True, FRACTION
+)
 SCORE_SPECS: tuple[MetricSpec, ...] = (
-    MetricSpec("srcc", SCORE, True, "SRCC", "test SRCC", False, False),
-    MetricSpec("plcc", SCORE, True, "PLCC", "test PLCC", False, False),
-    MetricSpec("mae", SCORE, False, "MAE", "test MAE", False, False),
-    MetricSpec("rmse", SCORE, False, "RMSE", "test RMSE", False, False),
+    MetricSpec("srcc", SCORE, True, "SRCC", "test SRCC", False, False, CORRELATION),
+    MetricSpec("plcc", SCORE, True, "PLCC", "test PLCC", False, False, CORRELATION),
+    MetricSpec("mae", SCORE, False, "MAE", "test MAE", False, False, ERROR),
+    MetricSpec("rmse", SCORE, False, "RMSE", "test RMSE", False, False, ERROR),
     MetricSpec(
         BINARY_ACCURACY,
         SCORE,
@@ -71,13 +98,16 @@ SCORE_SPECS: tuple[MetricSpec, ...] = (
         "binary test accuracy at the score threshold",
         True,
         False,
+        FRACTION,
     ),
 )
 #: object detection (federated/tasks/detection.py): COCO's 101-point interpolated AP,
 #: fractions in [0, 1]; mAP@0.5 is the Street paper's metric, mAP@[.5:.95] COCO's
 DETECTION_SPECS: tuple[MetricSpec, ...] = (
-    MetricSpec("map50", DETECTION, True, "mAP@0.5", "test mAP@0.5", False, False),
-    MetricSpec("map", DETECTION, True, "mAP@[.5:.95]", "test mAP@[.5:.95]", False, False),
+    MetricSpec("map50", DETECTION, True, "mAP@0.5", "test mAP@0.5", False, False, FRACTION),
+    MetricSpec(
+        "map", DETECTION, True, "mAP@[.5:.95]", "test mAP@[.5:.95]", False, False, FRACTION
+    ),
 )
 #: each built-in task's metrics, the default primary first
 BUILTIN_TASK_METRICS: dict[str, tuple[MetricSpec, ...]] = {

@@ -17,12 +17,27 @@ For a Tune trial they live in its trial folder (``study/sweep_folder.py``), for
                                   for a task's other metrics m (a score task's mae,
                                   rmse, srcc, plcc) also party_val_<m> and
                                   party_test_<m> (the party's own images;
-                                  federated/tasks/); rewritten after each scored round
+                                  federated/tasks/); each scored round's rows are
+                                  appended after the round
     representations/round_NNNN.npz   federated/evaluation/representations.py
 
-Every file is written with :func:`federated.runtime.atomic_file.atomic_open`.  A trial restored
-from a checkpoint at round r keeps the rows of rounds <= r it finds and writes the
-rounds it runs again, so the file never holds a round twice.
+``parties.csv`` grows by appending: a scored round costs its N rows, not the whole file
+again (O(N) per round, where rewriting was O(N x rounds)).  Its first round (header and
+rows) is written with :func:`federated.runtime.atomic_file.atomic_open`; each later
+round's rows are one block written with one call and ending in a line end, so a run
+killed in the middle of an append leaves complete rows and at most one last line
+without its line end: the report's reader leaves such an append out of a running or
+interrupted trial (:func:`analysis.reading.trial_files.read_parties`), and a restored
+run drops it before it appends.  Representations are written whole (atomic_open).
+
+**A restored run continues the file.**  A trial restored from a checkpoint at round r
+keeps the header and the complete rows of rounds <= r of the file it finds (rounds
+after r are run again; a cut last line is dropped) and appends from round r + 1, so the
+file holds every round once and, run on the same machine, equals an uninterrupted
+run's byte for byte.  The file it continues is the trial folder's own, or, when the
+folder is new (Tune's ``Tuner.restore`` gives a resumed trial a fresh staging folder
+without the trial's CSV files), ``previous``: the copy the trial's storage holds
+(:func:`federated.trainable.stored_parties`).
 """
 
 from __future__ import annotations
@@ -30,6 +45,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,20 +77,32 @@ class RunFiles:
     """Writes one run's per-party and representation files (see the module docstring)."""
 
     def __init__(
-        self, parties: str | os.PathLike, representations: str | os.PathLike, start_round: int = 0
+        self,
+        parties: str | os.PathLike,
+        representations: str | os.PathLike,
+        start_round: int = 0,
+        previous: Callable[[], bytes | None] | None = None,
     ) -> None:
+        """``start_round``: the round a restored run's checkpoint holds (0: a new run);
+        ``previous``: reads an earlier copy of ``parties.csv`` to continue when the
+        folder holds none (called only then; None: there is none)."""
         self.parties = Path(parties)
         self.representations = Path(representations)
-        self.rows: list[dict[str, Any]] = []
-        if start_round > 0 and self.parties.is_file():  # a restored trial: keep what it ran
-            with self.parties.open(newline="") as fh:
-                self.rows = [r for r in csv.DictReader(fh) if int(r["round"]) <= start_round]
         self._written = start_round
+        # the header of the file being appended to; None: the next scored round starts it
+        self._columns: tuple[str, ...] | None = None
+        if start_round > 0:
+            self._columns = self._continue(start_round, previous)
 
     @classmethod
-    def in_folder(cls, folder: str | os.PathLike, start_round: int = 0) -> RunFiles:
+    def in_folder(
+        cls,
+        folder: str | os.PathLike,
+        start_round: int = 0,
+        previous: Callable[[], bytes | None] | None = None,
+    ) -> RunFiles:
         """A trial folder's ``parties.csv`` and ``representations/``."""
-        return cls(Path(folder) / PARTIES, Path(folder) / FOLDER, start_round)
+        return cls(Path(folder) / PARTIES, Path(folder) / FOLDER, start_round, previous)
 
     @classmethod
     def beside(cls, rows_file: str | os.PathLike) -> RunFiles:
@@ -83,10 +111,28 @@ class RunFiles:
         stem = rows_file.parent / rows_file.stem
         return cls(f"{stem}.{PARTIES}", f"{stem}.{FOLDER}")
 
+    def _continue(
+        self, start_round: int, previous: Callable[[], bytes | None] | None
+    ) -> tuple[str, ...] | None:
+        """Cut the file to continue to its rows of rounds <= ``start_round`` (written
+        atomically) and return its header's columns; None when there is no file to
+        continue (the next scored round starts one)."""
+        if self.parties.is_file():
+            data: bytes | None = self.parties.read_bytes()
+        else:
+            data = previous() if previous is not None else None
+        kept = rows_through(data or b"", start_round)
+        if kept is None:
+            return None
+        with atomic_open(self.parties, "wb") as fh:
+            fh.write(kept)
+        header = kept.split(b"\n", 1)[0].decode("utf-8").rstrip("\r")
+        return tuple(next(csv.reader([header])))
+
     def record(self, run: Any) -> list[Path]:
         """Write what ``run`` (a FederatedRun) produced in its latest round: its per-party
-        scores when it scored them, its representations when it captured them; returns
-        the files written."""
+        scores when it scored them (appended to ``parties.csv``), its representations
+        when it captured them; returns the files written."""
         written = []
         scorer, probe = run.party_scorer, run.probe
         scored = scorer.last_round if scorer.last is not None else 0
@@ -94,19 +140,57 @@ class RunFiles:
         latest = max(scored, validated)
         if latest > self._written:
             self._written = latest
-            self.rows.extend(party_rows(run, latest, scored == latest, validated == latest))
-            columns = party_columns(run)
-            buf = io.StringIO()
-            writer = csv.DictWriter(buf, fieldnames=columns)
-            writer.writeheader()
-            writer.writerows({k: row.get(k, "") for k in columns} for row in self.rows)
-            with atomic_open(self.parties) as fh:
-                fh.write(buf.getvalue())
+            rows = party_rows(run, latest, scored == latest, validated == latest)
+            self._append(party_columns(run), rows)
             written.append(self.parties)
         if probe is not None and probe.last is not None:
             written.append(save_representations(self.representations, probe.last))
             probe.last = None
         return written
+
+    def _append(self, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+        """Add ``rows`` to ``parties.csv``: one appended block, or, for the file's first
+        round (or a continued file whose columns differ), the whole file atomically."""
+        if self._columns == columns:
+            # one write of whole lines: a kill leaves at most a cut last line
+            with self.parties.open("a", newline="", encoding="utf-8") as fh:
+                fh.write(csv_text(columns, rows, header=False))
+            return
+        earlier: list[dict[str, Any]] = []
+        if self._columns is not None:  # a continued file of other columns: rewritten once
+            with self.parties.open(newline="", encoding="utf-8") as fh:
+                earlier = list(csv.DictReader(fh))
+        with atomic_open(self.parties, newline="", encoding="utf-8") as fh:
+            fh.write(csv_text(columns, earlier + rows, header=True))
+        self._columns = columns
+
+
+def csv_text(columns: tuple[str, ...], rows: list[dict[str, Any]], *, header: bool) -> str:
+    """``rows`` as ``parties.csv`` lines (csv's ``\\r\\n`` line ends; a column a row lacks
+    is empty), after the header line when ``header``."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns)
+    if header:
+        writer.writeheader()
+    writer.writerows({k: row.get(k, "") for k in columns} for row in rows)
+    return buf.getvalue()
+
+
+def rows_through(data: bytes, last_round: int) -> bytes | None:
+    """The part of a ``parties.csv`` (its bytes, ``data``) a run restored at round
+    ``last_round`` keeps: the header and the complete lines (ending in a line end) of
+    rounds <= ``last_round``, up to the first line of a later round or one without a
+    round number; None when ``data`` has no complete header starting with ``round``."""
+    lines = data.split(b"\n")[:-1]  # what follows the last line end is a cut line
+    if not lines or not lines[0].startswith(b"round,"):
+        return None
+    kept = 1
+    for line in lines[1:]:
+        first = line.split(b",", 1)[0]
+        if not first.isdigit() or int(first) > last_round:
+            break
+        kept += 1
+    return b"".join(line + b"\n" for line in lines[:kept])
 
 
 def party_rows(run: Any, round_number: int, scored: bool, validated: bool) -> list[dict]:
