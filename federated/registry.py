@@ -56,6 +56,7 @@ TASK_PATHS: dict[str, str] = {
     "classification": "federated.tasks.classification:Classification",
     "score": "federated.tasks.score:ScoreTask",
     "detection": "federated.tasks.detection:Detection",
+    "segmentation": "federated.tasks.segmentation:Segmentation",
 }
 
 KINDS = {

@@ -20,36 +20,77 @@ from search_spaces.study_file import StudyFileError
 
 def with_axis_values(study: Study, overrides: Mapping[str, Any]) -> tuple[Study, dict[str, Any]]:
     """Apply the ``--set`` items that change a plain axis's values: ``AXIS=v1,v2``
-    replaces them, ``AXIS+=v1,v2`` adds to them (e.g. ``--set algorithm+=fednova,feddyn``
-    puts the extra methods into ``comparison``).  Returns the study with those axes and
-    the remaining (field) overrides."""
+    replaces them, ``AXIS=v`` fixes the axis to that one value, ``AXIS+=v1,v2`` adds to
+    them (e.g. ``--set algorithm+=fednova,feddyn`` puts the extra methods into
+    ``comparison``).  Values are typed per item, so numbers, words and booleans all
+    work.  Returns the study with those axes and the remaining (field) overrides.
+
+    A replaced axis searches exactly the values given (its Optuna range, if any, goes:
+    the user chose the values).  A comma list on a field no plain axis varies, which
+    the field's type cannot hold, is refused naming the axes there are."""
     plain = {a.name for a in study.axes if not a.joint}
     axes = list(study.axes)
     rest = {}
     for key, value in overrides.items():
         name, extend = (key[:-1], True) if key.endswith("+") else (key, False)
-        if name not in plain or (not extend and "," not in str(value)):
+        if name not in plain:
             if extend:
                 raise ConfigError(key, value, f"a plain axis of {study.name}+=VALUES")
+            _check_not_a_list(study, name, value)
             rest[key] = value
             continue
-        values = tuple(coerce(name, v.strip()) for v in str(value).split(",") if v.strip())
+        items = str(value).split(",") if isinstance(value, str) else [value]
+        values = tuple(
+            coerce(name, v.strip() if isinstance(v, str) else v)
+            for v in items
+            if not isinstance(v, str) or v.strip()
+        )
+        if not values:
+            raise ConfigError(key, value, f"one or more values of axis {name}, comma-separated")
         i = [a.name for a in axes].index(name)
-        values = (*axes[i].values, *values) if extend else values
-        axes[i] = dataclasses.replace(axes[i], values=tuple(dict.fromkeys(values)))
+        if extend:
+            axes[i] = dataclasses.replace(
+                axes[i], values=tuple(dict.fromkeys((*axes[i].values, *values)))
+            )
+        else:
+            axes[i] = dataclasses.replace(axes[i], values=tuple(dict.fromkeys(values)), optuna=None)
     return dataclasses.replace(study, axes=tuple(axes)), rest
 
 
+def _check_not_a_list(study: Study, name: str, value: Any) -> None:
+    """Refuse ``--set FIELD=v1,v2`` on a field the study does not vary, where the
+    field's type cannot hold the comma list (a number, a boolean): there is no axis
+    for the values to replace, and the field's own error (``a number``) would not say
+    why.  A text field keeps its value as written (a path may hold a comma)."""
+    if not isinstance(value, str) or "," not in value:
+        return
+    try:
+        coerce(name, value)
+    except ConfigError as err:
+        axes = ", ".join(a.name for a in study.axes if not a.joint) or "none"
+        raise ConfigError(
+            name,
+            value,
+            f"{err.allowed}: one value, since {study.name} does not vary {name} (a comma "
+            f"list replaces the values of a plain axis: {axes}; to vary {name}, use "
+            "--vary or a study file)",
+        ) from None
+
+
 def check_overrides(study: Study, overrides: Mapping[str, Any]) -> None:
-    """A study's varied fields cannot be overridden (that would collapse its grid)."""
+    """A field a joint axis sets cannot be overridden (the axis's labels would no longer
+    say what its points run); a plain axis's items were taken by
+    :func:`with_axis_values` before this check."""
     for name in overrides:
-        if name in study.varied_fields or name == "seed":
+        if name == "seed":
+            raise ConfigError(name, overrides[name], "not settable with --set: use --seeds")
+        if name in study.varied_fields:
+            axis = next(a.name for a in study.axes if name in a.fields)
             raise ConfigError(
                 name,
                 overrides[name],
-                f"not settable with --set: {study.name} varies it"
-                if name != "seed"
-                else "not settable with --set: use --seeds",
+                f"not settable with --set: {study.name} varies it (its joint axis {axis!r} "
+                "sets it with each label)",
             )
 
 

@@ -18,7 +18,7 @@ from federated.cli.input_checks import (
     check_plain_name,
     check_trial_resources,
 )
-from federated.config.run_config import coerce
+from federated.config.run_config import ConfigError, coerce
 from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES, USER_DEFAULT_BUDGET, Study
 from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import load_study_file
@@ -170,13 +170,23 @@ def _add_rerun_and_output_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
-    """``--set FIELD=VALUE`` items as typed config values, paths made absolute."""
+    """``--set FIELD=VALUE`` items as typed config values, paths made absolute; a comma
+    list that the field's type cannot hold (``mu=0.1,5``) is kept as written, for the
+    study's axis to take (:func:`search_spaces.with_axis_values`)."""
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
             raise UsageError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set rounds=20")
         key, value = item.split("=", 1)
-        out[key.strip()] = coerce(key.strip(), value)
+        try:
+            out[key.strip()] = coerce(key.strip(), value)
+        except ConfigError:
+            if "," not in value:
+                raise
+            # AXIS=v1,v2 on a number or boolean axis: typed item by item once the study
+            # is known (search_spaces.with_axis_values), which also refuses the list on a
+            # field the study does not vary
+            out[key.strip()] = value.strip()
     return absolute_paths(out)  # trials run in folders of their own: no relative paths
 
 

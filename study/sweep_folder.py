@@ -39,6 +39,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from federated.contract.json_text import parse_json
 from federated.contract.results import MANIFEST, PARTITIONS
 from federated.runtime.atomic_file import atomic_open
 
@@ -63,7 +64,9 @@ def write_json_atomic(path: str | os.PathLike, payload: Any) -> None:
 
 
 def read_manifest(sweep_dir: str | os.PathLike) -> dict[str, Any]:
-    return json.loads((Path(sweep_dir) / MANIFEST).read_text())
+    """The manifest's content; a ``ValueError`` (:class:`JsonTextError`, one line) for
+    text that is not JSON we read, an over-long integer included."""
+    return parse_json((Path(sweep_dir) / MANIFEST).read_text())
 
 
 def update_manifest(sweep_dir: str | os.PathLike, **changes: Any) -> dict[str, Any]:

@@ -48,6 +48,8 @@ RUN_CASES = [
     ("momentum-1", ["--momentum", "1"], "momentum"),
     ("weight-decay-neg", ["--weight-decay", "-1"], "weight_decay"),
     ("mu-neg", ["--mu", "-1"], "mu"),
+    # passed the checks, then overflowed float32 in the pull's gradient
+    ("ditto-lambda-huge", ["--algorithm", "ditto", "--ditto-lambda", "1e308"], "ditto_lambda"),
     ("tau-0", ["--tau", "0"], "tau"),
     ("tau-below-min", ["--tau-schedule", "annealed", "--tau", "0.0001"], "tau"),
     ("tau-schedule", ["--tau-schedule", "cosine"], "tau_schedule"),
@@ -113,6 +115,23 @@ RUN_CASES = [
     ("init-nan", ["--init", "nan.pt"], "holds NaN or infinite values"),
     # an image whose header declares 20000x20000 pixels is refused before it is decoded
     ("image-huge", ["--dataset", "folder:huge_images"], "20000x20000 pixels"),
+    # image sizes out of range: refused before the folder is read (8 to 4096 a side)
+    *(
+        (
+            f"image-size-{size}",
+            ["--dataset", "folder:huge_images", "--image-size", size],
+            f"image_size='{size}' (allowed: 8 to 4096 pixels a side (N or HxW",
+        )
+        for size in ("100000", "0x0", "65536", "1", "7x9")
+    ),
+    # hf: sources that would read the working folder, scan the disk, or cannot expand
+    ("hf-empty", ["--dataset", "hf:"], "dataset 'hf:': no source after hf: (allowed: hf:OWNER"),
+    ("hf-root", ["--dataset", "hf:/"], "/ is the file system's root, and reading it would scan"),
+    (
+        "hf-no-such-user",
+        ["--dataset", "hf:~fedsweep-no-such-user/x"],
+        "~fedsweep-no-such-user is no user's home folder (allowed: hf:OWNER/NAME",
+    ),
 ]
 
 SWEEP_CASES = [
@@ -190,6 +209,29 @@ SWEEP_CASES = [
     ("rerun-best-huge", ["moon_mu", "--rerun-best", "1000000"], "--rerun-best=1000000"),
     ("rerun-best-one-point", ["--vary", "mu=0.1", "--rerun-best", "2"], "has one point"),
     ("server-split-dry-run", ["moon_mu", "--set", "val_split=server", "--dry-run"], "val_split"),
+    # --set AXIS=v1,v2 where there is no plain axis to take the list, or a bad item
+    (
+        "set-list-on-a-field-not-varied",
+        ["comparison", "--set", "mu=0.1,5", "--dry-run"],
+        "mu='0.1,5' (allowed: a number: one value, since comparison does not vary mu (a comma "
+        "list replaces the values of a plain axis: algorithm; to vary mu, use --vary or a "
+        "study file))",
+    ),
+    ("set-list-bad-item", ["moon_mu", "--set", "mu=0.1,x", "--dry-run"], "mu='x' (allowed: a num"),
+    ("set-list-empty", ["moon_mu", "--set", "mu=,", "--dry-run"], "one or more values of axis mu"),
+    (
+        "set-joint-axis-field",
+        ["parties", "--set", "n_parties=10", "--dry-run"],
+        "n_parties=10 (allowed: not settable with --set: parties varies it (its joint axis "
+        "'setting' sets it with each label))",
+    ),
+    # a manifest holding an integer beyond Python's 4,300-digit int-str limit
+    (
+        "resume-huge-integer-manifest",
+        ["moon_mu", "--resume", "--name", "long_int_sweep", "--storage-path", "."],
+        "fedsweep_sweep.json is unreadable (line 1: an integer of more than 4,300 digits "
+        "(allowed: JSON numbers of at most 4,300 digits))",
+    ),
 ]
 
 REPORT_CASES = [
@@ -205,6 +247,11 @@ REPORT_CASES = [
     ("out-under-file", ["good_sweep", "--out", "a_file/report"], "--out"),
     ("out-is-file", ["good_sweep", "--out", "a_file"], "--out"),
     ("no-args", [], "RESULTS_DIR"),
+    (
+        "manifest-huge-integer",
+        ["long_int_sweep"],
+        "fedsweep_sweep.json: not JSON (an integer of over 4,300 digits)",
+    ),
 ]
 
 API_CASES = [
@@ -253,6 +300,7 @@ def workdir(tmp_path, monkeypatch):
         ("utf8_sweep", b'{"study": "moon_mu", "name": "\xff\xfe"}'),
         ("typed_sweep", b'{"study": "moon_mu", "trials": [1, 2]}'),
         ("entry_sweep", b'{"study": "moon_mu", "trials": {"t": {"last_round": "5"}}}'),
+        ("long_int_sweep", b'{"study": "moon_mu", "n_trials": ' + b"7" * 5000 + b"}"),
     ):
         (tmp_path / name).mkdir()
         (tmp_path / name / "fedsweep_sweep.json").write_bytes(text)
@@ -359,25 +407,26 @@ def test_cuda_on_a_machine_without_it_is_refused_before_ray(workdir, capsys):
     assert snapshot(workdir) == before
 
 
-def test_an_impossible_dirichlet_draw_is_refused_before_ray(workdir, capsys):
-    """The trial's own partition draw, run by the driver (it loads Fashion-MNIST)."""
-    from federated.data import DatasetUnavailable, load_dataset
-
-    try:
-        load_dataset("fmnist", None)
-    except DatasetUnavailable:
-        pytest.skip("Fashion-MNIST is not available offline here")
+def test_an_impossible_dirichlet_floor_is_refused_before_ray(workdir, capsys):
+    """A Dirichlet partition meets its floor wherever it can (a draw the old rule found,
+    else one constructed: federated/heterogeneity/partition.py), so what is refused is
+    a floor no partition can meet, in one line before Ray, with nothing written."""
     before = snapshot(workdir)
-    argv = ["moon_mu", "--budget", "smoke", "--set", "n_parties=40", "--set", "beta=0.001"]
+    # 400 parties of >= 10 samples need 4,000 of smoke's 3,000
+    argv = ["moon_mu", "--budget", "smoke", "--set", "n_parties=400", "--set", "beta=0.001"]
     assert call("sweep", argv) == 2
-    assert_one_error_line(capsys.readouterr().err, "Dirichlet partition")
+    assert_one_error_line(
+        capsys.readouterr().err,
+        "data_fraction=0.05 (allowed: at least 0.0667 for n_parties=400 of >= 10 fmnist "
+        "samples each (partition=dirichlet), or fewer parties)",
+    )
     assert snapshot(workdir) == before
 
 
 def test_a_score_folder_with_a_dirichlet_partition_names_the_conflict(
     workdir, capsys, tmp_path_factory
 ):
-    """The sweep names what the run names (a score task has no classes to skew by),
+    """The sweep names what the run names (a score task has no class per image to skew by),
     not a party-count limit that only a budget's smaller data fraction reaches."""
     from tests.test_iqa_builder import load_builder
 
@@ -391,7 +440,9 @@ def test_a_score_folder_with_a_dirichlet_partition_names_the_conflict(
         "--set", "n_parties=100", "--budget", "smoke", "--dry-run",
     ]  # fmt: skip
     assert call("sweep", argv) == 2
-    assert_one_error_line(capsys.readouterr().err, "has no classes to skew by")
+    assert_one_error_line(
+        capsys.readouterr().err, "needs a class label per image, which a score task does not have"
+    )
     assert snapshot(workdir) == before
 
 
@@ -411,6 +462,8 @@ def test_bad_python_input_raises_one_line_naming_the_field(make, words):
         ("study.sweep", ["moon_mu", "--name", "../.."], "--name"),
         ("analysis.report", ["nowhere"], "nowhere"),
         ("study.sweep", ["moon_mu", "--cpus-per-trial", "x"], "--cpus-per-trial"),
+        # the torch-free early refusal of federated.run's own entry point
+        ("federated.run", ["--dataset", "hf:/"], "file system's root"),
     ],
 )
 def test_the_real_command_lines_refuse_the_same_way(module, argv, words, workdir):
@@ -421,4 +474,383 @@ def test_the_real_command_lines_refuse_the_same_way(module, argv, words, workdir
     )
     assert proc.returncode == 2
     assert_one_error_line(proc.stderr, words)
+    assert snapshot(workdir) == before
+
+
+# -------------------------------------------------- --set AXIS=v1,v2 on any axis type
+@pytest.mark.parametrize(
+    ("study_name", "item", "axis", "values"),
+    [
+        pytest.param("moon_mu", "mu=0.1,5", "mu", (0.1, 5.0), id="numbers"),
+        pytest.param("heterogeneity", "beta=0.1,0.5", "beta", (0.1, 0.5), id="numbers-2-axes"),
+        pytest.param(
+            "comparison", "algorithm=fedavg,feddyn", "algorithm", ("fedavg", "feddyn"), id="words"
+        ),
+        pytest.param(
+            "projection_head",
+            "projection_head=false,true",
+            "projection_head",
+            (False, True),
+            id="booleans",
+        ),
+        pytest.param("comparison", "algorithm=fedavg", "algorithm", ("fedavg",), id="one-word"),
+        pytest.param("moon_mu", "mu=5", "mu", (5.0,), id="one-number"),
+    ],
+)
+def test_set_axis_values_replace_or_fix_a_plain_axis_of_any_type(
+    study_name, item, axis, values, workdir, capsys
+):
+    """``--set AXIS=v1,v2`` replaces the axis's values, typed item by item (README,
+    docs/sweeps-and-studies.md); ``--set AXIS=v`` fixes the axis to that one value, as
+    ``AXIS=v,`` always did.  A dry run: nothing is written."""
+    from study.sweep_args import build_parser
+
+    argv = [study_name, "--set", item, "--budget", "smoke", "--dry-run"]
+    before = snapshot(workdir)
+    plan = sweep.plan_sweep(build_parser().parse_args(argv))
+    assert plan.study.axis(axis).values == values
+    assert {t.config[axis] for t in plan.trials()} == set(values)
+    assert call("sweep", argv) == 0
+    assert f"({plan.study.grid_size} grid points x 1 seeds)" in capsys.readouterr().out
+    assert snapshot(workdir) == before
+
+
+# ---------------------------------------------------------------- 16-bit PNG images
+def _png16(path: Path, value: int, size: tuple[int, int] = (8, 8)) -> None:
+    """A real 16-bit grey-scale PNG (Pillow mode 'I;16') of one value."""
+    import numpy as np
+    from PIL import Image
+
+    image = Image.fromarray(np.full(size, value, dtype=np.uint16))
+    assert image.mode == "I;16"
+    image.save(path)
+
+
+# 16-bit values whose low byte (what a wrap modulo 256 keeps) is 17 for all but 65535
+VALUES_16 = [k * 4096 + 17 for k in range(16)] + [65535]
+
+
+def _scaled(value: int) -> int:
+    return round(value * 255 / 65535)
+
+
+def test_16_bit_pngs_in_a_class_folder_are_scaled_not_wrapped(tmp_path):
+    from federated.data.folder_dataset import load_folder
+
+    root = tmp_path / "sixteen"
+    for split, count in (("train", 12), ("test", 3)):
+        for label in ("a", "b"):
+            (root / split / label).mkdir(parents=True)
+            for i in range(count):
+                value = VALUES_16[(i + (label == "b") * 5) % len(VALUES_16)]
+                _png16(root / split / label / f"{i}.png", value)
+    data = load_folder(f"folder:{root}", None, None, tmp_path / "cache").data
+    assert data.train_x.dtype == torch_uint8()
+    seen = {int(v) for v in data.train_x.unique()} | {int(v) for v in data.test_x.unique()}
+    expected = {_scaled(v) for v in VALUES_16}
+    assert seen <= expected and {0, 16, 255} <= seen, seen  # 17 -> 0, 65535 -> 255
+    for image in data.train_x:  # each image one value, as written
+        assert len(image.unique()) == 1
+
+
+def test_16_bit_pngs_in_a_detection_folder_are_scaled_not_wrapped(tmp_path):
+    from federated.data.folder_dataset import load_folder
+    from tests.test_detection_data import coco_tree
+
+    root = coco_tree(tmp_path / "coco", with_test=True)
+    files = sorted((root / "images" / "sub").glob("*.png"), key=lambda p: int(p.stem))
+    for i, file in enumerate(files):
+        _png16(file, VALUES_16[i % len(VALUES_16)], size=(40, 50))
+    data = load_folder(f"folder:{root}", None, None, tmp_path / "cache").data
+    got = [int(image.unique()[0]) for image in data.train_x]
+    assert got == [_scaled(VALUES_16[i % len(VALUES_16)]) for i in range(len(got))]
+
+
+def torch_uint8():
+    import torch
+
+    return torch.uint8
+
+
+# ------------------------------------------------- one image listed twice, two spellings
+def _write_coco(root: Path, edit) -> Path:
+    """tests.test_detection_data's COCO tree (train and test files), its training file
+    edited by ``edit(data)``, or rewritten as the text ``edit`` returns."""
+    from tests.test_detection_data import coco_tree
+
+    coco_tree(root, with_test=True)
+    file = root / "annotations" / "train.json"
+    data = json.loads(file.read_text())
+    text = edit(data)
+    file.write_text(text if isinstance(text, str) else json.dumps(data))
+    return root
+
+
+def _run_refuses(root: Path, words: str, capsys, *extra: str) -> None:
+    """``federated.run`` on folder ``root``: one error line holding ``words``, nothing
+    written (no cache, no rows, the folder as it was)."""
+    before = snapshot(root.parent)
+    status = call("run", ["--dataset", f"folder:{root}", "--data-root", "cache", *extra])
+    assert status == 2
+    assert_one_error_line(capsys.readouterr().err, words)
+    assert snapshot(root.parent) == before
+
+
+def _rename_image(data: dict) -> None:
+    data["images"][3]["file_name"] = "sub/./2.png"
+
+
+def test_one_coco_image_under_two_spellings_is_refused(workdir, capsys):
+    root = _write_coco(workdir / "coco", _rename_image)
+    _run_refuses(
+        root,
+        "train.json: images[3] (id 3): sub/2.png (file_name='sub/./2.png') is listed twice, "
+        "first at ",
+        capsys,
+    )
+
+
+@pytest.mark.parametrize("spelling", ["train/./2.png", "train//2.png", "./train/2.png"])
+def test_one_scored_image_under_two_spellings_is_refused(spelling, tmp_path):
+    from PIL import Image
+
+    from federated.data.scores_file import ScoresFileError, read_scores
+
+    (tmp_path / "train").mkdir()
+    lines = ["path,score"]
+    for i in range(12):
+        Image.new("L", (8, 8), color=i * 10).save(tmp_path / "train" / f"{i}.png")
+        lines.append(f"train/{i}.png,{i}")
+    (tmp_path / "scores.csv").write_text("\n".join([*lines, f"{spelling},5"]) + "\n")
+    with pytest.raises(ScoresFileError) as caught:
+        read_scores(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path / 'scores.csv'}: line 14, column 'path': train/2.png (written "
+        f"{spelling!r}) is listed again (first on line 4; allowed: one row per image)"
+    )
+
+
+# ---------------------------------------------- integers beyond the int-str limit, floats
+LONG_INT = "7" * 5000
+
+
+def _long_camera(data: dict) -> str:
+    data["images"][5]["camera"] = 0
+    return json.dumps(data).replace('"camera": 0', f'"camera": {LONG_INT}', 1)
+
+
+def test_an_annotation_integer_beyond_the_int_str_limit_is_one_line(workdir, capsys):
+    """A party field (camera) of 5,000 digits: json.loads's plain ValueError, named."""
+    root = _write_coco(workdir / "coco", _long_camera)
+    _run_refuses(
+        root,
+        "train.json: line 1: an integer of more than 4,300 digits (allowed: JSON numbers of at "
+        "most 4,300 digits)",
+        capsys,
+    )
+
+
+def test_a_score_beyond_the_int_str_limit_is_one_short_line(tmp_path):
+    from PIL import Image
+
+    from federated.data.scores_file import ScoresFileError, read_scores
+
+    (tmp_path / "train").mkdir()
+    lines = ["path,score"]
+    for i in range(12):
+        Image.new("L", (8, 8), color=i * 10).save(tmp_path / "train" / f"{i}.png")
+        lines.append(f"train/{i}.png,{LONG_INT if i == 3 else i}")
+    (tmp_path / "scores.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ScoresFileError) as caught:
+        read_scores(tmp_path)
+    assert "line 5, column 'score': a number of 5,000 characters is beyond float32's range" in (
+        str(caught.value)
+    )
+    assert len(str(caught.value)) < 300
+
+
+def test_a_result_row_beyond_the_int_str_limit_is_skipped_and_named(tmp_path):
+    from analysis.reading.trial_files import read_result_rows
+
+    rows = [
+        json.dumps({"round": 1, "test_acc": 0.5}),
+        '{"round": 2, "test_acc": ' + LONG_INT + "}",
+        json.dumps({"round": 3, "test_acc": 0.7}),
+    ]
+    (tmp_path / "result.json").write_text("\n".join(rows) + "\n")
+    skipped: list[str] = []
+    got = read_result_rows(tmp_path / "result.json", skipped, complete=True)
+    assert [row["round"] for row in got] == [1, 3]
+    assert skipped == ["line 2 of result.json is not JSON"]
+
+
+def test_the_json_reader_names_the_line_of_a_long_integer():
+    from federated.contract.json_text import JsonTextError, parse_json
+
+    with pytest.raises(JsonTextError, match=r"^line 3: an integer of more than 4,300 digits"):
+        parse_json('{"a": 0.' + "1" * 5000 + ',\n"b": 1,\n"c": ' + LONG_INT + "}")
+    assert parse_json('{"a": 1}') == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("cameras", "words"),
+    [
+        pytest.param(
+            "all-floats",
+            "train.json: images[0] (id 0): image field 'camera' holds a float (1.5) (allowed for "
+            "partition_by: a field of strings or integers, e.g. a camera's id; such fields "
+            "here: none)",
+            id="all-floats",
+        ),
+        pytest.param(
+            "one-float",
+            "train.json: images[5] (id 5): camera holds a float (1.5) (allowed: a string or an "
+            "integer naming the image's party under partition_by=camera)",
+            id="one-float",
+        ),
+    ],
+)
+def test_a_party_field_of_floats_is_named_as_holding_floats(cameras, words, workdir, capsys):
+    def floats(data: dict) -> None:
+        for image in data["images"]:
+            image["camera"] = 1.5 if cameras == "all-floats" or image["id"] == 5 else 1
+
+    root = _write_coco(workdir / "coco", floats)
+    _run_refuses(root, words, capsys, "--partition", "natural", "--partition-by", "camera")
+
+
+# --------------------------------------------------------------------- hf: data sets
+@pytest.fixture
+def hub_home(tmp_path, monkeypatch):
+    """``datasets`` caches under the test's folder; no offline switch set."""
+    import datasets
+
+    from federated.data import hub_dataset
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf" / "datasets")
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    datasets.disable_progress_bars()  # building the sources prints none on stderr
+    hub_dataset._memory.clear()
+    return tmp_path
+
+
+def _cell(value: int = 0, *, header: bytes | None = None, sixteen: bool = False) -> dict:
+    """An image cell: an 8x8 grey PNG of ``value`` (16-bit with ``sixteen``), or the bytes
+    ``header``."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    if header is not None:
+        return {"bytes": header, "path": None}
+    buffer = io.BytesIO()
+    pixels = np.full((8, 8), value, dtype=np.uint16 if sixteen else np.uint8)
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    return {"bytes": buffer.getvalue(), "path": None}
+
+
+def _hub_folder(path: Path, cells: list[dict], labels: list, kind: str, parquet: bool = False):
+    """A local ``hf:`` source: a save_to_disk folder (or a parquet file) of images and a
+    label column of ``kind`` (int64, string)."""
+    from datasets import Dataset, Features, Image, Value
+
+    data = Dataset.from_dict(
+        {"image": cells, "label": labels},
+        features=Features({"image": Image(), "label": Value(kind)}),
+    )
+    if parquet:
+        path.mkdir(parents=True)
+        data.to_parquet(str(path / "train.parquet"))
+    else:
+        data.save_to_disk(str(path))
+    return path
+
+
+def _hub_refuses(source: Path, words: str, hub_home: Path, capsys) -> None:
+    before = snapshot(hub_home)
+    argv = ["--dataset", f"hf:{source}", "--partition", "iid", "--n-parties", "2"]
+    argv += ["--holdout-fraction", "0.2", "--data-root", str(hub_home / "root")]
+    assert call("run", argv) == 2
+    assert_one_error_line(capsys.readouterr().err, words)
+    assert not (hub_home / "root").exists()
+    assert {k for k in snapshot(hub_home) if not k.startswith("hf")} == {
+        k for k in before if not k.startswith("hf")
+    }
+
+
+@pytest.mark.parametrize(
+    ("kind", "labels", "words"),
+    [
+        pytest.param(
+            "int64",
+            [i % 2 if i != 3 else None for i in range(24)],
+            "column 'label' (label_column) is empty in split 'train' row 3 (1 empty row in all; "
+            "allowed: a value in every row: drop or fill those rows first)",
+            id="int",
+        ),
+        pytest.param(
+            "string",
+            [f"c{i % 2}" if i not in (5, 9) else None for i in range(24)],
+            "column 'label' (label_column) is empty in split 'train' row 5 (2 empty rows in all",
+            id="text",
+        ),
+    ],
+)
+def test_an_empty_hub_label_is_named_before_decoding(kind, labels, words, hub_home, capsys):
+    source = _hub_folder(hub_home / "labels", [_cell(i) for i in range(24)], labels, kind)
+    _hub_refuses(source, words, hub_home, capsys)
+
+
+@pytest.mark.parametrize("row", [0, 5])
+def test_a_huge_hub_image_is_refused_from_its_header(row, hub_home, capsys, monkeypatch):
+    """Row 0 is among the sampled headers; row 5 beyond them (SAMPLE_ROWS=2 here) is
+    refused just before it would be decoded."""
+    from federated.data import hub_dataset
+
+    monkeypatch.setattr(hub_dataset, "SAMPLE_ROWS", 2)
+    cells = [_cell(i) for i in range(24)]
+    cells[row] = _cell(header=_png_header(20000, 20000))
+    source = _hub_folder(hub_home / "huge", cells, [i % 2 for i in range(24)], "int64", True)
+    _hub_refuses(
+        source,
+        f"split 'train' row {row}: 20000x20000 pixels (allowed: at most 67,108,864 pixels",
+        hub_home,
+        capsys,
+    )
+
+
+def test_16_bit_hub_images_are_scaled_not_wrapped(hub_home):
+    from federated.data.hub_dataset import load_hub
+
+    cells = [_cell(VALUES_16[i % len(VALUES_16)], sixteen=True) for i in range(24)]
+    source = _hub_folder(hub_home / "sixteen", cells, [i % 2 for i in range(24)], "int64")
+    data = load_hub(f"hf:{source}", None, None, hub_home / "root")
+    got = [int(image.unique()[0]) for image in data.train_x]
+    assert got == [_scaled(VALUES_16[i % len(VALUES_16)]) for i in range(24)]
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "words"),
+    [
+        ("http://[::1", "HF_ENDPOINT='http://[::1': Invalid IPv6 URL (allowed: an http or https"),
+        ("http://host:99999", "HF_ENDPOINT='http://host:99999': Port out of range 0-65535"),
+        ("huggingface.co", "HF_ENDPOINT='huggingface.co' (allowed: an http or https URL with"),
+    ],
+    ids=["ipv6", "port", "no-scheme"],
+)
+def test_a_malformed_hf_endpoint_is_one_line(endpoint, words, workdir, capsys, monkeypatch):
+    from federated.cli.hub_source import early_hub_refusal
+
+    monkeypatch.setenv("HF_HOME", str(workdir / "hf"))
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    before = snapshot(workdir)
+    argv = ["--dataset", "hf:someone/some-data"]
+    assert words in (early_hub_refusal(argv) or "")  # python -m federated.run, before torch
+    assert call("run", argv) == 2  # the config check: the Python API's and a sweep's
+    assert_one_error_line(capsys.readouterr().err, words)
     assert snapshot(workdir) == before

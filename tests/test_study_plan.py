@@ -78,9 +78,14 @@ def test_grid_param_space_resolves_every_field_per_point():
     assert space["dataset"] == "fmnist"  # constants stay constants
 
 
-def test_overriding_a_varied_field_or_a_bad_value_is_rejected():
-    with pytest.raises(ConfigError, match=r"mu=1.0 .*moon_mu varies it"):
-        SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"], overrides={"mu": 1.0})
+def test_a_plain_axis_set_to_one_value_is_fixed_and_a_joint_field_is_rejected():
+    fixed = SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"], overrides={"mu": 1.0})
+    assert [t.config["mu"] for t in fixed.trials()] == [1.0]
+    with pytest.raises(ConfigError, match=r"n_parties=10 .*parties varies it"):
+        SweepPlan.build(STUDIES["parties"], BUDGETS["smoke"], overrides={"n_parties": 10})
+
+
+def test_a_bad_override_value_is_rejected():
     with pytest.raises(ConfigError, match="n_parties=100000"):
         SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"], overrides={"n_parties": 100_000})
     with pytest.raises(ConfigError, match="seeds='0,0'"):

@@ -26,7 +26,12 @@ import torch
 from federated.algorithms.base import PERSONALISED_POOLED_TEST_EVERY, Algorithm, LocalJob, LossTerms
 from federated.algorithms.personal_model import PersonalModels, personal_state
 from federated.models import FedConModel, ModelOutput
-from federated.params import MethodParams, describe, non_negative
+from federated.params import ConfigError, MethodParams, describe, non_negative
+
+
+# Ditto's λ grid is 0.01 .. 2 (Li et al. 2021); at lr 0.01 a λ of 1e4 already makes each
+# step overshoot the pull 100-fold.
+MAX_DITTO_LAMBDA = 1e4
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,14 @@ class DittoParams(MethodParams):
 
     def check(self) -> None:
         non_negative("ditto_lambda", self.ditto_lambda)
+        if self.ditto_lambda > MAX_DITTO_LAMBDA:
+            # λ·(v - w) in float32 overflows long before 1e308; Ditto's grid is 0.01..2
+            raise ConfigError(
+                "ditto_lambda",
+                self.ditto_lambda,
+                f"a number in [0, {MAX_DITTO_LAMBDA:g}] (fedsweep's limit: a pull this strong "
+                "already holds the personal model at the global one)",
+            )
 
 
 class Ditto(Algorithm):

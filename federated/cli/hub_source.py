@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 HUB_PREFIX = "hf:"
+DEFAULT_ENDPOINT = "https://huggingface.co"
 PROBE_SECONDS = 3.0  # a reachability probe, so a machine without network fails in seconds
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 
@@ -31,22 +32,49 @@ def is_hub_dataset(name: object) -> bool:
     return isinstance(name, str) and name.startswith(HUB_PREFIX)
 
 
+SOURCE_RULE = (
+    "hf:OWNER/NAME[:CONFIG], or hf:PATH of a local save_to_disk folder, parquet file(s) or "
+    "imagefolder tree"
+)
+
+
 def local_path(name: str) -> Path | None:
-    """The local source of ``hf:PATH`` (absolute), or None for a Hub ``NAME[:CONFIG]``."""
+    """The local source of ``hf:PATH`` (absolute), or None for a Hub ``NAME[:CONFIG]``.
+
+    Refused (:class:`HubSourceError`, one line): an empty source (``hf:`` would read the
+    current folder), a ``~user`` of no such user, and a file system's root (``hf:/``:
+    every file under it would be listed and hashed, minutes of scanning the disk)."""
     given = name[len(HUB_PREFIX) :]
-    if given.startswith(("/", ".", "~")) or Path(given).exists():
-        return Path(given).expanduser().resolve()
-    return None
+    if not given.strip():
+        raise HubSourceError(
+            f"dataset {name!r}: no source after {HUB_PREFIX} (allowed: {SOURCE_RULE})"
+        )
+    try:
+        exists = Path(given).exists()
+    except (OSError, ValueError):  # a name the OS cannot look up (too long, a NUL): no path
+        exists = False
+    if not (given.startswith(("/", ".", "~")) or exists):
+        return None
+    try:
+        path = Path(given).expanduser().resolve()
+    except RuntimeError:  # ~user: no such user (no home folder to expand)
+        user = given.split("/", 1)[0]
+        raise HubSourceError(
+            f"dataset {name!r}: {user} is no user's home folder (allowed: {SOURCE_RULE})"
+        ) from None
+    if path == Path(path.anchor):
+        raise HubSourceError(
+            f"dataset {name!r}: {path} is the file system's root, and reading it would scan "
+            f"the whole disk (allowed: {SOURCE_RULE}, e.g. hf:./my-data)"
+        )
+    return path
 
 
 def hub_name(name: str) -> tuple[str, str | None]:
     """``hf:OWNER/NAME[:CONFIG]`` -> (``OWNER/NAME``, ``CONFIG`` or None); one line if not."""
     repo, _, config = name[len(HUB_PREFIX) :].partition(":")
     if not NAME_PATTERN.fullmatch(repo) or (config and not re.fullmatch(r"[\w.-]+", config)):
-        raise HubSourceError(
-            f"dataset {name!r}: not a Hub name (allowed: hf:OWNER/NAME[:CONFIG], or hf:PATH "
-            "of a local save_to_disk folder, parquet file(s) or imagefolder tree)"
-        )
+        raise HubSourceError(f"dataset {name!r}: not a Hub name (allowed: {SOURCE_RULE})")
     return repo, config or None
 
 
@@ -67,11 +95,26 @@ def cache_places(repo: str) -> list[Path]:
     return [hub / ("datasets--" + repo.replace("/", "--")), prepared / repo.replace("/", "___")]
 
 
-def _hub_reachable() -> bool:
-    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    port = url.port or (443 if url.scheme == "https" else 80)
+def hub_endpoint() -> tuple[str, int]:
+    """The host and port of the Hub (``HF_ENDPOINT``, default https://huggingface.co);
+    a malformed ``HF_ENDPOINT`` (``http://[::1``, a port out of range, no host) is one
+    :class:`HubSourceError` line naming the variable, not urllib's traceback."""
+    text = os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT)
+    rule = f"an http or https URL with a host, e.g. {DEFAULT_ENDPOINT}"
     try:
-        with socket.create_connection((url.hostname, port), timeout=PROBE_SECONDS):
+        url = urlparse(text)
+        port = url.port or (443 if url.scheme == "https" else 80)
+    except ValueError as err:  # Invalid IPv6 URL, Port out of range 0-65535, ...
+        raise HubSourceError(f"HF_ENDPOINT={text!r}: {err} (allowed: {rule})") from None
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise HubSourceError(f"HF_ENDPOINT={text!r} (allowed: {rule})")
+    return url.hostname, port
+
+
+def _hub_reachable() -> bool:
+    host, port = hub_endpoint()
+    try:
+        with socket.create_connection((host, port), timeout=PROBE_SECONDS):
             return True
     except OSError:
         return False
@@ -123,9 +166,9 @@ def early_hub_refusal(argv: Sequence[str]) -> str | None:
     dataset = _flag_value(argv, "--dataset")
     if any(a in ("-h", "--help") for a in argv) or not is_hub_dataset(dataset):
         return None
-    if local_path(dataset) is not None:
-        return None
     try:
+        if local_path(dataset) is not None:
+            return None
         check_hub_reachable(dataset)
     except HubSourceError as err:
         return f"error: {ConfigError('dataset', dataset, f'a usable data set; {err}')}"

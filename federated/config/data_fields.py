@@ -17,8 +17,9 @@ from typing import Any
 import torch
 
 from federated.data.catalog import DATASETS, DatasetSpec, dataset_spec
-from federated.data.detection_layout import is_detection_folder
-from federated.data.folder_dataset import folder_spec, parse_image_size
+from federated.data.folder_dataset import folder_spec
+from federated.data.folder_decode import ImageSizeError, parse_image_size
+from federated.data.folder_kinds import FolderReader, folder_reader, folder_readers
 from federated.data.folder_layout import (
     FolderDataError,
     absolute_folder_name,
@@ -34,13 +35,13 @@ from federated.data.hub_dataset import (
     is_hub_dataset,
 )
 from federated.models import (
-    DETECTORS,
     MODELS,
     ModelError,
     build_model,
     check_model,
-    is_detector,
     is_import_path,
+    model_families,
+    model_family,
 )
 from federated.models.pretrained_start import (
     StartError,
@@ -48,7 +49,6 @@ from federated.models.pretrained_start import (
     start_file,
 )
 from federated.params import ConfigError
-from federated.registry import load_method
 
 DEFAULT_PARTIES = 10
 
@@ -71,21 +71,23 @@ def folder_path_resolved(dataset: str) -> str:
     return absolute_folder_name(dataset) if is_folder_dataset(dataset) else dataset
 
 
-def _is_detection_folder(dataset: str) -> bool:
+def _folder_kind(dataset: str) -> FolderReader | None:
+    """The reader of folder ``dataset`` (:mod:`federated.data.folder_kinds`), or None
+    for a path the OS refuses (the folder's own check names it)."""
     try:
-        return is_detection_folder(folder_path(dataset))
-    except FolderDataError:  # a path the OS refuses: the folder's own check names it
-        return False
+        return folder_reader(folder_path(dataset))
+    except FolderDataError:
+        return None
 
 
 def natural_parties_source(dataset: str) -> str:
     """Where ``dataset``'s natural parties come from, in words for a refusal: an
-    ``hf:`` column, a detection folder's image field, or an image folder's party folders."""
+    ``hf:`` column, a folder kind's own (a detection folder's image field), or an image
+    folder's party folders."""
     if is_hub_dataset(dataset):
         return "a column: partition=natural with partition_by=COLUMN"
-    if is_folder_dataset(dataset) and _is_detection_folder(dataset):
-        return "an image field: partition=natural with partition_by=FIELD, e.g. a camera's id"
-    return "party folders: partition=natural with PATH/train/<party>/"
+    kind = _folder_kind(dataset) if is_folder_dataset(dataset) else None
+    return (kind or FolderReader).natural_parties
 
 
 def _check_folder_exists(dataset: str) -> None:
@@ -100,21 +102,33 @@ def _check_folder_exists(dataset: str) -> None:
 def check_dataset(c: Any) -> DatasetSpec:
     """Check the dataset fields and return the spec (changes nothing)."""
     hub = is_hub_dataset(c.dataset)
+    if c.image_size is not None and (hub or is_folder_dataset(c.dataset)):
+        # a value check: before the folder or data set is looked at
+        try:
+            parse_image_size(c.image_size)
+        except ImageSizeError as err:
+            raise ConfigError("image_size", c.image_size, err.allowed) from None
     if is_folder_dataset(c.dataset):
         _check_folder_exists(c.dataset)
-    # a detection folder's natural parties are an image field (its camera), as an hf:
-    # data set's are a column
-    fielded = hub or (is_folder_dataset(c.dataset) and _is_detection_folder(c.dataset))
+    # some folder kinds' natural parties are a field (a detection folder's camera), as an
+    # hf: data set's are a column
+    kind = _folder_kind(c.dataset) if is_folder_dataset(c.dataset) else None
+    fielded = hub or (kind is not None and kind.party_field is not None)
     for name in ("image_column", "label_column", "partition_by"):
         if getattr(c, name) is not None and not (fielded if name == "partition_by" else hub):
-            also = " or a detection folder:PATH" if name == "partition_by" else ""
+            also = ""
+            if name == "partition_by":
+                kinds = " or ".join(r.name for r in folder_readers() if r.party_field)
+                also = f" or a {kinds} folder:PATH"
             raise ConfigError(name, getattr(c, name), f"only with dataset=hf:SOURCE{also}")
         if getattr(c, name) is not None and not str(getattr(c, name)).strip():
             raise ConfigError(name, getattr(c, name), "a column name")
     if fielded and (c.partition == "natural") != (c.partition_by is not None):
         field = "partition_by" if c.partition_by is not None else "partition"
         value = getattr(c, field)
-        what = "COLUMN for hf: data" if hub else "FIELD (an image field) for a detection folder"
+        what = "COLUMN for hf: data"
+        if not hub:
+            what = f"FIELD ({kind.party_field}) for a {kind.name} folder"
         raise ConfigError(field, value, f"partition=natural together with partition_by={what}")
     if not is_folder_dataset(c.dataset) and not hub:
         if c.dataset not in DATASETS:
@@ -127,13 +141,6 @@ def check_dataset(c: Any) -> DatasetSpec:
                     name, getattr(c, name), "only with dataset=folder:PATH or hf:SOURCE"
                 )
         return dataset_spec(c.dataset)
-    if c.image_size is not None:
-        try:
-            parse_image_size(c.image_size)
-        except ValueError:
-            raise ConfigError(
-                "image_size", c.image_size, "N or HxW pixels, e.g. 32 or 64x48"
-            ) from None
     if c.holdout_fraction is not None and not 0 < c.holdout_fraction < 1:
         raise ConfigError("holdout_fraction", c.holdout_fraction, "a number in (0, 1)")
     try:
@@ -190,15 +197,15 @@ def check_parties(c: Any, spec: DatasetSpec) -> None:
 
 
 def check_model_field(c: Any, spec: DatasetSpec) -> None:
-    """A built-in model name, or an import path whose model builds for ``spec``; a
-    detector (:data:`~federated.models.DETECTORS`) where the data's task needs one
-    (:attr:`~federated.tasks.base.Task.needs_detector`), and only there."""
-    detector = load_method("task", spec.task).needs_detector
-    if c.model is not None and detector != is_detector(c.model):
-        allowed = ", ".join(DETECTORS) if detector else ", ".join(MODELS) + " or an import path"
-        raise ConfigError("model", c.model, f"for {spec.task} data one of {allowed}")
-    if c.model is None or c.model in MODELS or is_detector(c.model):
+    """A model of the family the data's task trains
+    (:attr:`~federated.tasks.base.Task.model_family`): one of its built-in names, or,
+    for an encoder and a head, an import path whose model builds for ``spec``; another
+    family's name (a detector on class labels) is refused naming the family's own."""
+    family = model_family(spec)
+    if c.model is None or c.model in family.names:
         return
+    if not family.import_paths or any(c.model in f.names for f in model_families()):
+        raise ConfigError("model", c.model, f"for {spec.task} data one of {family.allowed()}")
     if not is_import_path(c.model):
         raise ConfigError(
             "model",

@@ -26,6 +26,7 @@ from federated.data.detection_annotations import (
     check_degenerate,
     id_text,
     number_list,
+    other_fields,
     read_annotation_json,
     scalar_fields,
 )
@@ -101,7 +102,7 @@ def read_coco_split(
     for i, annotation in enumerate(_list_of(data, "annotations", file)):
         _annotation(file, i, annotation, index, names, per_image, seen_annotations)
     images = []
-    for key, (where, path, fields, size) in entries.items():
+    for key, (where, path, entry, size) in entries.items():
         boxes = [b for b, _, _ in per_image[key]]
         images.append(
             AnnotatedImage(
@@ -110,8 +111,9 @@ def read_coco_split(
                 boxes=np.asarray(boxes, dtype=np.float64).reshape(-1, 4),
                 labels=np.asarray([lab for _, lab, _ in per_image[key]], dtype=np.int64),
                 box_entries=tuple(w for _, _, w in per_image[key]),
-                fields=fields,
+                fields=scalar_fields(entry, _IMAGE_KEYS),
                 declared_size=size,
+                other_fields=other_fields(entry, _IMAGE_KEYS),
             )
         )
     return names, images
@@ -119,9 +121,9 @@ def read_coco_split(
 
 def _images(
     root: Path, file: Path, entries: list[Any], seen_files: dict[str, str]
-) -> dict[str, tuple[str, Path, dict[str, str], tuple[int, int]]]:
-    """image id -> (entry, image path, scalar fields, (height, width)), in file order."""
-    out: dict[str, tuple[str, Path, dict[str, str], tuple[int, int]]] = {}
+) -> dict[str, tuple[str, Path, dict[str, Any], tuple[int, int]]]:
+    """image id -> (where, image path, its JSON entry, (height, width)), in file order."""
+    out: dict[str, tuple[str, Path, dict[str, Any], tuple[int, int]]] = {}
     folder = root / COCO_IMAGES
     for i, entry in enumerate(entries):
         where = f"{file}: images[{i}]"
@@ -145,16 +147,21 @@ def _images(
             raise DetectionDataError(
                 f"{where}: file_name={name!r} (allowed: a path relative to {folder}, no '..')"
             )
-        if name in seen_files:
+        # one image has many spellings (sub/./2.png, sub//2.png, ./sub/2.png): the
+        # normalised path is what is compared, so each spelling of it is named once
+        key = PurePosixPath(*parts).as_posix()
+        if key in seen_files:
+            spelled = "" if key == name else f" (file_name={name!r})"
             raise DetectionDataError(
-                f"{where}: {name} is listed twice, first at {seen_files[name]} (allowed: once)"
+                f"{where}: {key}{spelled} is listed twice, first at {seen_files[key]} "
+                "(allowed: each image once)"
             )
-        seen_files[name] = where
+        seen_files[key] = where
         path = folder.joinpath(*parts)
         if not path.is_file():
             raise DetectionDataError(f"{where}: no image {path} (allowed: an existing file)")
         size = _positive_int(entry, "height", where), _positive_int(entry, "width", where)
-        out[image_id] = (where, path, scalar_fields(entry, _IMAGE_KEYS), size)
+        out[image_id] = (where, path, entry, size)
     return out
 
 

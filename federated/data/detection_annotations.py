@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from federated.contract.json_text import long_integer_text
 from federated.data.folder_layout import FolderDataError
 
 # Largest annotation file read (bytes).  json.loads holds the text and every parsed object
@@ -51,6 +52,9 @@ class AnnotatedImage:
         fields: the image's own scalar fields as text (``device1_id`` -> ``"3"``), the
             candidates for a natural partition (``--partition-by``).
         declared_size: (height, width) the annotation file states (COCO's), else None.
+        other_fields: the image's other fields, which no partition can group by, and what
+            each holds in words (``camera`` -> ``"a float (1.5)"``): a refusal of
+            ``partition_by`` names them rather than call the field missing.
     """
 
     path: str
@@ -60,6 +64,7 @@ class AnnotatedImage:
     box_entries: tuple[str, ...]
     fields: dict[str, str] = field(default_factory=dict)
     declared_size: tuple[int, int] | None = None
+    other_fields: dict[str, str] = field(default_factory=dict)
 
 
 def read_annotation_json(file: Path) -> Any:
@@ -92,6 +97,8 @@ def read_annotation_json(file: Path) -> Any:
         ) from None
     except RecursionError:
         raise DetectionDataError(f"{file}: nested too deeply (allowed: JSON)") from None
+    except ValueError:  # an integer beyond Python's int-str limit: not a traceback
+        raise DetectionDataError(f"{file}: {long_integer_text(text)}") from None
 
 
 def number_list(value: Any, length: int) -> list[float] | None:
@@ -123,6 +130,25 @@ def scalar_fields(entry: dict[str, Any], skip: frozenset[str]) -> dict[str, str]
         for key, value in entry.items()
         if key not in skip and isinstance(value, (str, int)) and not isinstance(value, bool)
     }
+
+
+def other_fields(entry: dict[str, Any], skip: frozenset[str]) -> dict[str, str]:
+    """An entry's fields that :func:`scalar_fields` leaves out (floats, booleans, nulls,
+    lists, objects), except ``skip``, each as what it holds in words."""
+    return {
+        key: _holds(value)
+        for key, value in entry.items()
+        if key not in skip and not (isinstance(value, (str, int)) and not isinstance(value, bool))
+    }
+
+
+def _holds(value: Any) -> str:
+    """A JSON value's kind in words, with a short example of a scalar."""
+    if value is None:
+        return "null"
+    kind = {bool: "a boolean", float: "a float", list: "a list", dict: "an object"}
+    words = kind.get(type(value), f"a {type(value).__name__}")
+    return f"{words} ({value!r})" if isinstance(value, (bool, float)) else words
 
 
 def check_degenerate(box: list[float], where: str) -> None:

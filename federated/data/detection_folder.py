@@ -40,7 +40,7 @@ import torch
 from federated.data.box_targets import BoxTargets, BoxTargetsError
 from federated.data.catalog import DETECTION_DEFAULT_MODEL, DETECTION_TASK, DatasetSpec
 from federated.data.detection_annotations import DetectionDataError
-from federated.data.detection_layout import DetectionLayout, scan_detection
+from federated.data.detection_layout import DetectionLayout, is_detection_folder, scan_detection
 from federated.data.folder_cache import FolderLoad, cache_entry_path, write_cache
 from federated.data.folder_decode import (
     channel_stats,
@@ -50,6 +50,7 @@ from federated.data.folder_decode import (
     parse_image_size,
     stack_resized,
 )
+from federated.data.folder_kinds import FolderReader
 from federated.data.folder_layout import MIN_PARTY_IMAGES, ImageFile
 from federated.data.holdout_draw import holdout_split
 from federated.data.image_data import ImageData
@@ -137,12 +138,28 @@ def _check_partition_field(layout: DetectionLayout, partition_by: str | None) ->
     if partition_by is None:
         return
     fields = layout.field_names()
+    # a field that is there but holds no id (floats, lists...) is named as such, not
+    # as missing: the user sees it in the file
+    odd = next((image for image in layout.train if partition_by in image.other_fields), None)
     if partition_by not in fields:
+        if odd is not None:
+            raise DetectionDataError(
+                f"{odd.entry}: image field {partition_by!r} holds "
+                f"{odd.other_fields[partition_by]} (allowed for partition_by: a field of "
+                f"strings or integers, e.g. a camera's id; such fields here: "
+                f"{', '.join(fields) or 'none'})"
+            )
         raise DetectionDataError(
             f"{layout.annotation_files[0]}: no image field {partition_by!r} for partition_by "
             f"(fields: {', '.join(fields) or 'none'})"
         )
     for image in layout.train:
+        if partition_by in image.other_fields:
+            raise DetectionDataError(
+                f"{image.entry}: {partition_by} holds {image.other_fields[partition_by]} "
+                f"(allowed: a string or an integer naming the image's party under "
+                f"partition_by={partition_by})"
+            )
         if partition_by not in image.fields:
             raise DetectionDataError(
                 f"{image.entry}: no {partition_by} (allowed: every training image names its "
@@ -302,3 +319,39 @@ def _payload_ok(payload: dict[str, Any]) -> bool:
             for k in ("mean", "std")
         )
     )
+
+
+# ---------------------------------------------------------------------- reader
+class DetectionFolders(FolderReader):
+    """The detection folder kind (:mod:`federated.data.folder_kinds`): COCO-style or
+    Street annotation files (:mod:`federated.data.detection_layout`)."""
+
+    name = DETECTION_TASK
+    natural_parties = (
+        "an image field: partition=natural with partition_by=FIELD, e.g. a camera's id"
+    )
+    party_field = "an image field"
+
+    def recognises(self, root: Path) -> bool:
+        return is_detection_folder(root)
+
+    def load(
+        self,
+        root: Path,
+        image_size: str | None,
+        holdout_fraction: float | None,
+        data_root: str | os.PathLike | None,
+        partition_by: str | None,
+        *,
+        use_memory: bool = True,
+    ) -> FolderLoad:
+        return load_detection_folder(
+            root, image_size, holdout_fraction, data_root, partition_by, use_memory=use_memory
+        )
+
+    def identity(self, root: Path) -> dict[str, Any]:
+        return detection_identity(root)
+
+
+#: the reader :attr:`federated.tasks.detection.Detection.folder_reader` names
+READER = DetectionFolders()

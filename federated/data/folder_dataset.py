@@ -1,6 +1,11 @@
 """``folder:PATH`` datasets: a folder of images as an :class:`ImageData`, cached on disk.
 
-Loading scans the folder (:mod:`federated.data.folder_layout`), then takes the first of:
+Which reader loads a folder is decided in one place, :mod:`federated.data.folder_kinds`
+(a detection folder's, another task's own layout's, this module's image-folder reader
+last); :func:`load_folder`, :func:`folder_spec` and :func:`folder_identity` ask it.  This
+module reads image folders: class folders, or a scores file.
+
+Loading an image folder scans it (:mod:`federated.data.folder_layout`), then takes the first of:
 
 1. memory: this process already loaded the same files with the same settings;
 2. the disk cache: ``<data root>/folder-cache/<path hash>-<key>.pt``, written by an
@@ -34,7 +39,6 @@ import numpy as np
 import torch
 
 from federated.data.catalog import CLASSIFICATION_TASK, SCORE_TASK, DatasetSpec
-from federated.data.detection_layout import is_detection_folder
 from federated.data.folder_cache import FolderLoad, cache_entry_path, write_cache
 from federated.data.folder_decode import (
     channel_stats,
@@ -45,6 +49,7 @@ from federated.data.folder_decode import (
     parse_image_size,
     stack_resized,
 )
+from federated.data.folder_kinds import FolderReader, folder_reader, folder_readers
 from federated.data.folder_layout import (
     FolderDataError,
     FolderLayout,
@@ -85,25 +90,36 @@ def load_folder(
     partition_by: str | None = None,
     use_memory: bool = True,
 ) -> FolderLoad:
-    """Load dataset ``folder:PATH`` (see the module docstring); errors name the path.
-
-    A detection folder (:mod:`federated.data.detection_layout`) is loaded by
-    :mod:`federated.data.detection_folder`, which alone reads ``partition_by`` (an image
-    field whose values are the natural parties)."""
-    start = time.perf_counter()
+    """Load dataset ``folder:PATH`` by the reader of its kind
+    (:func:`federated.data.folder_kinds.folder_reader`: a detection folder's, another
+    task's own layout's, else this module's image-folder reader, the module docstring);
+    errors name the path.  ``partition_by`` is read by the kinds whose natural parties
+    are a field (a detection folder's image field)."""
     root = folder_path(name)
-    if is_detection_folder(root):
-        # imported here: the detection loader builds on this module's cache and checks
-        from federated.data.detection_folder import load_detection_folder
+    return folder_reader(root).load(
+        root, image_size, holdout_fraction, data_root, partition_by, use_memory=use_memory
+    )
 
-        return load_detection_folder(
-            root, image_size, holdout_fraction, data_root, partition_by, use_memory=use_memory
-        )
+
+def load_image_folder(
+    root: Path,
+    image_size: str | None = None,
+    holdout_fraction: float | None = None,
+    data_root: str | os.PathLike | None = None,
+    partition_by: str | None = None,
+    *,
+    use_memory: bool = True,
+) -> FolderLoad:
+    """Load image folder ``root`` (class folders, or a scores file: the module
+    docstring); errors name the path."""
+    start = time.perf_counter()
     if partition_by is not None:
+        fielded = ", or ".join(
+            f"{r.party_field} of a {r.name} folder" for r in folder_readers() if r.party_field
+        )
         raise FolderDataError(
-            f"{root}: partition_by={partition_by!r} names an image field of a detection "
-            "folder's annotations (allowed here: unset; this folder's natural parties are "
-            "its train/<party>/ folders)"
+            f"{root}: partition_by={partition_by!r} names {fielded} (allowed here: unset; "
+            "this folder's natural parties are its train/<party>/ folders)"
         )
     layout = folder_layout(root)
     if layout.has_test and holdout_fraction is not None:
@@ -166,26 +182,25 @@ def folder_spec(
     data_root: str | os.PathLike | None = None,
     partition_by: str | None = None,
 ) -> DatasetSpec:
-    """The spec of ``folder:PATH`` for config validation: from this process's last load
-    with these settings, else from a load (disk cache or decoding).  A detection folder
-    is loaded each time (its memory entry makes that cheap; its annotations may change)."""
-    key = (str(folder_path(name)), image_size, holdout_fraction)
-    if partition_by is not None or is_detection_folder(folder_path(name)):
-        return load_folder(
-            name, image_size, holdout_fraction, data_root, partition_by=partition_by
-        ).data.spec
-    if key not in _specs:
-        load_folder(name, image_size, holdout_fraction, data_root)
-    return _specs[key]
+    """The spec of ``folder:PATH`` for config validation, from the reader of its kind:
+    an image folder's from this process's last load with these settings, else from a
+    load (disk cache or decoding); the other kinds load each time (their memory entry
+    makes that cheap; their annotations may change)."""
+    root = folder_path(name)
+    return folder_reader(root).spec(root, image_size, holdout_fraction, data_root, partition_by)
 
 
 def folder_identity(name: str) -> dict[str, Any]:
-    """What a sweep manifest records of a folder dataset: its path and content fingerprint."""
+    """What a sweep manifest records of a folder dataset (its reader's
+    :meth:`~federated.data.folder_kinds.FolderReader.identity`): at least its path,
+    content fingerprint and task."""
     root = folder_path(name)
-    if is_detection_folder(root):
-        from federated.data.detection_folder import detection_identity
+    return folder_reader(root).identity(root)
 
-        return detection_identity(root)
+
+def image_folder_identity(root: Path) -> dict[str, Any]:
+    """What a sweep manifest records of an image folder: its path, content fingerprint,
+    task, image counts, classes, score targets and party folders."""
     layout = folder_layout(root)
     return {
         "path": str(root),
@@ -203,6 +218,54 @@ def folder_layout(root: Path) -> FolderLayout:
     """The folder's layout: a score task's when it holds a scores file (read first, so
     its party folders are never taken for classes), else the class-folder scan."""
     return score_layout(root) if has_scores_file(root) else scan_folder(root)
+
+
+class ImageFolders(FolderReader):
+    """The image-folder kind (class folders, or a scores file): the fallback reader of
+    :mod:`federated.data.folder_kinds`, asked last, recognising every folder."""
+
+    name = "image"
+
+    def recognises(self, root: Path) -> bool:
+        return True
+
+    def load(
+        self,
+        root: Path,
+        image_size: str | None,
+        holdout_fraction: float | None,
+        data_root: str | os.PathLike | None,
+        partition_by: str | None,
+        *,
+        use_memory: bool = True,
+    ) -> FolderLoad:
+        return load_image_folder(
+            root, image_size, holdout_fraction, data_root, partition_by, use_memory=use_memory
+        )
+
+    def spec(
+        self,
+        root: Path,
+        image_size: str | None,
+        holdout_fraction: float | None,
+        data_root: str | os.PathLike | None,
+        partition_by: str | None,
+    ) -> DatasetSpec:
+        """From this process's last load with these settings (a class folder's spec is
+        asked for many times while a sweep is planned), else from a load."""
+        if partition_by is not None:  # refused by the load, in its one line
+            return self.load(root, image_size, holdout_fraction, data_root, partition_by).data.spec
+        key = (str(root), image_size, holdout_fraction)
+        if key not in _specs:
+            self.load(root, image_size, holdout_fraction, data_root, None)
+        return _specs[key]
+
+    def identity(self, root: Path) -> dict[str, Any]:
+        return image_folder_identity(root)
+
+
+#: the fallback reader (:data:`federated.data.folder_kinds.FALLBACK_READER`)
+IMAGE_FOLDERS = ImageFolders()
 
 
 # ------------------------------------------------------------------------ decoding

@@ -1,7 +1,8 @@
 """Decoding a folder dataset's images into uint8 tensors of one size, and their statistics.
 
 Images are decoded by torchvision (``torchvision.io.decode_image``: PNG, JPEG, GIF, WebP,
-...) with their own channel count; an alpha channel is dropped (1 or 3 channels remain).
+...) with their own channel count; an alpha channel is dropped (1 or 3 channels remain),
+and 16-bit images are scaled to 8 bits (:func:`to_uint8`).
 Every image must then have the same channel count (grey-scale or RGB, not both).  Images
 whose size differs from the target are resized with antialiasing (bilinear, torchvision's
 ``resize`` on uint8 tensors); the default target is the most common size.
@@ -13,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import torch
 
@@ -25,30 +27,50 @@ from federated.runtime.machine_memory import available_memory, gib
 MAX_DECODE_PIXELS = 2**26
 
 
-def check_decode_size(path: str) -> None:
-    """Refuse (one line naming the file) an image whose header declares more than
-    :data:`MAX_DECODE_PIXELS`; a header Pillow cannot read is left to the decoder."""
+def read_header(source: str | BinaryIO) -> tuple[int, int, str] | None:
+    """(width, height, Pillow mode) an image file's header declares, without decoding its
+    pixels and without Pillow's own bomb check (it would hide the size a refusal names);
+    None when Pillow cannot read the header (the decoder judges that image later)."""
     import warnings
 
     from PIL import Image, UnidentifiedImageError
 
     pillows_limit = Image.MAX_IMAGE_PIXELS
     try:
-        # only the header is read; Pillow's own bomb check would hide the size we name
         Image.MAX_IMAGE_PIXELS = None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(path) as image:
-                width, height = image.size
-    except (OSError, ValueError, UnidentifiedImageError):
-        return
+            with Image.open(source) as image:
+                return image.size[0], image.size[1], image.mode
+    except (OSError, ValueError, TypeError, UnidentifiedImageError):
+        return None
     finally:
         Image.MAX_IMAGE_PIXELS = pillows_limit
-    if width * height > MAX_DECODE_PIXELS:
-        raise FolderDataError(
-            f"{path}: {width}x{height} pixels (allowed: at most {MAX_DECODE_PIXELS:,} pixels, "
-            "e.g. 8192x8192, per image: each is decoded whole; shrink it first)"
-        )
+
+
+def declared_size(source: str | BinaryIO) -> tuple[int, int] | None:
+    """(width, height) from :func:`read_header`, or None."""
+    header = read_header(source)
+    return None if header is None else header[:2]
+
+
+def oversize(size: tuple[int, int] | None) -> str | None:
+    """What a refusal says of an image of ``size`` (width, height) beyond
+    :data:`MAX_DECODE_PIXELS`, or None when it may be decoded."""
+    if size is None or size[0] * size[1] <= MAX_DECODE_PIXELS:
+        return None
+    return (
+        f"{size[0]}x{size[1]} pixels (allowed: at most {MAX_DECODE_PIXELS:,} pixels, "
+        "e.g. 8192x8192, per image: each is decoded whole; shrink it first)"
+    )
+
+
+def check_decode_size(path: str) -> None:
+    """Refuse (one line naming the file) an image whose header declares more than
+    :data:`MAX_DECODE_PIXELS`; a header Pillow cannot read is left to the decoder."""
+    problem = oversize(declared_size(path))
+    if problem:
+        raise FolderDataError(f"{path}: {problem}")
 
 
 def decode_files(files: Sequence[ImageFile]) -> list[torch.Tensor]:
@@ -70,8 +92,21 @@ def decode_files(files: Sequence[ImageFile]) -> list[torch.Tensor]:
             image = image[0]
         if image.shape[0] in (2, 4):  # grey + alpha, RGB + alpha
             image = image[:-1]
-        images.append(image)
+        images.append(to_uint8(image))
     return images
+
+
+def to_uint8(image: torch.Tensor) -> torch.Tensor:
+    """``image`` on the 0..255 scale as uint8.  A 16-bit PNG decodes to uint16 (0..65535):
+    stored as it is into a uint8 tensor its values would wrap modulo 256, so it is scaled,
+    rounded, by 255/65535 (= 1/257: 65535 -> 255, 32896 -> 128)."""
+    if image.dtype == torch.uint8:
+        return image
+    if image.dtype == torch.uint16:
+        return torch.div(image.to(torch.int32) + 128, 257, rounding_mode="floor").to(torch.uint8)
+    import torchvision.transforms.v2.functional as TF  # lazily: see decode_files
+
+    return TF.to_dtype(image, torch.uint8, scale=True)
 
 
 def check_channels(images: Sequence[torch.Tensor], files: Sequence[ImageFile]) -> int:
@@ -151,15 +186,37 @@ def channel_stats(images: torch.Tensor, chunk: int = 4096) -> tuple[tuple[float,
     return tuple(float(v) for v in mean), tuple(float(v) for v in std)
 
 
+# The sides ``image_size`` may ask for.  Below 8 pixels a side an image holds too little
+# for any of the models (their convolutions and poolings need room) and is almost always a
+# typo (``--image-size 1`` for ``1x...``); above 4,096 one image is 48 MiB as RGB uint8.
+MIN_IMAGE_SIDE = 8
+MAX_IMAGE_SIDE = 4096
+IMAGE_SIZE_FORM = "N or HxW, e.g. 32 or 64x48"
+
+
+class ImageSizeError(ValueError):
+    """An ``image_size`` text that is malformed or out of range; ``allowed`` says what is."""
+
+    def __init__(self, text: str, allowed: str) -> None:
+        self.allowed = allowed
+        super().__init__(f"image_size={text!r} (allowed: {allowed})")
+
+
 def parse_image_size(text: str) -> tuple[int, int]:
-    """``"32"`` -> (32, 32); ``"64x48"`` -> (64, 48) (height x width, pixels)."""
+    """``"32"`` -> (32, 32); ``"64x48"`` -> (64, 48) (height x width, pixels).  Raises
+    :class:`ImageSizeError` for a malformed text or a side outside
+    [:data:`MIN_IMAGE_SIDE`, :data:`MAX_IMAGE_SIDE`]."""
     match = re.fullmatch(r"\s*(\d+)\s*(?:[x×]\s*(\d+))?\s*", str(text))
     if not match:
-        raise ValueError(f"image_size={text!r} (allowed: N or HxW in pixels, e.g. 32 or 64x48)")
-    h = int(match.group(1))
-    w = int(match.group(2) or h)
-    if not (1 <= h <= 4096 and 1 <= w <= 4096):
-        raise ValueError(f"image_size={text!r} (allowed: 1 to 4096 pixels a side)")
+        raise ImageSizeError(text, f"{IMAGE_SIZE_FORM}, in pixels")
+    sides = [g for g in match.groups() if g is not None]
+    # a side of more digits than any allowed one is out of range without int() (which
+    # refuses texts beyond 4,300 digits with its own error)
+    h, w = (int(g) if len(g) <= 6 else MAX_IMAGE_SIDE + 1 for g in (sides[0], sides[-1]))
+    if not (MIN_IMAGE_SIDE <= h <= MAX_IMAGE_SIDE and MIN_IMAGE_SIDE <= w <= MAX_IMAGE_SIDE):
+        raise ImageSizeError(
+            text, f"{MIN_IMAGE_SIDE} to {MAX_IMAGE_SIDE} pixels a side ({IMAGE_SIZE_FORM})"
+        )
     return h, w
 
 

@@ -43,6 +43,7 @@ before importing torch).  Every problem is one :class:`HubDataError` line.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -65,7 +66,14 @@ from federated.data.catalog import DatasetSpec
 # the image folders' rules, shared so both sources hold and cache data alike
 from federated.data.folder_cache import write_cache
 from federated.data.folder_dataset import _holdout, _image_data, _read_cache, parse_image_size
-from federated.data.folder_decode import channel_stats, choose_size
+from federated.data.folder_decode import (
+    channel_stats,
+    choose_size,
+    declared_size,
+    oversize,
+    read_header,
+    to_uint8,
+)
 from federated.data.folder_layout import MIN_PARTY_IMAGES
 from federated.data.image_data import (
     DatasetUnavailable,
@@ -131,13 +139,13 @@ def _datasets():
 
 def open_source(name: str) -> dict[str, Any]:
     """The source's splits as ``{split: datasets.Dataset}``; one line when it cannot be had."""
-    path = local_path(name)
-    if path is None:
-        try:
+    try:
+        path = local_path(name)
+        if path is None:
             check_hub_reachable(name)
-        except HubSourceError as err:
-            raise HubDataError(str(err)) from None
-    elif not path.exists():
+    except HubSourceError as err:
+        raise HubDataError(str(err)) from None
+    if path is not None and not path.exists():
         raise HubDataError(f"{path}: no such file or folder (dataset {name})")
     ds = _datasets()
     try:
@@ -228,6 +236,24 @@ def _values(split: Any, column: str) -> np.ndarray:
     )
 
 
+def check_filled(name: str, splits: dict[str, Any], column: str, field: str) -> None:
+    """Refuse a ``column`` (the target) with an empty cell (null) in any split, naming
+    the first such row: an empty class would be a class of its own (``nan``, a KeyError
+    on it, or a comparison of text with None, a TypeError), an empty score NaN."""
+    import pyarrow.compute as pc
+
+    for key, split in splits.items():
+        values = split.select_columns([column]).with_format("arrow")[:].column(column)
+        if values.null_count:
+            row = pc.index(pc.is_null(values), True).as_py()
+            count = values.null_count
+            raise HubDataError(
+                f"dataset {name!r}: column {column!r} ({field}) is empty in split {key!r} "
+                f"row {row} ({count:,} empty row{'s' if count > 1 else ''} in all; allowed: "
+                "a value in every row: drop or fill those rows first)"
+            )
+
+
 def _targets(name: str, splits: dict[str, Any], label: str) -> tuple[dict, list[str], bool]:
     """Each split's targets (int64 classes or float32 scores), the class names, and
     whether the task is a score task."""
@@ -259,6 +285,13 @@ def _targets(name: str, splits: dict[str, Any], label: str) -> tuple[dict, list[
 
 
 # ------------------------------------------------------------------------ images
+def _unreadable(name: str, split: str, row: int, err: BaseException) -> HubDataError:
+    reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+    return HubDataError(
+        f"dataset {name!r}: split {split!r} row {row}: not a readable image ({reason})"
+    )
+
+
 def _decode_one(name: str, split: str, row: int, cell: dict | None, channels: int) -> torch.Tensor:
     from torchvision.io import ImageReadMode, decode_image
 
@@ -269,13 +302,19 @@ def _decode_one(name: str, split: str, row: int, cell: dict | None, channels: in
             data = Path(cell["path"]).read_bytes()  # an imagefolder row keeps its file's path
         if data is None:
             raise ValueError("empty cell")
+    except (ValueError, OSError) as err:
+        raise _unreadable(name, split, row, err) from None
+    # a huge image is refused from its header, as an image folder's file is: decoding it
+    # whole could exhaust memory before any check saw it
+    problem = oversize(declared_size(io.BytesIO(data)))
+    if problem:
+        raise HubDataError(f"dataset {name!r}: split {split!r} row {row}: {problem}")
+    try:
         image = decode_image(torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=mode)
     except (RuntimeError, ValueError, OSError) as err:
-        reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
-        raise HubDataError(
-            f"dataset {name!r}: split {split!r} row {row}: not a readable image ({reason})"
-        ) from None
-    return image[0] if image.ndim == 4 else image  # an animated GIF: its first frame
+        raise _unreadable(name, split, row, err) from None
+    # an animated GIF: its first frame; a 16-bit PNG scaled to 8 bits, not wrapped
+    return to_uint8(image[0] if image.ndim == 4 else image)
 
 
 def _cells(split: Any, image: str, start: int = 0, stop: int | None = None):
@@ -287,8 +326,14 @@ def _cells(split: Any, image: str, start: int = 0, stop: int | None = None):
 
 def _sample_shape(name: str, split: Any, image: str, image_size: str | None) -> tuple[int, tuple]:
     """Channels and (height, width) from the headers of the first :data:`SAMPLE_ROWS` rows:
-    grey-scale when all are, else RGB; ``image_size``, else their most common size."""
+    grey-scale when all are, else RGB; ``image_size``, else their most common size.  A
+    row whose header declares more than ``MAX_DECODE_PIXELS`` is refused here, before
+    its size could choose the others' or plan the memory."""
     headers = [_header(cell) for cell in _cells(split, image, 0, min(SAMPLE_ROWS, len(split)))]
+    for row, header in enumerate(headers):
+        problem = oversize(None if header is None else header[1][::-1])
+        if problem:
+            raise HubDataError(f"dataset {name!r}: split 'train' row {row}: {problem}")
     known = [h for h in headers if h is not None]
     if not known:  # no header readable: decoding names the first bad row
         _decode_one(name, "train", 0, next(_cells(split, image, 0, 1)), 3)
@@ -299,18 +344,13 @@ def _sample_shape(name: str, split: Any, image: str, image_size: str | None) -> 
 
 def _header(cell: dict | None) -> tuple[bool, tuple[int, int]] | None:
     """(grey-scale?, (height, width)) from an image cell's header, or None if unreadable."""
-    import io
-
-    from PIL import Image, UnidentifiedImageError
-
     data = (cell or {}).get("bytes")
-    try:
-        source = io.BytesIO(data) if data is not None else (cell or {}).get("path")
-        with Image.open(source) as picture:
-            width, height = picture.size
-            return picture.mode in ("1", "L", "LA", "I", "I;16", "F"), (height, width)
-    except (OSError, ValueError, TypeError, AttributeError, UnidentifiedImageError):
+    source = io.BytesIO(data) if data is not None else (cell or {}).get("path")
+    header = read_header(source) if source is not None else None
+    if header is None:
         return None
+    width, height, mode = header
+    return mode in ("1", "L", "LA", "I", "I;16", "F"), (height, width)
 
 
 def _decode_split(name: str, key: str, split: Any, image: str, channels: int, size) -> torch.Tensor:
@@ -408,6 +448,9 @@ def load_hub(
 
 
 def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key) -> dict:
+    # an empty label is named before any image is decoded (an empty party value is not
+    # an error: its rows are left out of every party, docs/own-data-and-models.md)
+    check_filled(name, splits, columns.label, "label_column")
     train = splits["train"]
     channels, size = _sample_shape(name, train, columns.image, image_size)
     check_memory(name, sum(len(s) for s in splits.values()), channels, size)

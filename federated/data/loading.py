@@ -59,7 +59,7 @@ def load_dataset(
     which reads all of ``columns``); only these use ``image_size`` and
     ``holdout_fraction``."""
     if name.startswith("folder:"):
-        partition_by = columns.partition_by if columns else None  # a detection folder's field
+        partition_by = columns.partition_by if columns else None  # a folder kind's party field
         return load_folder(
             name, image_size, holdout_fraction, data_root, partition_by=partition_by
         ).data

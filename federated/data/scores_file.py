@@ -222,8 +222,10 @@ def _number(file: Path, line: int, column: str, text: str) -> float:
         )
     number = float(value)
     if not math.isfinite(number) or abs(number) > _FLOAT32_MAX:
+        # a number of thousands of digits is shown by its length, not spelled out
+        shown = value if len(value) <= 40 else f"a number of {len(value):,} characters"
         raise ScoresFileError(
-            f"{_where(file, line, column)}: {value} is beyond float32's range "
+            f"{_where(file, line, column)}: {shown} is beyond float32's range "
             f"(allowed: a finite number of magnitude at most {_FLOAT32_MAX:.3g})"
         )
     return number
@@ -240,9 +242,11 @@ def _row(
     fields = dict(zip(names, record, strict=True))
     path, split, party_name = _check_path(file, line, fields[PATH_COLUMN].strip())
     if path in first_line:
+        given = fields[PATH_COLUMN].strip()
+        spelled = "" if given == path else f" (written {given!r})"
         raise ScoresFileError(
-            f"{_where(file, line, PATH_COLUMN)}: {path} is listed again (first on line "
-            f"{first_line[path]}; allowed: one row per image)"
+            f"{_where(file, line, PATH_COLUMN)}: {path}{spelled} is listed again (first on "
+            f"line {first_line[path]}; allowed: one row per image)"
         )
     first_line[path] = line
     score = _number(file, line, SCORE_COLUMN, fields[SCORE_COLUMN])
@@ -263,9 +267,11 @@ def _check_path(file: Path, line: int, given: str) -> tuple[str, str, str | None
         raise ScoresFileError(
             f"{where}: {given!r} holds a control character (allowed: {PATH_RULE}, printable)"
         )
+    # normalised: train/./2.png and train//2.png are train/2.png (PurePosixPath drops
+    # '.' and empty parts), so one image written two ways is a duplicate row, named
     pure = PurePosixPath(given)
     parts = pure.parts
-    if pure.is_absolute() or "\\" in given or any(p in (".", "..") for p in given.split("/")):
+    if pure.is_absolute() or "\\" in given or ".." in given.split("/"):
         raise ScoresFileError(f"{where}: {given!r} (allowed: {PATH_RULE}, no '..', no '\\')")
     if any(p.startswith(".") for p in parts):
         raise ScoresFileError(

@@ -32,6 +32,7 @@ from federated.data.detection_annotations import (
     check_degenerate,
     id_text,
     number_list,
+    other_fields,
     read_annotation_json,
     scalar_fields,
 )
@@ -163,6 +164,7 @@ def _image(
         labels=np.asarray(labels, dtype=np.int64),
         box_entries=tuple(names),
         fields=scalar_fields(entry, _ENTRY_KEYS),
+        other_fields=other_fields(entry, _ENTRY_KEYS),
     )
 
 

@@ -1,12 +1,16 @@
-"""Model registry: ``build_model(name, spec, ...)`` -> :class:`FedConModel`.
+"""Model registry: ``build_model(name, spec, ...)`` -> a fresh model of the family the
+data's task trains (:attr:`federated.tasks.base.Task.model_family`,
+:mod:`federated.models.family`).
 
-``name`` is a built-in model (:data:`MODELS`), a detector for detection data
-(:data:`~federated.models.detection.DETECTORS`) or an import path
-(``package.module:factory``, ``torchvision:NAME``; :mod:`federated.models.import_path`).
+For classification and score data (:data:`ENCODER_HEAD`, a :class:`FedConModel`) ``name``
+is a built-in encoder (:data:`MODELS`) or an import path (``package.module:factory``,
+``torchvision:NAME``; :mod:`federated.models.import_path`); for detection data a detector
+(:data:`~federated.models.detection.DETECTORS`); another task's family names its own.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 import torch
@@ -14,11 +18,13 @@ from torch import nn
 
 from federated.data.catalog import DatasetSpec
 from federated.models.cnn_transformer import CNNTransformer
-from federated.models.detection import DETECTORS, build_detector, is_detector
+from federated.models.detection import DETECTORS, is_detector
+from federated.models.family import ModelFamily
 from federated.models.fedcon import FedConModel, ModelOutput
 from federated.models.import_path import ModelError, ModelSpec, build_encoder, is_import_path
 from federated.models.resnet import RESNET50_FEATURES, cifar_resnet50
 from federated.models.simple_cnn import SimpleCNN, SimpleCNNBN
+from federated.registry import TASK_PATHS, load_method
 
 
 def _simple_cnn(spec: DatasetSpec) -> tuple[nn.Module, int]:
@@ -46,24 +52,54 @@ MODELS: dict[str, Callable[[DatasetSpec], tuple[nn.Module, int]]] = {
 }
 
 
+def _encoder_and_head(
+    name: str, spec: DatasetSpec, outputs: int, out_dim: int, projection_head: bool
+) -> FedConModel:
+    """A built-in encoder (:data:`MODELS`) or an import path's, under MOON's projection
+    head and an output layer ``outputs`` wide."""
+    if name in MODELS:
+        encoder, feature_dim = MODELS[name](spec)
+    else:
+        encoder, feature_dim = build_encoder(name, model_spec(spec, outputs))
+    return FedConModel(encoder, feature_dim, outputs, out_dim, projection_head)
+
+
+#: classification's and score tasks' family (the default of every task): an encoder, the
+#: projection head and an output layer
+ENCODER_HEAD = ModelFamily("an encoder and a head", MODELS, _encoder_and_head, import_paths=True)
+
+
+def _imported(path: str) -> ModelFamily:
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def model_family(spec: DatasetSpec) -> ModelFamily:
+    """The family of networks data ``spec`` train: its task's
+    (:attr:`~federated.tasks.base.Task.model_family`, imported by path: the tasks import
+    this package)."""
+    return _imported(load_method("task", spec.task).model_family)
+
+
+def model_families() -> tuple[ModelFamily, ...]:
+    """Every registered task's family, each once (:data:`federated.registry.TASK_PATHS`
+    order)."""
+    paths = dict.fromkeys(load_method("task", name).model_family for name in TASK_PATHS)
+    return tuple(_imported(path) for path in paths)
+
+
 def build_model(
     name: str,
     spec: DatasetSpec,
     out_dim: int = 256,
     projection_head: bool = True,
     outputs: int | None = None,
-) -> FedConModel:
-    """A freshly initialised model ``name`` for images of ``spec`` (uses torch's RNG);
-    ``outputs``: the head's width, as the run's task asks (None: the data's own task's,
-    ``spec.outputs``)."""
+) -> nn.Module:
+    """A freshly initialised model ``name`` of the family data ``spec`` train
+    (:func:`model_family`; uses torch's RNG); ``outputs``: the head's width, as the run's
+    task asks (None: the data's own task's, ``spec.outputs``)."""
     outputs = spec.outputs if outputs is None else outputs
-    if is_detector(name):  # a detector is no encoder + head: its own model
-        return build_detector(name, spec, outputs, out_dim, projection_head)  # type: ignore[return-value]
-    if name in MODELS:
-        encoder, feature_dim = MODELS[name](spec)
-    else:
-        encoder, feature_dim = build_encoder(name, model_spec(spec, outputs))
-    return FedConModel(encoder, feature_dim, outputs, out_dim, projection_head)
+    return model_family(spec).build(name, spec, outputs, out_dim, projection_head)
 
 
 def model_spec(spec: DatasetSpec, outputs: int | None = None) -> ModelSpec:
@@ -81,7 +117,7 @@ def check_model(name: str, spec: DatasetSpec) -> None:
     maps a dummy batch to (batch, features); each (name, shape) is built once per process.
     The torch RNG is forked, so checking changes no run's random numbers."""
     key = (name, model_spec(spec))
-    if name in MODELS or is_detector(name) or key in _checked:
+    if key in _checked or any(name in family.names for family in model_families()):
         return
     with torch.random.fork_rng(devices=[]):
         build_encoder(name, key[1])
@@ -90,13 +126,17 @@ def check_model(name: str, spec: DatasetSpec) -> None:
 
 __all__ = [
     "DETECTORS",
+    "ENCODER_HEAD",
     "MODELS",
     "FedConModel",
     "ModelError",
+    "ModelFamily",
     "ModelOutput",
     "ModelSpec",
     "build_model",
     "check_model",
     "is_detector",
     "is_import_path",
+    "model_families",
+    "model_family",
 ]

@@ -43,6 +43,7 @@ from torch import nn
 
 from federated.data.catalog import DatasetSpec
 from federated.models.detector_weights import TORCHVISION_DETECTORS
+from federated.models.family import ModelFamily
 from federated.models.fedcon import ModelOutput
 from federated.models.import_path import ModelError
 
@@ -232,3 +233,7 @@ def build_detector(
     object classes of images of ``spec`` (uses torch's RNG)."""
     detector = DETECTORS[name](spec, n_classes + 1)  # + torchvision's background class
     return DetectionModel(detector, spec, out_dim, projection_head)
+
+
+#: detection's family (:attr:`federated.tasks.detection.Detection.model_family`)
+DETECTOR_FAMILY = ModelFamily("a detector", DETECTORS, build_detector)

@@ -18,10 +18,11 @@ dict) owns, for one run:
   (:meth:`Task.take_targets`: a tensor's rows by default; ragged targets override it).
 
 Adding a task is one file with a subclass and one line in
-:data:`federated.registry.TASK_PATHS`; a task outside fedsweep is
-``task=package.module:Class``.  The data say which task they are
-(:attr:`~federated.data.catalog.DatasetSpec.task`); nothing outside this package
-branches on a task's name or on a target's dtype.
+:data:`federated.registry.TASK_PATHS` (a task with data of a new kind adds its folder
+reader, :attr:`Task.folder_reader`, and its models, :attr:`Task.model_family`, as files
+of their own); a task outside fedsweep is ``task=package.module:Class``.  The data say
+which task they are (:attr:`~federated.data.catalog.DatasetSpec.task`); nothing outside
+this package branches on a task's name or on a target's dtype.
 """
 
 from __future__ import annotations
@@ -99,10 +100,16 @@ class Task(ABC):
     #: whether its evaluation records a loss (a detector's is NaN: it computes its loss
     #: only in training mode); the console line leaves an unrecorded loss out
     evaluates_loss: ClassVar[bool] = True
-    #: whether its model is a detector (:data:`~federated.models.DETECTORS`: boxes and
-    #: scores out, its own loss) rather than an encoder and a head; the model field is
-    #: checked against it
-    needs_detector: ClassVar[bool] = False
+    #: the family of networks its data train (import path of a
+    #: :class:`~federated.models.family.ModelFamily`): an encoder and a head by default,
+    #: a detector (boxes and scores out, its own loss) for detection; the model field is
+    #: checked against it and :func:`~federated.models.build_model` builds from it
+    model_family: ClassVar[str] = "federated.models:ENCODER_HEAD"
+    #: the reader of a folder layout of its own (import path of a
+    #: :class:`~federated.data.folder_kinds.FolderReader`), asked before the image-folder
+    #: reader whether a ``folder:PATH`` is of its kind; None: its data are no folder
+    #: layout of their own (class folders, a scores file)
+    folder_reader: ClassVar[str | None] = None
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         self.params = params

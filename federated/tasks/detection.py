@@ -52,7 +52,8 @@ class Detection(Task):
     metrics = DETECTION_SPECS
     targets_in_pixels = True
     evaluates_loss = False
-    needs_detector = True
+    model_family = "federated.models.detection:DETECTOR_FAMILY"
+    folder_reader = "federated.data.detection_folder:READER"
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         super().__init__(params, spec)
