@@ -28,7 +28,6 @@ from federated.algorithms.personal_model import PersonalModels, personal_state
 from federated.models import FedConModel, ModelOutput
 from federated.params import ConfigError, MethodParams, describe, non_negative
 
-
 # Ditto's λ grid is 0.01 .. 2 (Li et al. 2021); at lr 0.01 a λ of 1e4 already makes each
 # step overshoot the pull 100-fold.
 MAX_DITTO_LAMBDA = 1e4
