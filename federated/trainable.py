@@ -16,7 +16,10 @@ Besides its rows a trial writes ``parties.csv`` (per-party accuracies) and, with
 ``representations_at``, ``representations/round_NNNN.npz`` into its trial folder
 (:mod:`federated.engine.run_files`), before it reports the round.  A restored trial
 continues its ``parties.csv`` from the checkpoint's round: the trial folder's, or, in a
-fresh folder (a resumed sweep), the copy in Tune's storage (:func:`stored_parties`).
+fresh folder (a resumed sweep), the copy each checkpoint holds (:func:`checkpoint_parties`:
+exact, where the copy in Tune's storage may lag a killed driver's last checkpoint; that
+copy, :func:`stored_parties`, serves checkpoints written before they held one).  The
+checkpoint's copy costs a file copy of the rows so far per checkpoint.
 
 Device: with ``device="auto"`` a trial uses CUDA only when Ray gave it a GPU
 (``ray.get_gpu_ids()``), never merely because one is visible.  CPU threads follow
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -103,6 +107,13 @@ def load_run_state(folder: str | os.PathLike) -> dict[str, Any]:
     return state
 
 
+def checkpoint_parties(folder: str | os.PathLike) -> bytes | None:
+    """The ``parties.csv`` a checkpoint folder holds (its rows up to the checkpoint's
+    round, copied in as it was written); None for a checkpoint without one."""
+    path = Path(folder) / PARTIES
+    return path.read_bytes() if path.is_file() else None
+
+
 def stored_parties(checkpoint: Any) -> bytes | None:
     """The trial's ``parties.csv`` as Tune's storage holds it (None: it holds none).
 
@@ -130,15 +141,25 @@ def train_federated(config: dict[str, Any]) -> None:
     # a reused actor's earlier trial loaded the same data: taken from this process
     run = FederatedRun(run_config, data=run_data(run_config))
     checkpoint = tune.get_checkpoint()
+    saved_parties: bytes | None = None
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
             run.load_state_dict(load_run_state(folder))
+            saved_parties = checkpoint_parties(folder)
     node_id = ray.get_runtime_context().get_node_id()
+
+    def previous_parties() -> bytes | None:
+        # the checkpoint's own copy is exact; a checkpoint written before it held one
+        # has the storage copy, which a kill may have left behind the checkpoint
+        if saved_parties is not None:
+            return saved_parties
+        return stored_parties(checkpoint)
+
     # parties.csv and representations/ go into the trial folder (study/sweep_folder.py)
     files = RunFiles.in_folder(
         tune.get_context().get_trial_dir(),
         start_round=run.round,
-        previous=None if checkpoint is None else lambda: stored_parties(checkpoint),
+        previous=None if checkpoint is None else previous_parties,
     )
     every = run_config.checkpoint_every
     with IdleCores() as idle:  # polls Ray from its first look until the trial ends
@@ -155,6 +176,8 @@ def train_federated(config: dict[str, Any]) -> None:
             if every and (run.round % every == 0 or run.finished):
                 with tempfile.TemporaryDirectory() as folder:
                     save_run_state(run, folder)
+                    if files.parties.is_file():  # its rows so far, restored with the state
+                        shutil.copyfile(files.parties, Path(folder) / PARTIES)
                     tune.report(row, checkpoint=tune.Checkpoint.from_directory(folder))
             else:
                 tune.report(row)

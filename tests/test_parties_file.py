@@ -14,7 +14,12 @@ from analysis.reading.trial_files import DamagedFileError, read_parties
 from analysis.tables.party_tables import party_frame
 from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles, rows_through
-from federated.trainable import load_run_state, save_run_state, stored_parties
+from federated.trainable import (
+    checkpoint_parties,
+    load_run_state,
+    save_run_state,
+    stored_parties,
+)
 from tests.conftest import tiny
 from tests.test_report_damaged_files import ROUNDS, make_sweep
 
@@ -181,3 +186,13 @@ def test_a_resumed_trial_reads_the_file_beside_its_checkpoint_in_storage(tmp_pat
     assert stored_parties(checkpoint) is None  # the storage holds no parties.csv
     (trial / "parties.csv").write_bytes(PARTIES.encode())
     assert stored_parties(checkpoint) == PARTIES.encode()
+
+
+def test_a_checkpoint_holds_the_rows_written_before_it(tmp_path):
+    """A restored trial takes parties.csv from its checkpoint, which holds the rows up to
+    the checkpoint's round exactly (the storage copy may lag a killed driver); a
+    checkpoint written before it held one gives None, and the storage copy is read."""
+    assert checkpoint_parties(tmp_path) is None
+    rows = b"round,party,party_acc,party_samples\n1,0,0.5,10\n"
+    (tmp_path / "parties.csv").write_bytes(rows)
+    assert checkpoint_parties(tmp_path) == rows
