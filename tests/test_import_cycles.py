@@ -128,6 +128,7 @@ FEDERATED_LAYERS: tuple[tuple[str, ...], ...] = (
         "federated.cli",
         "federated.contract",
         "federated.sgd_rule",
+        "federated.privacy_accountant",
     ),
     # data, models and tasks
     ("federated.data", "federated.models", "federated.tasks"),

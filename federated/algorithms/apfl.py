@@ -50,6 +50,7 @@ class ApflParams(MethodParams):
 class Apfl(Algorithm):
     name = "apfl"
     whole_personal_model = True
+    dp_obstacle = None  # sends the global model's weights; its personal model and mix stay
     party_state_copies = 2.0  # its personal model and that model's SGD momentum
     personal_test_every_default = PERSONALISED_POOLED_TEST_EVERY
     Params = ApflParams

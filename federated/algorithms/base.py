@@ -137,6 +137,15 @@ class Algorithm:
     task_needs: ClassVar[tuple[TaskNeed, ...]] = ()
     # the ``batchnorm`` rules the method allows
     batchnorm_rules: ClassVar[tuple[str, ...]] = BATCHNORM_RULES
+    # client-level differential privacy (federated/server/privacy.py, docs/privacy.md):
+    # DP-FedAvg's clipped, noised mean of the parties' updates replaces the method's
+    # aggregation, which protects a party only if its model's shared entries are all it
+    # sends the server.  None says so; otherwise the reason it does not, which the config
+    # refuses in one line ("<name> <reason>").  A method that has not said is refused.
+    dp_obstacle: ClassVar[str | None] = (
+        "does not declare dp_obstacle = None (that it sends the server its model's shared "
+        "entries and nothing else)"
+    )
 
     def __init__(self, config: RunConfig, generator: torch.Generator) -> None:
         self.config = config  # run-level settings (lr, momentum, n_parties) the method reads
@@ -215,6 +224,13 @@ class Algorithm:
         """The round's combiner of contributions (default: the weighted mean of the
         parties' weights).  It may update ``server`` when it finishes."""
         return WeightedMean(global_model.state_dict())
+
+    def local_entries(self, global_model: FedConModel) -> frozenset[str]:
+        """The model state entries a party keeps and never sends the server (the server
+        keeps the global model's values of them): none by default; the partly personal
+        methods' local layers.  DP-FedAvg clips and noises every other floating-point
+        entry the server reads."""
+        return frozenset()
 
     # -------------------------------------------------------------------- reporting
     def bytes_per_party(self, model_bytes: int, param_bytes: int) -> tuple[int, int]:

@@ -57,6 +57,7 @@ class DittoParams(MethodParams):
 class Ditto(Algorithm):
     name = "ditto"
     whole_personal_model = True
+    dp_obstacle = None  # sends the global model's weights; its personal model stays at home
     party_state_copies = 2.0  # its personal model and that model's SGD momentum
     personal_test_every_default = PERSONALISED_POOLED_TEST_EVERY
     Params = DittoParams

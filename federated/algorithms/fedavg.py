@@ -10,3 +10,4 @@ class FedAvg(Algorithm):
 
     name = "fedavg"
     packable = True
+    dp_obstacle = None  # sends its weights only

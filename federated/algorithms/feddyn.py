@@ -77,6 +77,7 @@ class FedDynAggregator(WeightedMean):
 class FedDyn(Algorithm):
     name = "feddyn"
     packable = True
+    dp_obstacle = "builds its server state h from the parties' unclipped, un-noised updates"
     Params = FedDynParams
 
     def init_party_state(self, party: int) -> dict:

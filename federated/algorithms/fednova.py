@@ -80,6 +80,10 @@ class FedNova(Algorithm):
 
     name = "fednova"
     packable = True
+    dp_obstacle = (
+        "divides each party's update by its step count at the server, a rule DP-FedAvg's "
+        "clipped mean would replace (and the counts would go unprotected)"
+    )
 
     def aggregator(self, server: dict[str, Any], global_model: FedConModel) -> NormalizedAverage:
         return NormalizedAverage(global_model, self.config.momentum)

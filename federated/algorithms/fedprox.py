@@ -51,6 +51,7 @@ class FedProxParams(MethodParams):
 class FedProx(Algorithm):
     name = "fedprox"
     packable = True
+    dp_obstacle = None  # sends its weights only (mu acts at the party)
     Params = FedProxParams
 
     def begin_local(self, job: LocalJob) -> None:

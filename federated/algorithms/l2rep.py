@@ -34,6 +34,7 @@ class L2RepresentationParams(MethodParams):
 class L2Representation(Algorithm):
     name = "l2rep"
     packable = True
+    dp_obstacle = None  # sends its weights only
     Params = L2RepresentationParams
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:

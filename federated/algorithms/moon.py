@@ -130,6 +130,7 @@ class MoonParams(MethodParams):
 class Moon(Algorithm):
     name = "moon"
     packable = True
+    dp_obstacle = None  # sends its weights only: its previous models stay at the party
     Params = MoonParams
 
     def init_party_state(self, party: int) -> dict:

@@ -53,6 +53,8 @@ class PartlyPersonal(Algorithm):
     """A model split into local and shared entries by ``self.params.personal_layers``."""
 
     packable = True
+    # sends its shared entries only: DP-FedAvg protects them; the local ones never leave
+    dp_obstacle = None
     party_state_copies = 1.0  # at most: the entries its rule keeps local
     personal_test_every_default = PERSONALISED_POOLED_TEST_EVERY
 
@@ -103,6 +105,10 @@ class PartlyPersonal(Algorithm):
 
     def aggregator(self, server: dict[str, Any], global_model: FedConModel) -> Aggregator:
         return SharedMean(global_model.state_dict(), self.local_names(global_model))
+
+    def local_entries(self, global_model: FedConModel) -> frozenset[str]:
+        """The entries the rule keeps at each party (never sent)."""
+        return self.local_names(global_model)
 
     def bytes_per_party(self, model_bytes: int, param_bytes: int) -> tuple[int, int]:
         """The shared entries' bytes each way: the local ones stay with the party."""

@@ -53,6 +53,10 @@ class ScaffoldAggregator(WeightedMean):
 class Scaffold(Algorithm):
     name = "scaffold"
     packable = True
+    dp_obstacle = (
+        "uploads its control-variate change delta_c beside its weights, which DP-FedAvg "
+        "would neither clip nor noise"
+    )
 
     def init_party_state(self, party: int) -> dict:
         return {"c": None}  # zeros, materialised lazily

@@ -27,6 +27,7 @@ class Solo(Algorithm):
     party_state_copies = 1.0  # its own model
     packable = True
     personal_models = True
+    dp_obstacle = "has no server: nothing is aggregated (each party's model stays its own)"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -15,6 +15,7 @@ from dataclasses import fields
 from typing import Any
 
 from federated.config.data_fields import natural_parties_source
+from federated.config.privacy_fields import check_privacy
 from federated.contract.metrics import current_stem, metric_stems
 from federated.contract.task_needs import (
     CLASS_PER_SAMPLE,
@@ -101,7 +102,7 @@ def validate(c: Any) -> None:
     same one every time: types; the names and the data (methods, partition, dataset,
     parties, task, model, start, execution path); counts and sizes; fractions and rates;
     the parties the training set can hold; the batch plan's size; heterogeneity;
-    held-out data; the device; a folder run's memory."""
+    held-out data; differential privacy; the device; a folder run's memory."""
     # Late import: dataset and model checks load folder datasets and model factories.
     from federated.config.data_fields import check_folder_memory
     from federated.models.party_memory import check_party_memory
@@ -114,6 +115,7 @@ def validate(c: Any) -> None:
     _check_plan_size(c.local_epochs, c.n_train * c.parties_per_round // c.n_parties)
     _validate_heterogeneity(c)
     _validate_evaluation(c)
+    check_privacy(c)  # the dp_* fields (federated/config/privacy_fields.py)
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
         raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
     check_folder_memory(c, spec)  # last: it reads the resolved sizes checked above

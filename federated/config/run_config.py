@@ -271,6 +271,48 @@ class RunConfig:
             "that do)"
         ),
     )
+    # --- client-level differential privacy, DP-FedAvg (federated/server/privacy.py,
+    # federated/privacy_accountant.py, docs/privacy.md); checked in one place,
+    # federated/config/privacy_fields.py
+    dp_noise_multiplier: float = field(
+        default=0.0,
+        metadata=_help(
+            "DP-FedAvg: Gaussian noise of std sigma x clip norm added to the sum of the "
+            "parties' clipped updates (0: no noise)"
+        ),
+    )
+    dp_clip_norm: float | None = field(
+        default=None,
+        metadata=_help(
+            "DP-FedAvg: each party's update (its weights minus the round's global ones) "
+            "clipped to this L2 norm; under adaptive clipping the first round's norm "
+            "(default 0.1 there); none: no clipping"
+        ),
+    )
+    dp_clipping: str = field(
+        default="fixed",
+        metadata=_help(
+            "fixed (dp_clip_norm every round) or adaptive (the norm follows the "
+            "dp_clip_quantile of the update norms, Andrew et al. 2021)"
+        ),
+    )
+    dp_clip_quantile: float = field(
+        default=0.5,
+        metadata=_help("adaptive clipping: the share of updates in (0, 1) it leaves unclipped"),
+    )
+    dp_target_epsilon: float | None = field(
+        default=None,
+        metadata=_help(
+            "DP-FedAvg: the epsilon all planned rounds may spend; the noise multiplier is "
+            "solved from it (give this or dp_noise_multiplier)"
+        ),
+    )
+    dp_delta: float | None = field(
+        default=None,
+        metadata=_help(
+            "DP-FedAvg's delta, in (0, 1/n_parties); default 1/n_parties^1.1 when noise is on"
+        ),
+    )
     # --- execution (never changes results on a given device)
     device: str = field(default="auto", metadata=_execution("auto, cpu, cuda or cuda:N"))
     threads: int | None = field(default=None, metadata=_execution("torch CPU threads"))
@@ -516,6 +558,7 @@ def _resolve(c: RunConfig) -> RunConfig:
     """:meth:`RunConfig.resolved`: each step returns a new value, none rewrites one."""
     # Late import: the dataset and model checks load folder datasets and model factories.
     from federated.config.data_fields import check_dataset, folder_path_resolved, resolved_parties
+    from federated.config.privacy_fields import privacy_defaults
     from federated.models.pretrained_start import absolute_start
 
     check_types(c)
@@ -546,6 +589,7 @@ def _resolve(c: RunConfig) -> RunConfig:
         algorithm_params=algorithm_params,
         server_params=server_params,
         task_params=task_params,
+        **privacy_defaults(complete),
     )
 
 

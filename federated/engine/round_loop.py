@@ -54,6 +54,7 @@ from federated.runtime.allocator import keep_freed_memory
 from federated.runtime.device import resolve_device, set_threads
 from federated.runtime.seeding import RunRandomness, stream_seed
 from federated.server import aggregation_weights
+from federated.server.privacy import ClientPrivacy
 from federated.tasks.base import Scores, build_task
 
 NAN = float("nan")
@@ -96,6 +97,9 @@ class FederatedRun:
         self.server_state = self.algorithm.init_server_state(self.global_model)
         self.server = load_method("server_optimizer", config.server_optimizer)(config)
         self.party_states = [self.algorithm.init_party_state(i) for i in range(config.n_parties)]
+        # client-level DP (dp_* fields): DP-FedAvg's rule in place of the method's
+        # aggregation, on the run's own noise stream; None when off
+        self.privacy = ClientPrivacy.from_config(config, self.rng.privacy)
         self.augmenter = Augmenter(self.spec, self.device)
         self.feature_skew = FeatureSkew.from_config(config)
         self._measure_model()
@@ -146,6 +150,10 @@ class FederatedRun:
         moved = {k: v for k, v in state.items() if k not in skipped}
         self._float_keys = [k for k, v in moved.items() if v.is_floating_point()]
         self._other_keys = [k for k, v in moved.items() if not v.is_floating_point()]
+        # what a party sends that DP-FedAvg clips and noises: every moved floating-point
+        # entry but those the method keeps at the party
+        local = self.algorithm.local_entries(self.global_model)
+        self._private_keys = [k for k in self._float_keys if k not in local]
         self.model_bytes = sum(v.numel() * v.element_size() for v in state.values())
         self.param_bytes = sum(p.numel() * p.element_size() for p in self.global_model.parameters())
 
@@ -378,7 +386,13 @@ class FederatedRun:
         row.cum_bytes = self.cum_bytes
         self.global_model.eval()
         weights = aggregation_weights([self.party_sizes[i] for i in reporting])
-        aggregator = self.algorithm.aggregator(self.server_state, self.global_model)
+        # both execution paths hand their contributions to this one aggregator, so
+        # DP-FedAvg's clipping applies to either (federated/server/privacy.py)
+        aggregator = (
+            self.algorithm.aggregator(self.server_state, self.global_model)
+            if self.privacy is None
+            else self.privacy.aggregator(self.global_model.state_dict(), self._private_keys)
+        )
         jobs: list[LocalJob] = []
         probe_seconds = 0.0  # Fig. 2's forward passes: not training time
         for (job, result), weight in zip(self._local_trainings(reporting, plan), weights):
@@ -406,6 +420,8 @@ class FederatedRun:
         combined = aggregator.result() if jobs else None
         if combined is not None:
             self._server_step(combined)
+        if self.privacy is not None:
+            row.extra.update(self.privacy.end_round())
         row.extra.update(work_columns(work, row.results))
         row.train_seconds = time.perf_counter() - start - probe_seconds
         # cores beyond the trial's own that its packs used (use_idle_cores)
@@ -474,6 +490,8 @@ class FederatedRun:
             "parties": self.party_states,
             "rng": self.rng.state_dict(),
             "validation": validation_state(self.last_validation),
+            # the accountant (round count, parameters) and adaptive clipping's norm
+            "privacy": None if self.privacy is None else self.privacy.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -490,6 +508,10 @@ class FederatedRun:
         self.rng.load_state_dict(state["rng"])
         # a checkpoint from before federated evaluation holds none (nor did its run)
         self.evaluation.last_validation = validation_from_state(state.get("validation"))
+        if self.privacy is not None:
+            # check_compatible above held the dp_* fields equal: the checkpoint is a DP
+            # run's, holding its accountant
+            self.privacy.load_state_dict(state["privacy"])
 
 
 def validation_state(last: tuple[int, Scores] | None) -> dict[str, Any] | None:

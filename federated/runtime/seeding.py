@@ -34,6 +34,9 @@ STREAMS = {
     # evaluation with local fine-tuning: each (round, party)'s batch order
     # (federated/evaluation/fine_tuning.py)
     "finetune": 10,
+    # client-level differential privacy: DP-FedAvg's Gaussian noise on the clipped
+    # updates and on adaptive clipping's count (federated/server/privacy.py)
+    "privacy": 11,
 }
 
 
@@ -58,7 +61,8 @@ class RunRandomness:
     ``sampling`` draws the parties of each round, ``batches`` the batch order and the
     augmentation parameters, ``algorithm`` any randomness of a method (annealed tau's
     Metropolis coin), ``system`` each round's stragglers, dropouts and per-party work
-    (only runs with system heterogeneity draw from it, so it changes no other stream).
+    (only runs with system heterogeneity draw from it, so it changes no other stream),
+    ``privacy`` DP-FedAvg's noise (likewise drawn only by runs that add noise).
     Dropout layers use torch's global generators, seeded here as well.
     """
 
@@ -68,6 +72,8 @@ class RunRandomness:
     system: np.random.Generator
     #: which parties evaluate on their validation data (eval_fraction < 1 only)
     evaluation: np.random.Generator
+    #: DP-FedAvg's noise (runs with dp_noise_multiplier or dp_target_epsilon only)
+    privacy: torch.Generator
 
     @classmethod
     def from_seed(cls, seed: int) -> RunRandomness:
@@ -78,6 +84,7 @@ class RunRandomness:
             algorithm=torch_stream(seed, "algorithm"),
             system=numpy_stream(seed, "system"),
             evaluation=numpy_stream(seed, "evaluation"),
+            privacy=torch_stream(seed, "privacy"),
         )
 
     def state_dict(self) -> dict[str, Any]:
@@ -87,6 +94,7 @@ class RunRandomness:
             "algorithm": self.algorithm.get_state(),
             "system": self.system.bit_generator.state,
             "evaluation": self.evaluation.bit_generator.state,
+            "privacy": self.privacy.get_state(),
             "torch_cpu": torch.get_rng_state(),
             "torch_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],
         }
@@ -99,6 +107,8 @@ class RunRandomness:
             self.system.bit_generator.state = state["system"]
         if "evaluation" in state:  # nor before federated evaluation
             self.evaluation.bit_generator.state = state["evaluation"]
+        if "privacy" in state:  # nor before differential privacy
+            self.privacy.set_state(state["privacy"])
         torch.set_rng_state(state["torch_cpu"])
         if state["torch_cuda"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["torch_cuda"])

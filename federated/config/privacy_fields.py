@@ -1,0 +1,162 @@
+"""The client-level differential-privacy fields of a run (``dp_*``, docs/privacy.md):
+their defaults and every check of them, in one place.
+
+:func:`check_privacy` is called once, from :func:`federated.config.checks.validate`, and
+raises :class:`ConfigError` with one line naming the field: a negative or absurd noise,
+a clip norm <= 0, epsilon <= 0, delta outside (0, 1/n_parties), noise without clipping,
+both a noise multiplier and a target epsilon, a target the planned rounds cannot meet
+with a noise multiplier up to :data:`~federated.privacy_accountant.MAX_NOISE_MULTIPLIER`,
+adaptive clipping whose noise the clipped count alone would exceed, and a method whose
+uploads DP-FedAvg would leave unprotected (``Algorithm.dp_obstacle``, a declaration).
+:func:`privacy_defaults` is the part of resolution that completes them: delta =
+1/N^1.1 and adaptive clipping's first norm 0.1, only where the run uses them.
+
+The config reaches these functions as a plain object (``Any``), as in
+:mod:`federated.config.checks`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federated.params import ConfigError, one_of, positive
+from federated.privacy_accountant import (
+    ADAPTIVE_INITIAL_CLIP_NORM,
+    MAX_NOISE_MULTIPLIER,
+    clipped_count_std,
+    default_delta,
+    noise_for_epsilon,
+)
+from federated.registry import load_method
+
+DP_CLIPPINGS = ("fixed", "adaptive")
+
+
+def clipping_on(c: Any) -> bool:
+    """Whether each party's update is clipped (a clip norm given, or adaptive clipping)."""
+    return c.dp_clip_norm is not None or c.dp_clipping == "adaptive"
+
+
+def noise_on(c: Any) -> bool:
+    """Whether Gaussian noise is added (a noise multiplier > 0 or a target epsilon)."""
+    return c.dp_noise_multiplier > 0 or c.dp_target_epsilon is not None
+
+
+def privacy_on(c: Any) -> bool:
+    """Whether DP-FedAvg's rule replaces the method's aggregation (clipping, noise or both)."""
+    return clipping_on(c) or noise_on(c)
+
+
+def privacy_defaults(c: Any) -> dict[str, Any]:
+    """``dp_delta`` and ``dp_clip_norm`` completed where the run uses them and the user
+    left them None (``c`` has its parties counted): delta = 1/N^1.1 under noise, the
+    first clip norm 0.1 under adaptive clipping; otherwise as written."""
+    delta = c.dp_delta
+    if delta is None and noise_on(c):
+        delta = default_delta(c.n_parties)
+    clip = c.dp_clip_norm
+    if clip is None and c.dp_clipping == "adaptive":
+        clip = ADAPTIVE_INITIAL_CLIP_NORM
+    return {"dp_delta": delta, "dp_clip_norm": clip}
+
+
+def run_noise_multiplier(c: Any) -> float:
+    """The noise multiplier sigma the run adds (unitless: noise std over the clip norm):
+    the one given, or the one solved from ``dp_target_epsilon`` (the same on every call
+    and every machine; NaN if unmet, which :func:`check_privacy` refuses first)."""
+    if c.dp_target_epsilon is None:
+        return float(c.dp_noise_multiplier)
+    delta = c.dp_delta if c.dp_delta is not None else default_delta(c.n_parties)
+    sigma = noise_for_epsilon(
+        float(c.dp_target_epsilon), float(delta), c.rounds, c.n_parties, c.parties_per_round
+    )
+    return float("nan") if sigma is None else sigma
+
+
+def check_privacy(c: Any) -> None:
+    """Raise :class:`ConfigError` naming the first ``dp_*`` field of ``c`` (parties
+    counted, rounds checked) whose value is not allowed; nothing when DP is off and its
+    fields hold their defaults."""
+    one_of("dp_clipping", c.dp_clipping, DP_CLIPPINGS)
+    if not c.dp_noise_multiplier >= 0:
+        raise ConfigError("dp_noise_multiplier", c.dp_noise_multiplier, "a number >= 0 (0: none)")
+    if c.dp_noise_multiplier > MAX_NOISE_MULTIPLIER:
+        raise ConfigError(
+            "dp_noise_multiplier",
+            c.dp_noise_multiplier,
+            f"at most {MAX_NOISE_MULTIPLIER:g} (fedsweep's limit: noise this large leaves "
+            "nothing of the updates)",
+        )
+    if c.dp_clip_norm is not None:
+        positive("dp_clip_norm", c.dp_clip_norm)
+    if not 0 < c.dp_clip_quantile < 1:
+        raise ConfigError("dp_clip_quantile", c.dp_clip_quantile, "a number in (0, 1)")
+    if c.dp_target_epsilon is not None:
+        positive("dp_target_epsilon", c.dp_target_epsilon)
+        if c.dp_noise_multiplier > 0:
+            raise ConfigError(
+                "dp_target_epsilon",
+                c.dp_target_epsilon,
+                f"unset when dp_noise_multiplier={c.dp_noise_multiplier:g} is given (the "
+                "noise is solved from a target epsilon: give one of the two)",
+            )
+    limit = 1.0 / c.n_parties
+    if c.dp_delta is not None and not 0 < c.dp_delta < limit:
+        raise ConfigError(
+            "dp_delta",
+            c.dp_delta,
+            f"a number in (0, 1/n_parties={limit:.4g}): a delta of 1/N or more allows "
+            "releasing one party's data outright",
+        )
+    if not privacy_on(c):
+        return
+    if noise_on(c) and not clipping_on(c):
+        name = "dp_noise_multiplier" if c.dp_target_epsilon is None else "dp_target_epsilon"
+        raise ConfigError(
+            name,
+            getattr(c, name),
+            "0/unset without clipping (noise calibrates to a clip norm: set dp_clip_norm "
+            "or dp_clipping=adaptive)",
+        )
+    _check_method(c)
+    if noise_on(c):
+        _check_noise(c)
+
+
+def _check_method(c: Any) -> None:
+    """The algorithm sends the server nothing DP-FedAvg leaves unclipped (its
+    declaration, ``Algorithm.dp_obstacle``)."""
+    obstacle = load_method("algorithm", c.algorithm).dp_obstacle
+    if obstacle is not None:
+        raise ConfigError(
+            "algorithm",
+            c.algorithm,
+            f"a method DP-FedAvg can protect (fedavg, fedprox, moon, ...): {c.algorithm} "
+            f"{obstacle}",
+        )
+
+
+def _check_noise(c: Any) -> None:
+    """A target epsilon the planned rounds can meet, and adaptive clipping's split of
+    the noise possible."""
+    sigma = run_noise_multiplier(c)
+    if sigma != sigma:  # NaN: not met even at the largest noise
+        raise ConfigError(
+            "dp_target_epsilon",
+            c.dp_target_epsilon,
+            f"an epsilon {c.rounds} rounds of {c.parties_per_round} of {c.n_parties} "
+            f"parties can meet with a noise multiplier <= {MAX_NOISE_MULTIPLIER:g} "
+            "(a larger target, fewer rounds or more parties)",
+        )
+    if c.dp_clipping == "adaptive":
+        count = 2.0 * clipped_count_std(c.parties_per_round)
+        if sigma >= count:
+            name = "dp_noise_multiplier" if c.dp_target_epsilon is None else "dp_target_epsilon"
+            raise ConfigError(
+                name,
+                getattr(c, name),
+                f"a noise multiplier < {count:g} under adaptive clipping with "
+                f"{c.parties_per_round} parties a round (the clipped count's own noise, "
+                f"{count / 2:g}, would spend it all; this gives sigma={sigma:.4g}): fixed "
+                "clipping, more parties a round, or less noise",
+            )
