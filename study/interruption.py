@@ -14,6 +14,9 @@ process's exit, and it acts by phase:
   summary): ``KeyboardInterrupt`` is raised; the driver catches it, removes a folder it
   was still creating, and ends with exit 130 (143) — nothing written, or the manifest
   ``interrupted``.
+* **ending** (after ``main``'s work: the dashboard's wait, the exit hooks): recorded;
+  the exit status read as the process leaves (:meth:`StopSignals.final_code`) is 130
+  (143).
 * **Tune's loop** (:meth:`StopSignals.tune_loop`): Tune is asked to stop the way it
   stops on its own SIGINT (one last snapshot of the experiment state, then
   ``Tuner.fit`` returns) through SIGUSR1, the other signal it listens to; the manifest
@@ -49,6 +52,7 @@ EXIT_CODES = {signal.SIGINT: exit_codes.INTERRUPTED, signal.SIGTERM: exit_codes.
 IMPORTING = "importing"
 DRIVING = "driving"
 TUNE_LOOP = "tune loop"
+ENDING = "ending"
 
 
 class StopSignals:
@@ -101,10 +105,11 @@ class StopSignals:
                 raise KeyboardInterrupt
             yield self
         finally:
-            self.phase = IMPORTING
+            self.phase = ENDING
             if installed_here:  # main() called as a function (tests): leave no handler
                 self.uninstall()
                 self.received = None
+                self.phase = IMPORTING
 
     @contextlib.contextmanager
     def tune_loop(self) -> Iterator[None]:
@@ -127,6 +132,8 @@ class StopSignals:
     def _handle(self, sig: int, frame: FrameType | None) -> None:
         first = self.received is None
         self.received = self.received or sig
+        if self.phase == ENDING:
+            return  # the command's work is done: final_code() says it was stopped
         if self.phase == IMPORTING:
             if first:
                 return  # main() stops at its first line
@@ -142,6 +149,15 @@ class StopSignals:
     @property
     def exit_code(self) -> int:
         return EXIT_CODES.get(self.received, exit_codes.INTERRUPTED)
+
+    def final_code(self, code: int) -> int:
+        """The command's exit status, read as the process leaves (after its exit hooks):
+        a signal that came once its work was done (the sweep's end recorded, the summary
+        printed) still ends it with 130 (143), and says so."""
+        if self.received is None or code in EXIT_CODES.values():
+            return code
+        print("stopped after the sweep finished (its end is in the manifest)", file=sys.stderr)
+        return self.exit_code
 
 
 #: The sweep driver's one handler (``study/__init__.py`` installs it first thing).

@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
 # --budget, --num-samples, --set ... are not repeated: --resume reads the sweep's plan
 # from its manifest, and a value given again would have to be checked against it.
-RESUME_NOTE = "  (budget, trials and settings come from the sweep's manifest)"
+RESUME_NOTE = "  (--resume reads the budget, the trials and every setting from the manifest)"
 
 
 @dataclass
@@ -168,7 +168,8 @@ def interrupted(target: SweepTarget | None, resumed: bool) -> int:
     if status == "running":  # between the folder's creation and Tune's loop
         update_manifest(sweep_dir, status="interrupted")
     print(f"sweep interrupted; results in {sweep_dir}", file=sys.stderr)
-    print(f"continue it with: {target.resume_command}{RESUME_NOTE}", file=sys.stderr)
+    print(f"continue it with: {target.resume_command}", file=sys.stderr)
+    print(RESUME_NOTE, file=sys.stderr)
     return DRIVER_SIGNALS.exit_code
 
 
@@ -563,7 +564,8 @@ def summarise(results: ResultGrid, elapsed: float, target: SweepTarget, stop_cod
     status = recorded["status"]
     if status != "finished":  # what is left to do goes with the error, on stderr
         print(f"sweep {status} after {elapsed:.0f} s; results in {sweep_dir}", file=sys.stderr)
-        print(f"continue it with: {target.resume_command}{RESUME_NOTE}", file=sys.stderr)
+        print(f"continue it with: {target.resume_command}", file=sys.stderr)
+        print(RESUME_NOTE, file=sys.stderr)
         raise SweepStopError(stop_code)
     failed = fit.failed_trials(sweep_dir)
     if failed:
@@ -701,4 +703,5 @@ def fixed_at(study: Study, config: Mapping[str, Any]) -> Study:
 if __name__ == "__main__":
     from federated.runtime.process_exit import exit_process
 
-    exit_process(main())
+    # a signal after main's work (Ray's shutdown among the exit hooks) still says 130
+    exit_process(main(), final=DRIVER_SIGNALS.final_code)

@@ -15,10 +15,11 @@ import contextlib
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import NoReturn
 
 
-def exit_process(code: int) -> NoReturn:
+def exit_process(code: int, final: Callable[[int], int] | None = None) -> NoReturn:
     """End this process with exit status ``code`` as the interpreter would, less the
     teardown: wait for its non-daemon threads, run the exit hooks (``atexit``: Ray's
     shutdown, a local Ray's stop, logging's and the trackers' last writes), flush stdout
@@ -29,6 +30,8 @@ def exit_process(code: int) -> NoReturn:
         if thread is not main and not thread.daemon:
             thread.join()
     atexit._run_exitfuncs()
+    if final is not None:  # the status as the command sees it once its hooks are done
+        code = final(code)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # closed, or a reader gone
             stream.flush()
