@@ -19,7 +19,12 @@ import torch
 from federated.data.catalog import DATASETS, DatasetSpec, dataset_spec
 from federated.data.folder_dataset import folder_spec
 from federated.data.folder_decode import ImageSizeError, parse_image_size
-from federated.data.folder_kinds import FolderReader, folder_reader, folder_readers
+from federated.data.folder_kinds import (
+    PARTY_FOLDERS,
+    FolderReader,
+    folder_reader,
+    folder_readers,
+)
 from federated.data.folder_layout import (
     FolderDataError,
     absolute_folder_name,
@@ -87,7 +92,7 @@ def natural_parties_source(dataset: str) -> str:
     if is_hub_dataset(dataset):
         return "a column: partition=natural with partition_by=COLUMN"
     kind = _folder_kind(dataset) if is_folder_dataset(dataset) else None
-    return (kind or FolderReader).natural_parties
+    return kind.natural_parties if kind is not None else PARTY_FOLDERS
 
 
 def _check_folder_exists(dataset: str) -> None:

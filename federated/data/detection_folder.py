@@ -322,36 +322,11 @@ def _payload_ok(payload: dict[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------------- reader
-class DetectionFolders(FolderReader):
-    """The detection folder kind (:mod:`federated.data.folder_kinds`): COCO-style or
-    Street annotation files (:mod:`federated.data.detection_layout`)."""
-
-    name = DETECTION_TASK
-    natural_parties = (
-        "an image field: partition=natural with partition_by=FIELD, e.g. a camera's id"
-    )
-    party_field = "an image field"
-
-    def recognises(self, root: Path) -> bool:
-        return is_detection_folder(root)
-
-    def load(
-        self,
-        root: Path,
-        image_size: str | None,
-        holdout_fraction: float | None,
-        data_root: str | os.PathLike | None,
-        partition_by: str | None,
-        *,
-        use_memory: bool = True,
-    ) -> FolderLoad:
-        return load_detection_folder(
-            root, image_size, holdout_fraction, data_root, partition_by, use_memory=use_memory
-        )
-
-    def identity(self, root: Path) -> dict[str, Any]:
-        return detection_identity(root)
-
-
-#: the reader :attr:`federated.tasks.detection.Detection.folder_reader` names
-READER = DetectionFolders()
+READER = FolderReader(
+    name=DETECTION_TASK,
+    recognises=is_detection_folder,
+    load=load_detection_folder,
+    identity=detection_identity,
+    natural_parties="an image field: partition=natural with partition_by=FIELD, e.g. a camera's id",
+    party_field="an image field",
+)

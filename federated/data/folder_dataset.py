@@ -220,52 +220,34 @@ def folder_layout(root: Path) -> FolderLayout:
     return score_layout(root) if has_scores_file(root) else scan_folder(root)
 
 
-class ImageFolders(FolderReader):
-    """The image-folder kind (class folders, or a scores file): the fallback reader of
-    :mod:`federated.data.folder_kinds`, asked last, recognising every folder."""
-
-    name = "image"
-
-    def recognises(self, root: Path) -> bool:
-        return True
-
-    def load(
-        self,
-        root: Path,
-        image_size: str | None,
-        holdout_fraction: float | None,
-        data_root: str | os.PathLike | None,
-        partition_by: str | None,
-        *,
-        use_memory: bool = True,
-    ) -> FolderLoad:
-        return load_image_folder(
-            root, image_size, holdout_fraction, data_root, partition_by, use_memory=use_memory
-        )
-
-    def spec(
-        self,
-        root: Path,
-        image_size: str | None,
-        holdout_fraction: float | None,
-        data_root: str | os.PathLike | None,
-        partition_by: str | None,
-    ) -> DatasetSpec:
-        """From this process's last load with these settings (a class folder's spec is
-        asked for many times while a sweep is planned), else from a load."""
-        if partition_by is not None:  # refused by the load, in its one line
-            return self.load(root, image_size, holdout_fraction, data_root, partition_by).data.spec
-        key = (str(root), image_size, holdout_fraction)
-        if key not in _specs:
-            self.load(root, image_size, holdout_fraction, data_root, None)
-        return _specs[key]
-
-    def identity(self, root: Path) -> dict[str, Any]:
-        return image_folder_identity(root)
+def _image_folder_spec(
+    root: Path,
+    image_size: str | None,
+    holdout_fraction: float | None,
+    data_root: str | os.PathLike | None,
+    partition_by: str | None,
+) -> DatasetSpec:
+    """From this process's last load with these settings (a class folder's spec is asked
+    for many times while a sweep is planned), else from a load."""
+    if partition_by is not None:  # refused by the load, in its one line
+        loaded = load_image_folder(root, image_size, holdout_fraction, data_root, partition_by)
+        return loaded.data.spec
+    key = (str(root), image_size, holdout_fraction)
+    if key not in _specs:
+        load_image_folder(root, image_size, holdout_fraction, data_root, None)
+    return _specs[key]
 
 
-#: the fallback reader (:data:`federated.data.folder_kinds.FALLBACK_READER`)
-IMAGE_FOLDERS = ImageFolders()
+#: the image-folder kind (class folders, or a scores file): the fallback reader of
+#: :mod:`federated.data.folder_kinds` (``FALLBACK_READER``), asked last, recognising
+#: every folder
+IMAGE_FOLDERS = FolderReader(
+    name="image",
+    recognises=lambda root: True,
+    load=load_image_folder,
+    identity=image_folder_identity,
+    fast_spec=_image_folder_spec,
+)
 
 
 # ------------------------------------------------------------------------ decoding

@@ -25,9 +25,10 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from federated.registry import TASK_PATHS, load_method
 
@@ -39,37 +40,43 @@ if TYPE_CHECKING:
 FALLBACK_READER = "federated.data.folder_dataset:IMAGE_FOLDERS"
 
 
-class FolderReader(ABC):
-    """One kind of ``folder:PATH`` data set (module docstring).  A reader holds no state
-    of its own beyond its caches: one object serves every folder of its kind."""
+#: how a reader loads a folder: (root, image_size, holdout_fraction, data_root,
+#: partition_by, *, use_memory) -> FolderLoad, through the data root's cache; every
+#: problem one line naming the path
+Load = Callable[..., "FolderLoad"]
+#: a fast spec for config validation (same arguments less use_memory); None: a load's
+Spec = Callable[..., "DatasetSpec"]
 
-    #: the kind's name in messages ("a detection folder")
-    name: ClassVar[str] = "image"
-    #: where its natural parties come from, in words for a refusal (``partition=dirichlet``
-    #: on data without classes names it)
-    natural_parties: ClassVar[str] = "party folders: partition=natural with PATH/train/<party>/"
-    #: what ``partition_by`` names in such a folder ("an image field"); None: the kind
-    #: reads no ``partition_by`` (its natural parties, if any, are its layout's)
-    party_field: ClassVar[str | None] = None
+#: where the image-folder kind's natural parties come from (the default's words)
+PARTY_FOLDERS = "party folders: partition=natural with PATH/train/<party>/"
 
-    @abstractmethod
-    def recognises(self, root: Path) -> bool:
-        """Whether folder ``root`` is of this kind (cheap: a few ``stat`` calls; a path
-        the OS cannot look at is not, and the fallback's scan names its problem)."""
 
-    @abstractmethod
-    def load(
-        self,
-        root: Path,
-        image_size: str | None,
-        holdout_fraction: float | None,
-        data_root: str | os.PathLike | None,
-        partition_by: str | None,
-        *,
-        use_memory: bool = True,
-    ) -> FolderLoad:
-        """The folder as an :class:`~federated.data.image_data.ImageData` (through the
-        data root's cache); every problem one line naming the path."""
+@dataclass(frozen=True)
+class FolderReader:
+    """One kind of ``folder:PATH`` data set (module docstring): what a reader module
+    declares, one value per kind; it holds no state beyond its module's caches.
+
+    Attributes:
+        name: the kind's name in messages ("a detection folder").
+        recognises: whether folder ``root`` is of this kind (cheap: a few ``stat``
+            calls; a path the OS cannot look at is not, and the fallback names it).
+        load: the folder as ``ImageData`` (:data:`Load`).
+        identity: what a sweep's manifest records of the folder: at least its
+            ``path``, ``fingerprint`` and ``task``.
+        natural_parties: where its natural parties come from, in words for a refusal
+            (``partition=dirichlet`` on data without classes names it).
+        party_field: what ``partition_by`` names in such a folder ("an image field");
+            None: the kind reads no ``partition_by``.
+        fast_spec: the spec without a load where the kind keeps one (:data:`Spec`).
+    """
+
+    name: str
+    recognises: Callable[[Path], bool]
+    load: Load
+    identity: Callable[[Path], dict[str, Any]]
+    natural_parties: str = PARTY_FOLDERS
+    party_field: str | None = None
+    fast_spec: Spec | None = None
 
     def spec(
         self,
@@ -79,14 +86,11 @@ class FolderReader(ABC):
         data_root: str | os.PathLike | None,
         partition_by: str | None,
     ) -> DatasetSpec:
-        """The folder's spec for config validation: by default from a load (its memory
-        entry or disk cache make a second one cheap)."""
+        """The folder's spec for config validation: the kind's fast one, else from a
+        load (its memory entry or disk cache make a second one cheap)."""
+        if self.fast_spec is not None:
+            return self.fast_spec(root, image_size, holdout_fraction, data_root, partition_by)
         return self.load(root, image_size, holdout_fraction, data_root, partition_by).data.spec
-
-    @abstractmethod
-    def identity(self, root: Path) -> dict[str, Any]:
-        """What a sweep's manifest records of the folder: at least its ``path``,
-        ``fingerprint`` and ``task``."""
 
 
 def _imported(path: str) -> Any:

@@ -644,35 +644,13 @@ def _payload_ok(payload: dict[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------------- reader
-class SegmentationFolders(FolderReader):
-    """The segmentation folder kind (:mod:`federated.data.folder_kinds`)."""
-
-    name = SEGMENTATION_TASK
-    natural_parties = (
+READER = FolderReader(
+    name=SEGMENTATION_TASK,
+    recognises=is_segmentation_folder,
+    load=load_segmentation_folder,
+    identity=segmentation_identity,
+    natural_parties=(
         "a column of parties.csv: partition=natural with partition_by=FIELD, e.g. a site's id"
-    )
-    party_field = "a column of parties.csv"
-
-    def recognises(self, root: Path) -> bool:
-        return is_segmentation_folder(root)
-
-    def load(
-        self,
-        root: Path,
-        image_size: str | None,
-        holdout_fraction: float | None,
-        data_root: str | os.PathLike | None,
-        partition_by: str | None,
-        *,
-        use_memory: bool = True,
-    ) -> FolderLoad:
-        return load_segmentation_folder(
-            root, image_size, holdout_fraction, data_root, partition_by, use_memory=use_memory
-        )
-
-    def identity(self, root: Path) -> dict[str, Any]:
-        return segmentation_identity(root)
-
-
-#: the reader :attr:`federated.tasks.segmentation.Segmentation.folder_reader` names
-READER = SegmentationFolders()
+    ),
+    party_field="a column of parties.csv",
+)
