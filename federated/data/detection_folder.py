@@ -38,10 +38,10 @@ import numpy as np
 import torch
 
 from federated.data.box_targets import BoxTargets, BoxTargetsError
-from federated.data.catalog import DETECTION_DEFAULT_MODEL, DETECTION_TASK, DatasetSpec
+from federated.data.catalog import DETECTION_DEFAULT_MODEL, DETECTION_TASK
 from federated.data.detection_annotations import DetectionDataError
 from federated.data.detection_layout import DetectionLayout, is_detection_folder, scan_detection
-from federated.data.folder_cache import FolderLoad, cache_entry_path, write_cache
+from federated.data.folder_cache import FolderLoad, cache_entry_path, payload_spec, write_cache
 from federated.data.folder_decode import (
     channel_stats,
     check_decode_memory,
@@ -247,25 +247,15 @@ def _parties(
 def _image_data(
     payload: dict[str, Any], name: str, parties: torch.Tensor | None, party_names: list[str]
 ) -> ImageData:
-    train_x = payload["train_x"]
-    _, c, h, w = train_x.shape
-    names = tuple(payload["class_names"])
-    spec = DatasetSpec(
+    spec = payload_spec(
+        payload,
         name=name,
         task=DETECTION_TASK,
-        target_names=names,
-        n_classes=len(names),
-        channels=c,
-        height=h,
-        width=w,
-        train_size=train_x.shape[0],
-        test_size=payload["test_x"].shape[0],
         default_model=DETECTION_DEFAULT_MODEL,
-        mean=tuple(payload["mean"]),
-        std=tuple(payload["std"]),
-        class_names=names,
-        party_names=tuple(party_names),
+        party_names=party_names,
+        target_names=tuple(payload["class_names"]),
     )
+    train_x = payload["train_x"]
     return ImageData(
         spec,
         train_x,

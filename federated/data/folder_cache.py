@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from federated.data.catalog import DatasetSpec
 from federated.data.folder_layout import FolderDataError
 from federated.data.image_data import ImageData, atomic_torch_save, resolve_data_root
 
@@ -55,3 +56,36 @@ def write_cache(
             f"{where}: the decoded-image cache cannot be written ({err.strerror or err}); "
             "fix or remove it, or pass another --data-root"
         ) from None
+
+
+def payload_spec(
+    payload: dict[str, Any],
+    *,
+    name: str,
+    task: str,
+    default_model: str,
+    party_names: list[str],
+    target_names: tuple[str, ...] = (),
+) -> DatasetSpec:
+    """The spec of a folder kind's cached payload (its ``train_x``, ``test_x``,
+    ``class_names``, ``mean`` and ``std``): what a detection and a segmentation folder
+    describe alike."""
+    train_x = payload["train_x"]
+    _, c, h, w = train_x.shape
+    names = tuple(payload["class_names"])
+    return DatasetSpec(
+        name=name,
+        task=task,
+        target_names=target_names,
+        n_classes=len(names),
+        channels=c,
+        height=h,
+        width=w,
+        train_size=train_x.shape[0],
+        test_size=payload["test_x"].shape[0],
+        default_model=default_model,
+        mean=tuple(payload["mean"]),
+        std=tuple(payload["std"]),
+        class_names=names,
+        party_names=tuple(party_names),
+    )

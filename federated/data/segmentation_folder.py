@@ -54,8 +54,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from federated.data.catalog import DatasetSpec
-from federated.data.folder_cache import FolderLoad, cache_entry_path, write_cache
+from federated.data.folder_cache import FolderLoad, cache_entry_path, payload_spec, write_cache
 from federated.data.folder_decode import (
     channel_stats,
     check_decode_memory,
@@ -573,24 +572,14 @@ def _parties(
 def _image_data(
     payload: dict[str, Any], name: str, parties: torch.Tensor | None, party_names: list[str]
 ) -> ImageData:
-    train_x = payload["train_x"]
-    _, c, h, w = train_x.shape
-    names = tuple(payload["class_names"])
-    spec = DatasetSpec(
+    spec = payload_spec(
+        payload,
         name=name,
         task=SEGMENTATION_TASK,
-        n_classes=len(names),
-        channels=c,
-        height=h,
-        width=w,
-        train_size=train_x.shape[0],
-        test_size=payload["test_x"].shape[0],
         default_model=SEGMENTATION_DEFAULT_MODEL,
-        mean=tuple(payload["mean"]),
-        std=tuple(payload["std"]),
-        class_names=names,
-        party_names=tuple(party_names),
+        party_names=party_names,
     )
+    train_x = payload["train_x"]
     return ImageData(
         spec, train_x, payload["train_y"], payload["test_x"], payload["test_y"], parties
     )
