@@ -15,6 +15,7 @@ from federated.engine.path_calibration import (
     PathChoice,
     calibration_key,
     choose_path,
+    key_text,
     measure_paths,
 )
 from search_spaces import BUDGETS, STUDIES
@@ -95,6 +96,24 @@ def test_a_damaged_cache_file_is_measured_again_and_rewritten(tmp_path):
     choice = choose_path(tiny(), cache=PathCache(file), measure=Table(1.0, 3.0))
     assert choice.source == "measured"
     assert json.loads(file.read_text())["format"] == CACHE_FORMAT
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-1.0", "0", "true", '"1.5"'])
+def test_a_cached_timing_that_is_no_duration_is_measured_again(tmp_path, bad):
+    """A NaN (JSON's ``NaN``) compares false with everything and would keep packed
+    whatever the other path's time: such an entry is measured again and replaced."""
+    file = tmp_path / "paths.json"
+    config = tiny(algorithm="moon")
+    choose_path(config, cache=PathCache(file), measure=Table(2.0, 1.0))
+    text = file.read_text()
+    file.write_text(text.replace('"packed": 2.0', f'"packed": {bad}', 1))
+    table = Table(2.0, 1.0)
+    choice = choose_path(config, cache=PathCache(file), measure=table)
+    assert (choice.path, choice.source) == ("sequential", "measured")
+    assert len(table.asked) == 1
+    assert json.loads(file.read_text())["entries"][key_text(calibration_key(config))][
+        "timings_s"
+    ] == {"packed": 2.0, "sequential": 1.0}
 
 
 def test_the_sweep_sets_the_measured_path_on_every_trial_and_says_it_in_one_line(tmp_path):

@@ -21,6 +21,7 @@ states, so the choice moves only the last float bits of a run, never what it com
 from __future__ import annotations
 
 import json
+import math
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -154,6 +155,18 @@ def faster_path(timings: Timings) -> str:
     return "sequential" if timings["sequential"] < timings["packed"] else "packed"
 
 
+def _a_duration(value: object) -> bool:
+    """Whether a cached timing is a duration in seconds: a finite number above zero (JSON
+    admits NaN and Infinity, and a NaN compares false with everything, so it would
+    silently keep packed)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
 class PathCache:
     """The per-machine file of earlier measurements, ``{key: {timings_s, measured_at}}``.
     A missing or unreadable file is an empty cache (it is rebuilt by measuring)."""
@@ -174,10 +187,8 @@ class PathCache:
     def get(self, key: Mapping[str, Any]) -> dict[str, Any] | None:
         entry = self._entries().get(key_text(key))
         timings = entry.get("timings_s") if isinstance(entry, dict) else None
-        if not isinstance(timings, dict) or not all(
-            isinstance(timings.get(p), (int, float)) for p in PATHS
-        ):
-            return None
+        if not isinstance(timings, dict) or not all(_a_duration(timings.get(p)) for p in PATHS):
+            return None  # a hand-edited or damaged entry: measured again, never compared
         return entry
 
     def put(self, key: Mapping[str, Any], timings: Timings, measured_at: str) -> None:
