@@ -9,8 +9,9 @@ alternate at least ``repeats`` times (more, up to ``MAX_REPEATS``, while the mea
 has taken less than ``BUDGET_S``) and each keeps its fastest time: a busy machine slows
 some repeats, and the fastest is the least disturbed.
 The faster path is chosen; the result is cached per machine and shape in
-``~/.cache/fedsweep/execution-paths.json`` (keyed by CPU model, torch version, threads,
-device, model, input shape, batch size, method, parties per round and pack width), so
+``~/.cache/fedsweep/execution-paths.json`` (keyed by CPU model and identity, torch
+version, threads, device, model, input shape, batch size, method, parties per round,
+pack width and what sets the party sizes), so
 the next sweep of the same shape reuses it.
 
 Tests inject a timing table (``measure=``) to exercise both outcomes without timing
@@ -40,7 +41,7 @@ from federated.execution.choice import local_trainer
 from federated.execution.packed import PackedTrainer
 from federated.execution.trainer import LocalTrainer
 from federated.runtime.atomic_file import atomic_open
-from federated.runtime.cpu_name import cpu_model
+from federated.runtime.cpu_name import cpu_identity, cpu_model
 from federated.tasks.base import build_task
 
 PATHS = ("packed", "sequential")
@@ -63,14 +64,16 @@ def default_cache_file() -> Path:
 
 
 def calibration_key(config: RunConfig) -> dict[str, Any]:
-    """What a timing depends on: the machine (CPU model, torch version, threads, device)
-    and the run's shape (model, input shape, batch size, method, parties per round, pack
-    width).  ``config`` is resolved."""
+    """What a timing depends on: the machine (CPU model and identity, torch version,
+    threads, device) and the run's shape (model, input shape, batch size, method, parties
+    per round, pack width, and the partition's fields that set the party sizes).
+    ``config`` is resolved."""
     from federated.config.data_fields import check_dataset
 
     spec = check_dataset(config)
     return {
         "cpu": cpu_model(),
+        "cpu_identity": cpu_identity(),
         "torch": torch.__version__,
         "threads": config.threads if config.threads is not None else torch.get_num_threads(),
         "device": config.device,
@@ -82,6 +85,17 @@ def calibration_key(config: RunConfig) -> dict[str, Any]:
         "algorithm": config.algorithm,
         "parties_per_round": config.parties_per_round,
         "pack_width": config.pack_width,
+        # what sets the party sizes, which set how many parties a pack holds (a round of
+        # many small parties packs badly: issue 53), but not the seed's draw of them
+        "party_sizes": {
+            "dataset": config.dataset,
+            "data_fraction": config.data_fraction,
+            "n_parties": config.n_parties,
+            "partition": config.partition,
+            "beta": config.beta,
+            "labels_per_party": config.labels_per_party,
+            "partition_by": config.partition_by,
+        },
     }
 
 
