@@ -50,6 +50,7 @@ from federated.config.run_config import (
 )
 from federated.data import DatasetUnavailable
 from federated.data.folder_layout import dataset_slug
+from federated.data.party_field import left_out_words
 from federated.engine.round_loop import FederatedRun, PackingFallback
 from federated.engine.run_files import RunFiles
 from federated.heterogeneity.partition import PartitionError, size_statistics
@@ -276,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     except (DatasetUnavailable, DeviceUnavailableError, PartitionError) as err:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
+    left_out = left_out_words(config.partition_by or "", run.spec.left_out_parties)
+    if left_out:
+        print(left_out, file=sys.stderr)
     for notice in notices:
         if issubclass(notice.category, (PackingFallback, StartNotice)):  # one line each
             print(f"notice: {notice.message}", file=sys.stderr)
