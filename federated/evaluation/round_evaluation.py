@@ -1,19 +1,25 @@
 """A round's evaluations, asked by the round loop after aggregation: the test set, the
-per-party outcomes, federated validation and the parties' local test splits.
+per-party outcomes, federated validation and the parties' local test splits; built for
+a run in one place (:meth:`RoundEvaluation.for_run`: its scorer, validator, local
+tester, fine-tuner and representation probe).
 
 Which model does party *i* evaluate with?  The method says
 (:meth:`federated.algorithms.base.Algorithm.party_model`): the global model by default,
-its own for a personal-model method such as SOLO.  With the global model every
-evaluation is one pass over its split; with personal models each evaluated party's
-model is scored on the test set, its validation split and its local test split, and the
-row reports the mean over parties (the test set) and the size-weighted values
+its own for a personal-model method such as SOLO; with ``finetune_epochs`` a copy of
+either fine-tuned on its training data.  Every pass is the one evaluation loop
+(:func:`federated.evaluation.scoring.evaluate`), and :meth:`RoundEvaluation.evaluate`
+takes one of two ways through it, by that model: with the global model every
+evaluation is one pass over its split (per-party values by each row's owner); with a
+model per party the parties are taken one at a time, each party's model scored on the
+test set (its own models), its validation rows and its local test rows, and the row
+reports the mean over parties (the test set) and the size-weighted values
 (validation), as :func:`~federated.evaluation.validation.combined_scores` combines them.
 
-Parties' own models on the pooled test set run the stages they share with the global
-model once for all of them (:mod:`federated.evaluation.shared_stages`), and only on the
-rounds ``personal_test_every`` names (every k-th and the last; the rows of the others
-hold NaN ``test_`` and ``party_<stem>/i`` values: it costs N passes where the global
-model's costs one).
+Parties' own models on the pooled test set start from the loop's cache of the stages
+they share with the global model (:mod:`federated.evaluation.shared_stages`), and are
+scored only on the rounds ``personal_test_every`` names (every k-th and the last; the
+rows of the others hold NaN ``test_`` and ``party_<stem>/i`` values: it costs N passes
+where the global model's costs one).
 
 Timing: validation follows the per-party scoring period (``party_scores_every``) and
 always scores the last round; the local test splits are scored on the scoring period's

@@ -19,12 +19,12 @@ are those of scoring the model whole, bit for bit.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from federated.data import Augmenter
-from federated.tasks.base import MetricAccumulator, Scores
+from federated.tasks.base import MetricAccumulator
 
 if TYPE_CHECKING:
     from federated.evaluation.shared_stages import SharedStages
@@ -45,19 +45,23 @@ def evaluate(
     accumulator: MetricAccumulator,
     owner: torch.Tensor | None = None,
     shared: SharedStages | None = None,
-) -> Scores:
+    output: str = "logits",
+) -> Any:
     """``model`` on ``images`` (uint8 NCHW) and their ``targets``, ``batch_size`` images
     per forward pass; ``owner``: each image's party (int64, on the device), for a
     per-party ``accumulator``; ``shared``: the round's cache of the global model's
-    leading stages over these very ``images`` (module docstring).  Returns the
-    accumulator's scores."""
+    leading stages over these very ``images`` (module docstring); ``output``: the
+    field of the model's :class:`~federated.models.fedcon.ModelOutput` the accumulator
+    takes (``logits``; the representation probe's collector takes ``projection``, and
+    no cache).  Returns what the accumulator computes (a task's: its
+    :class:`~federated.tasks.base.Scores`)."""
     was_training = model.training
     model.eval()
-    stages = None if shared is None else shared.run_for(model)
+    stages = None if shared is None or output != "logits" else shared.run_for(model)
     for index, start in enumerate(batch_starts(images.shape[0], batch_size)):
         stop = start + batch_size
         if stages is None:
-            outputs = model(augmenter.normalize(images[start:stop])).logits
+            outputs = getattr(model(augmenter.normalize(images[start:stop])), output)
         else:
             x = stages.kept(index)
             if x is None:
