@@ -13,8 +13,12 @@ import warnings
 import pytest
 
 from federated.config.run_config import RunConfig
+from federated.contract.task_needs import CLASS_PER_SAMPLE, unmet_need
 from federated.engine.round_loop import FederatedRun
+from federated.evaluation.party_scores import REWEIGHTING_NEEDS
 from federated.params import ConfigError
+from federated.tasks.classification import Classification
+from tests.conftest import tiny
 from tests.detection_synthetic import NAME, boxes_data, register
 from tests.test_segmentation import load_builder
 
@@ -108,3 +112,40 @@ def test_each_evaluation_kind_runs_a_round_or_is_refused_in_one_line(task, metho
         assert math.isfinite(value) and value >= 0.0, column
     if method != "fedavg":  # each party's own model on the test set: its spread
         assert all(0.0 <= row[f"party_{stem}/{p}"] <= 1.0 for p in range(3))
+
+
+@pytest.mark.parametrize("method", ["fedper", "fedrep", "lg-fedavg"])
+def test_layer_splitting_methods_name_a_detectors_layers_or_are_refused_in_one_line(
+    method, detection_data
+):
+    """Their default personal layers name an encoder-and-head network's stages, which a
+    detector does not have: refused in one line naming ``personal_layers``."""
+    with pytest.raises(ConfigError) as err:
+        values = dict(dataset=NAME, n_parties=3, partition="iid", algorithm=method)
+        RunConfig.from_dict(values).resolved()
+    assert err.value.field == "personal_layers" and "\n" not in str(err.value)
+
+
+class Unlabelled(Classification):
+    """Classification that does not declare a class per sample."""
+
+    has_classes = False
+
+
+def test_the_tasks_declaration_decides_the_class_reweighted_party_outcomes(synthetic):
+    """Per-party outcomes re-weight the test set by class mix only where the task
+    declares a class per sample (``REWEIGHTING_NEEDS``); without, they come from the
+    parties' own local test splits, or there are none."""
+    unlabelled = f"{__name__}:Unlabelled"
+    assert unmet_need(Classification, REWEIGHTING_NEEDS) is None
+    assert unmet_need(Unlabelled, REWEIGHTING_NEEDS) is CLASS_PER_SAMPLE
+    labelled = FederatedRun(tiny(partition="iid", rounds=1), synthetic).run_round()
+    none = FederatedRun(tiny(partition="iid", rounds=1, task=unlabelled), synthetic)
+    row = none.run_round()
+    assert 0.0 <= labelled["party_acc_mean"] <= 1.0
+    assert none.party_scorer.every == 0 and "party_acc_mean" not in row
+    assert row["test_acc"] == labelled["test_acc"]  # the same run otherwise
+    own = FederatedRun(
+        tiny(partition="iid", rounds=1, task=unlabelled, party_test_fraction=0.2), synthetic
+    )
+    assert 0.0 <= own.run_round()["party_acc_mean"] <= 1.0
