@@ -267,10 +267,7 @@ class RoundEvaluation:
         # copy reloaded per party: each is evaluated before the next is asked for)
         self._own_test = None
         personal = bool(parties) and model_of(parties[0]) is not None
-        if personal:
-            val_parties = self.validation_parties(round_number)
-            results = None
-        else:
+        if not personal:
             test = self.test_scores(global_model)
             results = RoundResults(dict(test.values))
             if self.task.diverged(test):
@@ -278,12 +275,13 @@ class RoundEvaluation:
                 results.columns.update(self._local_fairness())
                 return results
             self.party_scorer.record(round_number, test)
-            val_parties = self.validation_parties(round_number)
-        if personal or self.tuner is not None:
-            own = self._party_by_party(
-                round_number, global_model, parties if personal else None, model_of, val_parties
+        val_parties = self.validation_parties(round_number)
+        if personal:
+            results = self._party_by_party(
+                round_number, global_model, parties, model_of, val_parties
             )
-            results = own if results is None else results
+        elif self.tuner is not None:
+            self._party_by_party(round_number, global_model, None, model_of, val_parties)
         else:
             self._global_splits(round_number, global_model, val_parties)
         results.columns.update(self._local_fairness())
