@@ -34,6 +34,19 @@ class SgdRule:
             return None
         return [torch.zeros_like(p) for p in params]
 
+    def step_reached(
+        self, params: Sequence[torch.Tensor], momenta: Sequence[torch.Tensor] | None
+    ) -> None:
+        """One update of the ``params`` a backward pass reached (those holding a
+        gradient; a parameter the objective did not reach is left be, its momentum
+        too): the sequential path's and fine-tuning's step after ``backward``."""
+        live = [i for i, p in enumerate(params) if p.grad is not None]
+        self.step(
+            [params[i] for i in live],
+            [params[i].grad for i in live],
+            None if momenta is None else [momenta[i] for i in live],
+        )
+
     @torch.no_grad()
     def step(
         self,

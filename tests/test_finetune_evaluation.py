@@ -16,6 +16,7 @@ import torch
 from federated.engine.round_loop import FederatedRun
 from federated.evaluation.fine_tuning import FineTuner
 from federated.evaluation.scoring import evaluate
+from federated.sgd_rule import SgdRule
 from tests.conftest import tiny
 
 OWN_SPLITS = dict(n_parties=4, data_fraction=0.1, val_fraction=0.2, party_test_fraction=0.2)
@@ -57,7 +58,7 @@ def test_the_reported_party_score_is_the_fine_tuned_copy_of_the_global_model(syn
         run.augmenter,
         run.data.party,
         config.batch_size,
-        (config.lr, config.momentum, config.weight_decay),
+        SgdRule(config.lr, config.momentum, config.weight_decay),
         config.seed,
     )
     before = copy.deepcopy(run.global_model.state_dict())

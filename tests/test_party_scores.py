@@ -25,7 +25,7 @@ from federated.evaluation.party_scores import (
     summary,
     worst_decile,
 )
-from federated.evaluation.representations import PROBE_SIZE, probe_indices
+from federated.evaluation.representations import PROBE_SIZE, probe_indices, projections
 from federated.evaluation.scoring import evaluate
 from federated.models import ModelOutput
 from federated.run import main as run_main
@@ -154,6 +154,23 @@ def test_sequential_execution_captures_the_same_representations(synthetic):
     np.testing.assert_allclose(captures[0]["global_z"], captures[1]["global_z"], atol=1e-4)
     np.testing.assert_allclose(captures[0]["local_z"], captures[1]["local_z"], atol=1e-4)
     assert captures[0]["party"] == captures[1]["party"] == 0
+
+
+def test_the_probe_collects_each_batchs_projection_through_the_evaluation_loop(synthetic):
+    """The probe's ``z`` is the model's ``projection`` batch by batch in eval mode, bit
+    for bit, and the model's training mode is put back."""
+    run = FederatedRun(tiny(algorithm="moon"), synthetic)
+    model = run.global_model.train()
+    images = run.test_x[:70]
+    with torch.no_grad():
+        model.eval()
+        want = torch.cat(
+            [model(run.augmenter.normalize(images[s : s + 32])).projection for s in (0, 32, 64)]
+        )
+        model.train()
+    got = projections(model, images, run.augmenter, 32)
+    assert got.dtype == np.float32 and got.shape == (70, 32)
+    assert np.array_equal(got, want.numpy()) and model.training
 
 
 def test_probe_is_fixed_and_leaves_the_global_stream_alone():

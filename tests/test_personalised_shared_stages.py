@@ -44,13 +44,13 @@ def fmnist_config(algorithm: str, model: str, execution: str) -> RunConfig:
 
 
 def shared_scorer(run: FederatedRun) -> SharedStages:
-    return SharedStages(
-        run.global_model,
-        run.test_x,
-        run.test_y,
-        run.augmenter,
-        run.config.eval_batch_size,
-        run.task.accumulator,
+    return SharedStages(run.global_model)
+
+
+def through(cache: SharedStages, run: FederatedRun, model: torch.nn.Module):
+    """``model`` on the run's test set through the evaluation loop with ``cache``."""
+    return evaluate(
+        model, run.test_x, run.test_y, run.augmenter, 256, run.task.accumulator(), shared=cache
     )
 
 
@@ -96,15 +96,34 @@ def test_a_personal_output_layer_alone_shares_encoder_and_head(fmnist):
     )
     row = run.run_round()
     scorer = shared_scorer(run)
+    batches = -(-run.test_x.shape[0] // 256)
     for party in range(4):
         own = run._party_model(party)
         assert scorer.shared_count(own) == 2
-        via = scorer.scores(own)
+        # the first party's pass fills the cache; the next ones start from it
+        via = through(scorer, run, own)
+        assert len(scorer._outputs[2]) == batches
         whole = evaluate(own, run.test_x, run.test_y, run.augmenter, 256, run.task.accumulator())
         assert via.values == whole.values
         assert np.array_equal(via.class_correct, whole.class_correct)
         assert row[f"party_acc/{party}"] == whole.values["acc"]
-    assert len(scorer._outputs[2]) == -(-run.test_x.shape[0] // 256)
+
+
+def test_kept_outputs_are_the_global_models_leading_stages_batch_by_batch(fmnist):
+    """What the cache holds is the global model's encoder output per evaluation batch,
+    bit for bit, though a party's pass computed it; a later pass leaves it unchanged."""
+    run = FederatedRun(fmnist_config("fedper", "simple-cnn", "packed"), fmnist)
+    run.run_round()
+    scorer = shared_scorer(run)
+    through(scorer, run, run._party_model(0))
+    kept = [x.clone() for x in scorer._outputs[1]]
+    through(scorer, run, run._party_model(1))
+    for index, start in enumerate(range(0, run.test_x.shape[0], 256)):
+        x = run.augmenter.normalize(run.test_x[start : start + 256])
+        with torch.no_grad():
+            want = run.global_model.eval().encoder(x)
+        assert torch.equal(scorer._outputs[1][index], want)
+        assert torch.equal(kept[index], want)
 
 
 def test_over_the_byte_budget_parties_are_scored_whole(fmnist):
@@ -113,16 +132,12 @@ def test_over_the_byte_budget_parties_are_scored_whole(fmnist):
     run = FederatedRun(fmnist_config("fedper", "simple-cnn", "packed"), fmnist)
     run.run_round()
     own = run._party_model(0)
-    tight = SharedStages(
-        run.global_model,
-        run.test_x,
-        run.test_y,
-        run.augmenter,
-        256,
-        run.task.accumulator,
-        cache_bytes=1000,
-    )
-    assert tight.shared_count(own) == 1 and tight.scores(own) is None
+    tight = SharedStages(run.global_model, cache_bytes=1000)
+    whole = evaluate(own, run.test_x, run.test_y, run.augmenter, 256, run.task.accumulator())
+    assert tight.shared_count(own) == 1
+    assert through(tight, run, own).values == whole.values
+    assert tight._outputs[1] is None and tight.run_for(own) is None
+    assert through(tight, run, own).values == whole.values
 
 
 def test_a_model_with_its_own_forward_is_scored_whole(fmnist):

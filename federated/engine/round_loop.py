@@ -28,7 +28,6 @@ import numpy as np
 import torch
 
 from federated.algorithms import Contribution, LocalJob
-from federated.config.checks import parse_rounds
 from federated.config.inert_settings import inert_settings
 from federated.config.run_config import RunConfig
 from federated.data import Augmenter, ImageData, load_dataset
@@ -36,7 +35,6 @@ from federated.data.hub_dataset import HubColumns
 from federated.engine.party_data import PartyData
 from federated.engine.round_row import RoundRow, work_columns
 from federated.engine.run_state import EXECUTION_FIELDS, STATE_FORMAT, check_compatible, tree_to
-from federated.evaluation.fine_tuning import FineTuner
 from federated.evaluation.party_scores import PartyScorer
 from federated.evaluation.representations import RepresentationProbe
 from federated.evaluation.round_evaluation import RoundEvaluation
@@ -117,8 +115,9 @@ class FederatedRun:
             self.data.train_y,
             self.feature_skew,
         )
-        self.evaluation = self._evaluation(config)
-        self.probe = self._representation_probe(config)
+        self.evaluation = RoundEvaluation.for_run(
+            config, self.data, self.task, self.augmenter, self.rng.evaluation
+        )
 
     def _initial_model(self, config: RunConfig) -> torch.nn.Module:
         """The global model before round 1: built from the ``init`` stream, then the
@@ -156,15 +155,6 @@ class FederatedRun:
         self._private_keys = [k for k in self._float_keys if k not in local]
         self.model_bytes = sum(v.numel() * v.element_size() for v in state.values())
         self.param_bytes = sum(p.numel() * p.element_size() for p in self.global_model.parameters())
-
-    def _representation_probe(self, config: RunConfig) -> RepresentationProbe | None:
-        """Fig. 2's probe, at the rounds ``representations_at`` names (None: none)."""
-        rounds = parse_rounds(config.representations_at, config.rounds)
-        if not rounds:
-            return None
-        return RepresentationProbe(
-            rounds, self.test_x, self.test_y, self.augmenter, config.eval_batch_size
-        )
 
     # ----------------------------------------------------------------- data (views)
     @property
@@ -287,56 +277,11 @@ class FederatedRun:
         ]
         return self.trainer.train(jobs, plan)
 
-    def _evaluation(self, config: RunConfig) -> RoundEvaluation:
-        """The run's evaluations: the test set, per-party outcomes (the class re-weighted
-        test set, or the parties' own local test splits), federated validation."""
-        data, task = self.data, self.task
-        # a task without classes has no class mix to re-weight the test set by: its
-        # per-party outcomes are the parties' own local test splits, or none
-        per_party = task.has_classes or bool(config.party_test_fraction)
-        scorer = PartyScorer(
-            self.class_counts,
-            self.spec.n_classes,
-            config.party_scores_every if per_party else 0,
-            config.rounds,
-            task.party_stem(),
-        )
-        validator = None
-        if data.validation is not None:
-            draws = config.eval_fraction < 1 and config.val_split == "party"
-            validator = SplitEvaluator(
-                data.validation,
-                task,
-                config.eval_fraction,
-                self.rng.evaluation if draws else None,
-            )
-        local_tester = None if data.local_test is None else SplitEvaluator(data.local_test, task)
-        tuner = None
-        if config.finetune_epochs:
-            tuner = FineTuner(
-                config.finetune_epochs,
-                task,
-                self.augmenter,
-                data.party,
-                config.batch_size,
-                (config.lr, config.momentum, config.weight_decay),
-                config.seed,
-            )
-        return RoundEvaluation(
-            task,
-            (self.test_x, self.test_y),
-            self.augmenter,
-            config.eval_batch_size,
-            scorer,
-            validator,
-            local_tester,
-            config.rounds,
-            config.party_scores_every,
-            tuner,
-            config.personal_test_every,
-        )
+    # what the run's files, checkpoints and rounds read of its evaluation
+    @property
+    def probe(self) -> RepresentationProbe | None:
+        return self.evaluation.probe
 
-    # what the run's files and checkpoints read of its evaluation
     @property
     def party_scorer(self) -> PartyScorer:
         return self.evaluation.party_scorer

@@ -12,9 +12,13 @@ et al. (2022) find often beats personalised methods.
 The fine-tuning is the run's local solver (:class:`~federated.sgd_rule.SgdRule`: its
 ``lr``, ``momentum`` and ``weight_decay``, a fresh momentum) on the task's own forward
 pass and loss (:meth:`~federated.tasks.base.Task.forward`, so a detector gets its
-boxes), ``batch_size`` samples a step over a shuffled pass of the party's training rows
-per epoch, without augmentation or feature skew (the local test and validation splits
-have neither).  The order is drawn from a generator
+boxes), each step the sequential trainer's (:meth:`~federated.sgd_rule.SgdRule.step_reached`
+after ``backward``: parameters the loss did not reach are left be), ``batch_size``
+samples a step over a shuffled pass of the party's training rows per epoch, without
+augmentation or feature skew (the local test and validation splits have neither).  Its
+batches are not a round's batch plan
+(:class:`~federated.execution.batch_plan.PartyBatches`): the plan drops an epoch's last
+partial batch, fine-tuning keeps it.  The order is drawn from a generator
 of its own per (round, party), seeded from the run's ``finetune`` stream: fine-tuning
 draws nothing from any other stream, so every other number of the run is unchanged.  A
 last batch of a single sample is left out (BatchNorm cannot normalise one sample).
@@ -53,17 +57,16 @@ class FineTuner:
         augmenter: Augmenter,
         party_rows: PartyRows,
         batch_size: int,
-        solver: tuple[float, float, float],
+        rule: SgdRule,
         seed: int,
     ) -> None:
-        """``solver``: the run's (lr, momentum, weight_decay)."""
+        """``rule``: the run's local solver (its ``lr``, ``momentum``, ``weight_decay``)."""
         self.epochs = epochs
         self.task = task
         self.augmenter = augmenter
         self.party_rows = party_rows
         self.batch_size = batch_size
-        lr, momentum, weight_decay = solver
-        self.rule = SgdRule(lr=lr, momentum=momentum, weight_decay=weight_decay)
+        self.rule = rule
         self.seed = seed
         self._work: torch.nn.Module | None = None  # the copy, reused; never state
 
@@ -92,12 +95,6 @@ class FineTuner:
                 for p in params:
                     p.grad = None
                 loss.backward()
-                # a parameter the loss did not reach has no gradient: SGD leaves it be
-                live = [i for i, p in enumerate(params) if p.grad is not None]
-                self.rule.step(
-                    [params[i] for i in live],
-                    [params[i].grad for i in live],
-                    None if momenta is None else [momenta[i] for i in live],
-                )
+                self.rule.step_reached(params, momenta)
         work.eval()
         return work

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from federated.contract.metrics import party_summary_keys
+from federated.contract.task_needs import CLASS_PER_SAMPLE, TaskNeed
 from federated.tasks.base import Scores
 
 NAN = float("nan")
@@ -41,6 +42,10 @@ NAN = float("nan")
 # classification's accuracy; a task's per-party metric <stem> names its own
 # (party_<stem>_mean ...: a score task's party_bin_acc_mean)
 SUMMARY_KEYS = party_summary_keys("acc")
+#: what re-weighting the test set by a party's class mix needs of the task: a task
+#: that does not meet it has per-party outcomes only from the parties' own local test
+#: splits (``party_test_fraction``), or none
+REWEIGHTING_NEEDS: tuple[TaskNeed, ...] = (CLASS_PER_SAMPLE,)
 
 
 def class_shares(class_counts: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from federated.contract.results import REPRESENTATIONS, representation_file
+from federated.evaluation.scoring import evaluate
 from federated.runtime.atomic_file import atomic_open
 
 PROBE_SIZE = 2000
@@ -47,20 +48,30 @@ def probe_indices(n_test: int, size: int = PROBE_SIZE) -> torch.Tensor:
     return order[: min(size, n_test)].sort().values
 
 
-@torch.no_grad()
+class ProjectionCollector:
+    """An accumulator of the evaluation loop that keeps each batch's ``z`` (float32, on
+    the CPU) instead of scoring it."""
+
+    def __init__(self) -> None:
+        self.batches: list[torch.Tensor] = []
+
+    def update(self, outputs: torch.Tensor, targets: Any, owner: Any) -> None:
+        self.batches.append(outputs.float().cpu())
+
+    def compute(self) -> np.ndarray:
+        return torch.cat(self.batches).numpy()
+
+
 def projections(
     model: torch.nn.Module, images: torch.Tensor, augmenter: Any, batch_size: int
 ) -> np.ndarray:
     """(n, d) float32 ``z`` of ``model`` on uint8 ``images`` (normalised only), in eval
-    mode, the model's mode put back (a party's packed ``job.model`` included)."""
-    was_training = model.training
-    model.eval()
-    out = []
-    for start in range(0, images.shape[0], batch_size):
-        x = augmenter.normalize(images[start : start + batch_size])
-        out.append(model(x).projection.float().cpu())
-    model.train(was_training)
-    return torch.cat(out).numpy()
+    mode, the model's mode put back (a party's packed ``job.model`` included): the
+    evaluation loop (:func:`~federated.evaluation.scoring.evaluate`) collecting the
+    model's ``projection``."""
+    return evaluate(
+        model, images, images, augmenter, batch_size, ProjectionCollector(), output="projection"
+    )
 
 
 class RepresentationProbe:

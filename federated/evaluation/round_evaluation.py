@@ -1,19 +1,25 @@
 """A round's evaluations, asked by the round loop after aggregation: the test set, the
-per-party outcomes, federated validation and the parties' local test splits.
+per-party outcomes, federated validation and the parties' local test splits; built for
+a run in one place (:meth:`RoundEvaluation.for_run`: its scorer, validator, local
+tester, fine-tuner and representation probe).
 
 Which model does party *i* evaluate with?  The method says
 (:meth:`federated.algorithms.base.Algorithm.party_model`): the global model by default,
-its own for a personal-model method such as SOLO.  With the global model every
-evaluation is one pass over its split; with personal models each evaluated party's
-model is scored on the test set, its validation split and its local test split, and the
-row reports the mean over parties (the test set) and the size-weighted values
+its own for a personal-model method such as SOLO; with ``finetune_epochs`` a copy of
+either fine-tuned on its training data.  Every pass is the one evaluation loop
+(:func:`federated.evaluation.scoring.evaluate`), and :meth:`RoundEvaluation.evaluate`
+takes one of two ways through it, by that model: with the global model every
+evaluation is one pass over its split (per-party values by each row's owner); with a
+model per party the parties are taken one at a time, each party's model scored on the
+test set (its own models), its validation rows and its local test rows, and the row
+reports the mean over parties (the test set) and the size-weighted values
 (validation), as :func:`~federated.evaluation.validation.combined_scores` combines them.
 
-Parties' own models on the pooled test set run the stages they share with the global
-model once for all of them (:mod:`federated.evaluation.shared_stages`), and only on the
-rounds ``personal_test_every`` names (every k-th and the last; the rows of the others
-hold NaN ``test_`` and ``party_<stem>/i`` values: it costs N passes where the global
-model's costs one).
+Parties' own models on the pooled test set start from the loop's cache of the stages
+they share with the global model (:mod:`federated.evaluation.shared_stages`), and are
+scored only on the rounds ``personal_test_every`` names (every k-th and the last; the
+rows of the others hold NaN ``test_`` and ``party_<stem>/i`` values: it costs N passes
+where the global model's costs one).
 
 Timing: validation follows the per-party scoring period (``party_scores_every``) and
 always scores the last round; the local test splits are scored on the scoring period's
@@ -36,23 +42,49 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
 
+from federated.config.checks import parse_rounds
 from federated.contract.metrics import LOSS, higher_is_better
+from federated.contract.task_needs import unmet_need
 from federated.data import Augmenter
 from federated.evaluation.fairness import fairness_block, no_fairness_block
 from federated.evaluation.fine_tuning import FineTuner
-from federated.evaluation.party_scores import PartyScorer, scoring_due
+from federated.evaluation.party_scores import REWEIGHTING_NEEDS, PartyScorer, scoring_due
+from federated.evaluation.representations import RepresentationProbe
 from federated.evaluation.scoring import evaluate
 from federated.evaluation.shared_stages import SharedStages
 from federated.evaluation.validation import SplitEvaluator, combined_scores
+from federated.sgd_rule import SgdRule
 from federated.tasks.base import Scores, Task
+
+if TYPE_CHECKING:
+    from federated.config.run_config import RunConfig
+    from federated.data import DatasetSpec
+    from federated.evaluation.holdout import PartySplit
 
 NAN = float("nan")
 #: what a party is evaluated with: party -> its model (None: the global model)
 ModelOf = Callable[[int], "torch.nn.Module | None"]
+
+
+class RunData(Protocol):
+    """What the evaluations read of a run's laid-out data
+    (:class:`federated.engine.party_data.PartyData`)."""
+
+    spec: DatasetSpec
+    class_counts: np.ndarray  # (N, C) training samples per party and class
+    validation: PartySplit | None
+    local_test: PartySplit | None
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+
+    def party(self, party: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Party ``party``'s (uint8 images, targets) training rows."""
+        ...
 
 
 @dataclass
@@ -83,8 +115,12 @@ class RoundEvaluation:
         scoring_every: int,
         tuner: FineTuner | None = None,
         personal_test_every: int = 1,
+        probe: RepresentationProbe | None = None,
     ) -> None:
         self.task = task
+        #: Fig. 2's representation probe, which the round loop asks during training
+        #: (None: ``representations_at`` is unset)
+        self.probe = probe
         self.test_x, self.test_y = test
         self.augmenter = augmenter
         self.batch_size = batch_size
@@ -116,6 +152,71 @@ class RoundEvaluation:
             s for s in task.recorded_stems() if s not in (self.spread_stem, LOSS)
         )
 
+    @classmethod
+    def for_run(
+        cls,
+        config: RunConfig,
+        data: RunData,
+        task: Task,
+        augmenter: Augmenter,
+        rng: np.random.Generator,
+    ) -> RoundEvaluation:
+        """Every evaluation ``config`` (resolved) asks for, on the run's laid-out
+        ``data``: the test set, per-party outcomes, federated validation (its parties
+        drawn from ``rng``, the run's ``evaluation`` stream, when ``eval_fraction`` < 1),
+        the local test splits, fine-tuning and the representation probe.
+
+        Per-party outcomes re-weight the test set by each party's class mix where the
+        task meets :data:`~federated.evaluation.party_scores.REWEIGHTING_NEEDS`; a task
+        that does not has them from the parties' own local test splits, or none."""
+        reweights = unmet_need(type(task), REWEIGHTING_NEEDS) is None
+        per_party = reweights or bool(config.party_test_fraction)
+        scorer = PartyScorer(
+            data.class_counts,
+            data.spec.n_classes,
+            config.party_scores_every if per_party else 0,
+            config.rounds,
+            task.party_stem(),
+        )
+        validator = None
+        if data.validation is not None:
+            draws = config.eval_fraction < 1 and config.val_split == "party"
+            validator = SplitEvaluator(
+                data.validation, task, config.eval_fraction, rng if draws else None
+            )
+        local_tester = None if data.local_test is None else SplitEvaluator(data.local_test, task)
+        tuner = None
+        if config.finetune_epochs:
+            tuner = FineTuner(
+                config.finetune_epochs,
+                task,
+                augmenter,
+                data.party,
+                config.batch_size,
+                SgdRule(config.lr, config.momentum, config.weight_decay),
+                config.seed,
+            )
+        probe = None
+        rounds = parse_rounds(config.representations_at, config.rounds)
+        if rounds:
+            probe = RepresentationProbe(
+                rounds, data.test_x, data.test_y, augmenter, config.eval_batch_size
+            )
+        return cls(
+            task,
+            (data.test_x, data.test_y),
+            augmenter,
+            config.eval_batch_size,
+            scorer,
+            validator,
+            local_tester,
+            config.rounds,
+            config.party_scores_every,
+            tuner,
+            config.personal_test_every,
+            probe,
+        )
+
     # ------------------------------------------------------------------ timing
     def validation_due(self, round_number: int) -> bool:
         return round_number == self.rounds or scoring_due(
@@ -133,8 +234,9 @@ class RoundEvaluation:
         return scoring_due(round_number, self.personal_test_every, self.rounds)
 
     # -------------------------------------------------------------- evaluation
-    def test_scores(self, model: torch.nn.Module) -> Scores:
-        """``model`` on the run's test set (pooled)."""
+    def test_scores(self, model: torch.nn.Module, shared: SharedStages | None = None) -> Scores:
+        """``model`` on the run's test set (pooled); ``shared``: the round's cache of
+        the global model's leading stages over it (parties' own models)."""
         return evaluate(
             model,
             self.test_x,
@@ -142,6 +244,7 @@ class RoundEvaluation:
             self.augmenter,
             self.batch_size,
             self.task.accumulator(),
+            shared=shared,
         )
 
     def evaluate(
@@ -153,75 +256,93 @@ class RoundEvaluation:
     ) -> RoundResults:
         """The round's evaluations; ``parties``: those that trained and reported (the
         ones a personal-model method evaluates); ``model_of``: each party's own model
-        (None for every party: all are evaluated with ``global_model``)."""
+        (None for every party: all are evaluated with ``global_model``).
+
+        One path for every case, parameterised by the model each party uses: with the
+        global model, the test set and each of the parties' splits take one pass each
+        (per-party sums by each row's owner); with a model per party (its own, or a
+        fine-tuned copy) the parties are taken one by one, each model scored on the
+        test set (its own models only) and on the party's own rows of its splits."""
         # a method gives every party its own model or none (a model may be one scratch
         # copy reloaded per party: each is evaluated before the next is asked for)
         self._own_test = None
-        if not parties or model_of(parties[0]) is None:
-            results = self._global(round_number, global_model)
+        personal = bool(parties) and model_of(parties[0]) is not None
+        if not personal:
+            test = self.test_scores(global_model)
+            results = RoundResults(dict(test.values))
+            if self.task.diverged(test):
+                results.diverged = True
+                results.columns.update(self._local_fairness())
+                return results
+            self.party_scorer.record(round_number, test)
+        val_parties = self.validation_parties(round_number)
+        if personal:
+            results = self._party_by_party(
+                round_number, global_model, parties, model_of, val_parties
+            )
+        elif self.tuner is not None:
+            self._party_by_party(round_number, global_model, None, model_of, val_parties)
         else:
-            results = self._personal(round_number, global_model, parties, model_of)
+            self._global_splits(round_number, global_model, val_parties)
         results.columns.update(self._local_fairness())
         return results
 
-    def _global(self, round_number: int, model: torch.nn.Module) -> RoundResults:
-        test = self.test_scores(model)
-        results = RoundResults(dict(test.values))
-        if self.task.diverged(test):
-            results.diverged = True
-            return results
-        self.party_scorer.record(round_number, test)
-        if self.tuner is not None:
-            self._tuned_parties(round_number, model)
-            return results
-        parties = self.validation_parties(round_number)
-        if parties is not None:
-            scores = self.validator.score(model, self.augmenter, self.batch_size, parties)
+    def _global_splits(
+        self, round_number: int, model: torch.nn.Module, val_parties: np.ndarray | None
+    ) -> None:
+        """The global model on the validating parties' and every party's local test
+        rows: one pass per split."""
+        if val_parties is not None:
+            scores = self.validator.score(model, self.augmenter, self.batch_size, val_parties)
             self.last_validation = (round_number, scores)
-        if self.local_tester is not None and self.party_scorer.due(round_number):
+        if self._local_test_due(round_number):
             own = self.local_tester.score(model, self.augmenter, self.batch_size)
             self.party_scorer.use_own_scores(round_number, own.party_values[self.spread_stem])
             self._own_test = np.asarray(own.party_values[self.spread_stem], dtype=np.float64)
             self.local_test_metrics = {k: own.party_values[k] for k in self.extra_stems}
-        return results
 
-    def _personal(
+    def _party_by_party(
         self,
         round_number: int,
         global_model: torch.nn.Module,
-        parties: list[int],
+        parties: list[int] | None,
         model_of: ModelOf,
-    ) -> RoundResults:
-        """Each party's own model on the test set, its validation and local test splits.
+        val_parties: np.ndarray | None,
+    ) -> RoundResults | None:
+        """Each party's model (its own for ``parties``, else the global model; either
+        fine-tuned first with ``finetune_epochs``) on its own splits, and its own model
+        on the pooled test set.  Returns the pooled test results of parties' own models
+        (None with the global model, whose test scores the caller has).
 
-        The stages a party's model shares with the global model (FedPer's encoder) run
-        once for all parties (:mod:`federated.evaluation.shared_stages`; the same scores
-        bit for bit); a party sharing none is scored whole.  On rounds that
-        ``personal_test_every`` skips, the test set is not scored: NaN test columns."""
-        val_parties = self.validation_parties(round_number)
-        tests: dict[int, dict[str, float]] = {}
+        Parties' own models on the test set go through one cache of the stages they
+        share with the global model (FedPer's encoder; the same scores bit for bit); on
+        rounds that ``personal_test_every`` skips the test set is not scored: NaN test
+        columns."""
         own_validation: dict[int, Scores] = {}
-        pooled = self.personal_test_due(round_number)
-        shared = SharedStages(
-            global_model,
-            self.test_x,
-            self.test_y,
-            self.augmenter,
-            self.batch_size,
-            self.task.accumulator,
-        )
-        for party in parties:
-            model = model_of(party)
-            if pooled:
-                test = shared.scores(model)
-                if test is None:
-                    test = self.test_scores(model)
-                self.party_scorer.record(round_number, test, party)
-            else:
-                test = Scores(self.task.no_scores())
-            tests[party] = test.values
+        tests: dict[int, dict[str, float]] = {}
+        if parties is None:
+            # the global model, fine-tuned per party: the parties evaluated this round
+            evaluating = set() if val_parties is None else {int(p) for p in val_parties}
+            if self._local_test_due(round_number):
+                evaluating |= {int(p) for p in self.local_tester.holding}
+            order = sorted(evaluating)
+        else:
+            order = parties
+        pooled = parties is not None and self.personal_test_due(round_number)
+        shared = SharedStages(global_model) if pooled else None
+        for party in order:
+            model = global_model if parties is None else model_of(party)
+            if parties is not None:
+                if pooled:
+                    test = self.test_scores(model, shared)
+                    self.party_scorer.record(round_number, test, party)
+                else:
+                    test = Scores(self.task.no_scores())
+                tests[party] = test.values
             self._own_splits(round_number, party, model, val_parties, own_validation)
         self._keep_validation(round_number, val_parties, own_validation)
+        if parties is None:
+            return None
         stem = self.spread_stem
         spread = [values[stem] for values in tests.values()]
         first = next(iter(tests.values()))
@@ -233,17 +354,8 @@ class RoundEvaluation:
         test = {k: float(np.mean([values[k] for values in tests.values()])) for k in first}
         return RoundResults(test, columns)
 
-    def _tuned_parties(self, round_number: int, model: torch.nn.Module) -> None:
-        """With fine-tuning, the global model's per-party evaluations: each evaluating
-        party's fine-tuned copy on its validation and local test splits."""
-        val_parties = self.validation_parties(round_number)
-        evaluating = set() if val_parties is None else {int(p) for p in val_parties}
-        if self.local_tester is not None and self.party_scorer.due(round_number):
-            evaluating |= {int(p) for p in self.local_tester.holding}
-        own_validation: dict[int, Scores] = {}
-        for party in sorted(evaluating):
-            self._own_splits(round_number, party, model, val_parties, own_validation)
-        self._keep_validation(round_number, val_parties, own_validation)
+    def _local_test_due(self, round_number: int) -> bool:
+        return self.local_tester is not None and self.party_scorer.due(round_number)
 
     def _own_splits(
         self,
@@ -256,7 +368,7 @@ class RoundEvaluation:
         """Party ``party``'s model (fine-tuned first, with ``finetune_epochs``) on its
         local test split and, when it validates this round, its validation split."""
         validates = val_parties is not None and party in val_parties
-        tests = self.local_tester is not None and self.party_scorer.due(round_number)
+        tests = self._local_test_due(round_number)
         if not (validates or tests):
             return
         if self.tuner is not None:

@@ -1,39 +1,37 @@
-"""Scoring many parties' own models on the pooled test set without repeating the stages
-they share with the global model.
+"""The evaluation loop's cache of the stages parties' own models share with the global
+model, so that scoring many of them on the pooled test set does not repeat them.
 
 A personalised method evaluates every party's own model on the whole test set each
-round (:meth:`federated.evaluation.round_evaluation.RoundEvaluation._personal`): N full
-passes where FedAvg makes one.  A :class:`~federated.models.FedConModel` runs three
-stages in order — ``encoder``, ``head``, ``classifier`` — and a partly personal method
-keeps only some of them at the party: FedPer's party model is the global encoder with
-its own head and output layer.  The global model's leading stages then compute, batch
-by batch, exactly what each such party's would; :class:`SharedStages` computes them
-once per round and runs only the rest per party.
+round (:mod:`federated.evaluation.round_evaluation`): N full passes where FedAvg makes
+one.  A :class:`~federated.models.FedConModel` runs three stages in order — ``encoder``,
+``head``, ``classifier`` — and a partly personal method keeps only some of them at the
+party: FedPer's party model is the global encoder with its own head and output layer.
+Every such party's leading stages compute, batch by batch, exactly what the global
+model's would; :class:`SharedStages` keeps their outputs per evaluation batch, and the
+loop (:func:`federated.evaluation.scoring.evaluate`) runs only the rest per party.  The
+first party sharing k stages fills the cache for k in its own pass (its stages run one
+after another, as its forward does); the next ones start from the kept outputs.
 
 Exactness: a stage counts as shared when every one of its state entries (parameters and
 buffers) is ``torch.equal`` to the global model's, and its outputs are kept per
-evaluation batch with the batch boundaries of :func:`federated.evaluation.scoring.evaluate`;
-the party's remaining stages then take the very inputs its own forward pass would, so
-its scores are bitwise those of scoring it whole.  A model that is not a plain
-``FedConModel`` (its own ``forward``), a party with nothing shared (LG-FedAvg keeps the
-encoder, FedBN its BatchNorm layers, Ditto/APFL/SOLO whole models) or outputs that would
-exceed :data:`CACHE_BYTES` are scored whole, as before.
+evaluation batch with the loop's batch boundaries; a party's remaining stages then take
+the very inputs its own forward pass would, so its scores are bitwise those of scoring
+it whole.  A model that is not a plain ``FedConModel`` (its own ``forward``), a party
+with nothing shared (LG-FedAvg keeps the encoder, FedBN its BatchNorm layers,
+Ditto/APFL/SOLO whole models) or outputs that would exceed :data:`CACHE_BYTES` are
+scored whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
-from federated.data import Augmenter
 from federated.models import FedConModel
-from federated.tasks.base import MetricAccumulator, Scores
 
 #: the stages of FedConModel.forward, in order
 STAGES = ("encoder", "head", "classifier")
-#: the most bytes the global model's stage outputs over the test set may take (on the
-#: test set's device) for one round; beyond it parties are scored whole
+#: the most bytes the leading stages' outputs over one set may take (on the set's
+#: device) for one round; beyond it parties are scored whole
 CACHE_BYTES = 512 * 2**20
 
 
@@ -43,29 +41,16 @@ def staged(model: torch.nn.Module) -> bool:
 
 
 class SharedStages:
-    """One round's pooled-test scoring of parties' own models (module docstring): the
-    global model's outputs of its first k stages, computed at most once per k."""
+    """One round's cache, for one evaluated set, of the outputs of the global model's
+    first k stages per evaluation batch (module docstring)."""
 
-    def __init__(
-        self,
-        global_model: torch.nn.Module,
-        images: torch.Tensor,
-        targets: torch.Tensor,
-        augmenter: Augmenter,
-        batch_size: int,
-        accumulator: Callable[[], MetricAccumulator],
-        cache_bytes: int = CACHE_BYTES,
-    ) -> None:
-        self.global_model = global_model
-        self.images, self.targets = images, targets
-        self.augmenter = augmenter
-        self.batch_size = batch_size
-        self.accumulator = accumulator
+    def __init__(self, global_model: torch.nn.Module, cache_bytes: int = CACHE_BYTES) -> None:
         self.cache_bytes = cache_bytes
         self._global_state = global_model.state_dict() if staged(global_model) else None
-        # k -> the global model's first k stages' output, one tensor per evaluation batch
+        # k -> the first k stages' output, one tensor per evaluation batch so far
         # (None: over the byte budget)
         self._outputs: dict[int, list[torch.Tensor] | None] = {}
+        self._bytes: dict[int, int] = {}
 
     def shared_count(self, model: torch.nn.Module) -> int:
         """How many leading stages ``model`` shares with the global model (at most two:
@@ -82,48 +67,60 @@ class SharedStages:
             shared += 1
         return shared
 
-    @torch.no_grad()
-    def _stage_outputs(self, k: int) -> list[torch.Tensor] | None:
-        if k in self._outputs:
-            return self._outputs[k]
-        was_training = self.global_model.training
-        self.global_model.eval()
-        stages = [getattr(self.global_model, s) for s in STAGES[:k]]
-        outputs: list[torch.Tensor] | None = []
-        used = 0
-        for start in range(0, self.images.shape[0], self.batch_size):
-            x = self.augmenter.normalize(self.images[start : start + self.batch_size])
-            for stage in stages:
-                x = stage(x)
-            used += x.numel() * x.element_size()
-            if used > self.cache_bytes:
-                outputs = None  # too large to keep: score such parties whole
-                break
-            outputs.append(x)
-        self.global_model.train(was_training)
-        self._outputs[k] = outputs
-        return outputs
-
-    @torch.no_grad()
-    def scores(self, model: torch.nn.Module) -> Scores | None:
-        """``model`` on the test set through the shared stages' outputs, or None when it
-        shares none (or they are over the budget): the caller scores it whole."""
+    def run_for(self, model: torch.nn.Module) -> StagedPass | None:
+        """``model``'s pass through the cache, or None when it shares no stage (or the
+        shared stages' outputs are over the budget): the loop then runs it whole."""
         k = self.shared_count(model)
         if k == 0:
             return None
-        outputs = self._stage_outputs(k)
-        if outputs is None:
+        if k not in self._outputs:
+            self._outputs[k], self._bytes[k] = [], 0
+        if self._outputs[k] is None:
             return None
-        was_training = model.training
-        model.eval()
-        stages = [getattr(model, s) for s in STAGES[k:]]
-        accumulator = self.accumulator()
-        for index, x in enumerate(outputs):
-            # a copy: a stage that begins in place (a ReLU) must not change the kept outputs
-            x = x.clone()
-            for stage in stages:
-                x = stage(x)
-            start = index * self.batch_size
-            accumulator.update(x, self.targets[start : start + self.batch_size], None)
-        model.train(was_training)
-        return accumulator.compute()
+        return StagedPass(self, model, k)
+
+    def _keep(self, k: int, index: int, x: torch.Tensor) -> None:
+        """Keep batch ``index``'s output of the first ``k`` stages, or give the cache of
+        ``k`` up when it would exceed the budget."""
+        kept = self._outputs[k]
+        if kept is None or index != len(kept):
+            return
+        self._bytes[k] += x.numel() * x.element_size()
+        if self._bytes[k] > self.cache_bytes:
+            self._outputs[k] = None  # too large to keep: later parties are scored whole
+            return
+        kept.append(x)
+
+
+class StagedPass:
+    """One model's pass through a :class:`SharedStages` cache: its first ``k`` stages
+    taken from the cache where kept, run (and kept) where not, the rest run."""
+
+    def __init__(self, cache: SharedStages, model: torch.nn.Module, k: int) -> None:
+        self.cache = cache
+        self.k = k
+        self.leading_stages = [getattr(model, s) for s in STAGES[:k]]
+        self.rest_stages = [getattr(model, s) for s in STAGES[k:]]
+
+    def kept(self, index: int) -> torch.Tensor | None:
+        """The cached output of the first ``k`` stages on evaluation batch ``index``
+        (None: not kept; :meth:`leading` computes it)."""
+        kept = self.cache._outputs[self.k]
+        return kept[index] if kept is not None and index < len(kept) else None
+
+    def leading(self, index: int, x: torch.Tensor) -> torch.Tensor:
+        """The model's first ``k`` stages on batch ``index``'s normalised images ``x``,
+        kept for the next models while the budget allows."""
+        for stage in self.leading_stages:
+            x = stage(x)
+        self.cache._keep(self.k, index, x)
+        return x
+
+    def rest(self, x: torch.Tensor) -> torch.Tensor:
+        """The model's remaining stages on the first ``k`` stages' output ``x``: its
+        logits."""
+        # a copy: a stage that begins in place (a ReLU) must not change the kept outputs
+        x = x.clone()
+        for stage in self.rest_stages:
+            x = stage(x)
+        return x

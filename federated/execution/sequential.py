@@ -107,13 +107,7 @@ class SequentialTrainer:
         extra = algorithm.after_backward(job)
         if extra:
             parts = {**parts, **extra}
-        # a parameter the objective did not reach has no gradient: SGD leaves it be
-        live = [i for i, p in enumerate(params) if p.grad is not None]
-        self.setup.rule.step(
-            [params[i] for i in live],
-            [params[i].grad for i in live],
-            None if momenta is None else [momenta[i] for i in live],
-        )
+        self.setup.rule.step_reached(params, momenta)
         algorithm.after_step(job)
         job.steps += 1
         return parts
