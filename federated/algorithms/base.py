@@ -16,9 +16,13 @@ pfl-research's algorithms keep the party's work apart from the server's):
   algorithm object itself holds only its parameters, so parties can train together:
   packed execution (:mod:`federated.execution.packed`) runs the drawn parties' hooks
   side by side, each on a ``job.model`` whose weights are that party's slice of one
-  packed network.  A method that only reaches the model through ``parameters()``,
-  ``named_parameters()``, ``state_dict()`` and ``load_state_dict()`` (and their
-  gradients in :meth:`~Algorithm.after_backward`), reads frozen models through
+  packed network.  What stays with a party between rounds beyond its hooks' own state
+  (entries of the model it keeps, a personal model) is one declaration,
+  :attr:`Algorithm.own_state` (:mod:`federated.algorithms.party_own_state`), which the
+  engine applies: no hook loads or saves it.  A method that only reaches the model
+  through ``parameters()``, ``named_parameters()``, ``state_dict()`` and
+  ``load_state_dict()`` (and their gradients in :meth:`~Algorithm.after_backward`),
+  reads frozen models through
   ``job.frozen`` and draws no random numbers while parties train, declares
   ``packable = True``.
 * **contribution** — a party's local training ends in a :class:`Contribution`: its
