@@ -160,7 +160,7 @@ class Algorithm:
         for name in REPLACED_BY_OWN_STATE:
             if name in vars(cls):
                 raise TypeError(
-                    f"{cls.__qualname__} sets {name}, which own_state = OwnState(...) "
+                    f"{cls.__name__} sets {name}, which own_state = OwnState(...) "
                     "replaces (federated/algorithms/party_own_state.py, "
                     "docs/writing-a-method.md)"
                 )

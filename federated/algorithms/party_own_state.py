@@ -49,7 +49,6 @@ from federated.params import MethodParams
 from federated.sgd_rule import SgdRule
 
 if TYPE_CHECKING:
-    from federated.algorithms.base import LocalJob
     from federated.config.run_config import RunConfig
 
 #: the party-state key of the entries a party keeps (None before its first training)
@@ -216,26 +215,37 @@ class PartyOwnState:
             self._personal_net = copy.deepcopy(like).requires_grad_(True)
         return self._personal_net
 
-    def start(self, job: LocalJob, rule: SgdRule) -> None:
-        """A local training's start, ``job.model`` holding the global weights: the
-        party's kept entries over them, its personal model into ``job.personal``."""
-        own = job.state.get(KEPT_KEY)
+    def start(
+        self,
+        model: FedConModel,
+        global_model: FedConModel,
+        state: dict[str, Any],
+        rule: SgdRule,
+        device: torch.device,
+    ) -> PersonalModel | None:
+        """A local training's start, ``model`` holding the global weights: the party's
+        kept entries (from its ``state``) over them; returns its personal model, loaded
+        and ready to train by ``rule`` (None for a method without one)."""
+        own = state.get(KEPT_KEY)
         if own is not None:
-            job.model.load_state_dict(own, strict=False)
-        if self.declared.personal_model:
-            net = self._personal(job.global_model)
-            job.personal = PersonalModel.start(net, job.global_model, job.state, rule, job.device)
+            model.load_state_dict(own, strict=False)
+        if not self.declared.personal_model:
+            return None
+        net = self._personal(global_model)
+        return PersonalModel.start(net, global_model, state, rule, device)
 
-    def finish(self, job: LocalJob) -> None:
-        """A local training's end: the kept entries and the personal model into the
-        party's state (CPU copies)."""
+    def finish(
+        self, model: FedConModel, state: dict[str, Any], personal: PersonalModel | None
+    ) -> None:
+        """A local training's end: the kept entries of the trained ``model`` and the
+        ``personal`` model into the party's ``state`` (CPU copies)."""
         if self.kept:
-            values = job.model.state_dict()
-            job.state[KEPT_KEY] = {
+            values = model.state_dict()
+            state[KEPT_KEY] = {
                 k: values[k].detach().to("cpu", copy=True) for k in sorted(self.kept)
             }
-        if job.personal is not None:
-            job.personal.save(job.state)
+        if personal is not None:
+            personal.save(state)
 
     def evaluated(self, global_model: FedConModel, state: dict[str, Any]) -> FedConModel | None:
         """The model a party with ``state`` is evaluated with: its personal model, else

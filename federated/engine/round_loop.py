@@ -414,7 +414,7 @@ class FederatedRun:
         probe_seconds = 0.0  # Fig. 2's forward passes: not training time
         for (job, result), weight in zip(self._local_trainings(reporting, plan), weights):
             extras = self.algorithm.end_local(job)
-            self.own.finish(job)
+            self.own.finish(job.model, job.state, job.personal)
             jobs.append(job)
             row.results.append(result)
             if not result.finite:

@@ -83,5 +83,5 @@ def start_local(
     model (``job.model``, set by the trainer), the party's own state over them (its kept
     entries, its personal model: ``setup.own``), then the method's ``begin_local``."""
     job.model.load_state_dict(global_state)
-    setup.own.start(job, setup.rule)
+    job.personal = setup.own.start(job.model, job.global_model, job.state, setup.rule, job.device)
     setup.algorithm.begin_local(job)
