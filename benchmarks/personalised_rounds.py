@@ -48,7 +48,7 @@ from typing import Any
 import torch
 
 from benchmarks.table import Column, format_table
-from federated.algorithms.base import PERSONALISED_POOLED_TEST_EVERY
+from federated.algorithms.party_own_state import PERSONALISED_POOLED_TEST_EVERY
 from federated.config.run_config import RunConfig
 from federated.data import load_dataset
 from federated.engine.round_loop import FederatedRun

@@ -135,7 +135,7 @@ def personal_validation_note(
 ) -> str | None:
     """The ``note:`` line for a sweep ranked on validation (``metric``) whose trials
     evaluate parties with models of their own — a personalised method (its
-    ``party_model``), local fine-tuning (``finetune_epochs``) or local BatchNorm
+    ``own_state``), local fine-tuning (``finetune_epochs``) or local BatchNorm
     statistics (``batchnorm=local``) — saying what ranks them; None where none does.
 
     Every trial's ``val_<metric>`` is the size-weighted value, over the evaluating
@@ -145,13 +145,12 @@ def personal_validation_note(
     default with no setting of their own."""
     if metric is None or not metric.startswith("val_"):
         return None
-    from federated.algorithms.base import Algorithm
     from federated.registry import load_method
 
     personal: dict[str, None] = {}
     for config in configs:
         algorithm = str(config.get("algorithm", "fedavg"))
-        own_models = load_method("algorithm", algorithm).party_model is not Algorithm.party_model
+        own_models = load_method("algorithm", algorithm).evaluates_own_models()
         if own_models:
             personal[algorithm] = None
         if config.get("finetune_epochs"):

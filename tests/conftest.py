@@ -128,7 +128,7 @@ def batchnorm_model_for(algorithm: str) -> dict[str, str]:
     tests run such a method on the BatchNorm variant of the same CNN."""
     from federated.registry import load_method
 
-    only_local = load_method("algorithm", algorithm).batchnorm_rules == ("local",)
+    only_local = load_method("algorithm", algorithm).own_state.batchnorm_rules == ("local",)
     return {"model": "simple-cnn-bn"} if only_local else {}
 
 

@@ -28,6 +28,7 @@ def train_party(
         job.party, len(labels), 0, augmenter, config.batch_size, config.local_epochs, generator
     )
     rule = SgdRule(config.lr, config.momentum, config.weight_decay)
-    setup = TrainingSetup(algorithm, job.global_model, augmenter, rule, images, labels)
+    own = algorithm.own_state.for_run(job.global_model, algorithm.params, config)
+    setup = TrainingSetup(algorithm, own, job.global_model, augmenter, rule, images, labels)
     trainer = SequentialTrainer(setup, job.model)
     return trainer.train_one(job, plan)

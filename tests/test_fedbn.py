@@ -12,7 +12,8 @@ import copy
 import pytest
 import torch
 
-from federated.algorithms.batchnorm_rule import STATE_KEY, batchnorm_entries
+from federated.algorithms.batchnorm_rule import batchnorm_entries
+from federated.algorithms.party_own_state import KEPT_KEY
 from federated.engine.round_loop import FederatedRun
 from federated.evaluation.scoring import evaluate
 from federated.params import ConfigError
@@ -68,15 +69,15 @@ def test_averaged_statistics_are_the_weighted_mean_and_the_counter_is_never_aver
     weights = aggregation_weights(local.party_sizes)
     glob = averaged.global_model.state_dict()
     for key in ("encoder.bn1.running_mean", "encoder.bn2.running_var"):
-        mean = sum(w * s[STATE_KEY][key] for w, s in zip(weights, local.party_states))
+        mean = sum(w * s[KEPT_KEY][key] for w, s in zip(weights, local.party_states))
         assert torch.allclose(glob[key], mean, atol=1e-6)
         assert not torch.equal(local.global_model.state_dict()[key], glob[key])
     # the server never moves the counter, and under local never the statistics
     assert int(glob["encoder.bn1.num_batches_tracked"]) == 0
     local_glob = local.global_model.state_dict()
     assert torch.equal(local_glob["encoder.bn1.running_mean"], torch.zeros(6))
-    assert all(STATE_KEY not in s for s in averaged.party_states)
-    assert all(int(s[STATE_KEY]["encoder.bn1.num_batches_tracked"]) > 0 for s in local.party_states)
+    assert all(KEPT_KEY not in s for s in averaged.party_states)
+    assert all(int(s[KEPT_KEY]["encoder.bn1.num_batches_tracked"]) > 0 for s in local.party_states)
 
 
 def test_local_statistics_evaluate_each_party_with_its_own(synthetic):
@@ -88,7 +89,7 @@ def test_local_statistics_evaluate_each_party_with_its_own(synthetic):
     run.run_round()
     model = copy.deepcopy(run.global_model)
     for party in range(3):
-        model.load_state_dict(run.party_states[party][STATE_KEY], strict=False)
+        model.load_state_dict(run.party_states[party][KEPT_KEY], strict=False)
         ours = run._party_model(party)
         for key, value in model.state_dict().items():
             assert torch.equal(ours.state_dict()[key], value), key

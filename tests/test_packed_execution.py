@@ -55,11 +55,11 @@ METHODS = {
 
 def _weights(run: FederatedRun) -> dict[str, torch.Tensor]:
     """The global model's state, or every party's own model (SOLO)."""
-    if run.algorithm.personal_models:
+    if run.own.trains_alone:
         return {
             f"{party}/{key}": value
             for party, state in enumerate(run.party_states)
-            for key, value in state["weights"].items()
+            for key, value in state["local"].items()
         }
     return {k: v.clone() for k, v in run.global_model.state_dict().items()}
 

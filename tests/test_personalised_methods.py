@@ -130,7 +130,7 @@ def test_ditto_without_its_pull_trains_each_personal_model_as_solo_does(syntheti
     ditto.run_round()
     solo.run_round()
     for party in range(3):
-        mine, theirs = ditto.party_states[party]["personal"], solo.party_states[party]["weights"]
+        mine, theirs = ditto.party_states[party]["personal"], solo.party_states[party]["local"]
         assert all(torch.equal(mine[k], theirs[k]) for k in theirs)
 
 

@@ -303,12 +303,12 @@ def test_personal_layers_never_move_under_dp(synthetic):
     the shared entries take the noised mean."""
     config = tiny(algorithm="fedper", dp_noise_multiplier=0.5, dp_clip_norm=0.05)
     run = FederatedRun(config, synthetic)
-    local = run.algorithm.local_entries(run.global_model)
+    local = run.own.kept
     before = {k: v.clone() for k, v in run.global_model.state_dict().items()}
     run.run_round()
     after = run.global_model.state_dict()
     assert local and all(torch.equal(after[k], before[k]) for k in local)
-    shared = run._private_keys
+    shared = run._float_keys
     assert shared and not set(shared) & local
     assert any(not torch.equal(after[k], before[k]) for k in shared)
 

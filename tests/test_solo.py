@@ -34,7 +34,7 @@ def test_one_accuracy_per_party_and_the_mean_and_std_over_them(synthetic):
     # each reported accuracy is that party's own model on the whole test set
     model = copy.deepcopy(run.global_model)
     for i, acc in enumerate(accs):
-        model.load_state_dict(run.party_states[i]["weights"])
+        model.load_state_dict(run.party_states[i]["local"])
         scores = evaluate(model, run.test_x, run.test_y, run.augmenter, 256, run.task.accumulator())
         assert scores.values["acc"] == acc
     # nothing is aggregated: the global model stays the initial model
@@ -55,7 +55,7 @@ def test_each_party_continues_from_its_own_weights(synthetic, monkeypatch):
     run = FederatedRun(tiny(algorithm="solo", n_parties=3, rounds=2), synthetic)
     initial = copy.deepcopy(run.global_model.state_dict())
     run.run_round()
-    ended = [copy.deepcopy(s["weights"]) for s in run.party_states]
+    ended = [copy.deepcopy(s["local"]) for s in run.party_states]
     run.run_round()
     for party in range(3):
         for k, v in initial.items():

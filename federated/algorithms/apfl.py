@@ -1,9 +1,10 @@
 """APFL (Deng, Kamani and Mahdavi 2020): a learned per-party mix of a personal and the
 global model.
 
-Each party keeps a personal model v (:mod:`federated.algorithms.personal_model`) and a
-mixing weight α in [0, 1] (``state["alpha"]``, starting at ``apfl_alpha``).  Its model
-is the mix of parameters v̄ = α v + (1 - α) w.  In a local training, on every batch:
+Each party keeps a personal model v (its declaration, ``own_state``: the engine loads,
+steps and saves it, :mod:`federated.algorithms.personal_model`) and a mixing weight α in
+[0, 1] (``state["alpha"]``, starting at ``apfl_alpha``).  Its model is the mix of
+parameters v̄ = α v + (1 - α) w.  In a local training, on every batch:
 
 * the global model w trains as FedAvg does (its contribution);
 * v steps on the mixed model's loss, whose gradient reaches v as α ∇F_i(v̄) (w enters
@@ -21,14 +22,15 @@ and learn α from there; 0.5 starts the learned α in the middle.  PFLlib starts
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.func import functional_call
 
-from federated.algorithms.base import PERSONALISED_POOLED_TEST_EVERY, Algorithm, LocalJob, LossTerms
-from federated.algorithms.personal_model import PersonalModels, personal_state
+from federated.algorithms.base import Algorithm, LocalJob, LossTerms
+from federated.algorithms.party_own_state import PERSONALISED_POOLED_TEST_EVERY, OwnState
 from federated.models import FedConModel, ModelOutput
 from federated.params import ConfigError, MethodParams, describe
 
@@ -49,33 +51,26 @@ class ApflParams(MethodParams):
 
 class Apfl(Algorithm):
     name = "apfl"
-    whole_personal_model = True
     dp_obstacle = None  # sends the global model's weights; its personal model and mix stay
-    party_state_copies = 2.0  # its personal model and that model's SGD momentum
-    personal_test_every_default = PERSONALISED_POOLED_TEST_EVERY
+    own_state = OwnState(personal_model=True, personal_test_every=PERSONALISED_POOLED_TEST_EVERY)
     Params = ApflParams
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        c = self.config
-        self.personal = PersonalModels(c.lr, c.momentum, c.weight_decay)
-
-    def packing_obstacle(self) -> str | None:
-        return "apfl trains each party's personal model beside the global one"
+        self._mix: FedConModel | None = None  # party_model's work network, never state
 
     def init_party_state(self, party: int) -> dict[str, Any]:
-        return {**personal_state(), "alpha": self.params.apfl_alpha}
+        return {"alpha": self.params.apfl_alpha}
 
     def begin_local(self, job: LocalJob) -> None:
-        self.personal.start(job)
         job.scratch["alpha"] = torch.tensor(
             job.state["alpha"], device=job.device, requires_grad=True
         )
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
         ce = self.supervised_loss(out, y)
-        mixed = self._mix(job.scratch["personal"], job.model, job.scratch["alpha"], detach=True)
-        personal = job.scratch["personal"]
+        personal = job.personal.net
+        mixed = self.mixed(personal, job.model, job.scratch["alpha"], detach=True)
 
         def mixed_model(*inputs: Any) -> ModelOutput:
             return functional_call(personal, mixed, inputs)
@@ -85,7 +80,7 @@ class Apfl(Algorithm):
         return LossTerms(ce + own, {"ce": ce.detach(), "personal": own.detach()})
 
     @staticmethod
-    def _mix(
+    def mixed(
         personal: torch.nn.Module, shared: torch.nn.Module, alpha: torch.Tensor, detach: bool
     ) -> dict[str, torch.Tensor]:
         """α v + (1 - α) w per parameter (w detached while training)."""
@@ -97,15 +92,14 @@ class Apfl(Algorithm):
         return out
 
     def after_step(self, job: LocalJob) -> None:
+        """α's step (the engine steps the personal model next)."""
         alpha = job.scratch["alpha"]
         with torch.no_grad():
             if alpha.grad is not None:
                 alpha.sub_(self.config.lr * alpha.grad).clamp_(0.0, 1.0)
                 alpha.grad = None
-        self.personal.step(job)
 
     def end_local(self, job: LocalJob) -> dict[str, list[torch.Tensor]]:
-        self.personal.finish(job)
         job.state["alpha"] = float(job.scratch["alpha"].detach().cpu())
         return {}
 
@@ -115,10 +109,13 @@ class Apfl(Algorithm):
         """α v + (1 - α) w with the new global w (None before the party trained)."""
         if state["personal"] is None:
             return None
-        net = self.personal.loaded(global_model, state["personal"])
+        if self._mix is None:
+            self._mix = copy.deepcopy(global_model)
+        net = self._mix
+        net.load_state_dict(state["personal"])
         with torch.no_grad():
             alpha = torch.tensor(state["alpha"])
-            for name, value in self._mix(net, global_model, alpha, detach=True).items():
+            for name, value in self.mixed(net, global_model, alpha, detach=True).items():
                 net.get_parameter(name).copy_(value)
         return net
 

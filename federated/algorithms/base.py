@@ -16,9 +16,13 @@ pfl-research's algorithms keep the party's work apart from the server's):
   algorithm object itself holds only its parameters, so parties can train together:
   packed execution (:mod:`federated.execution.packed`) runs the drawn parties' hooks
   side by side, each on a ``job.model`` whose weights are that party's slice of one
-  packed network.  A method that only reaches the model through ``parameters()``,
-  ``named_parameters()``, ``state_dict()`` and ``load_state_dict()`` (and their
-  gradients in :meth:`~Algorithm.after_backward`), reads frozen models through
+  packed network.  What stays with a party between rounds beyond its hooks' own state
+  (entries of the model it keeps, a personal model) is one declaration,
+  :attr:`Algorithm.own_state` (:mod:`federated.algorithms.party_own_state`), which the
+  engine applies: no hook loads or saves it.  A method that only reaches the model
+  through ``parameters()``, ``named_parameters()``, ``state_dict()`` and
+  ``load_state_dict()`` (and their gradients in :meth:`~Algorithm.after_backward`),
+  reads frozen models through
   ``job.frozen`` and draws no random numbers while parties train, declares
   ``packable = True``.
 * **contribution** — a party's local training ends in a :class:`Contribution`: its
@@ -46,9 +50,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import torch
 
-from federated.algorithms.batchnorm_rule import BatchNormRule
 from federated.algorithms.frozen_reader import FrozenModels, FrozenReader
-from federated.config.checks import BATCHNORM_RULES
+from federated.algorithms.party_own_state import OwnState
+from federated.algorithms.personal_model import PersonalModel
+from federated.algorithms.personal_model import model_state_to_cpu as model_state_to_cpu
+from federated.algorithms.personal_model import tensors_to_cpu as tensors_to_cpu
 from federated.contract.task_needs import TaskNeed
 from federated.models import FedConModel, ModelOutput
 from federated.params import MethodParams, NoParams
@@ -58,6 +64,18 @@ from federated.tasks.base import Task, build_task
 
 if TYPE_CHECKING:
     from federated.config.run_config import RunConfig
+
+#: the class attributes own_state replaced: a method setting one is refused at once (its
+#: value would otherwise be silently ignored)
+REPLACED_BY_OWN_STATE = (
+    "personal_models",
+    "whole_personal_model",
+    "batchnorm_default",
+    "batchnorm_rules",
+    "personal_test_every_default",
+    "party_state_copies",
+    "local_entries",
+)
 
 
 class LossTerms(NamedTuple):
@@ -89,19 +107,13 @@ class LocalJob:
     scratch: dict[str, Any] = field(default_factory=dict)  # lives for this job only
     # the frozen models the objective reads (the global model's by default)
     frozen: FrozenReader | None = None
+    # the party's personal model, where the method declares one (Ditto, APFL): the
+    # engine loads, steps and saves it; the method reads it
+    personal: PersonalModel | None = None
 
     def __post_init__(self) -> None:
         if self.frozen is None:
             self.frozen = FrozenModels(self.global_model)
-
-
-#: a personalised method's default ``personal_test_every``: its own models on the pooled
-#: test set (N passes where FedAvg makes one: the cost of a round for LG-FedAvg and FedBN,
-#: whose parties share no leading stage with the global model) are for the report's
-#: global-vs-personal trade-off, read at the last round, which is always scored; its
-#: protocol's numbers, each party's model on its own test and validation splits, are
-#: scored every round whatever this is (docs/methods.md, "How personal models are scored")
-PERSONALISED_POOLED_TEST_EVERY = 5
 
 
 class Algorithm:
@@ -110,33 +122,18 @@ class Algorithm:
     name: ClassVar[str] = "fedavg"
     #: the method's typed parameters (a frozen :class:`~federated.params.MethodParams`)
     Params: ClassVar[type[MethodParams]] = NoParams
-    # SOLO-style methods: every party trains its own model every round (whatever the
-    # sample fraction), continuing from its own weights (its evaluation: party_model)
-    personal_models: ClassVar[bool] = False
+    #: what stays with each party between rounds, and how it is trained and evaluated
+    #: (:mod:`federated.algorithms.party_own_state`): kept entries of the shared model,
+    #: a personal model, the model-sized state the method keeps itself, its BatchNorm
+    #: rules and its scoring period; FedAvg keeps nothing
+    own_state: ClassVar[OwnState] = OwnState()
     # Whether the engine may train this method's parties together (see the module
     # docstring for what that asks of the hooks); False for a method that has not said.
     packable: ClassVar[bool] = False
-    # party_model gives a model the party trains whole (Ditto's, APFL's, SOLO's): its
-    # BatchNorm statistics are already the party's own under any ``batchnorm`` rule
-    whole_personal_model: ClassVar[bool] = False
-    # the ``batchnorm`` rule a run of this method takes when nobody set one
-    # (federated/algorithms/batchnorm_rule.py)
-    batchnorm_default: ClassVar[str] = "averaged"
-    # the ``personal_test_every`` a run of this method takes when nobody set one: SOLO's
-    # rows have scored its own models on the pooled test set every round since the
-    # MOON reproduction, and keep doing so; the personalised methods take
-    # PERSONALISED_POOLED_TEST_EVERY (each party's own split is still scored every round)
-    personal_test_every_default: ClassVar[int] = 1
-    # copies of the model's state each party keeps between rounds (its own model, its
-    # optimiser state, the entries it keeps local): N times this is checked against the
-    # machine's memory before work (federated/models/party_memory.py)
-    party_state_copies: ClassVar[float] = 0.0
     # what the method needs of the run's task (federated/contract/task_needs.py): a
     # task that lacks one is refused in one line before any data loads; every built-in
     # method trains through the task's forward pass and loss, so needs nothing more
     task_needs: ClassVar[tuple[TaskNeed, ...]] = ()
-    # the ``batchnorm`` rules the method allows
-    batchnorm_rules: ClassVar[tuple[str, ...]] = BATCHNORM_RULES
     # client-level differential privacy (federated/server/privacy.py, docs/privacy.md):
     # DP-FedAvg's clipped, noised mean of the parties' updates replaces the method's
     # aggregation, which protects a party only if its model's shared entries are all it
@@ -157,12 +154,21 @@ class Algorithm:
         #: what the parties learn: the supervised part of every method's loss
         task = config.task or config.spec.task
         self.task: Task = build_task(task, config.task_params, config.spec)
-        #: what happens to BatchNorm statistics (the engine applies it around every
-        #: method's hooks, so no method handles them itself)
-        self.batchnorm = BatchNormRule(config.batchnorm or self.batchnorm_default)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in REPLACED_BY_OWN_STATE:
+            if name in vars(cls):
+                raise TypeError(
+                    f"{cls.__name__} sets {name}, which own_state = OwnState(...) "
+                    "replaces (federated/algorithms/party_own_state.py, "
+                    "docs/writing-a-method.md)"
+                )
 
     def packing_obstacle(self) -> str | None:
         """Why this method's parties cannot train packed (one line), or None."""
+        if self.own_state.personal_model:
+            return f"{self.name} trains each party's personal model beside the global one"
         if self.packable:
             return None
         return f"algorithm {self.name} does not declare packable = True"
@@ -203,16 +209,18 @@ class Algorithm:
     # ------------------------------------------------------------------ evaluation
     @classmethod
     def evaluates_own_models(cls) -> bool:
-        """Whether the method evaluates a party with a model of the party's own (it
-        overrides :meth:`party_model`), not always the global model."""
-        return cls.party_model is not Algorithm.party_model
+        """Whether the method evaluates a party with a model of the party's own (its
+        ``own_state`` keeps some, or it overrides :meth:`party_model`), not always the
+        global model."""
+        return cls.own_state.evaluates_own_models or cls.party_model is not Algorithm.party_model
 
     def party_model(
         self, party: int, global_model: FedConModel, state: dict[str, Any]
     ) -> FedConModel | None:
-        """The model party ``party`` is evaluated with, from its ``state``; None: the
-        global model (every method that trains one).  A personal-model method returns
-        the party's own (:mod:`federated.evaluation.round_evaluation`)."""
+        """A model of the method's own making that party ``party`` is evaluated with,
+        from its ``state``, taken as it is (APFL's mix); None: the one its ``own_state``
+        gives (its personal model, or the global model with its kept entries; the global
+        model for a party that keeps nothing)."""
         return None
 
     # ------------------------------------------------------------------ server side
@@ -225,28 +233,12 @@ class Algorithm:
         parties' weights).  It may update ``server`` when it finishes."""
         return WeightedMean(global_model.state_dict())
 
-    def local_entries(self, global_model: FedConModel) -> frozenset[str]:
-        """The model state entries a party keeps and never sends the server (the server
-        keeps the global model's values of them): none by default; the partly personal
-        methods' local layers.  DP-FedAvg clips and noises every other floating-point
-        entry the server reads."""
-        return frozenset()
-
     # -------------------------------------------------------------------- reporting
     def bytes_per_party(self, model_bytes: int, param_bytes: int) -> tuple[int, int]:
-        """Bytes sent (down, up) per drawn party: the model's state each way, plus the
-        method's extras."""
+        """Bytes sent (down, up) per drawn party: ``model_bytes``, the model's state less
+        the entries the method keeps at the party, each way, plus the method's extras."""
         return model_bytes, model_bytes
 
     def round_metrics(self, jobs: list[LocalJob], server: dict[str, Any]) -> dict[str, float]:
         """Method-specific per-round metrics (e.g. tau, control-variate norms)."""
         return {}
-
-
-def tensors_to_cpu(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Detached CPU copies: party state leaves the accelerator between rounds."""
-    return [t.detach().to("cpu", copy=True) for t in tensors]
-
-
-def model_state_to_cpu(model: FedConModel) -> dict[str, torch.Tensor]:
-    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}

@@ -1,6 +1,7 @@
 """Ditto (Li et al. 2021): a personal model pulled towards the global one.
 
-Each party keeps a personal model v (:mod:`federated.algorithms.personal_model`).  In a
+Each party keeps a personal model v (its declaration: ``own_state``, a personal model;
+the engine loads, steps and saves it, :mod:`federated.algorithms.personal_model`).  In a
 local training it trains the global model w as FedAvg does (its contribution) and,
 on the same batches, v on its own loss plus the proximal pull of weight λ
 (``ditto_lambda``) to the round's global model w^t:
@@ -19,13 +20,12 @@ fixing one; 0.1 is FederatedScope's default (``regular_weight``).  PFLlib's defa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
-from federated.algorithms.base import PERSONALISED_POOLED_TEST_EVERY, Algorithm, LocalJob, LossTerms
-from federated.algorithms.personal_model import PersonalModels, personal_state
-from federated.models import FedConModel, ModelOutput
+from federated.algorithms.base import Algorithm, LocalJob, LossTerms
+from federated.algorithms.party_own_state import PERSONALISED_POOLED_TEST_EVERY, OwnState
+from federated.models import ModelOutput
 from federated.params import ConfigError, MethodParams, describe, non_negative
 
 # Ditto's λ grid is 0.01 .. 2 (Li et al. 2021); at lr 0.01 a λ of 1e4 already makes each
@@ -56,31 +56,17 @@ class DittoParams(MethodParams):
 
 class Ditto(Algorithm):
     name = "ditto"
-    whole_personal_model = True
     dp_obstacle = None  # sends the global model's weights; its personal model stays at home
-    party_state_copies = 2.0  # its personal model and that model's SGD momentum
-    personal_test_every_default = PERSONALISED_POOLED_TEST_EVERY
+    own_state = OwnState(personal_model=True, personal_test_every=PERSONALISED_POOLED_TEST_EVERY)
     Params = DittoParams
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        c = self.config
-        self.personal = PersonalModels(c.lr, c.momentum, c.weight_decay)
-
-    def packing_obstacle(self) -> str | None:
-        return "ditto trains each party's personal model beside the global one"
-
-    def init_party_state(self, party: int) -> dict[str, Any]:
-        return personal_state()
-
     def begin_local(self, job: LocalJob) -> None:
-        self.personal.start(job)
         job.scratch["anchor"] = [p.detach() for p in job.global_model.parameters()]
 
     def loss(self, job: LocalJob, out: ModelOutput, x: torch.Tensor, y: torch.Tensor) -> LossTerms:
         ce = self.supervised_loss(out, y)
         # through the task: a detector in training mode takes the batch's boxes
-        own = self.supervised_loss(self.task.forward(job.scratch["personal"], x, y), y)
+        own = self.supervised_loss(self.task.forward(job.personal.net, x, y), y)
         return LossTerms(ce + own, {"ce": ce.detach(), "personal": own.detach()})
 
     def after_backward(self, job: LocalJob) -> dict[str, torch.Tensor]:
@@ -88,7 +74,7 @@ class Ditto(Algorithm):
         lam = self.params.ditto_lambda
         pairs = [
             (p, a)
-            for p, a in zip(job.scratch["personal_params"], job.scratch["anchor"])
+            for p, a in zip(job.personal.params, job.scratch["anchor"])
             if p.grad is not None  # a parameter the loss did not reach: SGD leaves it be
         ]
         with torch.no_grad():
@@ -97,18 +83,3 @@ class Ditto(Algorithm):
                 torch._foreach_add_([p.grad for p, _ in pairs], diffs, alpha=lam)
             squared = torch.stack(torch._foreach_norm(diffs)).square().sum()
         return {"prox": 0.5 * lam * squared}
-
-    def after_step(self, job: LocalJob) -> None:
-        self.personal.step(job)
-
-    def end_local(self, job: LocalJob) -> dict[str, list[torch.Tensor]]:
-        self.personal.finish(job)
-        return {}
-
-    def party_model(
-        self, party: int, global_model: FedConModel, state: dict[str, Any]
-    ) -> FedConModel | None:
-        """The party's personal model v (None before it trained)."""
-        if state["personal"] is None:
-            return None
-        return self.personal.loaded(global_model, state["personal"])

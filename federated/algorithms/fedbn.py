@@ -9,9 +9,11 @@ so the model must have BatchNorm layers (``simple-cnn-bn``, ``resnet50``); one w
 any is refused in one line naming ``model``.  The run's ``batchnorm`` rule is ``local``
 (the default here; ``averaged`` is refused: it would contradict the method).
 
-The split, the party state (the layers' entries, in every checkpoint: exact resume),
-the evaluation (each party's own BatchNorm layers on the new global model) and packed
-training are :mod:`federated.algorithms.partly_personal`'s.  The paper's code and
+Its declaration (``own_state``: :class:`BatchNormLayers` kept) is all of it: the party
+state (the layers' entries, in every checkpoint: exact resume, stored once with the
+``local`` rule's statistics among them), the evaluation (each party's own BatchNorm
+layers on the new global model) and packed training are the engine's, as for
+:mod:`federated.algorithms.partly_personal`.  The paper's code and
 PFLlib's keep the entries whose names contain ``bn``; reading the module's buffers
 instead finds a BatchNorm layer whatever it is called.
 """
@@ -27,6 +29,11 @@ import torch
 from federated.algorithms.batchnorm_rule import batchnorm_entries
 from federated.algorithms.layer_rule import run_model_names
 from federated.algorithms.partly_personal import PartlyPersonal
+from federated.algorithms.party_own_state import (
+    PERSONALISED_POOLED_TEST_EVERY,
+    KeptEntries,
+    OwnState,
+)
 from federated.params import ConfigError, MethodParams
 
 WITH_BATCHNORM = "a model with BatchNorm layers under algorithm fedbn (simple-cnn-bn, resnet50)"
@@ -57,14 +64,24 @@ class FedBNParams(MethodParams):
         return params
 
 
+@dataclass(frozen=True)
+class BatchNormLayers(KeptEntries):
+    """Every BatchNorm layer's entries: weights, biases, statistics and counters."""
+
+    def names(
+        self, model: torch.nn.Module, params: MethodParams, model_name: str | None
+    ) -> frozenset[str]:
+        return fedbn_local_names(list(model.state_dict()), model_name)
+
+    def most_names(self, model: torch.nn.Module) -> frozenset[str]:
+        return frozenset(batchnorm_entries(model.state_dict()).every)
+
+
 class FedBN(PartlyPersonal):
     name = "fedbn"
     Params = FedBNParams
-    batchnorm_default = "local"
-    batchnorm_rules = ("local",)
-
-    def local_names(self, model: torch.nn.Module) -> frozenset[str]:
-        """The model's BatchNorm entries (checked on the run's real model once)."""
-        if self._local is None:
-            self._local = fedbn_local_names(list(model.state_dict()), self.config.model)
-        return self._local
+    own_state = OwnState(
+        keeps=BatchNormLayers(),
+        batchnorm_rules=("local",),
+        personal_test_every=PERSONALISED_POOLED_TEST_EVERY,
+    )

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from federated.algorithms.base import Algorithm, Contribution, LocalJob, tensors_to_cpu
+from federated.algorithms.party_own_state import OwnState
 from federated.models import FedConModel
 from federated.params import MethodParams, describe, positive
 from federated.server.aggregation import WeightedMean
@@ -77,6 +78,7 @@ class FedDynAggregator(WeightedMean):
 class FedDyn(Algorithm):
     name = "feddyn"
     packable = True
+    own_state = OwnState(parameter_copies=1.0)  # each party's gradient correction g_i
     dp_obstacle = "builds its server state h from the parties' unclipped, un-noised updates"
     Params = FedDynParams
 

@@ -5,8 +5,8 @@ Each local training runs the round's E epochs in two phases: the first
 ``rep_head_epochs`` epochs train the head alone (the body frozen), the remaining
 E - ``rep_head_epochs`` the body alone (the head frozen); the server averages the body.
 The head is FedPer's (``personal_layers`` default ``head,classifier``, ``classifier``
-without a projection head); party state, aggregation and evaluation are
-:mod:`federated.algorithms.partly_personal`'s.
+without a projection head); party state, aggregation and evaluation follow its
+declaration, :mod:`federated.algorithms.partly_personal`'s.
 
 Default ``rep_head_epochs = E - 1``: the paper's code trains the representation for
 ``local_rep_ep = 1`` of the local epochs and the head for the rest, so the body moves
@@ -33,7 +33,7 @@ import torch
 
 from federated.algorithms.base import LocalJob
 from federated.algorithms.fedper import head_rule
-from federated.algorithms.layer_rule import LayerRuleParams
+from federated.algorithms.layer_rule import LayerRuleParams, model_local_names
 from federated.algorithms.partly_personal import PartlyPersonal
 from federated.params import ConfigError, MethodParams, describe, positive
 
@@ -89,9 +89,15 @@ class FedRep(PartlyPersonal):
     def packing_obstacle(self) -> str | None:
         return "fedrep freezes half the model per phase, which the packed SGD step cannot skip"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head: frozenset[str] | None = None  # the rule on the run's model, read once
+
     def begin_local(self, job: LocalJob) -> None:
-        super().begin_local(job)
-        local = self.local_names(job.model)
+        # the head is the rule's entries (the engine has loaded the party's own)
+        if self._head is None:
+            self._head = model_local_names(job.model, self.params.personal_layers)
+        local = self._head
         named = list(job.model.named_parameters())
         job.scratch["head"] = [p for n, p in named if n in local]
         job.scratch["body"] = [p for n, p in named if n not in local]

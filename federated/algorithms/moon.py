@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from federated.algorithms.base import Algorithm, LocalJob, LossTerms, model_state_to_cpu
+from federated.algorithms.party_own_state import OwnState
 from federated.models import FedConModel, ModelOutput
 from federated.params import (
     ConfigError,
@@ -127,9 +128,15 @@ class MoonParams(MethodParams):
         return {name: why for name in ("tau_min", "tau_sigma", "tau_scope")}
 
 
+def previous_models(params: MoonParams) -> float:
+    """Model states a MOON party keeps: its ``prev_models`` previous models."""
+    return float(params.prev_models)
+
+
 class Moon(Algorithm):
     name = "moon"
     packable = True
+    own_state = OwnState(state_copies=previous_models)
     dp_obstacle = None  # sends its weights only: its previous models stay at the party
     Params = MoonParams
 

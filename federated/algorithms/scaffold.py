@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from federated.algorithms.base import Algorithm, Contribution, LocalJob, tensors_to_cpu
+from federated.algorithms.party_own_state import OwnState
 from federated.models import FedConModel
 from federated.server.aggregation import WeightedMean
 
@@ -53,6 +54,7 @@ class ScaffoldAggregator(WeightedMean):
 class Scaffold(Algorithm):
     name = "scaffold"
     packable = True
+    own_state = OwnState(parameter_copies=1.0)  # each party's control variate c_i
     dp_obstacle = (
         "uploads its control-variate change delta_c beside its weights, which DP-FedAvg "
         "would neither clip nor noise"

@@ -93,6 +93,7 @@ EVALUATION_NEEDS: dict[str, tuple[TaskNeed, ...]] = {
     "representations_at": (CLASS_PER_SAMPLE,),
 }
 
+
 def validate(c: Any) -> None:
     """Raise :class:`ConfigError` naming the first run-level field of ``c`` (a
     :class:`~federated.config.run_config.RunConfig` whose dataset, parties and model are resolved)
@@ -152,7 +153,7 @@ def _check_batchnorm(c: Any) -> None:
     """The BatchNorm rule is one of :data:`BATCHNORM_RULES` and one the method allows
     (FedBN keeps its BatchNorm layers at each party: ``local`` only)."""
     one_of("batchnorm", c.batchnorm, BATCHNORM_RULES)
-    allowed = load_method("algorithm", c.algorithm).batchnorm_rules
+    allowed = load_method("algorithm", c.algorithm).own_state.batchnorm_rules
     if c.batchnorm not in allowed:
         raise ConfigError(
             "batchnorm",
@@ -417,8 +418,9 @@ def _validate_task(c: Any, spec: Any) -> None:
         need = unmet_need(task, needs)
         if need is not None:
             raise ConfigError(
-                name, value, f"{allowed}: {user} needs {need.what}, which a {task.name} task "
-                "does not have"
+                name,
+                value,
+                f"{allowed}: {user} needs {need.what}, which a {task.name} task does not have",
             )
 
 

@@ -75,7 +75,7 @@ def _stragglers_per_round(c: RunConfig) -> int:
 RULES = (
     InertRule(
         ("server_optimizer", *SERVER_PARAMETERS, "sample_fraction"),
-        lambda c: load_method("algorithm", c.algorithm).personal_models,
+        lambda c: load_method("algorithm", c.algorithm).own_state.trains_alone,
         lambda c: f"algorithm={c.algorithm} trains every party alone: there is no server update",
     ),
     InertRule(
@@ -133,8 +133,7 @@ RULES = (
         ("finetune_epochs",),
         lambda c: c.party_scores_every == 0,
         lambda c: (
-            "party_scores_every=0: no party is scored on its own data, so nothing is "
-            "fine-tuned"
+            "party_scores_every=0: no party is scored on its own data, so nothing is fine-tuned"
         ),
     ),
     InertRule(

@@ -50,11 +50,11 @@ METHOD_FIELDS = ("method_options", "algorithm_params", "server_params", "task_pa
 # What a run made before a field existed did, for the fields whose default is resolved
 # per method (None): a checkpoint without the field is compared as this value
 BEFORE_FIELD = {"batchnorm": "averaged"}
-# Run-level fields whose default (None) is the chosen algorithm's: field -> the class
-# attribute of federated.algorithms.base.Algorithm that holds it
+# Run-level fields whose default (None) is the chosen algorithm's: field -> the attribute
+# of its party-state declaration (Algorithm.own_state, an OwnState) that holds it
 METHOD_DEFAULTS = {
     "batchnorm": "batchnorm_default",
-    "personal_test_every": "personal_test_every_default",
+    "personal_test_every": "personal_test_every",
 }
 
 
@@ -267,8 +267,7 @@ class RunConfig:
     dropout: float = field(
         default=0.0,
         metadata=_help(
-            "probability that a drawn party never reports (aggregation weights over those "
-            "that do)"
+            "probability that a drawn party never reports (aggregation weights over those that do)"
         ),
     )
     # --- client-level differential privacy, DP-FedAvg (federated/server/privacy.py,
@@ -596,9 +595,9 @@ def _resolve(c: RunConfig) -> RunConfig:
 def method_defaults(c: RunConfig) -> dict[str, Any]:
     """The :data:`METHOD_DEFAULTS` fields of ``c``, each the chosen algorithm's default
     where ``c`` leaves it None (its own value otherwise)."""
-    algorithm = load_method("algorithm", c.algorithm)
+    declared = load_method("algorithm", c.algorithm).own_state
     return {
-        name: getattr(algorithm, attribute) if getattr(c, name) is None else getattr(c, name)
+        name: getattr(declared, attribute) if getattr(c, name) is None else getattr(c, name)
         for name, attribute in METHOD_DEFAULTS.items()
     }
 

@@ -268,6 +268,7 @@ def measure_paths(
                 "sequential": local_trainer(
                     replace(run.config, execution="sequential"),
                     run.algorithm,
+                    run.own,
                     run.global_model,
                     run.spec,
                     run.augmenter,

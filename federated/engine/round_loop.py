@@ -34,7 +34,13 @@ from federated.data import Augmenter, ImageData, load_dataset
 from federated.data.hub_dataset import HubColumns
 from federated.engine.party_data import PartyData
 from federated.engine.round_row import RoundRow, work_columns
-from federated.engine.run_state import EXECUTION_FIELDS, STATE_FORMAT, check_compatible, tree_to
+from federated.engine.run_state import (
+    EXECUTION_FIELDS,
+    STATE_FORMAT,
+    check_compatible,
+    tree_to,
+    unreadable_format,
+)
 from federated.evaluation.party_scores import PartyScorer
 from federated.evaluation.representations import RepresentationProbe
 from federated.evaluation.round_evaluation import RoundEvaluation
@@ -92,9 +98,13 @@ class FederatedRun:
         self.rng = RunRandomness.from_seed(config.seed)
 
         self.algorithm = load_method("algorithm", config.algorithm)(config, self.rng.algorithm)
+        # what each party keeps, on the real model (a rule it refutes is refused here)
+        self.own = self.algorithm.own_state.for_run(
+            self.global_model, self.algorithm.params, config
+        )
         self.server_state = self.algorithm.init_server_state(self.global_model)
         self.server = load_method("server_optimizer", config.server_optimizer)(config)
-        self.party_states = [self.algorithm.init_party_state(i) for i in range(config.n_parties)]
+        self.party_states = [self._initial_party_state(i) for i in range(config.n_parties)]
         # client-level DP (dp_* fields): DP-FedAvg's rule in place of the method's
         # aggregation, on the run's own noise stream; None when off
         self.privacy = ClientPrivacy.from_config(config, self.rng.privacy)
@@ -108,6 +118,7 @@ class FederatedRun:
         self.trainer = local_trainer(
             config,
             self.algorithm,
+            self.own,
             self.global_model,
             self.spec,
             self.augmenter,
@@ -140,20 +151,31 @@ class FederatedRun:
                 warnings.warn(notice, StartNotice, stacklevel=3)
         return model.to(self.device).requires_grad_(False)
 
+    def _initial_party_state(self, party: int) -> dict[str, Any]:
+        """Party ``party``'s state before its first round: its own state's keys (what
+        ``own_state`` keeps) and the method's."""
+        own = self.own.initial()
+        method = self.algorithm.init_party_state(party)
+        clash = sorted(set(own) & set(method))
+        if clash:
+            raise ValueError(
+                f"algorithm {self.config.algorithm}'s init_party_state uses {clash}, the "
+                "keys of the state its own_state keeps: name its own entries otherwise"
+            )
+        return {**own, **method}
+
     def _measure_model(self) -> None:
         """The global model's entries the server optimizer moves (floating point) and
-        those it copies (BatchNorm's counters), and the bytes a party is sent."""
+        those it copies, and the bytes a party is sent."""
         state = self.global_model.state_dict()
-        # BatchNorm's counters never move, nor its statistics where parties keep them
-        skipped = self.algorithm.batchnorm.server_skips(self.global_model)
-        moved = {k: v for k, v in state.items() if k not in skipped}
+        # the one place the server is told what it never moves: what each party keeps
+        # (and BatchNorm's counters); DP-FedAvg clips and noises what is left
+        moved = {k: v for k, v in state.items() if k not in self.own.server_skips}
         self._float_keys = [k for k, v in moved.items() if v.is_floating_point()]
         self._other_keys = [k for k, v in moved.items() if not v.is_floating_point()]
-        # what a party sends that DP-FedAvg clips and noises: every moved floating-point
-        # entry but those the method keeps at the party
-        local = self.algorithm.local_entries(self.global_model)
-        self._private_keys = [k for k in self._float_keys if k not in local]
         self.model_bytes = sum(v.numel() * v.element_size() for v in state.values())
+        # what travels: the model less the entries the method keeps at the party
+        self.shared_bytes = self.model_bytes - self.own.kept_bytes(self.global_model)
         self.param_bytes = sum(p.numel() * p.element_size() for p in self.global_model.parameters())
 
     # ----------------------------------------------------------------- data (views)
@@ -197,7 +219,7 @@ class FederatedRun:
         """This round's parties, sorted; all of them for personal models or fraction 1."""
         n = self.config.n_parties
         k = self.config.parties_per_round
-        if self.algorithm.personal_models or k >= n:
+        if self.own.trains_alone or k >= n:
             return list(range(n))
         return sorted(int(i) for i in self.rng.sampling.choice(n, size=k, replace=False))
 
@@ -307,16 +329,11 @@ class FederatedRun:
         return self.evaluation.validation_columns()
 
     def _party_model(self, party: int) -> torch.nn.Module | None:
-        """The model party ``party`` is evaluated with (None: the global model), with its
-        own BatchNorm statistics where the run keeps those local."""
+        """The model party ``party`` is evaluated with (None: the global model): one of
+        the method's own making, else the one its own state gives."""
         state = self.party_states[party]
-        algorithm = self.algorithm
-        return algorithm.batchnorm.evaluated(
-            algorithm.party_model(party, self.global_model, state),
-            self.global_model,
-            state,
-            algorithm.whole_personal_model,
-        )
+        model = self.algorithm.party_model(party, self.global_model, state)
+        return self.own.evaluated(self.global_model, state) if model is None else model
 
     def _round(self, start: float) -> RoundRow:
         drawn = self.draw_parties()
@@ -336,13 +353,13 @@ class FederatedRun:
         aggregator = (
             self.algorithm.aggregator(self.server_state, self.global_model)
             if self.privacy is None
-            else self.privacy.aggregator(self.global_model.state_dict(), self._private_keys)
+            else self.privacy.aggregator(self.global_model.state_dict(), self._float_keys)
         )
         jobs: list[LocalJob] = []
         probe_seconds = 0.0  # Fig. 2's forward passes: not training time
         for (job, result), weight in zip(self._local_trainings(reporting, plan), weights):
             extras = self.algorithm.end_local(job)
-            self.algorithm.batchnorm.finish(job.model, job.state)
+            self.own.finish(job.model, job.state, job.personal)
             jobs.append(job)
             row.results.append(result)
             if not result.finite:
@@ -383,7 +400,7 @@ class FederatedRun:
         row.extra.update(results.columns)
         row.extra.update(self.validation_columns())
         row.extra.update(self.party_scorer.columns(row.round))
-        down, up = self.algorithm.bytes_per_party(self.model_bytes, self.param_bytes)
+        down, up = self.algorithm.bytes_per_party(self.shared_bytes, self.param_bytes)
         # every drawn party was sent the model; only those that report send one back
         row.bytes_down, row.bytes_up = len(drawn) * down, len(reporting) * up
         row.cum_bytes += row.bytes_up + row.bytes_down
@@ -393,8 +410,8 @@ class FederatedRun:
 
     def _server_step(self, combined: dict[str, torch.Tensor]) -> None:
         """The server optimizer moves the global model's floating-point state towards
-        ``combined``; other entries take the combined value; BatchNorm's counters (and
-        its statistics under ``batchnorm=local``) stay as they are."""
+        ``combined``; other entries take the combined value; the entries the parties
+        keep and BatchNorm's counters stay as they are (:meth:`_measure_model`)."""
         state = self.global_model.state_dict()
         self.server.step(
             [state[k] for k in self._float_keys], [combined[k] for k in self._float_keys]
@@ -441,7 +458,7 @@ class FederatedRun:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("format") != STATE_FORMAT:
-            raise ValueError(f"unsupported run-state format {state.get('format')!r}")
+            raise ValueError(unreadable_format(state.get("format")))
         check_compatible(state["config"], self.config)
         self.round = state["round"]
         self.diverged = state["diverged"]

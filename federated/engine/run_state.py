@@ -23,7 +23,23 @@ from federated.config.run_config import (
     field_types,
 )
 
-STATE_FORMAT = 1
+# 2: a party's kept entries under one key (state["local"]: SOLO's weights and the
+# batchnorm=local statistics were "weights" and "batchnorm_statistics") and the server
+# optimizer's state over the entries the server moves (those kept at the parties left
+# out, where format 1 stepped them by zero)
+STATE_FORMAT = 2
+
+
+def unreadable_format(saved: object) -> str:
+    """The one line refusing a checkpoint of run-state format ``saved``."""
+    if saved == 1:
+        return (
+            "checkpoint of run-state format 1 (before a party's own state was one "
+            f"declaration); this fedsweep reads format {STATE_FORMAT}: start the run afresh"
+        )
+    return f"unsupported run-state format {saved!r} (this fedsweep reads {STATE_FORMAT})"
+
+
 EXECUTION_FIELDS = execution_fields()
 
 

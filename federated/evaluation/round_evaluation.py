@@ -3,10 +3,12 @@ per-party outcomes, federated validation and the parties' local test splits; bui
 a run in one place (:meth:`RoundEvaluation.for_run`: its scorer, validator, local
 tester, fine-tuner and representation probe).
 
-Which model does party *i* evaluate with?  The method says
-(:meth:`federated.algorithms.base.Algorithm.party_model`): the global model by default,
-its own for a personal-model method such as SOLO; with ``finetune_epochs`` a copy of
-either fine-tuned on its training data.  Every pass is the one evaluation loop
+Which model does party *i* evaluate with?  The round loop says
+(``FederatedRun._party_model``, from the method's ``own_state``,
+:mod:`federated.algorithms.party_own_state`): the global model by default, the global
+model with the party's kept entries (FedPer, FedBN, ``batchnorm=local``), its own
+model for a personal-model method (Ditto, SOLO), APFL's mix; with ``finetune_epochs`` a
+copy of either fine-tuned on its training data.  Every pass is the one evaluation loop
 (:func:`federated.evaluation.scoring.evaluate`), and :meth:`RoundEvaluation.evaluate`
 takes one of two ways through it, by that model: with the global model every
 evaluation is one pass over its split (per-party values by each row's owner); with a

@@ -15,7 +15,9 @@ What every path shares, each defined once: the batch plan (which rows each party
 each step, :mod:`~federated.execution.batch_plan`), the SGD update rule
 (:mod:`~federated.sgd_rule`, also the personal models' and fine-tuning's rule), the loss read-out
 (:mod:`~federated.execution.loss_sums`) and the start of a local training — global
-weights into the party's model, then the method's ``begin_local``
+weights into the party's model, the party's own state over them
+(:class:`~federated.algorithms.party_own_state.PartyOwnState`), then the method's
+``begin_local``
 (:func:`~federated.execution.trainer.start_local`).
 
 The execution layer sits above the methods: it imports :mod:`federated.algorithms`,

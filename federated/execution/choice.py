@@ -9,6 +9,7 @@ import warnings
 import torch
 
 from federated.algorithms.base import Algorithm
+from federated.algorithms.party_own_state import PartyOwnState
 from federated.config.run_config import RunConfig
 from federated.data import Augmenter, DatasetSpec
 from federated.execution.packed import PackedTrainer
@@ -27,6 +28,7 @@ class PackingFallback(UserWarning):
 def local_trainer(
     config: RunConfig,
     algorithm: Algorithm,
+    own: PartyOwnState,
     global_model: FedConModel,
     spec: DatasetSpec,
     augmenter: Augmenter,
@@ -37,7 +39,7 @@ def local_trainer(
     """The run's trainer.  ``packed`` whose method or model cannot pack says why, once
     (:class:`PackingFallback`), and trains sequentially."""
     rule = SgdRule(config.lr, config.momentum, config.weight_decay)
-    setup = TrainingSetup(algorithm, global_model, augmenter, rule, images, labels, skew)
+    setup = TrainingSetup(algorithm, own, global_model, augmenter, rule, images, labels, skew)
     if config.execution == "packed":
         reason = (
             algorithm.task.packing_obstacle()

@@ -204,7 +204,7 @@ class PackedTrainer:
             job.frozen = frozen.view(slot)
             slot_jobs.append(job)
         for job in sorted(slot_jobs, key=lambda j: j.party):  # the sequential path's order
-            start_local(job, global_state, algorithm)
+            start_local(job, global_state, self.setup)
         frozen.build(slots)
         packed.net.train()
 

@@ -3,7 +3,8 @@
 Each party trains E epochs of SGD (:class:`~federated.sgd_rule.SgdRule`) on the
 batches its :class:`~federated.execution.batch_plan.PartyBatches` lists, under the
 method's objective: per step the method's ``loss``, backward, ``after_backward``, the
-SGD update, ``after_step``.  A party trains only when the round loop asks for it, after
+SGD update, ``after_step`` (then, for a method with a personal model, that model's
+SGD update by the same rule).  A party trains only when the round loop asks for it, after
 the previous party has been handed to the server, so a round holds two copies of the
 model whatever the number of parties drawn.
 
@@ -51,7 +52,7 @@ class SequentialTrainer:
     ) -> Iterator[tuple[LocalJob, PartyResult]]:
         for job, batches in zip(jobs, plan):
             job.model = self.model
-            start_local(job, self.setup.global_model.state_dict(), self.setup.algorithm)
+            start_local(job, self.setup.global_model.state_dict(), self.setup)
             yield job, self.train_one(job, batches)
 
     def augment(self, raw: torch.Tensor, params: AugmentParams | None) -> torch.Tensor:
@@ -109,6 +110,8 @@ class SequentialTrainer:
             parts = {**parts, **extra}
         self.setup.rule.step_reached(params, momenta)
         algorithm.after_step(job)
+        if job.personal is not None:  # the method's personal model, by the same rule
+            job.personal.step(self.setup.rule)
         job.steps += 1
         return parts
 

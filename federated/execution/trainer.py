@@ -20,6 +20,7 @@ from typing import Protocol
 import torch
 
 from federated.algorithms.base import Algorithm, LocalJob
+from federated.algorithms.party_own_state import PartyOwnState
 from federated.data import Augmenter
 from federated.execution.batch_plan import PartyBatches
 from federated.heterogeneity.feature_skew import FeatureSkew
@@ -45,6 +46,7 @@ class TrainingSetup:
     """What every execution path trains with, the same for all of a run's rounds."""
 
     algorithm: Algorithm
+    own: PartyOwnState  # what each party keeps (loaded at start_local)
     global_model: FedConModel  # the round's global model (weights change per round)
     augmenter: Augmenter
     rule: SgdRule
@@ -75,11 +77,11 @@ class LocalTrainer(Protocol):
 
 
 def start_local(
-    job: LocalJob, global_state: Mapping[str, torch.Tensor], algorithm: Algorithm
+    job: LocalJob, global_state: Mapping[str, torch.Tensor], setup: TrainingSetup
 ) -> None:
     """The start of every local training: the round's global weights into the party's
-    model (``job.model``, set by the trainer), the party's own BatchNorm statistics over
-    them where the run keeps those local, then the method's ``begin_local``."""
+    model (``job.model``, set by the trainer), the party's own state over them (its kept
+    entries, its personal model: ``setup.own``), then the method's ``begin_local``."""
     job.model.load_state_dict(global_state)
-    algorithm.batchnorm.start(job.model, job.state)
-    algorithm.begin_local(job)
+    job.personal = setup.own.start(job.model, job.global_model, job.state, setup.rule, job.device)
+    setup.algorithm.begin_local(job)

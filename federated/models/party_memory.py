@@ -1,61 +1,86 @@
 """Memory for the parties' own state, checked before work.
 
-A personalised method keeps something of every party's between rounds, on the CPU
-(the party state of :mod:`federated.algorithms.base`, in every checkpoint): SOLO and
-FedPer/FedRep/LG-FedAvg/FedBN a model's worth at most (their own weights, or the
-entries they keep local), Ditto and APFL a whole personal model and its SGD momentum.
-With N parties that is N copies, which a large model and many parties turn into more
-memory than the machine has; PFLlib's deep copy per client runs into the same wall
-without a word.
+A method keeps something of every party's between rounds, on the CPU (the party state
+of :mod:`federated.algorithms.base`, in every checkpoint), as its one declaration says
+(``Algorithm.own_state``, :mod:`federated.algorithms.party_own_state`): the entries of
+the model it keeps (SOLO every one, FedPer/FedRep/LG-FedAvg their layers, FedBN and
+``batchnorm=local`` the BatchNorm layers' or statistics), a whole personal model and
+its SGD momentum (Ditto, APFL), and state of its own (MOON's ``prev_models`` previous
+models, SCAFFOLD's and FedDyn's per-parameter vectors).  With N parties that is N times
+it, which a large model and many parties turn into more memory than the machine has;
+PFLlib's deep copy per client runs into the same wall without a word.
 
-The estimate: N x the method's ``party_state_copies`` (declared on its class) x the
-bytes of the model's state (parameters and buffers, counted on torch's ``meta``
-device: nothing allocated), against the memory this machine has available now.  It
-counts neither the run's working copies nor the data (small beside N copies when the
-check matters), nor other trials running beside it.  A method that declares no copies
-(FedAvg, the default) is not checked.
+The estimate: N x :meth:`~federated.algorithms.party_own_state.OwnState.party_bytes` on
+the model built on torch's ``meta`` device (nothing allocated; a layer rule counted as
+the whole model, what it could keep at most), against the memory this machine has
+available now.  It counts neither the run's working copies nor the data (small beside N
+copies when the check matters), nor other trials running beside it.  A run whose parties
+keep nothing (FedAvg, FedProx) is not checked.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from federated.data.catalog import DatasetSpec
 from federated.params import ConfigError
 from federated.registry import load_method
 from federated.runtime.machine_memory import available_memory, gib
 
+if TYPE_CHECKING:
+    import torch
+
 
 @functools.cache
-def model_state_bytes(
+def meta_model(
     model: str, spec: DatasetSpec, out_dim: int, projection_head: bool
-) -> int | None:
-    """Bytes of the model's ``state_dict`` (parameters and buffers), or None when it
-    cannot be built on the meta device (a user's factory computing on real tensors: no
-    estimate, no refusal)."""
+) -> torch.nn.Module | None:
+    """The model built on the ``meta`` device, or None when it cannot be built there (a
+    user's factory computing on real tensors: no estimate, no refusal)."""
     import torch
 
     from federated.models import build_model
 
     try:
         with torch.device("meta"), torch.random.fork_rng(devices=[]):
-            net = build_model(model, spec, out_dim, projection_head)
+            return build_model(model, spec, out_dim, projection_head)
     except Exception:  # any failure here only means "cannot estimate", never a refusal
+        return None
+
+
+def model_state_bytes(
+    model: str, spec: DatasetSpec, out_dim: int, projection_head: bool
+) -> int | None:
+    """Bytes of the model's ``state_dict`` (parameters and buffers), or None when it
+    cannot be built on the meta device."""
+    net = meta_model(model, spec, out_dim, projection_head)
+    if net is None:
         return None
     return sum(v.numel() * v.element_size() for v in net.state_dict().values())
 
 
-def party_state_bytes(c: Any, spec: DatasetSpec) -> tuple[int, float, int] | None:
-    """(bytes all parties' state needs, copies per party, bytes of one model state) for
-    the run ``c``; None when its method keeps no copies or the model has no estimate."""
-    copies = float(load_method("algorithm", c.algorithm).party_state_copies)
-    if copies <= 0:
+def party_state_bytes(c: Any, spec: DatasetSpec) -> tuple[int, int, int] | None:
+    """(bytes all parties' state needs, bytes of one party's, bytes of one model state)
+    for the run ``c``; None when its parties keep nothing or the model has no estimate."""
+    method = load_method("algorithm", c.algorithm)
+    declared = method.own_state
+    model = c.model or spec.default_model
+    net = meta_model(model, spec, c.out_dim, c.projection_head)
+    if net is None:
         return None
-    state = model_state_bytes(c.model or spec.default_model, spec, c.out_dim, c.projection_head)
-    if state is None:
+    values = c.to_dict()
+    per_party = declared.party_bytes(
+        net,
+        c.batchnorm or declared.batchnorm_default,
+        bool(c.momentum),
+        # only a method whose copies read its parameters (MOON) builds them here
+        lambda: method.Params.build(values, values),
+    )
+    if per_party <= 0:
         return None
-    return round(c.n_parties * copies * state), copies, state
+    state = model_state_bytes(model, spec, c.out_dim, c.projection_head)
+    return c.n_parties * per_party, per_party, state
 
 
 def check_party_memory(c: Any, spec: DatasetSpec) -> None:
@@ -65,12 +90,13 @@ def check_party_memory(c: Any, spec: DatasetSpec) -> None:
     available = available_memory()
     if needed is None or available is None:
         return
-    total, copies, state = needed
+    total, per_party, state = needed
     if total > available:
+        copies = per_party / state
         raise ConfigError(
             "n_parties",
             c.n_parties,
-            f"parties whose own state fits: {c.algorithm} keeps {copies:g} cop"
+            f"parties whose own state fits: {c.algorithm} keeps {copies:.3g} cop"
             f"{'y' if copies == 1 else 'ies'} of {c.model}'s state ({gib(state)}) per "
             f"party, {gib(total)} for {c.n_parties} parties, and this machine has "
             f"{gib(available)} available; pass fewer --n-parties or a smaller --model",

@@ -18,8 +18,9 @@ than reveal how many reported.
 
 ``u_i`` covers every floating-point entry the server reads: the parameters, and
 BatchNorm's running statistics under ``batchnorm=averaged``; never the entries a
-partly personal method keeps at the party (``Algorithm.local_entries``), nor integer
-counters (the server keeps the global model's values of both).  ``C`` is
+party keeps (its method's ``own_state``, :mod:`federated.algorithms.party_own_state`:
+FedPer's head, FedBN's BatchNorm layers, the statistics under ``batchnorm=local``), nor
+integer counters (the server keeps the global model's values of both).  ``C`` is
 ``dp_clip_norm``, or follows adaptive clipping (Andrew, Thakkar, McMahan and
 Ramaswamy, "Differentially Private Learning with Adaptive Clipping", NeurIPS 2021): each
 reporting party also contributes ``b_i = 1[||u_i|| <= C] - 1/2``, the server releases
