@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.primary_metric import record_task_metrics
+from analysis.primary_metric import record_task_spec
 from analysis.reading.trial_files import (
     DamagedFileError,
     config_from_result_rows,
@@ -288,7 +288,7 @@ def _read_sweep(path: Path, problems: list[str], label: str) -> Sweep:
         raise NoResultsError(f"unreadable sweep manifest: {err}") from None
     manifest["status"] = _sweep_status(manifest, label, problems)
     manifest["trials"] = manifest.get("trials") or {}
-    record_task_metrics(manifest)  # a user's own task: its metrics, as the sweep wrote them
+    record_task_spec(manifest)  # the trials' task, as the sweep declared it
     partitions, partitions_problem = read_partitions(path / PARTITIONS)
     if partitions_problem:
         problems.append(f"{label}: {partitions_problem}")

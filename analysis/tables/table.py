@@ -845,13 +845,13 @@ def _communication_notes(
 ) -> list[str]:
     """Table 2's notes: the target, how rounds and speed-ups read, and where the baseline
     has not learned."""
-    final = "final accuracy" if metric is ACCURACY else f"final {metric.noun}"
+    final = "final accuracy" if metric == ACCURACY else f"final {metric.noun}"
     target_words = (
         f"the same seed's baseline {final}"
         if target == "per-seed"
         else f"the baseline's mean {final} over seeds"
     )
-    reach = "test accuracy ≥" if metric is ACCURACY else f"{metric.noun} {_reach_sign(metric)}"
+    reach = "test accuracy ≥" if metric == ACCURACY else f"{metric.noun} {_reach_sign(metric)}"
     notes = [
         f"Baseline {base_name}: target = {target_words}; "
         f"#rounds = first round with {reach} target (mean ± std over seeds); the "

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from federated.contract.metrics import LOSS, MetricSpec, metric_stems
+from federated.contract.task_spec import TaskSpec
 from federated.params import MethodParams, NoParams
 from federated.registry import load_method
 
@@ -91,6 +92,10 @@ class Task(ABC):
     targets: ClassVar[str] = "classification"
     #: the metrics its rows record besides ``loss``, the default primary first
     metrics: ClassVar[tuple[MetricSpec, ...]] = ()
+    #: its declaration for whatever reads its results (the report's words, what its
+    #: partitions count), recorded in a sweep's manifest; None: its metrics alone
+    #: (:meth:`task_spec`)
+    contract: ClassVar[TaskSpec | None] = None
     #: whether its targets are class labels (the class re-weighted per-party outcomes
     #: and label-skew partitions need classes)
     has_classes: ClassVar[bool] = False
@@ -162,6 +167,13 @@ class Task(ABC):
     def accumulator(self, n_parties: int | None = None) -> MetricAccumulator:
         """A fresh accumulator for one evaluation; ``n_parties``: sum per party instead
         of pooled (the pooled values are then the size-weighted means of the parties')."""
+
+    @classmethod
+    def task_spec(cls, name: str | None = None) -> TaskSpec:
+        """Its declaration (:attr:`contract`, else its :attr:`metrics` alone) under
+        ``name``, the name the rows carry (a plug-in's import path; default its own)."""
+        spec = cls.contract or TaskSpec.plain(cls.name, cls.metrics, cls.has_classes)
+        return spec.named(name or spec.name)
 
     @classmethod
     def recorded_stems(cls) -> tuple[str, ...]:

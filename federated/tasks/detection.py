@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from federated.contract.metrics import DETECTION_SPECS
+from federated.contract.builtin_tasks import DETECTION_TASK
 from federated.data.box_targets import BoxTargets
 from federated.models.fedcon import ModelOutput
 from federated.params import MethodParams
@@ -49,7 +49,8 @@ CLASS_AP = "ap50"
 class Detection(Task):
     name = "detection"
     targets = "detection"
-    metrics = DETECTION_SPECS
+    contract = DETECTION_TASK
+    metrics = DETECTION_TASK.metrics
     targets_in_pixels = True
     evaluates_loss = False
     model_family = "federated.models.detection:DETECTOR_FAMILY"

@@ -46,6 +46,7 @@ import torch
 import torch.nn.functional as F
 
 from federated.contract.metrics import FRACTION, LOSS, MetricSpec
+from federated.contract.task_spec import TaskSpec
 from federated.data.mask_targets import IGNORE_INDEX, pixel_moving_augmentation, take_masks
 from federated.params import MethodParams
 from federated.tasks.base import Scores, Task, per_party_mean
@@ -70,6 +71,8 @@ SEGMENTATION_SPECS: tuple[MetricSpec, ...] = (
         FRACTION,
     ),
 )
+#: the report's declaration: its per-class counts are pixels of each class
+SEGMENTATION_TASK = TaskSpec(SEGMENTATION, SEGMENTATION_SPECS, counted="pixels")
 #: the per-class columns' stem: ``test_iou/<class name>``
 CLASS_IOU = "iou"
 
@@ -77,7 +80,8 @@ CLASS_IOU = "iou"
 class Segmentation(Task):
     name = SEGMENTATION
     targets = SEGMENTATION
-    metrics = SEGMENTATION_SPECS
+    contract = SEGMENTATION_TASK
+    metrics = SEGMENTATION_TASK.metrics
     targets_in_pixels = True
     model_family = "federated.models.segmentation:SEGMENTERS"
     folder_reader = "federated.data.segmentation_folder:READER"
