@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from federated.config.run_config import RunConfig
+from federated.contract.columns import declared_columns
 from federated.data.folder_dataset import folder_identity
 from federated.data.folder_layout import is_folder_dataset
 from federated.data.hub_dataset import hub_identity, is_hub_dataset
@@ -47,6 +48,7 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "task": plan.task,
         "task_spec": task_declaration(plan.task).to_dict(),
         "metric_specs": [m.to_dict() for m in task_declaration(plan.task).metrics],
+        "columns": declared_columns(task_declaration(plan.task)),
         "seeds": plan.seeds,
         # what happens to BatchNorm statistics, per algorithm (federated/algorithms/
         # batchnorm_rule.py): averaged or local, as every trial's row records it

@@ -17,10 +17,10 @@ import pytest
 
 from analysis.primary_metric import (
     ACCURACY,
-    task_metrics,
     PrimaryMetricError,
     sweep_metric,
     table_metrics,
+    task_metrics,
 )
 from analysis.reading.loading import load_results
 from analysis.report import main, write_report

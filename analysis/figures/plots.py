@@ -241,18 +241,24 @@ def accuracy_heatmap(
 
 
 def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
-    """Fig. 5: samples of each class (rows) held by each party (columns).
+    """Fig. 5: what each party (columns) holds of each class (rows), counted as the
+    task declares (:func:`partition_counts`: images, a detection's boxes, a
+    segmentation's pixels); each party's images under its name where recorded.  A
+    partition recorded without per-class counts (a detection folder's before the
+    contract: every image as one count) is drawn as images per party, one row.
 
     ``entry`` is one element of ``partitions.json``.
     """
-    counts = np.asarray(entry["class_counts"], dtype=int)  # parties × classes
+    counts, unit, classes = partition_counts(entry)
     n_parties, n_classes = counts.shape
     width = min(12.0, max(4.5, 0.45 * n_parties + 1.5))
-    height = min(10.0, max(3.2, 0.3 * n_classes + 1.2))
+    height = min(10.0, max(3.2, 0.3 * n_classes + 1.6))
     annotate = n_parties <= 20 and n_classes <= 20
     # image folders record their class (and natural partitions their party) names
-    parties = entry.get("party_names") or (n_parties <= 50)
-    classes = entry.get("class_names") or (n_classes <= 50)
+    parties: Any = list(entry.get("party_names") or []) or (n_parties <= 50)
+    images = entry.get("party_images")
+    if isinstance(parties, list) and isinstance(images, list) and len(images) == n_parties:
+        parties = [f"{p}\n{n} img" for p, n in zip(parties, images)]
     fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
     sns.heatmap(
         counts.T,
@@ -261,14 +267,36 @@ def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
         annot=annotate,
         fmt="d",
         annot_kws={"fontsize": 6},
-        cbar_kws={"label": "samples"},
+        cbar_kws={"label": unit},
         xticklabels=parties,
         yticklabels=classes,
     )
     ax.set_xlabel("party")
-    ax.set_ylabel("class")
+    ax.set_ylabel("class" if unit != IMAGES_PER_PARTY else "")
     _title(fig, title or partition_title(entry))
     return fig
+
+
+#: the unit of a partition drawn as images per party only (no per-class counts)
+IMAGES_PER_PARTY = "images"
+
+
+def partition_counts(entry: dict[str, Any]) -> tuple[np.ndarray, str, Any]:
+    """A ``partitions.json`` entry's counts as drawn: (parties × rows, the unit, the
+    rows' labels).  The rows are classes, counted as the entry says (``counted``:
+    ``images``, ``boxes``, ``pixels``); an entry whose counts have one column while it
+    names several classes (recorded before the contract: every image as the first
+    class) or that counts nothing per class (``counted`` empty: a score task) is
+    images per party, one row labelled so."""
+    counts = np.asarray(entry["class_counts"], dtype=np.int64)  # parties × classes
+    names = list(entry.get("class_names") or [])
+    counted = entry.get("counted", "images")
+    one_column = counts.shape[1] == 1 and len(names) != 1
+    if not counted or one_column:
+        images = entry.get("party_images")
+        per_party = np.asarray(images, dtype=np.int64) if images else counts.sum(axis=1)
+        return per_party.reshape(-1, 1), IMAGES_PER_PARTY, ["images per party"]
+    return counts, str(counted), names or (counts.shape[1] <= 50)
 
 
 def partition_title(entry: dict[str, Any]) -> str:

@@ -106,9 +106,7 @@ SCORE_SPECS: tuple[MetricSpec, ...] = (
 #: fractions in [0, 1]; mAP@0.5 is the Street paper's metric, mAP@[.5:.95] COCO's
 DETECTION_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("map50", DETECTION, True, "mAP@0.5", "test mAP@0.5", False, False, FRACTION),
-    MetricSpec(
-        "map", DETECTION, True, "mAP@[.5:.95]", "test mAP@[.5:.95]", False, False, FRACTION
-    ),
+    MetricSpec("map", DETECTION, True, "mAP@[.5:.95]", "test mAP@[.5:.95]", False, False, FRACTION),
 )
 #: a loss is always recorded (``test_loss``, ``val_loss``) and always minimised
 LOSS = "loss"

@@ -133,6 +133,16 @@ class Task(ABC):
         that only natural, IID and quantity partitions apply."""
         return np.zeros(len(data.train_y), dtype=np.int64), 1
 
+    @classmethod
+    def party_class_counts(cls, data: ImageData, parts: list[np.ndarray]) -> np.ndarray:
+        """int ``(n_parties, n_groups)``: what each party holds of each class, counted as
+        its declaration says (``TaskSpec.counted``: images by default, a detection's
+        boxes, a segmentation's pixels), for ``partitions.json`` and Fig. 5; ``parts``:
+        each party's training sample indices.  By default the images of each
+        :meth:`partition_groups` group (one column for a task without classes)."""
+        groups, n = cls.partition_groups(data)
+        return np.stack([np.bincount(groups[p], minlength=n) for p in parts])
+
     def take_targets(self, targets: torch.Tensor, index: torch.Tensor | slice) -> torch.Tensor:
         """The targets of the samples ``index`` (rows of a tensor by default)."""
         return targets[index]

@@ -47,12 +47,17 @@ import torch.nn.functional as F
 
 from federated.contract.metrics import FRACTION, LOSS, MetricSpec
 from federated.contract.task_spec import TaskSpec
-from federated.data.mask_targets import IGNORE_INDEX, pixel_moving_augmentation, take_masks
+from federated.data.mask_targets import (
+    IGNORE_INDEX,
+    class_pixel_counts,
+    pixel_moving_augmentation,
+    take_masks,
+)
 from federated.params import MethodParams
 from federated.tasks.base import Scores, Task, per_party_mean
 
 if TYPE_CHECKING:
-    from federated.data import DatasetSpec
+    from federated.data import DatasetSpec, ImageData
 
 NAN = float("nan")
 SEGMENTATION = "segmentation"
@@ -97,6 +102,19 @@ class Segmentation(Task):
     def head_size(cls, spec: DatasetSpec) -> int:
         """One score per class at every pixel."""
         return spec.n_classes
+
+    @classmethod
+    def party_class_counts(cls, data: ImageData, parts: list[np.ndarray]) -> np.ndarray:
+        """Each party's labelled pixels of each class (its declaration counts pixels)."""
+        n_classes = cls.head_size(data.spec)
+        return np.stack(
+            [
+                class_pixel_counts(
+                    data.train_y[torch.as_tensor(p, dtype=torch.long)], n_classes
+                ).numpy()
+                for p in parts
+            ]
+        )
 
     def take_targets(self, targets: torch.Tensor, index: torch.Tensor | slice) -> torch.Tensor:
         """The masks of images ``index``, int64 (B, H, W)."""

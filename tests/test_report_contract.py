@@ -1,0 +1,262 @@
+"""The results contract (report issue, must-have 1 and 5): a task's declaration and its
+columns recorded in the manifest and read by the report, a plug-in task's folder
+reported with none of its code imported, a folder written before the contract still
+reported; and the report defects the contract removes, each by the issue's number, on
+hand-made detection folders (tests/report_contract_fakes.py)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from analysis.figures.plots import IMAGES_PER_PARTY, partition_counts
+from analysis.reading.loading import load_results
+from analysis.report import write_report
+from analysis.stats.trial_statistic import FINAL
+from analysis.tables.study_tables import TableOptions
+from federated.contract.builtin_tasks import DETECTION_TASK, WRITTEN_BEFORE_THE_CONTRACT
+from federated.contract.columns import OWN_TEST, TEST, declared_columns
+from federated.contract.task_spec import TaskSpec, spec_of_manifest
+from tests.report_contract_fakes import (
+    BOXES,
+    CAMERAS,
+    IMAGES,
+    camera_partition,
+    write_detection_sweep,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+FINALS = {"fedavg": 0.30, "fedprox": 0.32, "moon": 0.35}
+
+
+def rising(config) -> list[float]:
+    """mAP@0.5 rising to the method's final value, seed s adding s/100."""
+    final = FINALS[config["algorithm"]] + config["seed"] / 100
+    return [final * r / 4 for r in range(1, 5)]
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+# --------------------------------------------------------------------- the contract
+def test_every_task_declares_itself_and_the_declaration_survives_json():
+    from federated.registry import load_method
+
+    for name in ("classification", "score", "detection", "segmentation"):
+        spec = load_method("task", name).task_spec()
+        assert TaskSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+        assert spec.metrics == tuple(load_method("task", name).metrics)
+    counted = {n: load_method("task", n).task_spec().counted for n in ("detection", "segmentation")}
+    assert counted == {"detection": "boxes", "segmentation": "pixels"}
+    # a plug-in's declaration is its metrics, under the name its rows carry
+    toy = load_method("task", "tests.test_toy_task:OrdinalTask").task_spec(
+        "tests.test_toy_task:OrdinalTask"
+    )
+    assert toy.name == "tests.test_toy_task:OrdinalTask" and toy.counted == "images"
+    assert [m.stem for m in toy.metrics] == ["within1", "rank_mae"]
+
+
+def test_a_damaged_declaration_is_refused_in_one_line():
+    with pytest.raises(ValueError) as err:
+        TaskSpec.from_dict({"name": "x", "metrics": []})
+    assert str(err.value) == "task_spec names no metric (allowed: one or more)"
+
+
+def test_an_old_manifest_is_read_by_what_it_carries():
+    old = {"task": "detection"}  # before task_spec: the name's meaning then
+    assert spec_of_manifest(old, WRITTEN_BEFORE_THE_CONTRACT) is DETECTION_TASK
+    plugin = {"task": "pkg.mod:Task", "metric_specs": [m.to_dict() for m in DETECTION_TASK.metrics]}
+    spec = spec_of_manifest(plugin, WRITTEN_BEFORE_THE_CONTRACT)
+    assert spec.name == "pkg.mod:Task" and spec.metrics == DETECTION_TASK.metrics
+    assert spec.reading_note == "" and spec.counted == ""
+    assert spec_of_manifest({}, WRITTEN_BEFORE_THE_CONTRACT) is None
+
+
+def test_each_column_says_its_metric_split_model_and_cadence():
+    columns = {row["column"]: row for row in declared_columns(DETECTION_TASK)}
+    assert columns["test_map50"]["split"] == TEST
+    assert columns["test_map50"]["metric"] == "mAP@0.5"
+    assert columns["test_loss"]["higher_is_better"] is False
+    assert columns["party_test_map50_worst10"]["split"] == OWN_TEST
+    assert "finetune_epochs" in columns["party_test_map50_worst10"]["model"]
+    assert "party_scores_every" in columns["val_map"]["cadence"]
+    assert "party_loss/<party>" not in columns  # the loss is never recorded per party
+
+
+def test_the_report_writes_what_each_rounds_column_holds(tmp_path):
+    write_detection_sweep(tmp_path / "runs", rising)
+    out = tmp_path / "report"
+    write_report(
+        load_results(tmp_path / "runs"), out, TableOptions(statistic=FINAL), formats=("png",)
+    )
+    declared = {r["column"]: r for r in read_csv(out / "data" / "columns.csv")}
+    assert set(declared) == {"test_map50", "test_map", "test_loss"}
+    assert declared["test_map50"]["split"] == TEST and declared["test_map"]["metric"] == (
+        "mAP@[.5:.95]"
+    )
+    assert "[data/columns.csv](data/columns.csv)" in (out / "report.md").read_text()
+
+
+PLUGIN_REPORT = """
+import sys
+from pathlib import Path
+from analysis.reading.loading import load_results
+from analysis.report import write_report
+results = load_results(sys.argv[1])
+write_report(results, Path(sys.argv[2]), formats=("png",))
+assert "tests.test_toy_task" not in sys.modules, "the report imported the task"
+print("task not imported")
+"""
+
+
+def test_a_plugin_tasks_folder_is_reported_without_importing_its_code(tmp_path):
+    """Must-have 5: the toy task's declaration read from the manifest; the report's
+    process never imports ``tests.test_toy_task``."""
+    from federated.registry import load_method
+    from tests.analysis_fakes import manifest, plan_configs, write_trial
+
+    task = "tests.test_toy_task:OrdinalTask"
+    spec = load_method("task", task).task_spec(task)
+    configs = [
+        {**c, "task": task, "primary_metric": "within1", "rounds": 2}
+        for c in plan_configs("comparison", seeds=2)
+        if c["algorithm"] in ("fedavg", "moon") and c["dataset"] == "fmnist"
+    ][:4]
+    folder = tmp_path / "runs" / "ordinal"
+    folder.mkdir(parents=True)
+    info = manifest(
+        "ordinal",
+        "comparison",
+        task=task,
+        task_spec=spec.to_dict(),
+        columns=declared_columns(spec),
+        n_trials=len(configs),
+    )
+    (folder / "fedsweep_sweep.json").write_text(json.dumps(info))
+    for i, config in enumerate(configs):
+        rows = []
+        for r in (1, 2):
+            within = 0.5 + 0.1 * r + (0.05 if config["algorithm"] == "moon" else 0.0)
+            rows.append(
+                {
+                    "round": r,
+                    "test_within1": within,
+                    "test_loss": 0.3,
+                    "test_rank_mae": 2.0 - within,
+                    "diverged": False,
+                    "config": config,
+                    "round_seconds": 1.0,
+                    "training_iteration": r,
+                    "trial_id": "x",
+                }
+            )
+        write_trial(folder, i, config, [], rows=rows)
+    out = tmp_path / "report"
+    done = subprocess.run(
+        [sys.executable, "-c", PLUGIN_REPORT, str(folder), str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            "PYTHONPATH": str(ROOT),
+            "OMP_NUM_THREADS": "1",
+            "MPLBACKEND": "Agg",
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+        },
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "task not imported" in done.stdout
+    text = (out / "report.md").read_text()
+    assert "within-one accuracy" in text
+    trials = read_csv(out / "data" / "trials.csv")
+    moon = [float(t["final_within1"]) for t in trials if t["algorithm"] == "moon"]
+    assert moon == pytest.approx([0.75] * len(moon)) and moon
+
+
+# ------------------------------------------------------------------ defect 2 (issue 52)
+def test_defect_2_trials_and_rounds_csv_carry_the_primary_metrics_own_columns(tmp_path):
+    """A detection study's data/trials.csv has final_map50, final_map50_std and
+    best_map50 of each trial's rows, and no all-NaN accuracy columns; rounds.csv has
+    test_map50 and no test_acc."""
+    write_detection_sweep(tmp_path / "runs", rising)
+    out = tmp_path / "report"
+    write_report(
+        load_results(tmp_path / "runs"), out, TableOptions(statistic=FINAL), formats=("png",)
+    )
+    trials = read_csv(out / "data" / "trials.csv")
+    assert len(trials) == 9
+    for column in ("final_acc", "final_acc_std", "best_acc", "best_round"):
+        assert column not in trials[0], column
+    for t in trials:
+        final = FINALS[t["algorithm"]] + int(t["seed"]) / 100
+        assert float(t["final_map50"]) == pytest.approx(final)
+        assert float(t["best_map50"]) == pytest.approx(final)
+        assert t["best_map50_round"] == "4"
+    rounds = read_csv(out / "data" / "rounds.csv")
+    assert "test_acc" not in rounds[0] and len(rounds) == 36
+    last = sorted(float(r["test_map50"]) for r in rounds if r["round"] == "4")
+    assert last == pytest.approx(sorted(FINALS[m] + s / 100 for m in FINALS for s in range(3)))
+
+
+def test_defect_2_a_folder_written_before_the_contract_reads_the_same(tmp_path):
+    write_detection_sweep(tmp_path / "runs", rising, contract=False)
+    results = load_results(tmp_path / "runs")
+    fedavg = results.trials[results.trials["algorithm"] == "fedavg"]
+    assert sorted(fedavg["final_map50"]) == pytest.approx([0.30, 0.31, 0.32])
+    assert fedavg["final_acc"].isna().all()
+
+
+# ------------------------------------------------------------------ defect 1 (issue 52)
+def test_defect_1_a_detection_partition_counts_boxes_of_each_class():
+    """Detection.party_class_counts: each party's boxes of each class, not its images
+    as one class (partitions.json's ``class_counts``, Fig. 5)."""
+    from types import SimpleNamespace
+
+    from federated.data.box_targets import BoxTargets
+    from federated.tasks.detection import Detection
+
+    # 4 images: classes [0, 1], [1], [2, 2, 1], [] ; parties {0, 2} and {1, 3}
+    labels = torch.tensor([0, 1, 1, 2, 2, 1])
+    offsets = torch.tensor([0, 2, 3, 6, 6])
+    boxes = torch.tensor([[0.0, 0.0, 4.0, 4.0]] * 6)
+    spec = SimpleNamespace(target_names=("coin", "digit", "glyph"), n_classes=3)
+    data = SimpleNamespace(train_y=BoxTargets(boxes, labels, offsets), spec=spec)
+    counts = Detection.party_class_counts(data, [np.array([0, 2]), np.array([1, 3])])
+    assert counts.tolist() == [[1, 2, 2], [0, 1, 0]]
+
+
+def test_defect_1_the_heat_map_draws_boxes_per_class_and_images_per_party():
+    counts, unit, rows = partition_counts(camera_partition())
+    assert counts.tolist() == BOXES and unit == "boxes" and rows == ["coin", "digit", "glyph"]
+    # a folder written before: every camera's images as one count, never as "coin"
+    counts, unit, rows = partition_counts(camera_partition(counted=False))
+    assert counts.tolist() == [[n] for n in IMAGES]
+    assert unit == IMAGES_PER_PARTY and rows == ["images per party"]
+
+
+def test_defect_1_the_report_draws_the_cameras_partition(tmp_path):
+    from analysis.figures import plots
+
+    figure = plots.partition_heatmap(camera_partition())
+    ax = figure.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        f"{c}\n{n} img" for c, n in zip(CAMERAS, IMAGES)
+    ]
+    assert figure.axes[1].get_ylabel() == "boxes"
+    write_detection_sweep(tmp_path / "runs", rising, partitions=[camera_partition()])
+    out = tmp_path / "report"
+    write_report(
+        load_results(tmp_path / "runs"), out, TableOptions(statistic=FINAL), formats=("png",)
+    )
+    assert "a detection's boxes of each class" in (out / "report.md").read_text()
