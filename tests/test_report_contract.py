@@ -242,7 +242,7 @@ def test_defect_1_the_heat_map_draws_boxes_per_class_and_images_per_party():
     # a folder written before: every camera's images as one count, never as "coin"
     counts, unit, rows = partition_counts(camera_partition(counted=False))
     assert counts.tolist() == [[n] for n in IMAGES]
-    assert unit == IMAGES_PER_PARTY and rows == ["images per party"]
+    assert unit == IMAGES_PER_PARTY == "images per party" and rows == [IMAGES_PER_PARTY]
 
 
 def test_defect_1_the_report_draws_the_cameras_partition(tmp_path):

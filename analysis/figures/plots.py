@@ -278,7 +278,7 @@ def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
 
 
 #: the unit of a partition drawn as images per party only (no per-class counts)
-IMAGES_PER_PARTY = "images"
+IMAGES_PER_PARTY = "images per party"
 
 
 def partition_counts(entry: dict[str, Any]) -> tuple[np.ndarray, str, Any]:
@@ -295,7 +295,7 @@ def partition_counts(entry: dict[str, Any]) -> tuple[np.ndarray, str, Any]:
     if not counted or one_column:
         images = entry.get("party_images")
         per_party = np.asarray(images, dtype=np.int64) if images else counts.sum(axis=1)
-        return per_party.reshape(-1, 1), IMAGES_PER_PARTY, ["images per party"]
+        return per_party.reshape(-1, 1), IMAGES_PER_PARTY, [IMAGES_PER_PARTY]
     return counts, str(counted), names or (counts.shape[1] <= 50)
 
 
