@@ -260,3 +260,46 @@ def test_defect_1_the_report_draws_the_cameras_partition(tmp_path):
         load_results(tmp_path / "runs"), out, TableOptions(statistic=FINAL), formats=("png",)
     )
     assert "a detection's boxes of each class" in (out / "report.md").read_text()
+
+
+# ------------------------------------------------------------------ defect 3 (issue 52)
+def test_defect_3_the_search_historys_best_so_far_is_the_selections_best():
+    """Validation and test disagree: trial 1 is best on validation (what Optuna and the
+    selection rank by), trial 2 on test.  The history's best so far is trial 1's, shown
+    by its test value; before, it ranked by test and named trial 2 the best."""
+    import pandas as pd
+
+    from analysis.primary_metric import ACCURACY
+    from analysis.stats.search import search_history
+    from analysis.stats.selection import point_choice, trial_outcomes
+
+    trials = pd.DataFrame(
+        {
+            "sweep": "s",
+            "sweep_started": "",
+            "order": [0, 1, 2],
+            "trial": ["t0", "t1", "t2"],
+            "point": ["lr=0.01", "lr=0.1", "lr=0.3"],
+            "seed": 0,
+            "status": "completed",
+            "lr": [0.01, 0.1, 0.3],
+            "final_acc": [0.58, 0.70, 0.40],
+            "val": [0.65, 0.60, 0.66],
+            "last_round": 4,
+            "rounds": 4,
+        }
+    )
+    history = search_history(trials, ["lr"], "final_acc", ACCURACY, ranked="val")
+    assert history["best_so_far_ranked"].tolist() == [0.65, 0.65, 0.66]
+    assert history["best_so_far"].tolist() == [0.58, 0.58, 0.40]  # by test: 0.58, 0.70, 0.70
+    rounds = pd.DataFrame(
+        {
+            "sweep": "s",
+            "trial": ["t0", "t1", "t2"],
+            "round": 4,
+            "val_acc": trials["val"],
+            "test_acc": trials["final_acc"],
+        }
+    )
+    choice = point_choice(trial_outcomes(rounds, trials, "val_acc"), "val_acc")
+    assert choice["point"] == "lr=0.3" and choice["test"] == history["best_so_far"].iloc[-1]

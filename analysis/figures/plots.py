@@ -311,11 +311,13 @@ def partition_title(entry: dict[str, Any]) -> str:
 
 
 def search_history_plot(
-    history: pd.DataFrame, *, title: str = "", metric: Metric = ACCURACY
+    history: pd.DataFrame, *, title: str = "", metric: Metric = ACCURACY, ranked_by: str = ""
 ) -> plt.Figure:
     """Each trial's accuracy (%) (``metric``) in proposal order; the best so far over
-    the trials it counts (``counted_in_best``: completed, every round run) as a step.
-    Stopped and diverged trials are drawn apart and named as not counted."""
+    the trials it counts (``counted_in_best``: completed, every round run) as a step —
+    the test value of the trial best so far by ``ranked_by`` (the search's validation
+    metric; empty: by the test value itself), labelled so.  Stopped and diverged trials
+    are drawn apart and named as not counted."""
     shown = (
         (COMPLETED, "o", "C0", COMPLETED),
         (STOPPED, "x", "C3", "stopped early (ASHA; not counted)"),
@@ -342,7 +344,7 @@ def search_history_plot(
                 metric.units(best["best_so_far"]),
                 where="post",
                 color="C2",
-                label="best so far",
+                label=f"best so far by {ranked_by}: its test value" if ranked_by else "best so far",
             )
         ax.set_xlabel("trial (in the order Optuna proposed it)")
         ax.set_ylabel(_last_round_label(metric))
