@@ -258,8 +258,10 @@ def summarise_communication(
     """Per (column group, row): seeds, seeds reached, mean ± std rounds, speed-up.
 
     ``speedup`` is the mean baseline rounds over the mean rounds when every seed
-    reached the target, else None (shown ``<1×``); ``speedup_std`` the sample std of the
-    per-seed speed-ups then (NaN with one seed).
+    reached the target, else None; ``speedup_std`` the sample std of the per-seed
+    speed-ups then (NaN with one seed).  Where some seeds but not all reached it,
+    ``rounds_mean_reached`` and ``speedup_reached`` are those seeds' alone (NaN / None
+    otherwise): the table names them as such, and ``<1×`` means no seed reached it.
     """
     columns = list(columns)
     rows = []
@@ -274,6 +276,8 @@ def summarise_communication(
                 "rounds_std",
                 "speedup",
                 "speedup_std",
+                "rounds_mean_reached",
+                "speedup_reached",
             ]
         )
     for key, group in frame.groupby([*columns, row], dropna=False, sort=False):
@@ -286,6 +290,11 @@ def summarise_communication(
         base_rounds = float(group["baseline_rounds"].mean())
         per_seed = group["speedup"].to_numpy(dtype=float)
         spread = float(np.std(per_seed, ddof=1)) if all_reached and n > 1 else math.nan
+        # some seeds reached it: their rounds and speed-up, said to be theirs alone
+        reached = group["reached"].to_numpy(dtype=bool)
+        some = 0 < n_reached < n
+        reached_rounds = float(np.mean(needed[reached])) if some else math.nan
+        reached_base = float(group["baseline_rounds"][reached].mean()) if some else math.nan
         rows.append(
             {
                 **dict(zip([*columns, row], key)),
@@ -296,6 +305,8 @@ def summarise_communication(
                 "baseline_rounds": base_rounds,
                 "speedup": speedup(base_rounds, rounds_mean) if all_reached else None,
                 "speedup_std": spread,
+                "rounds_mean_reached": reached_rounds,
+                "speedup_reached": speedup(reached_base, reached_rounds) if some else None,
             }
         )
     return pd.DataFrame(rows)

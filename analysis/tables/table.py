@@ -794,11 +794,18 @@ def _rounds_text(s: pd.Series) -> str:
         return text
     if s["n_reached"] == 0:
         return "not reached"
-    return f"not reached in {s['n'] - s['n_reached']}/{s['n']} seeds"
+    return (
+        f"{s['rounds_mean_reached']:.0f} in {s['n_reached']}/{s['n']} seeds; "
+        f"not reached in {s['n'] - s['n_reached']}"
+    )
 
 
 def _speedup_text(s: pd.Series) -> str:
-    """A cell's speed-up, ± the std of the per-seed speed-ups when every seed reached."""
+    """A cell's speed-up, ± the std of the per-seed speed-ups when every seed reached;
+    where only some did, theirs, said so (``<1×`` is for no seed reaching it)."""
+    if 0 < s["n_reached"] < s["n"]:
+        reached = s.get("speedup_reached")
+        return f"{format_speedup(reached)} in {s['n_reached']}/{s['n']} seeds"
     speed = format_speedup(s["speedup"])
     if s["n_reached"] == s["n"] and s["speedup_std"] > 0:  # (NaN > 0 is False)
         speed += f" ± {s['speedup_std']:.1f}"
@@ -845,7 +852,7 @@ def _communication_notes(
 ) -> list[str]:
     """Table 2's notes: the target, how rounds and speed-ups read, and where the baseline
     has not learned."""
-    final = "final accuracy" if metric == ACCURACY else f"final {metric.noun}"
+    final = metric.final_noun
     target_words = (
         f"the same seed's baseline {final}"
         if target == "per-seed"
@@ -858,8 +865,9 @@ def _communication_notes(
         "baseline's own #rounds are the rounds it ran.",
         "Speed-up = baseline rounds / method rounds (± the std of the per-seed speed-ups, "
         "where they differ); "
-        f"{format_speedup(None)} = not reached within the rounds run (in every seed), as in "
-        "the paper.",
+        f"{format_speedup(None)} = not reached within the rounds run in any seed, as in "
+        "the paper; where only some seeds reached it, the cell gives those seeds' rounds "
+        "and speed-up and says in how many of the seeds.",
     ]
     if metric.chance:
         notes.append(
