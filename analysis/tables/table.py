@@ -423,7 +423,7 @@ def _cell_data(
         data["mean_pct"] = (100 * data["mean"]).round(4)
         data["std_pct"] = (100 * data["std"]).round(4)
     data[f"resolvable{_suffix(metric)}"] = round(claims.resolvable, 4)
-    data["converged"] = convergence.converged
+    data["converged"] = convergence.verdict
     if metric != ACCURACY:  # the classic accuracy table's CSV is as it always was
         data["metric"] = metric.stem
     return data
