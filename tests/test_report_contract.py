@@ -360,3 +360,51 @@ def test_defect_4_rounds_to_target_names_the_seeds_that_reached_it():
     assert shown["MOON"] == ["not reached", "<1×"]
     assert shown["FedAvg"] == ["4", "1.0×"]
     assert any("<1× = not reached within the rounds run in any seed" in n for n in table.notes)
+
+
+# ------------------------------------------------------------------ defect 9 (issue 52)
+def write_personalised(root: Path, name: str, methods: tuple[str, ...], finetune: int) -> None:
+    """A personalisation sweep (β = 0.5, 3 seeds, 2 rounds) of ``methods``, evaluated
+    with ``finetune`` fine-tuning epochs; FedAvg+FT's own splits score 5 points above
+    FedAvg's."""
+    from tests.analysis_fakes import manifest, plan_configs, write_trial
+    from tests.test_personalised_party_report import BLOCK, rows_of
+
+    configs = [
+        {**c, "rounds": 2, "finetune_epochs": finetune}
+        for c in plan_configs("personalisation", seeds=3)
+        if c["algorithm"] in methods and c["beta"] == 0.5
+    ]
+    folder = root / name
+    folder.mkdir(parents=True)
+    info = manifest(name, "personalisation", n_trials=len(configs))
+    (folder / "fedsweep_sweep.json").write_text(json.dumps(info))
+    for i, config in enumerate(configs):
+        block = BLOCK[config["algorithm"]][config["seed"]]
+        if finetune:
+            block = tuple(v + 0.05 for v in block)
+        rows = rows_of(config, block, config["algorithm"] == "fedper")
+        write_trial(folder, i, config, [], rows=rows)
+
+
+def test_defect_9_fedavg_with_fine_tuning_is_compared_with_fedavg_like_any_method(tmp_path):
+    """A second sweep of the study with finetune_epochs=1 used to make a section of its
+    own (one row "FedAvg", no Δ); it is now a row of the study's tables, "FedAvg+FT
+    (1 epoch)", with its Δ to FedAvg."""
+    from analysis.reading.grouping import study_groups
+
+    write_personalised(tmp_path / "runs", "pers", ("fedavg", "fedper"), 0)
+    write_personalised(tmp_path / "runs", "pers-ft", ("fedavg",), 1)
+    results = load_results(tmp_path / "runs")
+    (group,) = study_groups(results)
+    assert sorted(set(group.trials["algorithm"])) == ["fedavg", "fedavg+ft1", "fedper"]
+    out = tmp_path / "report"
+    write_report(results, out, formats=("png",))
+    per_party = read_csv(out / "tables" / "per_party_personalisation.csv")
+    tuned = [r for r in per_party if r["algorithm"] == "fedavg+ft1"]
+    mean = next(r for r in tuned if r["party_metric"] == "mean over parties")
+    assert float(mean["mean_pct"]) == pytest.approx(67.0)
+    assert float(mean["delta_pct"]) == pytest.approx(5.0)
+    text = (out / "report.md").read_text()
+    assert "| FedAvg+FT (1 epoch) | 67.0 ± 2.0 · Δ +5.0" in text
+    assert text.count("## personalisation") == 1

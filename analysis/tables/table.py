@@ -154,16 +154,23 @@ def _columns_index(labels: list[Any]) -> pd.Index:
 
 # --------------------------------------------------------------------------- cells
 def stat_text(
-    mean: float, std: float, n: int, spread: str, common_n: int, metric: Metric = ACCURACY
+    mean: float,
+    std: float,
+    n: int,
+    spread: str,
+    common_n: int,
+    metric: Metric = ACCURACY,
+    party_std: float = math.nan,
 ) -> str:
-    """``"69.1 ± 0.4"`` (``"0.812 ± 0.010"`` for a score metric); ``†`` when ± is over
-    parties (SOLO); ``(n=2)`` when a cell has fewer or more seeds than the table's usual
-    count."""
+    """``"69.1 ± 0.4"`` (``"0.812 ± 0.010"`` for a score metric): ± is the std over
+    seeds in every row; a row of own models adds its std over parties apart,
+    ``"42.0 ± 2.8 [7.1†]"`` (SOLO, a personalised method); ``(n=2)`` when a cell has
+    fewer or more seeds than the table's usual count."""
     text = metric.show(mean)
     if not math.isnan(std):
         text += f" ± {metric.show(std)}"
     if spread == "parties":
-        text += PARTY_MARK
+        text += f" [{metric.show(party_std)}{PARTY_MARK}]"
     if n != common_n:
         text += f" (n={n})"
     return text
@@ -236,9 +243,11 @@ def _seed_note(
     ]
     if (stats["spread"] == "parties").any():
         notes.append(
-            f"{PARTY_MARK} each party's own model (SOLO, a personalised method): ± is the std "
-            "over parties, as the paper reports SOLO; a method that scored them on the test "
-            "set every few rounds (personal_test_every) counts the scored rounds of the window."
+            f"[x{PARTY_MARK}] each party's own model (SOLO, a personalised method): x is the "
+            "std over parties of the parties' own models (pooled over seeds; the spread the "
+            "paper reports for SOLO), while ± is the std over seeds as in every row; a "
+            "method that scored them on the test set every few rounds (personal_test_every) "
+            "counts the scored rounds of the window."
         )
     if stats["duplicates"].sum():
         notes.append(
@@ -376,7 +385,15 @@ def _cell_text(
 ) -> str:
     """A counted cell's text: ``mean ± std``, the caller's suffix, then its Δ to the
     reference (or ``(ref.)`` on the reference itself)."""
-    text = stat_text(stat["mean"], stat["std"], stat["n"], stat["spread"], common, metric)
+    text = stat_text(
+        stat["mean"],
+        stat["std"],
+        stat["n"],
+        stat["spread"],
+        common,
+        metric,
+        stat.get("party_std", math.nan),
+    )
     if suffix is not None:
         text += suffix(stat)
     diff = claims.deltas.get(cell)
@@ -422,6 +439,8 @@ def _cell_data(
     if metric.percent:
         data["mean_pct"] = (100 * data["mean"]).round(4)
         data["std_pct"] = (100 * data["std"]).round(4)
+        if "party_std" in data:
+            data["party_std_pct"] = (100 * data["party_std"]).round(4)
     data[f"resolvable{_suffix(metric)}"] = round(claims.resolvable, 4)
     data["converged"] = convergence.verdict
     if metric != ACCURACY:  # the classic accuracy table's CSV is as it always was
