@@ -63,6 +63,7 @@ FRAME_COLUMNS = (
     "rounds_needed",
     "reached",
     "speedup",
+    "at_most",
 )
 
 
@@ -130,7 +131,9 @@ def communication_frame(
     left out.  ``metric``: what is reached (its test column; an error is reached from
     above).  Returns columns ``*columns, row, seed, target`` (the metric as recorded)
     ``, target_source, baseline_rounds, rounds_needed`` (NaN: not reached) ``, reached,
-    speedup``.
+    speedup, at_most`` (True: a trial scored every k-th round, ``personal_test_every``:
+    its first scored round that reached the target, so it reached it at most then and
+    its speed-up is at least the one given).
     """
     if target not in TARGETS:
         raise ValueError(f"target={target!r} (allowed: {', '.join(TARGETS)})")
@@ -152,10 +155,11 @@ def communication_frame(
             paired = target == "per-seed" and seed in targets.by_seed
             goal = targets.by_seed[seed] if paired else targets.mean
             r_base = targets.rounds[seed] if paired else targets.mean_rounds
+            # a trial scored every k-th round (personal_test_every) reached the target
+            # at most at its first scored round that reaches it: counted, as a bound
+            bounded = (trial["sweep"], trial["trial"]) in gaps and trial[row] != base_value
             if trial[row] == base_value:
                 needed: float | None = float(trial["last_round"])  # by definition (see above)
-            elif (trial["sweep"], trial["trial"]) in gaps:
-                continue
             else:
                 needed = _rounds_needed(curves, trial, goal, metric)
             out.append(
@@ -169,6 +173,7 @@ def communication_frame(
                     "rounds_needed": math.nan if needed is None else needed,
                     "reached": needed is not None,
                     "speedup": speedup(r_base, needed),
+                    "at_most": bounded and needed is not None,
                 }
             )
     return pd.DataFrame(out, columns=[*columns, row, *FRAME_COLUMNS])
@@ -278,6 +283,7 @@ def summarise_communication(
                 "speedup_std",
                 "rounds_mean_reached",
                 "speedup_reached",
+                "at_most",
             ]
         )
     for key, group in frame.groupby([*columns, row], dropna=False, sort=False):
@@ -307,6 +313,7 @@ def summarise_communication(
                 "speedup_std": spread,
                 "rounds_mean_reached": reached_rounds,
                 "speedup_reached": speedup(reached_base, reached_rounds) if some else None,
+                "at_most": bool(group["at_most"].any()) if "at_most" in group else False,
             }
         )
     return pd.DataFrame(rows)

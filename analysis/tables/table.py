@@ -806,15 +806,16 @@ def _communication_display(
 def _rounds_text(s: pd.Series) -> str:
     """A cell's ``#rounds``: mean ± std over seeds when every seed reached the target,
     else how many did not."""
+    bound = "≤ " if s.get("at_most", False) else ""
     if s["n_reached"] == s["n"]:
-        text = f"{s['rounds_mean']:.0f}"
+        text = f"{bound}{s['rounds_mean']:.0f}"
         if not math.isnan(s["rounds_std"]) and s["rounds_std"] > 0:
             text += f" ± {s['rounds_std']:.1f}"
         return text
     if s["n_reached"] == 0:
         return "not reached"
     return (
-        f"{s['rounds_mean_reached']:.0f} in {s['n_reached']}/{s['n']} seeds; "
+        f"{bound}{s['rounds_mean_reached']:.0f} in {s['n_reached']}/{s['n']} seeds; "
         f"not reached in {s['n'] - s['n_reached']}"
     )
 
@@ -822,10 +823,13 @@ def _rounds_text(s: pd.Series) -> str:
 def _speedup_text(s: pd.Series) -> str:
     """A cell's speed-up, ± the std of the per-seed speed-ups when every seed reached;
     where only some did, theirs, said so (``<1×`` is for no seed reaching it)."""
+    bound = "≥ " if s.get("at_most", False) else ""
     if 0 < s["n_reached"] < s["n"]:
         reached = s.get("speedup_reached")
-        return f"{format_speedup(reached)} in {s['n_reached']}/{s['n']} seeds"
-    speed = format_speedup(s["speedup"])
+        return f"{bound}{format_speedup(reached)} in {s['n_reached']}/{s['n']} seeds"
+    if s["n_reached"] == 0:
+        return format_speedup(None)
+    speed = bound + format_speedup(s["speedup"])
     if s["n_reached"] == s["n"] and s["speedup_std"] > 0:  # (NaN > 0 is False)
         speed += f" ± {s['speedup_std']:.1f}"
     return speed
@@ -848,7 +852,7 @@ def _communication_data(
 
 
 def _gaps_note(gapped: pd.DataFrame, row: str, baseline: str, baseline_column: str) -> list[str]:
-    """The note naming the rows left out because their test values have gaps."""
+    """The note on the rows whose test values have gaps: counted, as bounds."""
     gapped = gapped[gapped[baseline_column] != baseline]
     if gapped.empty:
         return []
@@ -856,9 +860,10 @@ def _gaps_note(gapped: pd.DataFrame, row: str, baseline: str, baseline_column: s
     every = sorted({int(k) for k in gapped.get("personal_test_every", pd.Series()).dropna()})
     period = f" (personal_test_every = {', '.join(map(str, every))})" if every else ""
     return [
-        f"Not counted: {names} — its own models were scored on the test set every few "
-        f"rounds{period}, not every round, so the round that first reached the target is "
-        "not known."
+        f"≤ / ≥: {names} — its own models were scored on the test set every few "
+        f"rounds{period}, not every round: #rounds is its first scored round that reached "
+        "the target, so it reached it at most then, and its speed-up is at least the one "
+        "given."
     ]
 
 
