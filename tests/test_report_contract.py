@@ -384,6 +384,9 @@ def write_personalised(root: Path, name: str, methods: tuple[str, ...], finetune
         if finetune:
             block = tuple(v + 0.05 for v in block)
         rows = rows_of(config, block, config["algorithm"] == "fedper")
+        # what ran: FedPer's parties one after another whatever execution asked
+        path = "sequential" if config["algorithm"] == "fedper" else "packed"
+        rows = [{**row, "execution_path": path, "eval_seconds": 0.1} for row in rows]
         write_trial(folder, i, config, [], rows=rows)
 
 
@@ -408,3 +411,30 @@ def test_defect_9_fedavg_with_fine_tuning_is_compared_with_fedavg_like_any_metho
     text = (out / "report.md").read_text()
     assert "| FedAvg+FT (1 epoch) | 67.0 ± 2.0 · Δ +5.0" in text
     assert text.count("## personalisation") == 1
+
+
+# ----------------------------------------------------------------- defect 13 (issue 52)
+def test_defect_13_time_per_round_says_what_evaluation_held_and_what_ran(tmp_path):
+    """Table 11 said "evaluation = the global model on the test set" for a fine-tuned
+    run and showed the asked execution; it now names the fine-tuning and the own test
+    splits in its evaluation words and each row's path as its rounds recorded it."""
+    write_personalised(tmp_path / "runs", "pers", ("fedavg", "fedper"), 0)
+    write_personalised(tmp_path / "runs", "pers-ft", ("fedavg",), 1)
+    results = load_results(tmp_path / "runs")
+    by_method = dict(zip(results.trials["algorithm"], results.trials["execution_path"]))
+    assert by_method == {"fedavg": "packed", "fedper": "sequential"}
+    out = tmp_path / "report"
+    write_report(results, out, formats=("png",))
+    timing = read_csv(out / "tables" / "table11_time_per_round_personalisation.csv")
+    assert {r["algorithm"]: r["execution_path"] for r in timing} == {
+        "fedavg": "packed",
+        "fedper": "sequential",
+        "fedavg+ft1": "packed",
+    }
+    text = (out / "tables" / "table11_time_per_round_personalisation.md").read_text()
+    fedper = next(line for line in text.splitlines() if line.startswith("| FedPer |"))
+    assert fedper.endswith("| sequential |")
+    assert "each party's own model on the test set (FedPer)" in text
+    assert "fine-tuning a copy of each party's model on its own training data before " in text
+    assert "most of the evaluation time (FedAvg+FT (1 epoch))" in text
+    assert "scoring each party's own test split (FedAvg, FedPer, FedAvg+FT (1 epoch))" in text

@@ -14,9 +14,11 @@
     one row per trial, including trials with no round yet: ``status``, ``error``,
     ``rounds_done``, ``last_round``, ``final_acc`` (test accuracy at the last round),
     ``final_acc_std`` (SOLO: std over parties at the last round), ``best_acc`` /
-    ``best_round`` (over rounds), ``order`` (reading order: sweeps in the order given,
-    within a sweep by trial id, as Tune numbers trials in the order it creates them,
-    i.e. grid or Optuna order), and the config columns.
+    ``best_round`` (over rounds), ``execution_path`` (the path its parties trained on,
+    as its rows recorded it: ``packed``, ``sequential``; None in older rows), ``order``
+    (reading order: sweeps in the order given, within a sweep by trial id, as Tune
+    numbers trials in the order it creates them, i.e. grid or Optuna order), and the
+    config columns.
 
 Trial status (nothing is silently dropped; tables count only ``completed`` trials): the
 words and the one function that decides them are the results contract's
@@ -116,6 +118,7 @@ TRIAL_COLUMNS = [
     "final_acc_std",
     "best_acc",
     "best_round",
+    "execution_path",
     "sweep_started",
 ]
 
@@ -384,6 +387,7 @@ def _load_trial(
         "final_acc_std": _number(last.get("test_acc_std")),
         "best_acc": best_acc,
         "best_round": best_round,
+        "execution_path": _execution_path(result_rows),
         "sweep_started": sweep.started,
         **primary,
     }
@@ -418,6 +422,15 @@ def _missing_rounds(
             "had no early-stopping scheduler"
         ]
     return []
+
+
+def _execution_path(result_rows: list[dict[str, Any]]) -> str | None:
+    """The path(s) the trial's parties trained on, as its rows recorded them
+    (``packed``, ``sequential``: what ran, which a method that cannot pack makes
+    sequential whatever ``execution`` asked), in order of first use; None where no row
+    says (older rows)."""
+    paths = [str(r["execution_path"]) for r in result_rows if r.get("execution_path")]
+    return ", ".join(dict.fromkeys(paths)) or None
 
 
 def _primary_columns(config: dict[str, Any], result_rows: list[dict[str, Any]]) -> dict:
@@ -488,6 +501,7 @@ def _damaged_trial(
         "final_acc_std": math.nan,
         "best_acc": math.nan,
         "best_round": 0,
+        "execution_path": None,
         "sweep_started": sweep.started,
         **{k: sweep.manifest[k] for k in ("study", "dataset") if sweep.manifest.get(k)},
     }
