@@ -438,3 +438,55 @@ def test_defect_13_time_per_round_says_what_evaluation_held_and_what_ran(tmp_pat
     assert "fine-tuning a copy of each party's model on its own training data before " in text
     assert "most of the evaluation time (FedAvg+FT (1 epoch))" in text
     assert "scoring each party's own test split (FedAvg, FedPer, FedAvg+FT (1 epoch))" in text
+
+
+# ----------------------------------------------------------------- defect 15 (issue 52)
+def test_defect_15_methods_on_the_x_axis_are_not_joined_and_their_labels_turn():
+    import pandas as pd
+
+    from analysis.figures import plots
+    from analysis.figures.figure_layout import Layout
+
+    methods = ["fedavg", "fedper", "fedrep", "lg-fedavg", "ditto", "apfl"]
+    trials = pd.DataFrame(
+        [
+            {
+                "status": "completed",
+                "algorithm": m,
+                "seed": s,
+                "dataset": "fmnist",
+                "final_acc": 0.5 + 0.01 * i + 0.001 * s,
+                "order": i,
+                "sweep_started": "",
+            }
+            for i, m in enumerate(methods)
+            for s in range(3)
+        ]
+    )
+    figure = plots.sensitivity_plot(trials, Layout(("algorithm",), x="algorithm"))
+    ax = figure.axes[0]
+    for line in ax.get_lines():
+        xs = np.asarray(line.get_xdata(), dtype=float)
+        xs = xs[np.isfinite(xs)]
+        # error bars and their caps stay within one method's slot; a join spans methods
+        assert np.ptp(xs) < 0.5 or line.get_linestyle() in ("None", "none", "")
+    labels = ax.get_xticklabels()
+    assert [t.get_text() for t in labels] == [
+        "FedAvg",
+        "FedPer",
+        "FedRep",
+        "LG-FedAvg",
+        "Ditto",
+        "APFL",
+    ]
+    assert all(t.get_rotation() == 30 for t in labels)
+
+
+def test_defect_15_a_long_figure_title_wraps_to_the_figures_width():
+    from analysis.figures import plots
+
+    entry = {**camera_partition(), "dataset": "folder:/data/" + "a-very-long-camera-folder" * 3}
+    figure = plots.partition_heatmap(entry)
+    title = figure._suptitle.get_text()
+    width = int(figure.get_figwidth() * plots.TITLE_CHARS_PER_INCH)
+    assert "\n" in title and max(len(line) for line in title.splitlines()) <= width

@@ -24,6 +24,7 @@ the search history, which also shows ASHA's stopped trials.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ import seaborn as sns
 from analysis.figures.figure_layout import Layout
 from analysis.naming import dataset_name, parameter_name, value_label
 from analysis.primary_metric import ACCURACY, Metric
-from analysis.reading.loading import COMPLETED, DIVERGED, STOPPED
+from analysis.reading.loading import COMPLETED, DIVERGED, STOPPED, is_number_column
 from analysis.tables.table import key_order
 
 DPI = 120
@@ -101,9 +102,15 @@ def _grid(n_panels: int) -> tuple[plt.Figure, list[plt.Axes]]:
     return fig, flat
 
 
+#: characters of a 10-point title per inch of figure width (a longer title wraps)
+TITLE_CHARS_PER_INCH = 11
+
+
 def _title(fig: plt.Figure, title: str) -> None:
+    """The figure's title, wrapped to the figure's width so no word is clipped."""
     if title:
-        fig.suptitle(title, fontsize=10)
+        width = max(20, int(fig.get_figwidth() * TITLE_CHARS_PER_INCH))
+        fig.suptitle(textwrap.fill(title, width), fontsize=10)
 
 
 def accuracy_curves(
@@ -161,7 +168,9 @@ def sensitivity_plot(
     metric: Metric = ACCURACY,
 ) -> plt.Figure:
     """Accuracy (%) (``metric``) vs ``layout.x`` (mean ± 1 std over seeds), lines by
-    ``layout.x_lines``."""
+    ``layout.x_lines``.  A categorical x (methods) gets points and error bars but no
+    line joining them (no order between methods to draw a trend along), and its labels
+    turned where they would overlap."""
     if layout.x is None:
         raise ValueError("this study has no sensitivity parameter")
     done = trials[(trials["status"] == COMPLETED) & trials[value].notna()].copy()
@@ -175,6 +184,7 @@ def sensitivity_plot(
     order = [value_label(x, k[0]) for k in key_order(done, [x])]
     hue_order = [_label(hue, k) for k in key_order(done, hue)] if hue else None
     panel_order = [dataset_name(k[0]) for k in key_order(done, panels)] if panels else [""]
+    categorical = not is_number_column(done[x])
     with sns.axes_style("whitegrid"):
         fig, axes = _grid(len(panel_order))
         for ax, panel in zip(axes, panel_order):
@@ -191,8 +201,12 @@ def sensitivity_plot(
                 dodge=0.3 if hue else False,
                 markersize=5,
                 linewidth=1.5,
+                linestyle="none" if categorical else "-",
                 ax=ax,
             )
+            if categorical or sum(len(t) for t in order) > 8 * len(order):
+                ax.tick_params(axis="x", labelrotation=30)
+                plt.setp(ax.get_xticklabels(), ha="right", rotation_mode="anchor")
             ax.set_xlabel(parameter_name(x))
             ax.set_title(panel, fontsize=9)
             legend = ax.get_legend()
