@@ -490,3 +490,26 @@ def test_defect_15_a_long_figure_title_wraps_to_the_figures_width():
     title = figure._suptitle.get_text()
     width = int(figure.get_figwidth() * plots.TITLE_CHARS_PER_INCH)
     assert "\n" in title and max(len(line) for line in title.splitlines()) <= width
+
+
+# ----------------------------------------------------------------- defect 16 (issue 52)
+def test_defect_16_own_test_splits_too_small_are_warned_with_their_numbers(tmp_path):
+    """Own test splits of 14-20 images: the per-party table says so, with what one image
+    is worth and the images a 2-point difference would need (4802 in all over 10
+    parties, 481 each: more than a 94-image party holds)."""
+    write_personalised(tmp_path / "runs", "pers", ("fedavg", "fedper"), 0)
+    for trial in sorted((tmp_path / "runs" / "pers").iterdir()):
+        if not trial.is_dir():
+            continue
+        lines = ["round,party,party_acc,party_samples,party_test_samples"]
+        lines += [f"2,{p},0.6,80,{14 + (6 * p) // 9}" for p in range(10)]
+        (trial / "parties.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "report"
+    write_report(load_results(tmp_path / "runs"), out, formats=("png",))
+    text = (out / "tables" / "per_party_personalisation.md").read_text()
+    assert (
+        "⚠ Own test splits too small to resolve much: each party's own test split holds "
+        "14–20 images (one image = 5.0–7.1 points of its value); telling 2.0 points in the "
+        "mean over 10 parties at 95% needs about 4802 own test images in all, 481 per party "
+        "(more than the smallest party's 94 images: no party_test_fraction can" in text
+    )
