@@ -513,3 +513,8 @@ def test_defect_16_own_test_splits_too_small_are_warned_with_their_numbers(tmp_p
         "mean over 10 parties at 95% needs about 4802 own test images in all, 481 per party "
         "(more than the smallest party's 94 images: no party_test_fraction can" in text
     )
+    # defect 7 (part): the worst decile of 10 parties is one party, said so
+    assert (
+        "worst 10% = mean of the ceil(N/10) lowest parties (here the 1 lowest of 10: "
+        "one party)." in text
+    )

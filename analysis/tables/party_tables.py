@@ -405,6 +405,19 @@ def _score_note(metric: Metric) -> str:
     )
 
 
+def _worst_count(trials: pd.DataFrame) -> str:
+    """`` (here the 1 lowest of 10: one party)`` from the trials' ``n_parties``: how many
+    parties the worst decile is (report issue, defect 7: it may be one camera)."""
+    counts = pd.to_numeric(trials.get("n_parties"), errors="coerce").dropna().astype(int)
+    if counts.empty:
+        return ""
+    parts = []
+    for n in sorted(set(counts)):
+        k = math.ceil(n / 10)
+        parts.append(f"the {k} lowest of {n}" + (": one party" if k == 1 else ""))
+    return " (here " + "; ".join(parts) + ")"
+
+
 def party_accuracy_note(trials: pd.DataFrame) -> str:
     """What the per-party accuracies of ``trials`` were measured on: each party's own
     local test split (``party_test_fraction`` > 0, docs/validation.md) or, the fallback,
@@ -412,7 +425,7 @@ def party_accuracy_note(trials: pd.DataFrame) -> str:
     share = trials.get("party_test_fraction")
     own = share is not None and bool((pd.to_numeric(share, errors="coerce") > 0).any())
     mixed = own and not bool((pd.to_numeric(share, errors="coerce") > 0).all())
-    worst = "worst 10% = mean of the ceil(N/10) lowest parties."
+    worst = "worst 10% = mean of the ceil(N/10) lowest parties" + _worst_count(trials) + "."
     if own and not mixed:
         return (
             "Per-party accuracy: the model the title names on each party's "

@@ -34,14 +34,10 @@ OWN_TEST = "each party's own test split"
 OWN_VALIDATION = "each party's own validation split"
 # the models
 GLOBAL = "the global model"
-EVALUATED = (
-    "the model each party is evaluated with (the global model; a personal-model method's "
-    "own model per party)"
-)
 OWN = "each party's own model (a personal-model method)"
 FINE_TUNED = (
-    "the model each party is evaluated with, fine-tuned on the party's own training data "
-    "where finetune_epochs > 0"
+    "the model each party is evaluated with; on a party's own split, a copy fine-tuned on "
+    "its own training data where finetune_epochs > 0"
 )
 # the cadences
 EVERY_ROUND = "every round"
@@ -86,16 +82,16 @@ RUN_COLUMNS: tuple[ColumnFamily, ...] = (
     ),
     ColumnFamily("test_{stem}_std", TEST, OWN, PERSONAL_ROUNDS, "std over parties (ddof 0)"),
     ColumnFamily("party_{stem}/<party>", TEST, OWN, PERSONAL_ROUNDS, "one party's value"),
-    ColumnFamily("val_{stem}", VALIDATION, EVALUATED, VALIDATED_ROUNDS, metrics_only=False),
-    ColumnFamily("party_{stem}_mean", CLASS_MIX, EVALUATED, SCORED_ROUNDS, "mean over parties"),
+    ColumnFamily("val_{stem}", VALIDATION, FINE_TUNED, VALIDATED_ROUNDS, metrics_only=False),
+    ColumnFamily("party_{stem}_mean", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "mean over parties"),
     ColumnFamily(
-        "party_{stem}_std", CLASS_MIX, EVALUATED, SCORED_ROUNDS, "std over parties (ddof 0)"
+        "party_{stem}_std", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "std over parties (ddof 0)"
     ),
-    ColumnFamily("party_{stem}_min", CLASS_MIX, EVALUATED, SCORED_ROUNDS, "the worst party"),
+    ColumnFamily("party_{stem}_min", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "the worst party"),
     ColumnFamily(
         "party_{stem}_worst10",
         CLASS_MIX,
-        EVALUATED,
+        FINE_TUNED,
         SCORED_ROUNDS,
         "mean of the worst ceil(N/10) parties",
     ),
