@@ -112,3 +112,21 @@ def test_one_seed_is_not_judged():
     result = judge_convergence(samples, compare_grid(samples, "column", 0))
     assert result.converged is None
     assert convergence_note(result, {}) == []
+
+
+def test_defect_10_cells_scored_every_few_rounds_are_named_not_checked():
+    """Report issue, defect 10: a table of 3 whose 2 personalised cells were scored on
+    the pooled test every 5th round said "1 of 1 cells"; it now says the verdict is of
+    the one cell it could check and names the others, and their CSV rows say so."""
+    samples = {
+        (0, 0): cell([70.0, 71.0, 72.0], [5.0, 6.0, 7.0]),
+        (1, 0): CellSample({0: 80.0, 1: 81.0, 2: 82.0}, PARTITION, None, {}),
+        (2, 0): CellSample({0: 75.0, 1: 76.0, 2: 77.0}, PARTITION, None, {}),
+    }
+    result = judge_convergence(samples, compare_grid(samples, "column", 0))
+    assert result.unchecked == [(1, 0), (2, 0)]
+    labels = {(0, 0): "FedAvg", (1, 0): "FedPer", (2, 0): "Ditto"}
+    notes = convergence_note(result, labels)
+    assert notes[0].startswith("Not converged by the reported round: 1 of 1 cells")
+    assert notes[1].startswith("Not checked for convergence: 2 of 3 cells (FedPer, Ditto)")
+    assert [result.cell_verdict(c) for c in samples] == ["False", "not checked", "not checked"]

@@ -53,6 +53,7 @@ class Convergence:
         climbs: each cell's mean climb over its seeds (points over the last rounds).
         climb_halves: each cell's t-interval half-width of that mean (points; NaN with
             fewer than two climbs).
+        cells: every cell of the table, those without a climb too.
         window: the rounds the climbs were fitted over (at most, unless ``window_exact``).
         window_exact: every trial's climb was fitted over ``window`` rounds.
         compared: the cells of the table's Δ, and their references.
@@ -66,6 +67,7 @@ class Convergence:
     compared: set[tuple[int, int]] = field(default_factory=set)
     metric: Metric = ACCURACY
     climb_halves: dict[tuple[int, int], float] = field(default_factory=dict)
+    cells: tuple[tuple[int, int], ...] = ()
 
     @property
     def window_text(self) -> str:
@@ -125,6 +127,19 @@ class Convergence:
         return None if self.unresolved else True
 
     @property
+    def unchecked(self) -> list[tuple[int, int]]:
+        """The table's cells without a climb (their test values have gaps: scored every
+        few rounds, ``personal_test_every``), so the seeds cannot check them."""
+        return [c for c in self.cells if c not in self.climbs]
+
+    def cell_verdict(self, cell: tuple[int, int]) -> str:
+        """The CSV's ``converged`` of one cell: the table's :attr:`verdict`, or ``not
+        checked`` for a cell without a climb."""
+        if self.judged and cell not in self.climbs:
+            return "not checked"
+        return self.verdict
+
+    @property
     def verdict(self) -> str:
         """The CSV's ``converged``: ``True``, ``False``, ``can't tell`` or ``not judged``."""
         if not self.judged:
@@ -164,14 +179,34 @@ def judge_convergence(
     if claims is not None and claims.deltas:
         compared = set(claims.deltas) | set(claims.references)
     metric = claims.metric if claims is not None else ACCURACY
-    return Convergence(spread, climbs, window, window_exact, compared, metric, halves)
+    return Convergence(
+        spread, climbs, window, window_exact, compared, metric, halves, tuple(samples)
+    )
 
 
 def convergence_note(result: Convergence, labels: Mapping[tuple[int, int], str]) -> list[str]:
-    """The lines under a table: converged or not by the reported round, and the warning
-    when its comparisons are made mid-climb."""
+    """The lines under a table: converged or not by the reported round (of the cells it
+    could check, the others named), and the warning when its comparisons are made
+    mid-climb."""
     if not result.judged:
         return []
+    lines = _verdict_note(result, labels)
+    unchecked = result.unchecked
+    if unchecked:
+        named = ", ".join(labels.get(c, str(c)) for c in unchecked[:NAMED_CELLS])
+        rest = len(unchecked) - min(len(unchecked), NAMED_CELLS)
+        lines.insert(
+            1,
+            f"Not checked for convergence: {len(unchecked)} of {len(result.cells)} cells "
+            f"({named}{f' and {rest} more' if rest else ''}) — no climb over their last rounds "
+            "is known (their test values were scored every few rounds, personal_test_every, "
+            "not every round); the verdict above is of the other cells.",
+        )
+    return lines
+
+
+def _verdict_note(result: Convergence, labels: Mapping[tuple[int, int], str]) -> list[str]:
+    """The verdict's lines (:func:`convergence_note`) over the cells with a climb."""
     steepest = max(result.climbs.values(), key=abs)
     metric = result.metric
     if result.converged:

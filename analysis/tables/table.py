@@ -434,7 +434,8 @@ def _cell_data(
     data = pd.DataFrame(data_rows)
     if data.empty:
         return data
-    data["best"] = [bold.iat[r, c] for r, c in zip(data.pop("_ri"), data.pop("_ci"))]
+    cells = list(zip(data.pop("_ri"), data.pop("_ci")))
+    data["best"] = [bold.iat[r, c] for r, c in cells]
     data["seeds"] = data["seeds"].map(lambda s: ";".join(map(str, s)))
     if metric.percent:
         data["mean_pct"] = (100 * data["mean"]).round(4)
@@ -442,7 +443,9 @@ def _cell_data(
         if "party_std" in data:
             data["party_std_pct"] = (100 * data["party_std"]).round(4)
     data[f"resolvable{_suffix(metric)}"] = round(claims.resolvable, 4)
-    data["converged"] = convergence.verdict
+    # the table's verdict, or "not checked" for a cell without a climb (scored every few
+    # rounds: its curve has gaps)
+    data["converged"] = [convergence.cell_verdict(cell) for cell in cells]
     if metric != ACCURACY:  # the classic accuracy table's CSV is as it always was
         data["metric"] = metric.stem
     return data
