@@ -518,3 +518,25 @@ def test_defect_16_own_test_splits_too_small_are_warned_with_their_numbers(tmp_p
         "worst 10% = mean of the ceil(N/10) lowest parties (here the 1 lowest of 10: "
         "one party)." in text
     )
+
+
+# ----------------------------------------------------------------- defect 14 (issue 52)
+def test_defect_14_the_personalised_study_shows_own_split_curves_and_the_trade_off(tmp_path):
+    """The number personalised methods are judged by, per round, and the trade-off
+    between it and the pooled test set, as a table and a figure."""
+    write_personalised(tmp_path / "runs", "pers", ("fedavg", "fedper"), 0)
+    write_personalised(tmp_path / "runs", "pers-ft", ("fedavg",), 1)
+    out = tmp_path / "report"
+    write_report(load_results(tmp_path / "runs"), out, formats=("png",))
+    figures = {p.name for p in (out / "figures").iterdir()}
+    assert {"fig_personalisation_own_split_curves.png", "fig_personalisation_trade_off.png"} <= (
+        figures
+    )
+    table = {r["algorithm"]: r for r in read_csv(out / "tables" / "trade_off_personalisation.csv")}
+    # the final round's pooled test accuracy is 0.52 in every trial; own splits as BLOCK
+    assert float(table["fedavg"]["pooled_mean"]) == pytest.approx(52.0)
+    assert float(table["fedper"]["own_mean"]) == pytest.approx(82.0)
+    assert float(table["fedavg+ft1"]["own_mean"]) == pytest.approx(67.0)
+    assert table["fedper"]["n"] == "3"
+    text = (out / "report.md").read_text()
+    assert "| FedPer | 52.0 ± 0.0 | 82.0 ± 2.0 | 3 |" in text
