@@ -130,3 +130,23 @@ def test_defect_10_cells_scored_every_few_rounds_are_named_not_checked():
     assert notes[0].startswith("Not converged by the reported round: 1 of 1 cells")
     assert notes[1].startswith("Not checked for convergence: 2 of 3 cells (FedPer, Ditto)")
     assert [result.cell_verdict(c) for c in samples] == ["False", "not checked", "not checked"]
+
+
+def test_defect_7_a_seed_plan_from_one_degree_of_freedom_is_not_made():
+    """Report issue, defect 7: a one-comparison rerun table of 2 seeds printed "2 seeds
+    suffice" from an sd with one degree of freedom; it now says it cannot plan."""
+    from analysis.stats.comparisons import comparison_notes, planning_note
+
+    samples = {
+        (0, 0): CellSample({0: 70.0, 1: 71.0}, PARTITION, None, {}),
+        (1, 0): CellSample({0: 72.0, 1: 73.5}, PARTITION, None, {}),
+    }
+    claims = compare_grid(samples, "column", 0)
+    assert claims.sd_dof == 1
+    (line,) = planning_note(claims, {(1, 0): "MOON"})
+    assert line == (
+        "Seeds to resolve 2 points: not estimated — the sd rests on 1 degree of freedom (a "
+        "single comparison of two seeds), too few to plan a seed count from."
+    )
+    notes = comparison_notes(claims, "FedAvg", ["column"])
+    assert any("s rests on 1 degree of freedom, so this is a rough guess" in n for n in notes)
