@@ -24,6 +24,9 @@ from analysis.tables.study_tables import TableOptions
 from federated.contract.builtin_tasks import DETECTION_TASK, WRITTEN_BEFORE_THE_CONTRACT
 from federated.contract.columns import OWN_TEST, TEST, declared_columns
 from federated.contract.task_spec import TaskSpec, spec_of_manifest
+from search_spaces import BUDGETS
+from search_spaces.adhoc import adhoc_study
+from study.plan import SweepPlan
 from tests.report_contract_fakes import (
     BOXES,
     CAMERAS,
@@ -540,3 +543,62 @@ def test_defect_14_the_personalised_study_shows_own_split_curves_and_the_trade_o
     assert table["fedper"]["n"] == "3"
     text = (out / "report.md").read_text()
     assert "| FedPer | 52.0 ± 0.0 | 82.0 ± 2.0 | 3 |" in text
+
+
+# ------------------------------------------------------- issue 54 item 4: ε in captions
+def write_dp_sweep(root: Path, epsilon_per_round: dict[str, float]) -> Path:
+    """An ad hoc FedAvg/FedProx sweep of DP trials (δ = 1e-5), 4 rounds, 2 seeds, whose
+    rows spend ``epsilon_per_round[method]`` per round."""
+    from search_spaces.study_file import study_to_dict
+    from tests.analysis_fakes import result_row, write_sweep
+
+    study = adhoc_study(["algorithm=fedavg,fedprox"], "dp")
+    plan = SweepPlan.build(study, BUDGETS["smoke"], seeds="2")
+    trials = []
+    for trial in plan.trials():
+        config = {**trial.config, "rounds": 4, "dp_delta": 1e-5, "dp_noise_multiplier": 1.0}
+        per_round = epsilon_per_round[config["algorithm"]]
+        rows = [
+            result_row(config, r, 0.4 + 0.05 * r + 0.01 * config["seed"], dp_epsilon=per_round * r)
+            for r in range(1, 5)
+        ]
+        trials.append((config, rows))
+    folder = write_sweep(
+        root,
+        "dp-fake",
+        study.name,
+        [(c, []) for c, _ in trials],
+        seeds=plan.seeds,
+        axes=["algorithm"],
+        definition=study_to_dict(study),
+    )
+    for trial_dir, (_, rows) in zip(sorted(p for p in folder.iterdir() if p.is_dir()), trials):
+        (trial_dir / "result.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_a_dp_tables_caption_states_epsilon_and_delta(tmp_path):
+    write_dp_sweep(tmp_path / "runs", {"fedavg": 0.5, "fedprox": 0.5})
+    out = tmp_path / "report"
+    write_report(load_results(tmp_path / "runs"), out, formats=("png",))
+    text = (out / "tables" / "dp_accuracy.md").read_text()
+    assert text.splitlines()[0].endswith("— client-level DP: ε = 2, δ = 1e-05**")
+    assert (
+        "Privacy: every cell's trials are client-level (ε, δ)-DP by their last round, "
+        "ε = 2, δ = 1e-05 (dp-accounting's Rényi-DP accountant" in text
+    )
+    rows = read_csv(out / "tables" / "dp_accuracy.csv")
+    assert {float(r["dp_epsilon"]) for r in rows} == {2.0}
+
+
+def test_a_dp_table_whose_epsilon_varies_gives_each_cell_its_own(tmp_path):
+    write_dp_sweep(tmp_path / "runs", {"fedavg": 0.5, "fedprox": 0.75})
+    out = tmp_path / "report"
+    write_report(load_results(tmp_path / "runs"), out, formats=("png",))
+    text = (out / "tables" / "dp_accuracy.md").read_text()
+    assert "— client-level DP: ε 2–3, δ = 1e-05**" in text.splitlines()[0]
+    assert "ε differs between cells, from 2 to 3 by the last round" in text
+    eps = {
+        r["algorithm"]: float(r["dp_epsilon"]) for r in read_csv(out / "tables" / "dp_accuracy.csv")
+    }
+    assert eps == {"fedavg": 2.0, "fedprox": 3.0}

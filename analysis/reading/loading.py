@@ -373,7 +373,7 @@ def _load_trial(
     if status == DAMAGED:
         error = "damaged: " + "; ".join(skipped)
     best_acc, best_round = _best_accuracy(result_rows)
-    primary = _primary_columns(config, result_rows)
+    primary = {**_primary_columns(config, result_rows), **_privacy_columns(result_rows)}
     record = {
         "sweep": sweep.name,
         "trial": trial_dir.name,
@@ -422,6 +422,13 @@ def _missing_rounds(
             "had no early-stopping scheduler"
         ]
     return []
+
+
+def _privacy_columns(result_rows: list[dict[str, Any]]) -> dict[str, float]:
+    """A DP trial's ε spent by its last round (``final_dp_epsilon``, from the rows'
+    ``dp_epsilon``; inf without noise); nothing for a trial whose rows record none."""
+    spent = [_number(r.get("dp_epsilon")) for r in result_rows if "dp_epsilon" in r]
+    return {"final_dp_epsilon": spent[-1]} if spent else {}
 
 
 def _execution_path(result_rows: list[dict[str, Any]]) -> str | None:

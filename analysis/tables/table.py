@@ -64,6 +64,7 @@ from analysis.tables.communication import (
     sparsely_scored,
     summarise_communication,
 )
+from analysis.tables.privacy import privacy_words
 
 PARTY_MARK = "†"
 METRICS = {
@@ -635,9 +636,16 @@ def accuracy_table(
     )
     notes = _seed_note(stats, statuses, value, metric_text) + _exclusion_note(trials, statuses)
     title, notes = _with_claims(title, notes, grid, resolve_target)
+    data = grid.data
+    dp_tail, dp_notes, per_cell = privacy_words(trials, by, statuses)
+    if dp_tail:
+        title, notes = f"{title} — {dp_tail}", [*notes, *dp_notes]
+        keys = [k for k in by if k in per_cell and k in data]
+        if keys and not data.empty:
+            data = data.merge(per_cell[[*keys, "dp_epsilon"]], on=keys, how="left")
     header = " · ".join(parameter_name(k) for k in rows)
     return Table(
-        name, title, grid.display, grid.bold, grid.data, header, notes, _resolvable(grid), metric
+        name, title, grid.display, grid.bold, data, header, notes, _resolvable(grid), metric
     )
 
 
