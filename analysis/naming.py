@@ -106,8 +106,22 @@ _SELF_DESCRIBING = {
 
 
 def method_name(algorithm: Any) -> str:
-    """``"moon"`` -> ``"MOON"``; unknown names are shown as they are."""
+    """``"moon"`` -> ``"MOON"``; a fine-tuned variant ``"fedavg+ft1"`` ->
+    ``"FedAvg+FT (1 epoch)"`` (analysis/reading/grouping.py); unknown names are shown as
+    they are."""
+    base, tuned, epochs = str(algorithm).rpartition("+ft")
+    if tuned and base and _is_number(epochs):
+        unit = "epoch" if float(epochs) == 1 else "epochs"
+        return f"{method_name(base)}+FT ({epochs} {unit})"
     return METHODS.get(str(algorithm), str(algorithm))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def dataset_name(dataset: Any) -> str:

@@ -18,7 +18,7 @@ existed have neither: they are classification runs reporting accuracy.
   ``bin_acc``.  Correlations and errors are shown
   with three decimals, their differences in the metric's own units.
 
-Every score report also gives the field's pair, SRCC and MAE (:data:`SCORE_REPORTED`):
+Every score report also gives the field's pair, SRCC and MAE (the score task's ``reported_beside``):
 its tables on the primary metric first, then the same tables on whichever of the pair is
 not the primary (docs/reports.md, "Score tasks: the primary metric").
 
@@ -26,9 +26,12 @@ not the primary (docs/reports.md, "Score tasks: the primary metric").
 scale: POINTS accuracy points, or POINTS/100 in a correlation's or an error's units (2 ->
 0.02), :meth:`Metric.target`.
 
-Nothing here imports torch: the metrics are the torch-free specs of
-:mod:`federated.contract.metrics`, the same ones the engine's tasks record; this module
-adds how a table shows them.
+Nothing here imports torch and nothing asks which task it is: a sweep's manifest
+records its task's declaration (``task_spec``, :class:`~federated.contract.task_spec.TaskSpec`:
+its metrics, the words its tables use), :func:`record_task_spec` makes it known as the
+folder is read, and every metric is read from it; a folder written before the manifest
+recorded one is read by what it carries (:func:`~federated.contract.task_spec.spec_of_manifest`).
+This module adds how a table shows them.
 """
 
 from __future__ import annotations
@@ -39,46 +42,15 @@ from dataclasses import dataclass, fields
 import pandas as pd
 
 from analysis.naming import percent
-from federated.contract.metrics import ACCURACY as ACCURACY_SPEC
-from federated.contract.metrics import (
-    BUILTIN_TASK_METRICS,
-    CLASSIFICATION,
-    DETECTION,
-    SCORE,
-    SCORE_SPECS,
-    MetricSpec,
-    metric_stems,
+from federated.contract.builtin_tasks import (
+    CLASSIFICATION_TASK,
+    UNTASKED_ROWS,
+    WRITTEN_BEFORE_THE_CONTRACT,
 )
+from federated.contract.metrics import MetricSpec
 from federated.contract.metrics import higher_is_better as contract_higher_is_better
 from federated.contract.results import DAMAGED
-
-#: the field's pair every score report shows besides its primary metric
-SCORE_REPORTED = ("srcc", "mae")
-#: per task, the metrics its reports show beside the primary (as data: no branch on a
-#: task's name); a task without an entry is reported on its primary alone
-REPORTED_BESIDE: dict[str, tuple[str, ...]] = {SCORE: SCORE_REPORTED}
-#: per task, what a rounds-to-reach table calls the baseline's target where the task's
-#: words are not ``final <noun>`` (classification keeps the paper's "final accuracy")
-FINAL_WORDS: dict[str, str] = {CLASSIFICATION: "final accuracy"}
-#: per task, what a model that has learned nothing records on its metrics where the task
-#: has no chance level (a detector that finds no object scores mAP 0): a rounds-to-reach
-#: target no better than it is reached by any round, so that table gives no speed-up
-NOTHING_LEARNED: dict[str, float] = {DETECTION: 0.0}
-#: per task, the sentence the report's *Runs* section adds on how to read its metrics
-READING_NOTES: dict[str, str] = {
-    SCORE: (
-        " Score tasks (image assessment) report their primary metric as recorded, three "
-        "decimals: SRCC and PLCC (correlations in [-1, 1], higher is better), MAE and RMSE "
-        "(in the score's own units, lower is better); their Δ and resolvable differences "
-        'are in the metric\'s units (docs/reports.md, "Score tasks: the primary metric").'
-    ),
-    DETECTION: (
-        " Detection reports average precision as recorded, three decimals: mAP@0.5 (the "
-        "Street paper's metric) and mAP@[.5:.95] (COCO's), fractions in [0, 1] with COCO's "
-        "101-point interpolation, higher is better; their Δ and resolvable differences are "
-        "in AP units (docs/detection.md)."
-    ),
-}
+from federated.contract.task_spec import TaskSpec, spec_of_manifest
 
 
 class PrimaryMetricError(ValueError):
@@ -89,7 +61,19 @@ class PrimaryMetricError(ValueError):
 @dataclass(frozen=True)
 class Metric(MetricSpec):
     """One reported metric of one task (:class:`~federated.contract.metrics.MetricSpec`'s
-    fields) and how a table shows it."""
+    fields), its task's words (:class:`~federated.contract.task_spec.TaskSpec`) and how
+    a table shows it.
+
+    Attributes (beside the spec's):
+        final_words: the task's words for a rounds-to-reach target (empty: ``final <noun>``).
+        nothing_learned: what a model that has learned nothing records, or None where
+            the task gives no such value (a chance level applies instead, or none).
+        reading_note: the task's sentence on how to read its metrics (empty: none).
+    """
+
+    final_words: str = ""
+    nothing_learned: float | None = None
+    reading_note: str = ""
 
     @property
     def column(self) -> str:
@@ -105,12 +89,6 @@ class Metric(MetricSpec):
     def sign(self) -> float:
         """+1 where higher is better, -1 where lower is: ``sign × value`` ranks upwards."""
         return 1.0 if self.higher_is_better else -1.0
-
-    @property
-    def nothing_learned(self) -> float | None:
-        """What a model that has learned nothing records (:data:`NOTHING_LEARNED`), or
-        None where the task gives no such value (a chance level applies instead, or none)."""
-        return NOTHING_LEARNED.get(self.task)
 
     @property
     def scale(self) -> float:
@@ -135,7 +113,7 @@ class Metric(MetricSpec):
     def final_noun(self) -> str:
         """The baseline's target of a rounds-to-reach table: ``final accuracy`` (the
         paper's words, classification), ``final test MAE``."""
-        return FINAL_WORDS.get(self.task, f"final {self.noun}")
+        return self.final_words or f"final {self.noun}"
 
     @property
     def diff_unit(self) -> str:
@@ -179,61 +157,56 @@ class Metric(MetricSpec):
         return difference if self.percent else difference * 100.0
 
 
-def _shown(spec: MetricSpec) -> Metric:
-    return Metric(**{f.name: getattr(spec, f.name) for f in fields(MetricSpec)})
+def _shown(spec: MetricSpec, task: TaskSpec) -> Metric:
+    return Metric(
+        **{f.name: getattr(spec, f.name) for f in fields(MetricSpec)},
+        final_words=task.final_words,
+        nothing_learned=task.nothing_learned,
+        reading_note=task.reading_note,
+    )
 
 
-ACCURACY = _shown(ACCURACY_SPEC)
-SCORE_METRICS: dict[str, Metric] = {spec.stem: _shown(spec) for spec in SCORE_SPECS}
-#: each built-in task's metrics as tables show them, the primary first
-BUILTIN_METRICS: dict[str, tuple[Metric, ...]] = {
-    CLASSIFICATION: (ACCURACY,),
-    SCORE: tuple(SCORE_METRICS.values()),
-    # every other built-in task (detection: mAP@0.5, mAP@[.5:.95]) as its specs say
-    **{
-        task: tuple(_shown(spec) for spec in specs)
-        for task, specs in BUILTIN_TASK_METRICS.items()
-        if task not in (CLASSIFICATION, SCORE)
-    },
-}
-#: each task's metrics, the default (primary) first
-TASK_METRICS: dict[str, tuple[str, ...]] = {
-    task: metric_stems(specs) for task, specs in BUILTIN_TASK_METRICS.items()
-}
+#: the task declarations the sweeps read so far recorded (:func:`record_task_spec`), by
+#: the name their rows carry
+RECORDED_TASKS: dict[str, TaskSpec] = {}
 
 
-#: the metrics of tasks that are not built in (a user's ``package.module:Class``), as
-#: the sweeps' manifests recorded them (:func:`record_task_metrics`): read as data, the
-#: task's code is never imported by a report
-RECORDED_TASK_METRICS: dict[str, tuple[Metric, ...]] = {}
-
-
-def record_task_metrics(manifest: dict) -> None:
-    """Make a sweep's own task's metrics known (its manifest's ``task`` and
-    ``metric_specs``, written by ``study.sweep``); built-in tasks keep their own."""
-    task, specs = manifest.get("task"), manifest.get("metric_specs")
-    if not task or task in TASK_METRICS or not isinstance(specs, list) or not specs:
-        return
+def record_task_spec(manifest: dict) -> None:
+    """Make a sweep's task declaration known (its manifest's ``task_spec``, or what an
+    older manifest carries, :func:`~federated.contract.task_spec.spec_of_manifest`); a
+    damaged record is left out (the trials' metric is then refused in one line)."""
     try:
-        RECORDED_TASK_METRICS[str(task)] = tuple(
-            _shown(MetricSpec.from_dict(spec)) for spec in specs
-        )
-    except (KeyError, TypeError):
-        return  # a damaged record: the trials' metric is then refused in one line
+        spec = spec_of_manifest(manifest, WRITTEN_BEFORE_THE_CONTRACT)
+    except (ValueError, TypeError, KeyError):
+        return
+    if spec is not None:
+        # by the rows' name and by the name its metrics give (a plug-in's own "ordinal")
+        for name in dict.fromkeys([*(m.task for m in spec.metrics), spec.name]):
+            RECORDED_TASKS[name] = spec
 
 
-def _task_metrics(task: str) -> dict[str, Metric]:
-    """``task``'s metrics by stem, the primary first: a built-in task's, or a recorded one's."""
-    shown = BUILTIN_METRICS.get(task) or RECORDED_TASK_METRICS.get(task, ())
-    return {m.stem: m for m in shown}
+def task_spec_of(task: str) -> TaskSpec | None:
+    """The declaration of the task the rows call ``task``: the one its sweep recorded,
+    else (a folder written before manifests recorded one) what the name meant then."""
+    return RECORDED_TASKS.get(task) or WRITTEN_BEFORE_THE_CONTRACT.get(task)
+
+
+def task_metrics(task: str) -> dict[str, Metric]:
+    """``task``'s metrics by stem as tables show them, the primary first (empty: a task
+    no sweep read declared)."""
+    spec = task_spec_of(task)
+    return {m.stem: _shown(m, spec) for m in spec.metrics} if spec else {}
+
+
+ACCURACY = _shown(CLASSIFICATION_TASK.metrics[0], CLASSIFICATION_TASK)
 
 
 def metric_of(task: str, stem: str | None = None) -> Metric:
     """The :class:`Metric` ``stem`` of ``task`` (default: the task's primary).  Raises
     :class:`PrimaryMetricError` for a task or metric no run records."""
-    metrics = _task_metrics(task)
+    metrics = task_metrics(task)
     if not metrics:
-        known = [*TASK_METRICS, *RECORDED_TASK_METRICS]
+        known = dict.fromkeys([*RECORDED_TASKS, *WRITTEN_BEFORE_THE_CONTRACT])
         raise PrimaryMetricError(f"task={task!r} (allowed: {', '.join(known)})")
     stem = next(iter(metrics)) if stem is None else stem
     if stem not in metrics:
@@ -245,9 +218,9 @@ def metric_of(task: str, stem: str | None = None) -> Metric:
 def higher_is_better(column: str) -> bool:
     """Whether a larger value of a row column (``val_mae``, ``test_srcc``, ``val_loss``,
     or a bare stem) is better: errors and losses are lower-is-better, the rest higher
-    (a recorded plug-in task's metrics by their specs)."""
-    recorded = tuple(m for metrics in RECORDED_TASK_METRICS.values() for m in metrics)
-    return contract_higher_is_better(column, recorded)
+    (every declaration read so far decides by its specs)."""
+    known = {**WRITTEN_BEFORE_THE_CONTRACT, **RECORDED_TASKS}.values()
+    return contract_higher_is_better(column, tuple(m for t in known for m in t.metrics))
 
 
 def _text(value: object) -> str | None:
@@ -260,7 +233,7 @@ def _text(value: object) -> str | None:
 def trial_metric(task: object, primary: object) -> Metric:
     """One trial's metric from its ``task`` and ``primary_metric`` config values (missing
     in rows written before score tasks: classification accuracy)."""
-    task_text = _text(task) or CLASSIFICATION
+    task_text = _text(task) or UNTASKED_ROWS.name
     return metric_of(task_text, _text(primary))
 
 
@@ -294,8 +267,9 @@ def sweep_metric(trials: pd.DataFrame, where: str) -> Metric:
 
 
 def table_metrics(primary: Metric) -> list[Metric]:
-    """The metrics a study's tables are built on: the primary, then the rest of its
-    task's :data:`REPORTED_BESIDE` (a score task's SRCC and MAE)."""
-    metrics = _task_metrics(primary.task)
-    beside = REPORTED_BESIDE.get(primary.task, ())
-    return [primary, *(metrics[s] for s in beside if s != primary.stem)]
+    """The metrics a study's tables are built on: the primary, then those its task
+    declares ``reported_beside`` (a score task's SRCC and MAE)."""
+    spec = task_spec_of(primary.task)
+    beside = spec.reported_beside if spec else ()
+    metrics = task_metrics(primary.task)
+    return [primary, *(metrics[s] for s in beside if s != primary.stem and s in metrics)]

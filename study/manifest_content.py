@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from federated.config.run_config import RunConfig
-from federated.contract.metrics import task_metric_specs
+from federated.contract.columns import declared_columns
 from federated.data.folder_dataset import folder_identity
 from federated.data.folder_layout import is_folder_dataset
 from federated.data.hub_dataset import hub_identity, is_hub_dataset
@@ -21,6 +21,7 @@ from study.driver_liveness import driver_record
 from study.machine import machine_description
 from study.plan import SweepPlan, run_config_fields
 from study.resources import Execution
+from study.selection import task_declaration
 from study.sweep_folder import MANIFEST_FORMAT
 from study.tune.optuna_storage import OPTUNA_DB
 
@@ -40,10 +41,14 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         "search": plan.search,
         # the metric that ranks trials (study/selection.py): validation, never test
         "metric": plan.ranking_metric,
-        # the trials' task and its metrics as data: a report reads a plug-in task's
-        # metrics here, never by importing its code
+        # the trials' task, its declaration (metrics, directions, the report's words,
+        # what its partitions count) and the columns its trials write, as data: the
+        # report reads them here, never by importing the task's code (metric_specs: the
+        # metrics alone, for readers older than task_spec)
         "task": plan.task,
-        "metric_specs": [spec.to_dict() for spec in task_metric_specs(plan.task)],
+        "task_spec": task_declaration(plan.task).to_dict(),
+        "metric_specs": [m.to_dict() for m in task_declaration(plan.task).metrics],
+        "columns": declared_columns(task_declaration(plan.task)),
         "seeds": plan.seeds,
         # what happens to BatchNorm statistics, per algorithm (federated/algorithms/
         # batchnorm_rule.py): averaged or local, as every trial's row records it

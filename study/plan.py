@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from federated.config.run_config import RunConfig, config_values
+from federated.contract.builtin_tasks import UNTASKED_ROWS
 from federated.data.folder_layout import absolute_folder_name, dataset_slug
 from search_spaces import (
     Budget,
@@ -251,8 +252,9 @@ class SweepPlan:
 
     @property
     def task(self) -> str:
-        """The trials' task (resolved from their data; classification in old sweeps)."""
-        return self.first_config().get("task") or "classification"
+        """The trials' task (resolved from their data; a config recorded before tasks
+        existed names none: its rows are a classification's)."""
+        return self.first_config().get("task") or UNTASKED_ROWS.name
 
     def first_config(self) -> dict[str, Any]:
         trials = self.trials() or [self._resolve(self.study.example_point(), self.seeds[0])]

@@ -28,11 +28,11 @@ from federated.data.party_field import left_out_words
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.heterogeneity.partition import (
     PartitionError,
-    class_counts,
     natural_party_names,
     partition_for_run,
     partition_labels,
 )
+from federated.registry import load_method
 from federated.runtime.device import DeviceUnavailableError, resolve_device
 from study.plan import SweepPlan
 
@@ -162,11 +162,14 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
                 parts = partition_for_run(labels, config, parties)
         except PartitionError as err:
             raise PreflightError(f"trial {label}: {err}") from None
+        task = load_method("task", config.task or data.spec.task)
         seen[key] = {
             **dict(zip(PARTITION_KEYS, key)),
-            "class_counts": class_counts(
-                parts, labels, partition_labels(data, config.task)[1]
-            ).tolist(),
+            # what the task holds per class and party, counted as it declares (images;
+            # a detection's boxes, a segmentation's pixels), and each party's images
+            "class_counts": task.party_class_counts(data, parts).tolist(),
+            "counted": task.task_spec().counted,
+            "party_images": [len(p) for p in parts],
         }
         if data.spec.class_names:  # image folders: the names the heat-map shows
             seen[key]["class_names"] = list(data.spec.class_names)

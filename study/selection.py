@@ -26,24 +26,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from federated.cli.input_checks import InputError
-from federated.contract.metrics import (
-    BUILTIN_TASK_METRICS,
-    higher_is_better,
-    metric_stems,
-    task_metric_specs,
-)
+from federated.contract.metrics import MetricSpec, higher_is_better, metric_stems
+from federated.contract.task_spec import TaskSpec
+from federated.registry import load_method
 
-#: metric -> Tune mode: every task's validation metrics (classification's first)
-SELECTION_METRICS = {
-    "val_acc": "max",
-    "val_loss": "min",
-    **{
-        f"val_{stem}": "max" if higher_is_better(stem) else "min"
-        for specs in BUILTIN_TASK_METRICS.values()
-        for stem in metric_stems(specs)
-        if stem != "acc"
-    },
-}
+#: ``--metric``'s form before the trials' task is known (a validation column), checked
+#: against the task's own metrics once the configs are resolved (:func:`selection_metric`)
+VALIDATION_PREFIX = "val_"
 DEFAULT_METRIC = "val_acc"
 #: what sweeps from before the validation protocol ranked by (their manifests name none)
 LEGACY_METRIC = "test_acc"
@@ -56,13 +45,22 @@ class SelectionError(InputError):
     """A selecting sweep without validation data (one line, before any work)."""
 
 
+def task_declaration(task: str) -> TaskSpec:
+    """The declaration of the task ``task`` (registered or ``package.module:Class``)
+    under that name: asked of the task, whose code a sweep runs anyway."""
+    return load_method("task", task).task_spec(task)
+
+
+def task_metric_specs(task: str) -> tuple[MetricSpec, ...]:
+    """The metrics the task ``task`` declares, the primary first."""
+    return task_declaration(task).metrics
+
+
 def mode_of(metric: str, task: str | None = None) -> str:
     """``"max"`` or ``"min"``: how ``metric`` ranks (test accuracy, of old sweeps: max; a
     test column, the live view's: its direction); ``task``: the trials' task, whose
-    metric specs decide first (a plug-in task's own metrics)."""
+    metric specs decide (a loss is minimised, an unknown column maximised)."""
     specs = task_metric_specs(task) if task else ()
-    if not specs and metric in SELECTION_METRICS:
-        return SELECTION_METRICS[metric]
     return "max" if higher_is_better(metric, specs) else "min"
 
 

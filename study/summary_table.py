@@ -15,7 +15,7 @@ from federated.contract.results import (
     SWEEP_INTERRUPTED,
     trial_status,
 )
-from study.selection import SELECTION_METRICS
+from study.selection import VALIDATION_PREFIX
 
 
 def summary_rows(
@@ -65,7 +65,7 @@ def format_summary(
     interrupted sweep), named in a last line since they have no row.  ``metric``: what
     ranks the trials (a validation metric gets a column of its own and a first line
     saying so)."""
-    shown = metric if metric in SELECTION_METRICS else None
+    shown = metric if metric and metric.startswith(VALIDATION_PREFIX) else None
     reported = rows[0].get("reported", "test_acc") if rows else "test_acc"
     head = f"{'trial':<14} {'point':<34} {'seed':>4} {'status':<11} {'rounds':>6}"
     head += f" {shown:>8}" if shown else ""

@@ -22,7 +22,7 @@ from federated.config.run_config import ConfigError, coerce
 from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES, USER_DEFAULT_BUDGET, Study
 from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import load_study_file
-from study.selection import DEFAULT_METRIC, SELECTION_METRICS
+from study.selection import DEFAULT_METRIC, VALIDATION_PREFIX
 from study.tracking import TrackerUnavailableError, check_trackers
 
 # Most fresh seeds --rerun-best reruns the chosen configuration on: far beyond what any
@@ -88,7 +88,8 @@ def _add_search_arguments(p: argparse.ArgumentParser) -> None:
         "--metric",
         default=None,
         help=f"what ranks trials for Optuna, ASHA and --rerun-best: "
-        f"{', '.join(SELECTION_METRICS)} (default: val_ of the trials' primary metric, "
+        "a validation metric of the trials' task, val_<metric> or val_loss (default: "
+        "val_ of the trials' primary metric, "
         f"{DEFAULT_METRIC} for classification, val_srcc for a score task; validation, "
         "never test)",
     )
@@ -208,8 +209,13 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--num-samples={args.num_samples!r} (allowed: an integer >= 1)")
     if args.max_concurrent is not None and args.max_concurrent < 1:
         raise UsageError(f"--max-concurrent={args.max_concurrent!r} (allowed: an integer >= 1)")
-    if args.metric is not None:  # None: the trials' own, known once they are resolved
-        one_of("--metric", args.metric, tuple(SELECTION_METRICS))
+    # None: the trials' own; which val_ columns exist is the task's to say, checked
+    # once the data resolve it (study/selection.py selection_metric)
+    if args.metric is not None and not args.metric.startswith(VALIDATION_PREFIX):
+        raise UsageError(
+            f"--metric={args.metric!r} (allowed: a validation metric, val_<metric> "
+            "of the trials' task or val_loss)"
+        )
     if args.rerun_best is not None and not 1 <= args.rerun_best <= MAX_RERUN_BEST:
         # 0 would silently rerun nothing; a huge K is a typo that would plan K trials
         raise UsageError(

@@ -163,10 +163,10 @@ def test_unknown_target_mode_is_rejected():
         communication_frame(rounds, trials, row="algorithm", target="median")
 
 
-def test_a_curve_scored_every_few_rounds_is_left_out():
+def test_a_curve_scored_every_few_rounds_is_counted_as_a_bound():
     """LG-FedAvg's own models scored on the test set every 2nd round (NaN between): its
-    first scored round at the target (4) only bounds the round that reached it (3 or 4),
-    so it gets no rounds; the others keep theirs."""
+    first scored round at the target (4) bounds the round that reached it (3 or 4), so
+    it counts as at most 4 rounds (``at_most``); the others keep theirs exactly."""
     nan = float("nan")
     curves = {
         ("fedavg", 0): [0.2, 0.4, 0.5, 0.45, 0.50],
@@ -175,6 +175,9 @@ def test_a_curve_scored_every_few_rounds_is_left_out():
     }
     rounds, trials = _frames(curves)
     frame = communication_frame(rounds, trials, row="algorithm")
-    assert set(frame["algorithm"]) == {"fedavg", "moon"}
-    assert frame.set_index("algorithm").loc["moon", "rounds_needed"] == 2
+    assert set(frame["algorithm"]) == {"fedavg", "moon", "lg-fedavg"}
+    by_method = frame.set_index("algorithm")
+    assert by_method.loc["moon", "rounds_needed"] == 2 and not by_method.loc["moon", "at_most"]
+    assert by_method.loc["lg-fedavg", "rounds_needed"] == 4
+    assert by_method.loc["lg-fedavg", "at_most"]
     assert list(sparsely_scored(rounds, trials)["algorithm"]) == ["lg-fedavg"]

@@ -102,14 +102,16 @@ def test_the_report_says_what_the_best_so_far_left_out(tmp_path):
     assert main([str(sweep), "--out", str(out), "--no-pdf", "--quiet"]) == 0
     text = (out / "report.md").read_text()
     left = (
-        "est so far over the 3 completed trials that ran all their rounds (like with like); "
+        "est so far (the trial best so far by validation `val_acc`, what the search ranked "
+        "by and the selection chooses on; shown by its test accuracy) over the 3 completed "
+        "trials that ran all their rounds (like with like); "
         "left out: 1 stopped early (ASHA: fewer rounds, an earlier round's accuracy), "
         "1 diverged (no trained model)"
     )
     lead = "Trials in the order Optuna proposed them; accuracy at each trial's last round. "
     assert f"{lead}B{left}." in text
     assert f"*Optuna search history: accuracy per trial; b{left}*" in text
-    assert "| 4 | 5 | diverged | 2 | 93.00 | 66.00 |" in text  # shown, never the best
+    assert "| 4 | 5 | diverged | 2 | 95.00 | 93.00 | 66.00 |" in text  # shown, never the best
     history = list(csv.DictReader((out / "tables" / "search_history_moon_mu_optuna.csv").open()))
     assert [r["counted_in_best"] for r in history] == ["True", "False", "True", "False", "True"]
     assert [float(r["best_so_far"]) for r in history] == [0.58, 0.58, 0.66, 0.66, 0.66]

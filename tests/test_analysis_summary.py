@@ -74,13 +74,14 @@ def test_errored_diverged_and_running_trials_are_excluded_and_listed(frame):
     assert set(left_out["algorithm"]) == {"fedavg"}
 
 
-def test_solo_spread_is_over_parties_pooled_over_seeds(frame):
+def test_defect_11_solo_spread_over_parties_stands_apart_from_the_std_over_seeds(frame):
     stats = summarise(frame, ["algorithm"]).set_index("algorithm")
     solo = stats.loc["solo"]
     assert solo["mean"] == pytest.approx(0.42)
     assert solo["spread"] == "parties"
-    assert solo["std"] == pytest.approx(math.sqrt((0.06**2 + 0.08**2) / 2))
-    assert solo["seed_std"] == pytest.approx(np.std([0.40, 0.44], ddof=1))
+    assert solo["party_std"] == pytest.approx(math.sqrt((0.06**2 + 0.08**2) / 2))
+    # defect 11 (report issue): ± is the std over seeds in SOLO's row as in every other
+    assert solo["std"] == solo["seed_std"] == pytest.approx(np.std([0.40, 0.44], ddof=1))
     assert stats.loc["moon", "spread"] == "seeds"
 
 
@@ -104,7 +105,8 @@ def test_stopped_trials_count_only_when_asked(frame):
 def test_cell_text_is_percent_mean_pm_std_with_marks():
     assert stat_text(0.691, 0.004, 3, "seeds", 3) == "69.1 ± 0.4"
     assert stat_text(0.691, float("nan"), 1, "seeds", 1) == "69.1"
-    assert stat_text(0.463, 0.051, 3, "parties", 3) == "46.3 ± 5.1†"
+    # ± is over seeds in every row; the std over parties stands apart (defect 11)
+    assert stat_text(0.463, 0.004, 3, "parties", 3, party_std=0.051) == "46.3 ± 0.4 [5.1†]"
     assert stat_text(0.691, 0.004, 2, "seeds", 3) == "69.1 ± 0.4 (n=2)"
 
 
@@ -120,7 +122,9 @@ def test_accuracy_table_shape_cells_best_and_notes(frame):
     # (‡): 10 points apart, but 2-3 seeds with this spread cannot tell
     assert table.display.loc["FedAvg", "Fashion-MNIST"].startswith("62.0 ± 2.8 (n=2) · Δ -10.0 [")
     assert table.display.loc["FedAvg", "Fashion-MNIST"].endswith("]‡")
-    assert table.display.loc["SOLO", "Fashion-MNIST"].startswith("42.0 ± 7.1† (n=2) · Δ -30.0")
+    assert table.display.loc["SOLO", "Fashion-MNIST"].startswith(
+        "42.0 ± 2.8 [7.1†] (n=2) · Δ -30.0"
+    )
     assert table.display.loc["FedAvg", "CIFAR-10"] == "–"
     assert not table.bold.any().any()  # MOON − FedAvg is not resolved
     assert any("No bold in Fashion-MNIST" in n for n in table.notes)

@@ -105,10 +105,12 @@ def test_a_study_without_a_paper_has_no_empty_parentheses(tmp_path):
     assert "(No paper shape known for this study: varied parameters vs accuracy.)" in report
 
 
-def test_a_method_scored_every_few_rounds_is_named_not_counted_in_rounds_to_target(tmp_path):
+def test_defect_12_a_method_scored_every_few_rounds_is_counted_as_a_bound(tmp_path):
     """A personalised method's own models scored on the test set every 2nd round (NaN
     rows between, as ``personal_test_every = 2`` writes them): the communication table
-    gives it no rounds and says why; FedAvg and MOON keep theirs."""
+    counts it by its first scored round that reaches the target (at most that round, a
+    speed-up at least that), says so; before, it was left out ("not counted") and the
+    table held FedAvg and MOON only (report issue, defect 12)."""
     study = adhoc_study(["algorithm=fedavg,moon,lg-fedavg"], "methods")
     plan = SweepPlan.build(study, BUDGETS["smoke"], seeds="1", overrides={})
     nan = float("nan")
@@ -124,16 +126,24 @@ def test_a_method_scored_every_few_rounds_is_named_not_counted_in_rounds_to_targ
             config["personal_test_every"] = 2
         trials.append((config, curves[config["algorithm"]]))
     write_sweep(
-        tmp_path / "results", "methods-fake", study.name, trials, seeds=plan.seeds,
-        axes=["algorithm"], definition=study_to_dict(study),
+        tmp_path / "results",
+        "methods-fake",
+        study.name,
+        trials,
+        seeds=plan.seeds,
+        axes=["algorithm"],
+        definition=study_to_dict(study),
     )
     out = tmp_path / "report"
     write_report(load_results([str(tmp_path / "results")]), out, formats=("png",))
     text = (out / "tables" / "methods_communication.md").read_text()
     assert (
-        "Not counted: LG-FedAvg — its own models were scored on the test set every few "
-        "rounds (personal_test_every = 2), not every round, so the round that first "
-        "reached the target is not known." in text
+        "≤ / ≥: LG-FedAvg — its own models were scored on the test set every few "
+        "rounds (personal_test_every = 2), not every round: #rounds is its first scored "
+        "round that reached the target" in text
     )
+    assert "| LG-FedAvg | ≤ 2 | ≥ 2.0× |" in text
     rows = list(csv.DictReader((out / "tables" / "methods_communication.csv").open()))
-    assert {r["algorithm"] for r in rows} == {"fedavg", "moon"}
+    assert {r["algorithm"] for r in rows} == {"fedavg", "moon", "lg-fedavg"}
+    lg = next(r for r in rows if r["algorithm"] == "lg-fedavg")
+    assert lg["rounds_needed"] == "2.0" and lg["at_most"] == "True"

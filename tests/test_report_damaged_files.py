@@ -380,6 +380,11 @@ def test_a_damaged_selection_record_or_rerun_link_is_named_and_the_rest_written(
     assert "- chosen on val_acc: **mu=1.0**" in text
     rerun = text.split("### Rerun on fresh seeds: search-best", 1)[1]
     assert "| rerun on fresh seeds (reported) | 65.50 [" in rerun
+    # defect 7 (report issue): the interval names its statistic
+    assert (
+        "(95% t-interval of the mean over the 2 seeds of each trial's last-round test "
+        "accuracy)" in rerun
+    )
     if linked:  # under its search, but the record is damaged: no search numbers
         assert "## Selection: search-best" not in text
         assert "what the search saw and the optimism are left out" in rerun

@@ -17,11 +17,10 @@ import pytest
 
 from analysis.primary_metric import (
     ACCURACY,
-    SCORE_METRICS,
-    TASK_METRICS,
     PrimaryMetricError,
     sweep_metric,
     table_metrics,
+    task_metrics,
 )
 from analysis.reading.loading import load_results
 from analysis.report import main, write_report
@@ -30,7 +29,6 @@ from analysis.tables.communication import rounds_to_reach
 from analysis.tables.resolvable_tables import resolvable_differences
 from analysis.tables.study_tables import TableOptions
 from study.selection import (
-    SELECTION_METRICS,
     SelectionError,
     best_point,
     mode_of,
@@ -151,10 +149,15 @@ def markdown(out: Path, name: str) -> str:
 def test_the_reports_metrics_are_the_engines_tasks_metrics():
     from federated.registry import load_method
 
-    for task, stems in TASK_METRICS.items():
+    # the report reads each task's declaration, the very one the engine's task holds
+    for task in ("classification", "score", "detection", "segmentation"):
         engine = load_method("task", task)
-        assert tuple(spec.stem for spec in engine.metrics) == stems
+        assert engine.task_spec().to_dict()["name"] == task
+        stems = tuple(spec.stem for spec in engine.metrics)
         assert set(stems) <= set(engine.recorded_stems())
+        if task != "segmentation":  # no folder written before the contract holds it
+            assert tuple(task_metrics(task)) == stems
+    SCORE_METRICS = task_metrics("score")
     lower = {m.stem for m in SCORE_METRICS.values() if not m.higher_is_better}
     assert lower == {"mae", "rmse"}
     assert table_metrics(SCORE_METRICS["srcc"]) == [SCORE_METRICS["srcc"], SCORE_METRICS["mae"]]
@@ -189,7 +192,7 @@ def test_an_older_score_sweeps_acc_columns_read_as_bin_acc(tmp_path):
     assert old.sweeps[0].manifest["metric"] == "val_bin_acc"
     pd.testing.assert_frame_equal(party_frame(old), party_frame(new))
     assert "party_bin_acc" in party_frame(old)
-    assert sweep_metric(old.trials, "old") is SCORE_METRICS["bin_acc"]
+    assert sweep_metric(old.trials, "old") == task_metrics("score")["bin_acc"]
     assert "table1_comparison.csv" in tables["new"] and tables["old"] == tables["new"]
     # a classification sweep's acc is never renamed
     config = {**plan_configs("comparison", seeds=1)[0], "rounds": 2, "task": "classification"}
@@ -201,7 +204,7 @@ def test_an_older_score_sweeps_acc_columns_read_as_bin_acc(tmp_path):
 
 def test_older_rows_without_task_columns_are_classification_accuracy():
     trials = pd.DataFrame({"status": ["completed"] * 2, "algorithm": ["fedavg", "moon"]})
-    assert sweep_metric(trials, "old") is ACCURACY
+    assert sweep_metric(trials, "old") == ACCURACY
 
 
 def test_the_statistic_picks_rounds_in_the_metrics_direction():
@@ -215,7 +218,7 @@ def test_the_statistic_picks_rounds_in_the_metrics_direction():
             "val_round": [1, 2, 3],
         }
     )
-    mae = SCORE_METRICS["mae"]
+    mae = task_metrics("score")["mae"]
 
     def value(statistic: Statistic) -> float:
         return float(trial_values(rows, statistic, metric=mae).loc[("s", "t"), "value"])
@@ -376,9 +379,10 @@ def test_a_score_sweep_ranks_by_its_primary_validation_metric():
     assert selection_metric(None, "score", "srcc") == "val_srcc"
     assert selection_metric(None, "score", "mae") == "val_mae"
     assert selection_metric(None, "classification", "acc") == "val_acc"
-    assert mode_of("val_mae") == mode_of("val_rmse") == mode_of("test_mae") == "min"
-    assert mode_of("val_srcc") == mode_of("test_acc") == "max"
-    assert {"val_srcc", "val_plcc", "val_mae", "val_rmse"} <= set(SELECTION_METRICS)
+    # the direction is the task's declaration, asked of the task the trials name
+    assert mode_of("val_mae", "score") == mode_of("test_rmse", "score") == "min"
+    assert mode_of("val_srcc", "score") == mode_of("test_acc", "classification") == "max"
+    assert mode_of("val_loss", "classification") == "min"
     with pytest.raises(SelectionError) as err:
         selection_metric("val_srcc", "classification", "acc")
     assert str(err.value) == (
@@ -387,7 +391,7 @@ def test_a_score_sweep_ranks_by_its_primary_validation_metric():
     )
     # the point with the lowest mean val_mae is chosen
     trials = [("a", {}, {"val_mae": 0.3}), ("b", {}, {"val_mae": 0.1}), ("a", {}, {"val_mae": 0.2})]
-    assert best_point(trials, "val_mae")[:2] == ("b", pytest.approx(0.1))
+    assert best_point(trials, "val_mae", "score")[:2] == ("b", pytest.approx(0.1))
 
 
 def test_the_live_view_shows_the_best_primary_metric():
@@ -397,7 +401,7 @@ def test_the_live_view_shows_the_best_primary_metric():
             trial_id=f"t{i}", status=status, config={"seed": i}, last_result=result
         )
 
-    view = LiveView("iqa", 3, 4, ["seed"], primary="mae")
+    view = LiveView("iqa", 3, 4, ["seed"], primary="mae", task="score")
     lines = view.lines([trial(0, "TERMINATED", 0.2), trial(1, "RUNNING", 0.15)], 10.0)
     assert "best test_mae 0.1500" in lines[0]  # the lowest error
     assert lines[1].endswith("round   2/4  test_mae 0.1500")

@@ -24,6 +24,7 @@ the search history, which also shows ASHA's stopped trials.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ import seaborn as sns
 from analysis.figures.figure_layout import Layout
 from analysis.naming import dataset_name, parameter_name, value_label
 from analysis.primary_metric import ACCURACY, Metric
-from analysis.reading.loading import COMPLETED, DIVERGED, STOPPED
+from analysis.reading.loading import COMPLETED, DIVERGED, STOPPED, is_number_column
 from analysis.tables.table import key_order
 
 DPI = 120
@@ -101,9 +102,15 @@ def _grid(n_panels: int) -> tuple[plt.Figure, list[plt.Axes]]:
     return fig, flat
 
 
+#: characters of a 10-point title per inch of figure width (a longer title wraps)
+TITLE_CHARS_PER_INCH = 11
+
+
 def _title(fig: plt.Figure, title: str) -> None:
+    """The figure's title, wrapped to the figure's width so no word is clipped."""
     if title:
-        fig.suptitle(title, fontsize=10)
+        width = max(20, int(fig.get_figwidth() * TITLE_CHARS_PER_INCH))
+        fig.suptitle(textwrap.fill(title, width), fontsize=10)
 
 
 def accuracy_curves(
@@ -161,7 +168,9 @@ def sensitivity_plot(
     metric: Metric = ACCURACY,
 ) -> plt.Figure:
     """Accuracy (%) (``metric``) vs ``layout.x`` (mean ± 1 std over seeds), lines by
-    ``layout.x_lines``."""
+    ``layout.x_lines``.  A categorical x (methods) gets points and error bars but no
+    line joining them (no order between methods to draw a trend along), and its labels
+    turned where they would overlap."""
     if layout.x is None:
         raise ValueError("this study has no sensitivity parameter")
     done = trials[(trials["status"] == COMPLETED) & trials[value].notna()].copy()
@@ -175,6 +184,7 @@ def sensitivity_plot(
     order = [value_label(x, k[0]) for k in key_order(done, [x])]
     hue_order = [_label(hue, k) for k in key_order(done, hue)] if hue else None
     panel_order = [dataset_name(k[0]) for k in key_order(done, panels)] if panels else [""]
+    categorical = not is_number_column(done[x])
     with sns.axes_style("whitegrid"):
         fig, axes = _grid(len(panel_order))
         for ax, panel in zip(axes, panel_order):
@@ -191,8 +201,12 @@ def sensitivity_plot(
                 dodge=0.3 if hue else False,
                 markersize=5,
                 linewidth=1.5,
+                linestyle="none" if categorical else "-",
                 ax=ax,
             )
+            if categorical or sum(len(t) for t in order) > 8 * len(order):
+                ax.tick_params(axis="x", labelrotation=30)
+                plt.setp(ax.get_xticklabels(), ha="right", rotation_mode="anchor")
             ax.set_xlabel(parameter_name(x))
             ax.set_title(panel, fontsize=9)
             legend = ax.get_legend()
@@ -241,18 +255,24 @@ def accuracy_heatmap(
 
 
 def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
-    """Fig. 5: samples of each class (rows) held by each party (columns).
+    """Fig. 5: what each party (columns) holds of each class (rows), counted as the
+    task declares (:func:`partition_counts`: images, a detection's boxes, a
+    segmentation's pixels); each party's images under its name where recorded.  A
+    partition recorded without per-class counts (a detection folder's before the
+    contract: every image as one count) is drawn as images per party, one row.
 
     ``entry`` is one element of ``partitions.json``.
     """
-    counts = np.asarray(entry["class_counts"], dtype=int)  # parties × classes
+    counts, unit, classes = partition_counts(entry)
     n_parties, n_classes = counts.shape
     width = min(12.0, max(4.5, 0.45 * n_parties + 1.5))
-    height = min(10.0, max(3.2, 0.3 * n_classes + 1.2))
+    height = min(10.0, max(3.2, 0.3 * n_classes + 1.6))
     annotate = n_parties <= 20 and n_classes <= 20
     # image folders record their class (and natural partitions their party) names
-    parties = entry.get("party_names") or (n_parties <= 50)
-    classes = entry.get("class_names") or (n_classes <= 50)
+    parties: Any = list(entry.get("party_names") or []) or (n_parties <= 50)
+    images = entry.get("party_images")
+    if isinstance(parties, list) and isinstance(images, list) and len(images) == n_parties:
+        parties = [f"{p}\n{n} img" for p, n in zip(parties, images)]
     fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
     sns.heatmap(
         counts.T,
@@ -261,14 +281,36 @@ def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
         annot=annotate,
         fmt="d",
         annot_kws={"fontsize": 6},
-        cbar_kws={"label": "samples"},
+        cbar_kws={"label": unit},
         xticklabels=parties,
         yticklabels=classes,
     )
     ax.set_xlabel("party")
-    ax.set_ylabel("class")
+    ax.set_ylabel("class" if unit != IMAGES_PER_PARTY else "")
     _title(fig, title or partition_title(entry))
     return fig
+
+
+#: the unit of a partition drawn as images per party only (no per-class counts)
+IMAGES_PER_PARTY = "images per party"
+
+
+def partition_counts(entry: dict[str, Any]) -> tuple[np.ndarray, str, Any]:
+    """A ``partitions.json`` entry's counts as drawn: (parties × rows, the unit, the
+    rows' labels).  The rows are classes, counted as the entry says (``counted``:
+    ``images``, ``boxes``, ``pixels``); an entry whose counts have one column while it
+    names several classes (recorded before the contract: every image as the first
+    class) or that counts nothing per class (``counted`` empty: a score task) is
+    images per party, one row labelled so."""
+    counts = np.asarray(entry["class_counts"], dtype=np.int64)  # parties × classes
+    names = list(entry.get("class_names") or [])
+    counted = entry.get("counted", "images")
+    one_column = counts.shape[1] == 1 and len(names) != 1
+    if not counted or one_column:
+        images = entry.get("party_images")
+        per_party = np.asarray(images, dtype=np.int64) if images else counts.sum(axis=1)
+        return per_party.reshape(-1, 1), IMAGES_PER_PARTY, [IMAGES_PER_PARTY]
+    return counts, str(counted), names or (counts.shape[1] <= 50)
 
 
 def partition_title(entry: dict[str, Any]) -> str:
@@ -283,11 +325,13 @@ def partition_title(entry: dict[str, Any]) -> str:
 
 
 def search_history_plot(
-    history: pd.DataFrame, *, title: str = "", metric: Metric = ACCURACY
+    history: pd.DataFrame, *, title: str = "", metric: Metric = ACCURACY, ranked_by: str = ""
 ) -> plt.Figure:
     """Each trial's accuracy (%) (``metric``) in proposal order; the best so far over
-    the trials it counts (``counted_in_best``: completed, every round run) as a step.
-    Stopped and diverged trials are drawn apart and named as not counted."""
+    the trials it counts (``counted_in_best``: completed, every round run) as a step —
+    the test value of the trial best so far by ``ranked_by`` (the search's validation
+    metric; empty: by the test value itself), labelled so.  Stopped and diverged trials
+    are drawn apart and named as not counted."""
     shown = (
         (COMPLETED, "o", "C0", COMPLETED),
         (STOPPED, "x", "C3", "stopped early (ASHA; not counted)"),
@@ -314,7 +358,7 @@ def search_history_plot(
                 metric.units(best["best_so_far"]),
                 where="post",
                 color="C2",
-                label="best so far",
+                label=f"best so far by {ranked_by}: its test value" if ranked_by else "best so far",
             )
         ax.set_xlabel("trial (in the order Optuna proposed it)")
         ax.set_ylabel(_last_round_label(metric))

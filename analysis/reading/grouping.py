@@ -7,6 +7,12 @@ config field (typically two sweeps of the same study at different budgets): each
 becomes its own group, named by the fields that tell them apart (its ``condition``).
 Execution fields, which never change results on a device, do not split.
 
+A method evaluated with local fine-tuning (``finetune_epochs`` > 0: FedAvg+FT) is a
+method of its own, compared like any other: where the study does not vary
+``finetune_epochs`` itself, its trials' ``algorithm`` reads ``fedavg+ft1``
+(:func:`analysis.naming.method_name`: "FedAvg+FT (1 epoch)"), so they join the group
+as a row beside FedAvg instead of splitting it.
+
 Optuna sweeps are grouped apart from grid sweeps: their trials are samples of a search,
 not repeats of grid points.  ``--rerun-best`` sweeps (the best Optuna point over seeds)
 join their study's grid group.
@@ -14,6 +20,7 @@ join their study's grid group.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +43,9 @@ NOT_CONDITIONS = frozenset(
         "fail_at_round",
         "party_scores_every",
         "personal_test_every",
+        # a fine-tuned trial is a method of its own (its algorithm names it), never a
+        # condition that splits the study
+        "finetune_epochs",
         "representations_at",
         "data_root",
         "seed",
@@ -117,8 +127,51 @@ def _naming_columns(trials: pd.DataFrame, split: list[str]) -> list[str]:
     return split
 
 
+#: the config field whose positive values make a method's fine-tuned variant
+FINE_TUNING = "finetune_epochs"
+
+
+def fine_tuned_method(algorithm: Any, epochs: Any) -> Any:
+    """``algorithm`` of a trial fine-tuned for ``epochs`` epochs at evaluation
+    (``fedavg+ft1``); the algorithm itself where it is not fine-tuned."""
+    try:
+        count = float(epochs)
+    except (TypeError, ValueError):
+        return algorithm
+    if not count > 0:  # NaN, 0: evaluated as trained
+        return algorithm
+    return f"{algorithm}+ft{count:g}"
+
+
+def _fine_tuned_as_methods(results: Results) -> Results:
+    """``results`` with each fine-tuned trial's ``algorithm`` naming its variant
+    (:func:`fine_tuned_method`), in the trials and in the rounds, for the studies that
+    vary the method but not ``finetune_epochs``."""
+    trials = results.trials
+    if FINE_TUNING not in trials or "algorithm" not in trials:
+        return results
+    varying = {
+        s.name
+        for s in results.sweeps
+        if "algorithm" in s.manifest.get("axes", [])
+        and FINE_TUNING not in s.manifest.get("axes", [])
+    }
+
+    def renamed(frame: pd.DataFrame) -> pd.DataFrame:
+        if frame.empty or FINE_TUNING not in frame or "algorithm" not in frame:
+            return frame
+        methods = [
+            fine_tuned_method(a, e) if s in varying else a
+            for s, a, e in zip(frame["sweep"], frame["algorithm"], frame[FINE_TUNING])
+        ]
+        return frame.assign(algorithm=methods)
+
+    return dataclasses.replace(results, trials=renamed(trials), rounds=renamed(results.rounds))
+
+
 def study_groups(results: Results) -> list[StudyGroup]:
     """The study groups of everything loaded, in the order the sweeps were given."""
+    results = _fine_tuned_as_methods(results)
     by_name = {s.name: s for s in results.sweeps}
     trials = results.trials
     if trials.empty:

@@ -14,9 +14,11 @@
     one row per trial, including trials with no round yet: ``status``, ``error``,
     ``rounds_done``, ``last_round``, ``final_acc`` (test accuracy at the last round),
     ``final_acc_std`` (SOLO: std over parties at the last round), ``best_acc`` /
-    ``best_round`` (over rounds), ``order`` (reading order: sweeps in the order given,
-    within a sweep by trial id, as Tune numbers trials in the order it creates them,
-    i.e. grid or Optuna order), and the config columns.
+    ``best_round`` (over rounds), ``execution_path`` (the path its parties trained on,
+    as its rows recorded it: ``packed``, ``sequential``; None in older rows), ``order``
+    (reading order: sweeps in the order given, within a sweep by trial id, as Tune
+    numbers trials in the order it creates them, i.e. grid or Optuna order), and the
+    config columns.
 
 Trial status (nothing is silently dropped; tables count only ``completed`` trials): the
 words and the one function that decides them are the results contract's
@@ -52,7 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.primary_metric import record_task_metrics
+from analysis.primary_metric import PrimaryMetricError, record_task_spec, trial_metric
 from analysis.reading.trial_files import (
     DamagedFileError,
     config_from_result_rows,
@@ -116,10 +118,14 @@ TRIAL_COLUMNS = [
     "final_acc_std",
     "best_acc",
     "best_round",
+    "execution_path",
     "sweep_started",
 ]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# the trial's own primary metric's summary columns (:func:`_primary_columns`), beside
+# the TRIAL_COLUMNS, never config columns
+_PRIMARY_SUMMARY = re.compile(r"^(?:final|best)_[a-z0-9_]+$")
 
 
 class NoResultsError(ValueError):
@@ -288,7 +294,7 @@ def _read_sweep(path: Path, problems: list[str], label: str) -> Sweep:
         raise NoResultsError(f"unreadable sweep manifest: {err}") from None
     manifest["status"] = _sweep_status(manifest, label, problems)
     manifest["trials"] = manifest.get("trials") or {}
-    record_task_metrics(manifest)  # a user's own task: its metrics, as the sweep wrote them
+    record_task_spec(manifest)  # the trials' task, as the sweep declared it
     partitions, partitions_problem = read_partitions(path / PARTITIONS)
     if partitions_problem:
         problems.append(f"{label}: {partitions_problem}")
@@ -367,6 +373,7 @@ def _load_trial(
     if status == DAMAGED:
         error = "damaged: " + "; ".join(skipped)
     best_acc, best_round = _best_accuracy(result_rows)
+    primary = {**_primary_columns(config, result_rows), **_privacy_columns(result_rows)}
     record = {
         "sweep": sweep.name,
         "trial": trial_dir.name,
@@ -380,7 +387,9 @@ def _load_trial(
         "final_acc_std": _number(last.get("test_acc_std")),
         "best_acc": best_acc,
         "best_round": best_round,
+        "execution_path": _execution_path(result_rows),
         "sweep_started": sweep.started,
+        **primary,
     }
     rows = []
     for row in result_rows:
@@ -413,6 +422,46 @@ def _missing_rounds(
             "had no early-stopping scheduler"
         ]
     return []
+
+
+def _privacy_columns(result_rows: list[dict[str, Any]]) -> dict[str, float]:
+    """A DP trial's ε spent by its last round (``final_dp_epsilon``, from the rows'
+    ``dp_epsilon``; inf without noise); nothing for a trial whose rows record none."""
+    spent = [_number(r.get("dp_epsilon")) for r in result_rows if "dp_epsilon" in r]
+    return {"final_dp_epsilon": spent[-1]} if spent else {}
+
+
+def _execution_path(result_rows: list[dict[str, Any]]) -> str | None:
+    """The path(s) the trial's parties trained on, as its rows recorded them
+    (``packed``, ``sequential``: what ran, which a method that cannot pack makes
+    sequential whatever ``execution`` asked), in order of first use; None where no row
+    says (older rows)."""
+    paths = [str(r["execution_path"]) for r in result_rows if r.get("execution_path")]
+    return ", ".join(dict.fromkeys(paths)) or None
+
+
+def _primary_columns(config: dict[str, Any], result_rows: list[dict[str, Any]]) -> dict:
+    """The trial's own primary metric at its last round and its best over rounds, as
+    ``final_<stem>``, ``final_<stem>_std`` (its spread over parties' own models, where
+    recorded), ``best_<stem>`` and ``best_<stem>_round`` (the earliest on a tie; best by
+    the metric's direction) — ``final_map50`` for a detection trial.  Accuracy's are the
+    ``final_acc`` columns already; nothing for a task no sweep declared."""
+    try:
+        metric = trial_metric(config.get("task"), config.get("primary_metric"))
+    except PrimaryMetricError:
+        return {}
+    if metric.stem == "acc":
+        return {}
+    last = result_rows[-1] if result_rows else {}
+    values = [(_number(r.get(metric.column)), int(r["round"])) for r in result_rows]
+    finite = [(v, r) for v, r in values if not math.isnan(v)]
+    best = max(finite, key=lambda t: (metric.sign * t[0], -t[1])) if finite else (math.nan, 0)
+    return {
+        f"final_{metric.stem}": _number(last.get(metric.column)),
+        f"final_{metric.stem}_std": _number(last.get(f"{metric.column}_std")),
+        f"best_{metric.stem}": best[0],
+        f"best_{metric.stem}_round": best[1],
+    }
 
 
 def _best_accuracy(result_rows: list[dict[str, Any]]) -> tuple[float, int]:
@@ -459,6 +508,7 @@ def _damaged_trial(
         "final_acc_std": math.nan,
         "best_acc": math.nan,
         "best_round": 0,
+        "execution_path": None,
         "sweep_started": sweep.started,
         **{k: sweep.manifest[k] for k in ("study", "dataset") if sweep.manifest.get(k)},
     }
@@ -504,6 +554,7 @@ def load_results(paths: str | Path | Iterable[str | Path]) -> Results:
     trial_records: list[dict[str, Any]] = []
     round_rows: list[dict[str, Any]] = []
     config_columns: list[str] = []
+    summary_columns: list[str] = []
     names: set[str] = set()
     for sweep_dir in sweep_dirs:
         name = sweep_dir.name
@@ -524,12 +575,18 @@ def load_results(paths: str | Path | Iterable[str | Path]) -> Results:
         round_rows.extend(rows)
         for record in trials:
             for key in record:
-                if key not in TRIAL_COLUMNS and key not in config_columns:
+                if key in TRIAL_COLUMNS or key in config_columns or key in summary_columns:
+                    continue
+                if _PRIMARY_SUMMARY.match(key):
+                    summary_columns.append(key)
+                else:
                     config_columns.append(key)
 
     if not sweeps:
         raise NoResultsError(f"no readable sweep in {', '.join(map(str, paths))}")
-    trials_frame = pd.DataFrame(trial_records, columns=[*TRIAL_COLUMNS, *config_columns])
+    trials_frame = pd.DataFrame(
+        trial_records, columns=[*TRIAL_COLUMNS, *summary_columns, *config_columns]
+    )
     status_of = dict(zip(zip(trials_frame["sweep"], trials_frame["trial"]), trials_frame["status"]))
     rounds_frame = pd.DataFrame(round_rows)
     if rounds_frame.empty:
@@ -543,8 +600,13 @@ def load_results(paths: str | Path | Iterable[str | Path]) -> Results:
         values = rounds_frame.get(column, math.nan)
         rounds_frame[column] = pd.to_numeric(values, errors="coerce")
     rounds_frame["round"] = rounds_frame["round"].astype("Int64")
-    for column in ("final_acc", "final_acc_std", "best_acc"):
-        trials_frame[column] = trials_frame[column].astype(float)
+    for column in ("final_acc", "final_acc_std", "best_acc", *summary_columns):
+        whole = column.endswith("_round")  # best_<stem>_round: a round number
+        trials_frame[column] = (
+            trials_frame[column].fillna(0).astype(int)
+            if whole
+            else (trials_frame[column].astype(float))
+        )
     trials_frame["last_round"] = trials_frame["last_round"].astype(int)
     trials_frame["rounds_done"] = trials_frame["rounds_done"].astype(int)
     return Results(

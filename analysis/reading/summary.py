@@ -30,7 +30,16 @@ import pandas as pd
 
 from analysis.reading.loading import COMPLETED
 
-SUMMARY_COLUMNS = ["mean", "std", "n", "seeds", "spread", "seed_std", "duplicates"]
+SUMMARY_COLUMNS = [
+    "mean",
+    "std",
+    "n",
+    "seeds",
+    "spread",
+    "seed_std",
+    "duplicates",
+    "party_std",
+]
 
 
 def counted_trials(trials: pd.DataFrame, statuses: Iterable[str] = (COMPLETED,)) -> pd.DataFrame:
@@ -75,21 +84,24 @@ def summarise(
         group, dropped = latest_per_seed(group, by)
         values = group[value].to_numpy(dtype=float)
         seed_std = float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
-        std, spread = seed_std, "seeds"
+        # ± is the std over seeds in every row; a row of own models also carries its
+        # spread over parties (pooled over seeds), shown apart, never in the ± column
+        spread, over_parties = "seeds", math.nan
         if party_std and party_std in group and group[party_std].notna().all():
             per_party = group[party_std].to_numpy(dtype=float)
-            std, spread = float(np.sqrt(np.mean(per_party**2))), "parties"
+            over_parties, spread = float(np.sqrt(np.mean(per_party**2))), "parties"
         key = key if isinstance(key, tuple) else (key,)
         rows.append(
             {
                 **dict(zip(by, key)),
                 "mean": float(np.mean(values)),
-                "std": std,
+                "std": seed_std,
                 "n": len(values),
                 "seeds": tuple(sorted(int(s) for s in group["seed"])),
                 "spread": spread,
                 "seed_std": seed_std,
                 "duplicates": dropped,
+                "party_std": over_parties,
             }
         )
     return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])

@@ -78,8 +78,8 @@ from typing import Any
 import numpy as np
 
 from federated.config.run_config import RunConfig
+from federated.contract.builtin_tasks import WRITTEN_BEFORE_THE_CONTRACT
 from federated.contract.metrics import (
-    BUILTIN_TASK_METRICS,
     LOSS,
     MetricSpec,
     current_column,
@@ -88,16 +88,18 @@ from federated.contract.metrics import (
 )
 from federated.contract.results import RESULT, representation_file
 
+# the built-in tasks' metrics: their columns' types and ranges are checked as rows are
+# read (a plug-in's are its own, unchecked)
+_BUILTIN_SPECS = tuple(s for t in WRITTEN_BEFORE_THE_CONTRACT.values() for s in t.metrics)
 # Every built-in task's test and validation metrics (a score task's test_srcc, val_mae
 # ...), the loss and their spread over parties (``_std``): the report ranks and averages
 # them, so each must be a number or null where a row has it.
 TASK_METRIC_COLUMNS = tuple(
     f"{split}_{stem}{tail}"
-    for stem in dict.fromkeys([LOSS, *(s.stem for t in BUILTIN_TASK_METRICS.values() for s in t)])
+    for stem in dict.fromkeys([LOSS, *(s.stem for s in _BUILTIN_SPECS)])
     for split in ("test", "val")
     for tail in ("", "_std")
 )
-_BUILTIN_SPECS = tuple(s for specs in BUILTIN_TASK_METRICS.values() for s in specs)
 # the built-in metrics recorded as fractions (classification's acc, a score task's bin_acc)
 _FRACTION_STEMS = tuple(dict.fromkeys(s.stem for s in _BUILTIN_SPECS if s.percent))
 # result.json metrics the report computes with: a number or null (NaN) on every row.

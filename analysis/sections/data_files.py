@@ -3,13 +3,15 @@ and the closing paragraph that points to them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.primary_metric import ACCURACY, Metric
+from analysis.primary_metric import ACCURACY, Metric, task_spec_of
 from analysis.reading.loading import Results
+from federated.contract.builtin_tasks import UNTASKED_ROWS
+from federated.contract.columns import COLUMN_FIELDS, declared_columns
 
 
 def data_files_section(primaries: Sequence[Metric] = ()) -> list[str]:
@@ -21,19 +23,67 @@ def data_files_section(primaries: Sequence[Metric] = ()) -> list[str]:
     )
     return [
         "Other files: [data/rounds.csv](data/rounds.csv) (one row per trial and round) and "
-        "[data/trials.csv](data/trials.csv) (one row per trial, with its status); "
+        "[data/trials.csv](data/trials.csv) (one row per trial, with its status; "
+        "final_/best_ columns of each trial's primary metric); "
+        "[data/columns.csv](data/columns.csv) says what each metric column of rounds.csv "
+        "holds (its metric, split, model and cadence); "
         "data/parties.csv (one row per trial, scored round and party) where trials "
         f"recorded per-party {party}.",
         "",
     ]
 
 
+#: the accuracy columns loading always adds (rounds, trials): left out of the files where
+#: no trial recorded accuracy (a detection study's are its mAP's, ``final_map50`` ...)
+ACCURACY_ROUND_COLUMNS = ("test_acc",)
+ACCURACY_TRIAL_COLUMNS = ("final_acc", "final_acc_std", "best_acc", "best_round")
+
+
+def exported(results: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rounds and trials frames as ``data/`` holds them: where no trial recorded
+    an accuracy, the accuracy columns (all NaN) are left out; each trial's primary
+    metric has its own (``final_<stem>``, ``best_<stem>``: :mod:`analysis.reading.loading`)."""
+    rounds, trials = results.rounds, results.trials
+    recorded = "test_acc" in rounds and rounds["test_acc"].notna().any()
+    if recorded or rounds.empty:
+        return rounds, trials
+    return (
+        rounds.drop(columns=[c for c in ACCURACY_ROUND_COLUMNS if c in rounds]),
+        trials.drop(columns=[c for c in ACCURACY_TRIAL_COLUMNS if c in trials]),
+    )
+
+
 def write_data_files(results: Results, party_rows: pd.DataFrame, out: Path) -> None:
-    """The rounds and trials frames into ``out/data``, and the per-party rows where trials
-    recorded any."""
+    """The rounds and trials frames into ``out/data`` (:func:`exported`), what each of
+    their metric columns holds (``columns.csv``, the results contract's declaration:
+    :func:`column_declarations`), and the per-party rows where trials recorded any."""
     data = out / "data"
     data.mkdir(exist_ok=True)
-    results.rounds.to_csv(data / "rounds.csv", index=False)
-    results.trials.to_csv(data / "trials.csv", index=False)
+    rounds, trials = exported(results)
+    rounds.to_csv(data / "rounds.csv", index=False)
+    trials.to_csv(data / "trials.csv", index=False)
+    declared = column_declarations(results, rounds.columns)
+    if not declared.empty:
+        declared.to_csv(data / "columns.csv", index=False)
     if not party_rows.empty:
         party_rows.to_csv(data / "parties.csv", index=False)
+
+
+def column_declarations(results: Results, columns: Iterable[str]) -> pd.DataFrame:
+    """What each metric column of ``columns`` (rounds.csv's) holds, as the sweeps'
+    manifests declared it (``columns``: :mod:`federated.contract.columns`); a sweep
+    written before that is declared from its task's declaration.  One row per column
+    (``party_acc/<party>`` stands for ``party_acc/0``, ``party_acc/1`` ...)."""
+    declared: dict[str, dict] = {}
+    for sweep in results.sweeps:
+        recorded = sweep.manifest.get("columns")
+        if not isinstance(recorded, list):
+            spec = task_spec_of(str(sweep.manifest.get("task") or UNTASKED_ROWS.name))
+            recorded = declared_columns(spec) if spec else []
+        for row in recorded:
+            if isinstance(row, dict) and isinstance(row.get("column"), str):
+                declared.setdefault(row["column"], row)
+    present = set(columns)
+    prefixes = {c.split("/", 1)[0] + "/<party>" for c in present if "/" in c}
+    rows = [row for name, row in declared.items() if name in present or name in prefixes]
+    return pd.DataFrame(rows, columns=list(COLUMN_FIELDS))

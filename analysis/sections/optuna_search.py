@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.naming import format_value, parameter_name
+from analysis.primary_metric import Metric, higher_is_better
 from analysis.reading.grouping import StudyGroup
 from analysis.sections.markdown import figure_block, unique_stem
 from analysis.stats.search import (
@@ -17,7 +18,7 @@ from analysis.stats.search import (
     parameter_importance,
     search_history,
 )
-from analysis.stats.trial_statistic import final_values
+from analysis.stats.trial_statistic import final_values, last_values
 from analysis.tables.study_tables import primary_of
 
 
@@ -33,24 +34,44 @@ def optuna_section(
         return ["No completed, stopped or diverged trial yet.", ""]
     metric = primary_of(group)
     shown = shown.assign(final_value=final_values(shown, group.rounds, metric))
-    history = search_history(shown, params, "final_value", metric)
+    ranked = ranking_metric(group)
+    validated = ranked is not None and ranked.startswith("val_")
+    if validated:
+        shown = shown.assign(ranked_value=last_values(shown, group.rounds, ranked))
+    history = search_history(
+        shown,
+        params,
+        "final_value",
+        metric,
+        ranked="ranked_value" if validated else None,
+        higher_ranks=higher_is_better(ranked) if validated else metric.higher_is_better,
+    )
     study = group.study or "runs"
     what = metric.name
-    best_words = best_so_far_words(history, what)
+    by = f"validation `{ranked}`" if validated else f"test {what}"
+    best_words = best_so_far_words(history, what, by)
     lines = [
         f"Trials in the order Optuna proposed them; {what} at each trial's last round. "
         f"{best_words[0].upper()}{best_words[1:]}.",
         "",
         "| # | "
         + " | ".join(parameter_name(p) for p in params)
-        + f" | status | rounds | {what}{metric.unit} | best so far{metric.unit} |",
-        "| ---: | " + " | ".join("---:" for _ in params) + " | --- | ---: | ---: | ---: |",
+        + " | status | rounds | "
+        + (f"{_ranked_header(metric, ranked)} | " if validated else "")
+        + f"test {what}{metric.unit} | best so far by {ranked if validated else 'test'}: "
+        f"its test {what}{metric.unit} |",
+        "| ---: | "
+        + " | ".join("---:" for _ in params)
+        + " | --- | ---: | "
+        + ("---: | " if validated else "")
+        + "---: | ---: |",
     ]
     digits = metric.digits + 1
     for _, row in history.iterrows():
         values = " | ".join(format_value(row[p]) for p in params)
+        val = f"{_shown(metric, ranked, row['ranked_value'])} | " if validated else ""
         lines.append(
-            f"| {row['number']} | {values} | {row['status']} | {row['last_round']} | "
+            f"| {row['number']} | {values} | {row['status']} | {row['last_round']} | {val}"
             f"{metric.show(row['value'], digits)} | {metric.show(row['best_so_far'], digits)} |"
         )
     name = unique_stem(f"search_history_{study}{group.suffix}", used)
@@ -59,7 +80,10 @@ def optuna_section(
     history.to_csv(csv, index=False)
     lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
     figure = figures.search_history_plot(
-        history, title=f"{study}: Optuna search history", metric=metric
+        history,
+        title=f"{study}: Optuna search history",
+        metric=metric,
+        ranked_by=ranked if validated else "",
     )
     paths = figures.save_figure(figure, out / "figures" / f"fig_{name}", formats)
     caption = f"Optuna search history: {what} per trial; {best_words}"
@@ -89,14 +113,43 @@ def optuna_section(
     return lines
 
 
-def best_so_far_words(history: pd.DataFrame, what: str) -> str:
+def ranking_metric(group: StudyGroup) -> str | None:
+    """The column the group's search ranked its trials by (its sweeps' manifests'
+    ``metric``: ``val_map50``), or None where none names one (older sweeps ranked by
+    test)."""
+    named = [s.manifest.get("metric") for s in group.sweeps if s.manifest.get("search") == "optuna"]
+    return next((m for m in named if isinstance(m, str) and m), None)
+
+
+def _ranked_header(metric: Metric, column: str) -> str:
+    """The ranked column's header: ``validation accuracy (%)``, else the column's name."""
+    return f"validation {metric.name}{metric.unit}" if column == metric.val_column else column
+
+
+def _shown(metric: Metric, column: str, value: float) -> str:
+    """A ranked (validation) value: as the test value beside it where it is the same
+    metric's (``val_acc`` in %), else as recorded with four decimals; ``–`` if missing."""
+    if column == metric.val_column:
+        return metric.show(value, metric.digits + 1)
+    return "–" if value != value else f"{value:.4f}"
+
+
+def best_so_far_words(history: pd.DataFrame, what: str, by: str = "") -> str:
     """What the best so far compared and what it left out, for the table's lead line
-    and the figure's caption: ``best so far over the 4 completed trials that ran all
-    their rounds (like with like); left out: 2 stopped early (...), 1 diverged (...)``."""
+    and the figure's caption: ``best so far (by `val_acc` ...) over the 4 completed
+    trials that ran all their rounds (like with like); left out: 2 stopped early (...),
+    1 diverged (...)``; ``by``: what ranks it (the search's validation metric, or the
+    test value of an older sweep)."""
     counted = int(history["counted_in_best"].sum())
+    ranked = (
+        f" (the trial best so far by {by}, what the search ranked by and the selection "
+        f"chooses on; shown by its test {what})"
+        if by
+        else ""
+    )
     words = (
-        f"best so far over the {counted} completed trial{'s' if counted != 1 else ''} "
-        f"that ran all their rounds (like with like)"
+        f"best so far{ranked} over the {counted} completed "
+        f"trial{'s' if counted != 1 else ''} that ran all their rounds (like with like)"
     )
     left = left_out_of_best(history)
     if not left:

@@ -32,8 +32,12 @@ def partition_section(
     lines = [
         "## Data partitions (Fig. 5)",
         "",
-        "Samples of each class held by each party, for each distinct partition of the runs "
-        "(the lowest seed of each; other seeds draw other partitions of the same kind).",
+        "What each party holds of each class, for each distinct partition of the runs "
+        "(the lowest seed of each; other seeds draw other partitions of the same kind), "
+        "counted as the task declares: images of each class, a detection's boxes of each "
+        "class, a segmentation's pixels of each class (the colour bar says which; each "
+        "party's images under its name); a task without classes, or a partition recorded "
+        "without per-class counts, as images per party.",
         "",
     ]
     for entry in list(seen.values())[:MAX_PARTITION_FIGURES]:

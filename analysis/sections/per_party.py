@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.naming import method_name
 from analysis.reading.grouping import StudyGroup
 from analysis.reading.loading import Results
 from analysis.sections.markdown import figure_block, file_links, unique_stem
@@ -89,6 +90,7 @@ def per_party_section(
                 "box = quartiles over all seeds' parties, points = parties by seed"
             )
             lines += figure_block(paths, out, caption)
+        lines += own_split_part(group, metric, out, used, formats)
     captures = representations.representation_captures(results, trials, rows, not_counted)
     if captures:
         name = unique_stem(f"fig2_tsne_{study}{group.suffix}", used)
@@ -104,6 +106,69 @@ def per_party_section(
         )
         lines += figure_block(paths, out, caption)
     return lines
+
+
+def own_split_part(
+    group: StudyGroup, metric, out: Path, used: set[str], formats: Sequence[str]
+) -> list[str]:
+    """What a personalised study is judged by (:mod:`analysis.figures.own_split`): the
+    own-split curves and the trade-off (own split vs pooled test) as a table and a
+    figure, where the group's trials scored their own test splits by method."""
+    from analysis.figures import own_split
+
+    trials, study = group.trials, group.study or "runs"
+    if "algorithm" not in trials:
+        return []
+    lines: list[str] = []
+    figure = own_split.own_split_curves(
+        group.rounds, trials, metric, title=f"{study}: {metric.name} on the parties' own splits"
+    )
+    if figure is not None:
+        name = unique_stem(f"fig_{study}_own_split_curves{group.suffix}", used)
+        paths = figures_save(figure, out / "figures" / name, formats)
+        caption = (
+            f"{metric.name}{metric.unit} on each party's own test split, mean over parties "
+            "(party_test_" + metric.stem + "_mean), per scored round; line = mean over "
+            "seeds, band = ±1 sd over seeds"
+        )
+        lines += figure_block(paths, out, caption)
+    table = own_split.trade_off(group.rounds, trials, metric)
+    if table.empty:
+        return lines
+    name = unique_stem(f"trade_off_{study}{group.suffix}", used)
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    csv = out / "tables" / f"{name}.csv"
+    table.to_csv(csv, index=False)
+    unit = metric.unit
+    lines += [
+        f"**Own split vs pooled test: final {metric.name}{unit}, mean ± sd over seeds**",
+        "",
+        f"| method | pooled test set{unit} | mean over parties, own test split{unit} | seeds |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for _, row in table.iterrows():
+        lines.append(
+            f"| {method_name(row['algorithm'])} | "
+            f"{_mean_sd(row['pooled_mean'], row['pooled_sd'], metric)} | "
+            f"{_mean_sd(row['own_mean'], row['own_sd'], metric)} | {int(row['n'])} |"
+        )
+    lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
+    figure = own_split.trade_off_figure(table, metric, title=f"{study}: own split vs pooled")
+    name = unique_stem(f"fig_{study}_trade_off{group.suffix}", used)
+    paths = figures_save(figure, out / "figures" / name, formats)
+    caption = (
+        f"the trade-off: each method's final {metric.name}{unit} on the pooled test set (x) "
+        "and on the parties' own test splits, mean over parties (y); bars = ±1 sd over seeds"
+    )
+    lines += figure_block(paths, out, caption)
+    return lines
+
+
+def _mean_sd(mean: float, sd: float, metric) -> str:
+    """``62.0 ± 2.0`` in display units (the values are already in them)."""
+    digits = metric.digits
+    text = f"{mean:.{digits}f}"
+    return text if sd != sd else f"{text} ± {sd:.{digits}f}"
 
 
 def figures_save(figure, stem: Path, formats: Sequence[str]) -> list[Path]:

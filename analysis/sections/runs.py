@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from analysis.naming import dataset_name, format_value, partition_label
-from analysis.primary_metric import ACCURACY, READING_NOTES, Metric
+from analysis.primary_metric import ACCURACY, Metric
 from analysis.reading.loading import Results, status_counts
 
 
@@ -83,7 +83,7 @@ def reading_words(primaries: Sequence[Metric]) -> str:
     else:
         shown = "; ".join(m.words for m in metrics)
         values = f"Values are on the test set (the fraction evaluated by the budget): {shown}."
-    notes = "".join(dict.fromkeys(READING_NOTES.get(m.task, "") for m in metrics))
+    notes = "".join(dict.fromkeys(m.reading_note for m in metrics))
     return stopped + values + notes
 
 

@@ -285,7 +285,8 @@ def _rerun_lines(results: Results, rerun: Sweep, test: Metric, record: RerunReco
         ""
         if math.isnan(outcome["low"])
         else f" [{_number(test, outcome['low'])}, {_number(test, outcome['high'])}] "
-        "(95% t-interval)"
+        f"(95% t-interval of the mean over the {int(outcome['n'])} seeds of each trial's "
+        f"last-round test {test.name})"
     )
     if selection is None:
         return [

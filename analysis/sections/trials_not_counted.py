@@ -26,7 +26,7 @@ def trials_not_counted_section(results: Results) -> list[str]:
             left_out.get("primary_metric", pd.Series(None, index=left_out.index)),
         )
     ]
-    plain = all(m is ACCURACY for m in metrics)
+    plain = all(m == ACCURACY for m in metrics)
     last = "last accuracy (%)" if plain else "last value (primary metric)"
     lines += [
         f"| sweep | trial | status | rounds run / planned | {last} | error |",

@@ -212,6 +212,8 @@ class GridComparison:
             over the Δ cells, or the within-cell sd for an unpaired table.
         spreads: each Δ cell's own sd (points): of its paired differences, or (Welch)
             the root mean square of the two cells' sds.
+        sd_dof: the degrees of freedom ``pooled_sd`` rests on (Σ seeds − 1 over the
+            samples pooled): below :data:`MIN_PLAN_DOF` no seed count is planned from it.
     """
 
     along: str | None
@@ -228,6 +230,7 @@ class GridComparison:
     seeds: int = 0
     pooled_sd: float = math.nan
     spreads: dict[tuple[int, int], float] = field(default_factory=dict)
+    sd_dof: int = 0
 
     @property
     def no_claim(self) -> bool:
@@ -318,6 +321,7 @@ def _set_resolvable(
     if paired_sets:
         result.resolvable = resolvable_difference(paired_sets, n=result.seeds)
         result.pooled_sd = pooled_sd(paired_sets)[0]
+        result.sd_dof = sum(len(s) - 1 for s in paired_sets)
     elif kinds == {PAIRED}:
         result.no_spread = True  # every Δ paired, and none showed spread
     else:
@@ -327,6 +331,7 @@ def _set_resolvable(
         if varying:
             result.resolvable = resolvable_unpaired(varying, n=result.seeds)
             result.pooled_sd = pooled_sd(varying)[0]
+            result.sd_dof = sum(len(v) - 1 for v in varying)
         else:
             result.no_spread = any(len(v) >= 2 for v in values)
 
@@ -419,9 +424,14 @@ def comparison_notes(
             else "t(0.975, 2(n−1)) · s · √(2/n), s = the within-cell sd pooled over the "
             "cells (unpaired)"
         )
+        thin = (
+            f"; s rests on {result.sd_dof} degree of freedom, so this is a rough guess"
+            if result.sd_dof < MIN_PLAN_DOF
+            else ""
+        )
         notes.append(
             f"Resolvable ≈ {metric.amount(result.resolvable)}: the smallest difference "
-            f"{result.seeds} seeds tell from 0 at {LEVEL:.0%} ({how})."
+            f"{result.seeds} seeds tell from 0 at {LEVEL:.0%} ({how}{thin})."
         )
     return notes
 
@@ -448,6 +458,9 @@ def _spreadless_notes(result: GridComparison, line_labels: Sequence[str]) -> lis
 
 # A note lists each comparison's seeds up to this many Δ cells, else their range.
 LISTED_COMPARISONS = 8
+# An sd from fewer degrees of freedom than this plans no seed count: one difference of
+# two seeds says almost nothing of the noise (its sd could be 10x off either way).
+MIN_PLAN_DOF = 2
 
 
 def cell_seeds_needed(result: GridComparison, cell: tuple[int, int], target: float) -> str:
@@ -468,6 +481,13 @@ def planning_note(
     if result.along is None or result.no_claim or math.isnan(result.pooled_sd):
         return []
     paired = result.resolvable_kind == PAIRED
+    if result.sd_dof < MIN_PLAN_DOF:
+        dof = result.sd_dof
+        return [
+            f"Seeds to resolve {target:g} {result.metric.diff_unit}: not estimated — the sd "
+            f"rests on {dof} degree{'s' if dof != 1 else ''} of freedom (a single "
+            "comparison of two seeds), too few to plan a seed count from."
+        ]
     table = seeds_text(result.pooled_sd, target, paired=paired)
     sd_words = "paired differences" if paired else "cells (unpaired)"
     unit = result.metric.diff_unit

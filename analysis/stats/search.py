@@ -78,24 +78,50 @@ def search_history(
     params: Sequence[str],
     value: str = "final_acc",
     metric: Metric = ACCURACY,
+    ranked: str | None = None,
+    higher_ranks: bool = True,
 ) -> pd.DataFrame:
     """One row per trial in proposal order: ``number`` (1-based), ``trial``, ``status``,
     the ``params``, ``value`` (accuracy fraction at its last round; a score sweep's
-    ``metric`` as recorded), ``last_round``, ``left_out_why`` (:func:`best_exclusions`'
-    reason, ``""`` when counted), ``counted_in_best`` and ``best_so_far`` (over the
-    counted trials up to this one, in ``metric``'s direction; NaN before the first)."""
+    ``metric`` as recorded), ``ranked_value`` (what the search ranks by: the column
+    ``ranked`` of ``trials``, its validation metric at the last round; ``value`` itself
+    where None), ``last_round``, ``left_out_why`` (:func:`best_exclusions`' reason,
+    ``""`` when counted), ``counted_in_best``, ``best_so_far_ranked`` (the best ranked
+    value over the counted trials up to this one, larger is better where
+    ``higher_ranks``; NaN before the first) and ``best_so_far`` (that trial's
+    ``value``: the test value of the trial the search would choose so far) — so the
+    history's best and the selection's best are one trial, chosen on one metric."""
     ordered = trials.sort_values(["sweep_started", "order"], kind="stable")
     planned = ["rounds"] if "rounds" in ordered and "rounds" not in params else []
-    frame = ordered[["trial", "status", *params, value, "last_round", *planned]].copy()
+    ranking = [ranked] if ranked and ranked != value else []
+    frame = ordered[["trial", "status", *params, value, *ranking, "last_round", *planned]].copy()
     frame = frame.rename(columns={value: "value"}).reset_index(drop=True)
+    if ranking:
+        frame = frame.rename(columns={ranked: "ranked_value"})
+        sign = 1.0 if higher_ranks else -1.0
+    else:
+        frame["ranked_value"] = frame["value"]
+        sign = metric.sign
     frame.insert(0, "number", np.arange(1, len(frame) + 1))
     frame["left_out_why"] = best_exclusions(frame)
+    ranked_values = pd.to_numeric(frame["ranked_value"], errors="coerce").astype(float)
+    finite = ranked_values.map(lambda v: bool(np.isfinite(v)))
+    unranked = (frame["left_out_why"] == "") & ~finite
+    frame.loc[unranked, "left_out_why"] = "no value"
     frame["counted_in_best"] = frame["left_out_why"] == ""
     if planned:
         frame = frame.drop(columns=planned)  # the history shows rounds run, not planned
-    counted = frame["value"].where(frame["counted_in_best"])
-    # cummax leaves NaN on rows not counted; ffill carries the best over them
-    frame["best_so_far"] = ((metric.sign * counted).cummax() * metric.sign).ffill()
+    best_ranked, best_value = [], []
+    chosen: int | None = None
+    for i in range(len(frame)):
+        if frame["counted_in_best"].iat[i] and (
+            chosen is None or sign * ranked_values.iat[i] > sign * ranked_values.iat[chosen]
+        ):
+            chosen = i  # the earliest on a tie, as the searcher keeps its first best
+        best_ranked.append(math.nan if chosen is None else ranked_values.iat[chosen])
+        best_value.append(math.nan if chosen is None else float(frame["value"].iat[chosen]))
+    frame["best_so_far_ranked"] = best_ranked
+    frame["best_so_far"] = best_value
     return frame
 
 

@@ -269,10 +269,16 @@ def final_values(
     last round's ``test_<metric>`` in ``rounds``."""
     if metric.column == "test_acc":
         return trials["final_acc"].astype(float).tolist()
-    if metric.column not in rounds or rounds.empty:
+    return last_values(trials, rounds, metric.column)
+
+
+def last_values(trials: pd.DataFrame, rounds: pd.DataFrame, column: str) -> list[float]:
+    """Each trial's ``column`` at its last round, in ``trials``' order (NaN where it has
+    none): a selecting sweep's ``val_<metric>``, carried to the last row."""
+    if column not in rounds or rounds.empty:
         return [math.nan] * len(trials)
     last = rounds.sort_values("round", kind="stable").groupby(["sweep", "trial"]).tail(1)
-    values = pd.to_numeric(last[metric.column], errors="coerce").astype(float)
+    values = pd.to_numeric(last[column], errors="coerce").astype(float)
     lookup = dict(zip(zip(last["sweep"], last["trial"]), values))
     return [lookup.get(key, math.nan) for key in zip(trials["sweep"], trials["trial"])]
 

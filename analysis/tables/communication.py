@@ -63,6 +63,7 @@ FRAME_COLUMNS = (
     "rounds_needed",
     "reached",
     "speedup",
+    "at_most",
 )
 
 
@@ -130,7 +131,9 @@ def communication_frame(
     left out.  ``metric``: what is reached (its test column; an error is reached from
     above).  Returns columns ``*columns, row, seed, target`` (the metric as recorded)
     ``, target_source, baseline_rounds, rounds_needed`` (NaN: not reached) ``, reached,
-    speedup``.
+    speedup, at_most`` (True: a trial scored every k-th round, ``personal_test_every``:
+    its first scored round that reached the target, so it reached it at most then and
+    its speed-up is at least the one given).
     """
     if target not in TARGETS:
         raise ValueError(f"target={target!r} (allowed: {', '.join(TARGETS)})")
@@ -152,10 +155,11 @@ def communication_frame(
             paired = target == "per-seed" and seed in targets.by_seed
             goal = targets.by_seed[seed] if paired else targets.mean
             r_base = targets.rounds[seed] if paired else targets.mean_rounds
+            # a trial scored every k-th round (personal_test_every) reached the target
+            # at most at its first scored round that reaches it: counted, as a bound
+            bounded = (trial["sweep"], trial["trial"]) in gaps and trial[row] != base_value
             if trial[row] == base_value:
                 needed: float | None = float(trial["last_round"])  # by definition (see above)
-            elif (trial["sweep"], trial["trial"]) in gaps:
-                continue
             else:
                 needed = _rounds_needed(curves, trial, goal, metric)
             out.append(
@@ -169,6 +173,7 @@ def communication_frame(
                     "rounds_needed": math.nan if needed is None else needed,
                     "reached": needed is not None,
                     "speedup": speedup(r_base, needed),
+                    "at_most": bounded and needed is not None,
                 }
             )
     return pd.DataFrame(out, columns=[*columns, row, *FRAME_COLUMNS])
@@ -258,8 +263,10 @@ def summarise_communication(
     """Per (column group, row): seeds, seeds reached, mean ± std rounds, speed-up.
 
     ``speedup`` is the mean baseline rounds over the mean rounds when every seed
-    reached the target, else None (shown ``<1×``); ``speedup_std`` the sample std of the
-    per-seed speed-ups then (NaN with one seed).
+    reached the target, else None; ``speedup_std`` the sample std of the per-seed
+    speed-ups then (NaN with one seed).  Where some seeds but not all reached it,
+    ``rounds_mean_reached`` and ``speedup_reached`` are those seeds' alone (NaN / None
+    otherwise): the table names them as such, and ``<1×`` means no seed reached it.
     """
     columns = list(columns)
     rows = []
@@ -274,6 +281,9 @@ def summarise_communication(
                 "rounds_std",
                 "speedup",
                 "speedup_std",
+                "rounds_mean_reached",
+                "speedup_reached",
+                "at_most",
             ]
         )
     for key, group in frame.groupby([*columns, row], dropna=False, sort=False):
@@ -286,6 +296,11 @@ def summarise_communication(
         base_rounds = float(group["baseline_rounds"].mean())
         per_seed = group["speedup"].to_numpy(dtype=float)
         spread = float(np.std(per_seed, ddof=1)) if all_reached and n > 1 else math.nan
+        # some seeds reached it: their rounds and speed-up, said to be theirs alone
+        reached = group["reached"].to_numpy(dtype=bool)
+        some = 0 < n_reached < n
+        reached_rounds = float(np.mean(needed[reached])) if some else math.nan
+        reached_base = float(group["baseline_rounds"][reached].mean()) if some else math.nan
         rows.append(
             {
                 **dict(zip([*columns, row], key)),
@@ -296,6 +311,9 @@ def summarise_communication(
                 "baseline_rounds": base_rounds,
                 "speedup": speedup(base_rounds, rounds_mean) if all_reached else None,
                 "speedup_std": spread,
+                "rounds_mean_reached": reached_rounds,
+                "speedup_reached": speedup(reached_base, reached_rounds) if some else None,
+                "at_most": bool(group["at_most"].any()) if "at_most" in group else False,
             }
         )
     return pd.DataFrame(rows)

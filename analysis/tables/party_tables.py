@@ -147,8 +147,12 @@ def evaluated_model_words(
     both kinds, a note naming each row's (by ``rows`` label).  Fine-tuned trials
     (``finetune_epochs`` > 0) are evaluated with each party's fine-tuned copy."""
     models = evaluated_models(trials, rounds, stem)
-    tuned = pd.to_numeric(trials.get("finetune_epochs", pd.Series(0, index=trials.index)),
-                          errors="coerce").fillna(0) > 0
+    tuned = (
+        pd.to_numeric(
+            trials.get("finetune_epochs", pd.Series(0, index=trials.index)), errors="coerce"
+        ).fillna(0)
+        > 0
+    )
     words = models.where(~tuned, models + ", fine-tuned on its own data")
     kinds = list(dict.fromkeys(words))
     if len(kinds) == 1:
@@ -242,7 +246,98 @@ def per_party_table(
     table.notes.append(party_accuracy_note(merged) if metric.chance else _score_note(metric))
     if which is not None:
         table.notes.append(which)
+    warning = own_split_warning(parties, merged, table.data, metric)
+    if warning is not None:
+        table.notes.append(warning)
     return table
+
+
+#: an own test split of at most this many images makes each image worth at least
+#: 100 / SMALL_SPLIT points of a party's accuracy: the warning below is given
+SMALL_SPLIT = 50
+#: 95% normal quantile, for the images a stated difference needs
+Z95 = 1.959964
+
+
+def own_split_warning(
+    parties: pd.DataFrame | None,
+    trials: pd.DataFrame,
+    data: pd.DataFrame,
+    metric: Metric,
+    target: float | None = None,
+) -> str | None:
+    """A warning, with its numbers, where the parties' own test splits are too small for
+    the table's intervals to mean anything: the smallest and largest split (images) and
+    what one image is worth of a party's value, the widest Δ interval where it is wider
+    than the metric's whole range, and the ``party_test_fraction`` that would let the
+    mean over parties tell ``target`` (display units; default the report's resolve
+    target) at 95% — a binomial worst case (p = 1/2) with the variance of a difference
+    counted twice.  None where the splits are not small (more than :data:`SMALL_SPLIT`
+    images each and no interval past the range) or parties.csv records no split sizes."""
+    if parties is None or parties.empty or "party_test_samples" not in parties:
+        return None
+    mine = parties.merge(trials[["sweep", "trial"]], on=["sweep", "trial"])
+    if mine.empty:
+        return None
+    last = mine[mine["round"] == mine.groupby(["sweep", "trial"])["round"].transform("max")]
+    sizes = pd.to_numeric(last["party_test_samples"], errors="coerce")
+    sizes = sizes[sizes > 0]
+    if sizes.empty:
+        return None
+    small, large = int(sizes.min()), int(sizes.max())
+    unit = "_pct" if metric.percent else ""
+    low_col, high_col = f"delta_low{unit}", f"delta_high{unit}"
+    widest = None
+    low_bound, high_bound = metric.bounds
+    span = metric.units(high_bound - low_bound) if math.isfinite(high_bound - low_bound) else None
+    if span is not None and low_col in data and high_col in data:
+        widths = (data[high_col] - data[low_col]).dropna()
+        if not widths.empty and widths.max() > span:
+            at = widths.idxmax()
+            widest = (float(data.loc[at, low_col]), float(data.loc[at, high_col]))
+    if small > SMALL_SPLIT and widest is None:
+        return None
+    lines = [
+        f"⚠ Own test splits too small to resolve much: each party's own test split holds "
+        f"{small}–{large} images"
+    ]
+    if metric.percent:
+        lines[0] += (
+            f" (one image = {metric.scale / large:.1f}–{metric.scale / small:.1f} points of "
+            "its value)"
+        )
+    if widest is not None:
+        lines.append(
+            f"the widest Δ interval here, [{widest[0]:+.1f}, {widest[1]:+.1f}] "
+            f"{metric.diff_unit}, is wider than the metric's whole range ({span:g})"
+        )
+    target = metric.target(DEFAULT_TARGET) if target is None else target
+    n_parties = int(last.groupby(["sweep", "trial"])["party"].nunique().max())
+    difference = target / metric.scale
+    if metric.percent and difference > 0 and n_parties > 0:
+        images = math.ceil(2 * Z95**2 * 0.25 / difference**2)
+        per_party = math.ceil(images / n_parties)
+        held = sum(
+            pd.to_numeric(last[c], errors="coerce").fillna(0)
+            for c in ("party_samples", "party_val_samples", "party_test_samples")
+            if c in last
+        )
+        smallest = int(held[held > 0].min()) if (held > 0).any() else 0
+        if smallest:
+            fraction = per_party / smallest
+            needed = (
+                f"party_test_fraction ≥ {fraction:.2f} of the smallest party's {smallest} images"
+                if fraction < 1
+                else f"more than the smallest party's {smallest} images: no party_test_fraction can"
+            )
+        else:
+            needed = "a larger party_test_fraction"
+        lines.append(
+            f"telling {metric.amount(target)} in the mean over {n_parties} parties at 95% "
+            f"needs about {images} own test images in all, {per_party} per party "
+            f"({needed}; binomial worst case p = 1/2, a difference's variance counted twice)"
+        )
+    return "; ".join(lines) + "."
 
 
 def fairness_table(
@@ -310,6 +405,19 @@ def _score_note(metric: Metric) -> str:
     )
 
 
+def _worst_count(trials: pd.DataFrame) -> str:
+    """`` (here the 1 lowest of 10: one party)`` from the trials' ``n_parties``: how many
+    parties the worst decile is (report issue, defect 7: it may be one camera)."""
+    counts = pd.to_numeric(trials.get("n_parties"), errors="coerce").dropna().astype(int)
+    if counts.empty:
+        return ""
+    parts = []
+    for n in sorted(set(counts)):
+        k = math.ceil(n / 10)
+        parts.append(f"the {k} lowest of {n}" + (": one party" if k == 1 else ""))
+    return " (here " + "; ".join(parts) + ")"
+
+
 def party_accuracy_note(trials: pd.DataFrame) -> str:
     """What the per-party accuracies of ``trials`` were measured on: each party's own
     local test split (``party_test_fraction`` > 0, docs/validation.md) or, the fallback,
@@ -317,7 +425,7 @@ def party_accuracy_note(trials: pd.DataFrame) -> str:
     share = trials.get("party_test_fraction")
     own = share is not None and bool((pd.to_numeric(share, errors="coerce") > 0).any())
     mixed = own and not bool((pd.to_numeric(share, errors="coerce") > 0).all())
-    worst = "worst 10% = mean of the ceil(N/10) lowest parties."
+    worst = "worst 10% = mean of the ceil(N/10) lowest parties" + _worst_count(trials) + "."
     if own and not mixed:
         return (
             "Per-party accuracy: the model the title names on each party's "

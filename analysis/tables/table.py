@@ -64,6 +64,7 @@ from analysis.tables.communication import (
     sparsely_scored,
     summarise_communication,
 )
+from analysis.tables.privacy import privacy_words
 
 PARTY_MARK = "†"
 METRICS = {
@@ -154,16 +155,23 @@ def _columns_index(labels: list[Any]) -> pd.Index:
 
 # --------------------------------------------------------------------------- cells
 def stat_text(
-    mean: float, std: float, n: int, spread: str, common_n: int, metric: Metric = ACCURACY
+    mean: float,
+    std: float,
+    n: int,
+    spread: str,
+    common_n: int,
+    metric: Metric = ACCURACY,
+    party_std: float = math.nan,
 ) -> str:
-    """``"69.1 ± 0.4"`` (``"0.812 ± 0.010"`` for a score metric); ``†`` when ± is over
-    parties (SOLO); ``(n=2)`` when a cell has fewer or more seeds than the table's usual
-    count."""
+    """``"69.1 ± 0.4"`` (``"0.812 ± 0.010"`` for a score metric): ± is the std over
+    seeds in every row; a row of own models adds its std over parties apart,
+    ``"42.0 ± 2.8 [7.1†]"`` (SOLO, a personalised method); ``(n=2)`` when a cell has
+    fewer or more seeds than the table's usual count."""
     text = metric.show(mean)
     if not math.isnan(std):
         text += f" ± {metric.show(std)}"
     if spread == "parties":
-        text += PARTY_MARK
+        text += f" [{metric.show(party_std)}{PARTY_MARK}]"
     if n != common_n:
         text += f" (n={n})"
     return text
@@ -236,9 +244,11 @@ def _seed_note(
     ]
     if (stats["spread"] == "parties").any():
         notes.append(
-            f"{PARTY_MARK} each party's own model (SOLO, a personalised method): ± is the std "
-            "over parties, as the paper reports SOLO; a method that scored them on the test "
-            "set every few rounds (personal_test_every) counts the scored rounds of the window."
+            f"[x{PARTY_MARK}] each party's own model (SOLO, a personalised method): x is the "
+            "std over parties of the parties' own models (pooled over seeds; the spread the "
+            "paper reports for SOLO), while ± is the std over seeds as in every row; a "
+            "method that scored them on the test set every few rounds (personal_test_every) "
+            "counts the scored rounds of the window."
         )
     if stats["duplicates"].sum():
         notes.append(
@@ -376,7 +386,15 @@ def _cell_text(
 ) -> str:
     """A counted cell's text: ``mean ± std``, the caller's suffix, then its Δ to the
     reference (or ``(ref.)`` on the reference itself)."""
-    text = stat_text(stat["mean"], stat["std"], stat["n"], stat["spread"], common, metric)
+    text = stat_text(
+        stat["mean"],
+        stat["std"],
+        stat["n"],
+        stat["spread"],
+        common,
+        metric,
+        stat.get("party_std", math.nan),
+    )
     if suffix is not None:
         text += suffix(stat)
     diff = claims.deltas.get(cell)
@@ -417,13 +435,18 @@ def _cell_data(
     data = pd.DataFrame(data_rows)
     if data.empty:
         return data
-    data["best"] = [bold.iat[r, c] for r, c in zip(data.pop("_ri"), data.pop("_ci"))]
+    cells = list(zip(data.pop("_ri"), data.pop("_ci")))
+    data["best"] = [bold.iat[r, c] for r, c in cells]
     data["seeds"] = data["seeds"].map(lambda s: ";".join(map(str, s)))
     if metric.percent:
         data["mean_pct"] = (100 * data["mean"]).round(4)
         data["std_pct"] = (100 * data["std"]).round(4)
+        if "party_std" in data:
+            data["party_std_pct"] = (100 * data["party_std"]).round(4)
     data[f"resolvable{_suffix(metric)}"] = round(claims.resolvable, 4)
-    data["converged"] = convergence.converged
+    # the table's verdict, or "not checked" for a cell without a climb (scored every few
+    # rounds: its curve has gaps)
+    data["converged"] = [convergence.cell_verdict(cell) for cell in cells]
     if metric != ACCURACY:  # the classic accuracy table's CSV is as it always was
         data["metric"] = metric.stem
     return data
@@ -613,9 +636,16 @@ def accuracy_table(
     )
     notes = _seed_note(stats, statuses, value, metric_text) + _exclusion_note(trials, statuses)
     title, notes = _with_claims(title, notes, grid, resolve_target)
+    data = grid.data
+    dp_tail, dp_notes, per_cell = privacy_words(trials, by, statuses)
+    if dp_tail:
+        title, notes = f"{title} — {dp_tail}", [*notes, *dp_notes]
+        keys = [k for k in by if k in per_cell and k in data]
+        if keys and not data.empty:
+            data = data.merge(per_cell[[*keys, "dp_epsilon"]], on=keys, how="left")
     header = " · ".join(parameter_name(k) for k in rows)
     return Table(
-        name, title, grid.display, grid.bold, grid.data, header, notes, _resolvable(grid), metric
+        name, title, grid.display, grid.bold, data, header, notes, _resolvable(grid), metric
     )
 
 
@@ -787,19 +817,30 @@ def _communication_display(
 def _rounds_text(s: pd.Series) -> str:
     """A cell's ``#rounds``: mean ± std over seeds when every seed reached the target,
     else how many did not."""
+    bound = "≤ " if s.get("at_most", False) else ""
     if s["n_reached"] == s["n"]:
-        text = f"{s['rounds_mean']:.0f}"
+        text = f"{bound}{s['rounds_mean']:.0f}"
         if not math.isnan(s["rounds_std"]) and s["rounds_std"] > 0:
             text += f" ± {s['rounds_std']:.1f}"
         return text
     if s["n_reached"] == 0:
         return "not reached"
-    return f"not reached in {s['n'] - s['n_reached']}/{s['n']} seeds"
+    return (
+        f"{bound}{s['rounds_mean_reached']:.0f} in {s['n_reached']}/{s['n']} seeds; "
+        f"not reached in {s['n'] - s['n_reached']}"
+    )
 
 
 def _speedup_text(s: pd.Series) -> str:
-    """A cell's speed-up, ± the std of the per-seed speed-ups when every seed reached."""
-    speed = format_speedup(s["speedup"])
+    """A cell's speed-up, ± the std of the per-seed speed-ups when every seed reached;
+    where only some did, theirs, said so (``<1×`` is for no seed reaching it)."""
+    bound = "≥ " if s.get("at_most", False) else ""
+    if 0 < s["n_reached"] < s["n"]:
+        reached = s.get("speedup_reached")
+        return f"{bound}{format_speedup(reached)} in {s['n_reached']}/{s['n']} seeds"
+    if s["n_reached"] == 0:
+        return format_speedup(None)
+    speed = bound + format_speedup(s["speedup"])
     if s["n_reached"] == s["n"] and s["speedup_std"] > 0:  # (NaN > 0 is False)
         speed += f" ± {s['speedup_std']:.1f}"
     return speed
@@ -822,7 +863,7 @@ def _communication_data(
 
 
 def _gaps_note(gapped: pd.DataFrame, row: str, baseline: str, baseline_column: str) -> list[str]:
-    """The note naming the rows left out because their test values have gaps."""
+    """The note on the rows whose test values have gaps: counted, as bounds."""
     gapped = gapped[gapped[baseline_column] != baseline]
     if gapped.empty:
         return []
@@ -830,9 +871,10 @@ def _gaps_note(gapped: pd.DataFrame, row: str, baseline: str, baseline_column: s
     every = sorted({int(k) for k in gapped.get("personal_test_every", pd.Series()).dropna()})
     period = f" (personal_test_every = {', '.join(map(str, every))})" if every else ""
     return [
-        f"Not counted: {names} — its own models were scored on the test set every few "
-        f"rounds{period}, not every round, so the round that first reached the target is "
-        "not known."
+        f"≤ / ≥: {names} — its own models were scored on the test set every few "
+        f"rounds{period}, not every round: #rounds is its first scored round that reached "
+        "the target, so it reached it at most then, and its speed-up is at least the one "
+        "given."
     ]
 
 
@@ -845,21 +887,22 @@ def _communication_notes(
 ) -> list[str]:
     """Table 2's notes: the target, how rounds and speed-ups read, and where the baseline
     has not learned."""
-    final = "final accuracy" if metric is ACCURACY else f"final {metric.noun}"
+    final = metric.final_noun
     target_words = (
         f"the same seed's baseline {final}"
         if target == "per-seed"
         else f"the baseline's mean {final} over seeds"
     )
-    reach = "test accuracy ≥" if metric is ACCURACY else f"{metric.noun} {_reach_sign(metric)}"
+    reach = "test accuracy ≥" if metric == ACCURACY else f"{metric.noun} {_reach_sign(metric)}"
     notes = [
         f"Baseline {base_name}: target = {target_words}; "
         f"#rounds = first round with {reach} target (mean ± std over seeds); the "
         "baseline's own #rounds are the rounds it ran.",
         "Speed-up = baseline rounds / method rounds (± the std of the per-seed speed-ups, "
         "where they differ); "
-        f"{format_speedup(None)} = not reached within the rounds run (in every seed), as in "
-        "the paper.",
+        f"{format_speedup(None)} = not reached within the rounds run in any seed, as in "
+        "the paper; where only some seeds reached it, the cell gives those seeds' rounds "
+        "and speed-up and says in how many of the seeds.",
     ]
     if metric.chance:
         notes.append(

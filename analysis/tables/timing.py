@@ -87,14 +87,19 @@ def time_per_round_table(
     if timed.empty:
         return None
     phases = [p for p in PHASES if p in timed]
+    ran = "execution_path" in done and done["execution_path"].notna().any()
     labels, cells, data = [], [], []
     for key in key_order(done, rows):
         part = timed[[tuple(v) == key for v in timed[rows].itertuples(index=False)]]
         if part.empty:
             continue
         labels.append(row_label(rows, key))
-        cells.append([_mean_std(part[p]) for p in phases])
+        mine = done[[tuple(v) == key for v in done[rows].itertuples(index=False)]]
+        paths = _paths(mine) if ran else ""
+        cells.append([_mean_std(part[p]) for p in phases] + ([paths] if ran else []))
         record = {**dict(zip(rows, key)), "row": labels[-1], "rounds_timed": len(part)}
+        if ran:
+            record["execution_path"] = paths
         for p in phases:
             values = pd.to_numeric(part[p], errors="coerce").dropna()
             record[f"{p}_mean"] = float(values.mean()) if len(values) else math.nan
@@ -102,7 +107,8 @@ def time_per_round_table(
         data.append(record)
     if not labels:
         return None
-    display = pd.DataFrame(cells, index=labels, columns=[PHASES[p] for p in phases], dtype=object)
+    headers = [PHASES[p] for p in phases] + (["ran"] if ran else [])
+    display = pd.DataFrame(cells, index=labels, columns=headers, dtype=object)
     bold = pd.DataFrame(False, index=display.index, columns=display.columns)
     machine = machines_text(manifests)
     frame = pd.DataFrame(data)
@@ -110,12 +116,60 @@ def time_per_round_table(
     notes = [
         "Seconds per round: mean ± std over rounds, pooled over each row's completed trials "
         "(all seeds), each trial's first round left out (one-time loading and warm-up).",
-        "Training = local training and aggregation; evaluation = the global model on the "
-        "test set; round = the whole round.",
+        "Training = local training and aggregation; "
+        + _evaluation_words(done, rows, timed)
+        + "; round = the whole round.",
         f"Machine: {machine}" + _devices(done) + ".",
     ]
+    if ran:
+        notes.append(
+            "Ran: the path each row's parties trained on, as its rounds recorded it "
+            "(packed: parties trained together in one pass; sequential: one after "
+            "another — a method or model that cannot pack runs sequentially whatever "
+            "execution asked)."
+        )
     header = " · ".join(parameter_name(k) for k in rows)
     return Table(name, f"{title} — {machine}", display, bold, frame, header, notes)
+
+
+def _paths(trials: pd.DataFrame) -> str:
+    """The distinct execution paths of ``trials``' rounds (``packed``, ``sequential``)."""
+    found = [p.strip() for v in trials["execution_path"].dropna() for p in str(v).split(",")]
+    return "/".join(dict.fromkeys(found)) or "–"
+
+
+def _evaluation_words(trials: pd.DataFrame, rows: Sequence[str], rounds: pd.DataFrame) -> str:
+    """What a row's evaluation time holds, from what its trials evaluated: the global
+    model on the test set; and, where trials did, each party's own test split, the
+    parties' own models (their rounds record a spread over parties, ``test_<m>_std``),
+    or fine-tuning before each party's own scores (which takes most of its evaluation
+    time), naming the rows."""
+
+    def named(mask: pd.Series) -> str:
+        chosen = trials[mask.to_numpy(dtype=bool)]
+        return ", ".join(row_label(rows, key) for key in key_order(chosen, rows))
+
+    words = "evaluation = the global model on the test set"
+    extra = []
+    tuned = pd.to_numeric(trials.get("finetune_epochs"), errors="coerce").fillna(0) > 0
+    if "finetune_epochs" in trials and tuned.any():
+        extra.append(
+            "fine-tuning a copy of each party's model on its own training data before "
+            f"scoring its own splits, most of the evaluation time ({named(tuned)})"
+        )
+    own = pd.to_numeric(trials.get("party_test_fraction"), errors="coerce").fillna(0) > 0
+    if "party_test_fraction" in trials and own.any():
+        extra.append(f"scoring each party's own test split ({named(own)})")
+    spread = [c for c in rounds if c.startswith("test_") and c.endswith("_std")]
+    if spread:
+        scored = rounds[rounds[spread].notna().any(axis=1)]
+        keys = set(zip(scored["sweep"], scored["trial"]))
+        personal = pd.Series([k in keys for k in zip(trials["sweep"], trials["trial"])])
+        if personal.any():
+            extra.append(f"each party's own model on the test set ({named(personal)})")
+    if extra:
+        words += "; it also holds " + "; ".join(extra)
+    return words
 
 
 def _devices(trials: pd.DataFrame) -> str:

@@ -3,10 +3,11 @@
 ``analysis`` builds tables on them, without importing torch.
 
 A task (:mod:`federated.tasks`) names its metrics with :class:`MetricSpec` values, its
-primary metric first.  The built-in tasks' specs are here (:data:`BUILTIN_TASK_METRICS`);
-a user's own task (``task=package.module:Class``) carries its specs on its class, and a
-sweep records them in its manifest (``metric_specs``) so that a report reads them as
-data, never by importing the user's code.
+primary metric first, inside its declaration
+(:class:`~federated.contract.task_spec.TaskSpec`; the built-in tasks' are
+:mod:`federated.contract.builtin_tasks`); a sweep records the declaration in its
+manifest (``task_spec``) so that a report reads it as data, never by importing the
+task's code.
 
 A column says what it holds: a score task's binary accuracy at its threshold is
 ``bin_acc`` (``test_bin_acc``, ``val_bin_acc``, ``party_bin_acc_mean`` ...), never
@@ -105,16 +106,8 @@ SCORE_SPECS: tuple[MetricSpec, ...] = (
 #: fractions in [0, 1]; mAP@0.5 is the Street paper's metric, mAP@[.5:.95] COCO's
 DETECTION_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("map50", DETECTION, True, "mAP@0.5", "test mAP@0.5", False, False, FRACTION),
-    MetricSpec(
-        "map", DETECTION, True, "mAP@[.5:.95]", "test mAP@[.5:.95]", False, False, FRACTION
-    ),
+    MetricSpec("map", DETECTION, True, "mAP@[.5:.95]", "test mAP@[.5:.95]", False, False, FRACTION),
 )
-#: each built-in task's metrics, the default primary first
-BUILTIN_TASK_METRICS: dict[str, tuple[MetricSpec, ...]] = {
-    CLASSIFICATION: (ACCURACY,),
-    SCORE: SCORE_SPECS,
-    DETECTION: DETECTION_SPECS,
-}
 #: a loss is always recorded (``test_loss``, ``val_loss``) and always minimised
 LOSS = "loss"
 #: per-party summaries of a task's per-party metric (``party_<stem>_mean`` ...): mean,
@@ -137,26 +130,14 @@ def metric_stems(specs: tuple[MetricSpec, ...]) -> tuple[str, ...]:
     return tuple(s.stem for s in specs)
 
 
-def task_metric_specs(task: str) -> tuple[MetricSpec, ...]:
-    """The metric specs of ``task``: a built-in task's from :data:`BUILTIN_TASK_METRICS`,
-    a plug-in's (``package.module:Class``) from its class, imported (the sweep runs that
-    code anyway; a report reads the specs from the sweep's manifest instead)."""
-    if task in BUILTIN_TASK_METRICS:
-        return BUILTIN_TASK_METRICS[task]
-    from federated.registry import load_method
-
-    return tuple(load_method("task", task).metrics)
-
-
 def higher_is_better(column: str, specs: tuple[MetricSpec, ...] = ()) -> bool:
     """Whether a larger value of a row column (``val_mae``, ``test_srcc``, ``val_loss``
-    or a bare stem) is better, by ``specs`` (a task's) first, then the built-in tasks':
-    losses and errors are lower-is-better, the rest higher."""
+    or a bare stem) is better, by ``specs`` (the run's task's): losses are
+    lower-is-better, a metric as its spec says, anything else higher."""
     stem = column.split("_", 1)[1] if column.startswith(("test_", "val_")) else column
     if stem == LOSS:
         return False
-    builtin = tuple(s for specs_ in BUILTIN_TASK_METRICS.values() for s in specs_)
-    for spec in (*specs, *builtin):
+    for spec in specs:
         if spec.stem == stem:
             return spec.higher_is_better
     return True

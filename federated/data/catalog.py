@@ -8,11 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-CLASSIFICATION_TASK = "classification"
-SCORE_TASK = "score"
-DETECTION_TASK = "detection"
-TASKS = (CLASSIFICATION_TASK, SCORE_TASK, DETECTION_TASK)
 # The model a detection data set names by default (its spec's ``default_model``): the
 # small detector that trains at laptop speed (federated/models/detection.py).
 DETECTION_DEFAULT_MODEL = "fcos-tiny"

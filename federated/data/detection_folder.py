@@ -37,8 +37,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from federated.contract.builtin_tasks import DETECTION_TASK
 from federated.data.box_targets import BoxTargets, BoxTargetsError
-from federated.data.catalog import DETECTION_DEFAULT_MODEL, DETECTION_TASK
+from federated.data.catalog import DETECTION_DEFAULT_MODEL
 from federated.data.detection_annotations import DetectionDataError
 from federated.data.detection_layout import DetectionLayout, is_detection_folder, scan_detection
 from federated.data.folder_cache import FolderLoad, cache_entry_path, payload_spec, write_cache
@@ -120,7 +121,7 @@ def detection_identity(root: Path) -> dict[str, Any]:
         "path": str(layout.root),
         "format": layout.format,
         "fingerprint": layout.fingerprint,
-        "task": DETECTION_TASK,
+        "task": DETECTION_TASK.name,
         "train_images": len(layout.train),
         "test_images": len(layout.test),
         "classes": list(layout.class_names),
@@ -257,7 +258,7 @@ def _image_data(
     spec = payload_spec(
         payload,
         name=name,
-        task=DETECTION_TASK,
+        task=DETECTION_TASK.name,
         default_model=DETECTION_DEFAULT_MODEL,
         party_names=party_names,
         left_out_parties=left_out,
@@ -321,7 +322,7 @@ def _payload_ok(payload: dict[str, Any]) -> bool:
 
 # ---------------------------------------------------------------------- reader
 READER = FolderReader(
-    name=DETECTION_TASK,
+    name=DETECTION_TASK.name,
     recognises=is_detection_folder,
     load=load_detection_folder,
     identity=detection_identity,

@@ -38,7 +38,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from federated.data.catalog import CLASSIFICATION_TASK, SCORE_TASK, DatasetSpec
+from federated.contract.builtin_tasks import CLASSIFICATION_TASK, SCORE_TASK
+from federated.data.catalog import DatasetSpec
 from federated.data.folder_cache import FolderLoad, cache_entry_path, write_cache
 from federated.data.folder_decode import (
     channel_stats,
@@ -205,7 +206,7 @@ def image_folder_identity(root: Path) -> dict[str, Any]:
     return {
         "path": str(root),
         "fingerprint": layout.fingerprint(),
-        "task": SCORE_TASK if layout.target_names else CLASSIFICATION_TASK,
+        "task": (SCORE_TASK if layout.target_names else CLASSIFICATION_TASK).name,
         "train_images": len(layout.train),
         "test_images": len(layout.test),
         "classes": list(layout.class_names),
@@ -306,7 +307,7 @@ def _image_data(payload: dict[str, Any], name: str) -> ImageData:
     targets = tuple(payload.get("target_names", ()))
     spec = DatasetSpec(
         name=name,
-        task=SCORE_TASK if targets else CLASSIFICATION_TASK,
+        task=(SCORE_TASK if targets else CLASSIFICATION_TASK).name,
         target_names=targets,
         n_classes=len(payload["class_names"]),
         channels=c,

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from federated.contract.metrics import LOSS, MetricSpec, metric_stems
+from federated.contract.task_spec import TaskSpec
 from federated.params import MethodParams, NoParams
 from federated.registry import load_method
 
@@ -91,6 +92,10 @@ class Task(ABC):
     targets: ClassVar[str] = "classification"
     #: the metrics its rows record besides ``loss``, the default primary first
     metrics: ClassVar[tuple[MetricSpec, ...]] = ()
+    #: its declaration for whatever reads its results (the report's words, what its
+    #: partitions count), recorded in a sweep's manifest; None: its metrics alone
+    #: (:meth:`task_spec`)
+    contract: ClassVar[TaskSpec | None] = None
     #: whether its targets are class labels (the class re-weighted per-party outcomes
     #: and label-skew partitions need classes)
     has_classes: ClassVar[bool] = False
@@ -128,6 +133,16 @@ class Task(ABC):
         that only natural, IID and quantity partitions apply."""
         return np.zeros(len(data.train_y), dtype=np.int64), 1
 
+    @classmethod
+    def party_class_counts(cls, data: ImageData, parts: list[np.ndarray]) -> np.ndarray:
+        """int ``(n_parties, n_groups)``: what each party holds of each class, counted as
+        its declaration says (``TaskSpec.counted``: images by default, a detection's
+        boxes, a segmentation's pixels), for ``partitions.json`` and Fig. 5; ``parts``:
+        each party's training sample indices.  By default the images of each
+        :meth:`partition_groups` group (one column for a task without classes)."""
+        groups, n = cls.partition_groups(data)
+        return np.stack([np.bincount(groups[p], minlength=n) for p in parts])
+
     def take_targets(self, targets: torch.Tensor, index: torch.Tensor | slice) -> torch.Tensor:
         """The targets of the samples ``index`` (rows of a tensor by default)."""
         return targets[index]
@@ -162,6 +177,13 @@ class Task(ABC):
     def accumulator(self, n_parties: int | None = None) -> MetricAccumulator:
         """A fresh accumulator for one evaluation; ``n_parties``: sum per party instead
         of pooled (the pooled values are then the size-weighted means of the parties')."""
+
+    @classmethod
+    def task_spec(cls, name: str | None = None) -> TaskSpec:
+        """Its declaration (:attr:`contract`, else its :attr:`metrics` alone) under
+        ``name``, the name the rows carry (a plug-in's import path; default its own)."""
+        spec = cls.contract or TaskSpec.plain(cls.name, cls.metrics, cls.has_classes)
+        return spec.named(name or spec.name)
 
     @classmethod
     def recorded_stems(cls) -> tuple[str, ...]:

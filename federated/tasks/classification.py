@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from federated.contract.metrics import ACCURACY
+from federated.contract.builtin_tasks import CLASSIFICATION_TASK
 from federated.tasks.base import Scores, Task, per_party_mean
 
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 class Classification(Task):
     name = "classification"
-    metrics = (ACCURACY,)
+    contract = CLASSIFICATION_TASK
+    metrics = CLASSIFICATION_TASK.metrics
     has_classes = True
 
     @classmethod

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from federated.contract.metrics import DETECTION_SPECS
+from federated.contract.builtin_tasks import DETECTION_TASK
 from federated.data.box_targets import BoxTargets
 from federated.models.fedcon import ModelOutput
 from federated.params import MethodParams
@@ -39,7 +39,7 @@ from federated.tasks.average_precision import ImageBoxes, average_precision
 from federated.tasks.base import Scores, Task
 
 if TYPE_CHECKING:
-    from federated.data import DatasetSpec
+    from federated.data import DatasetSpec, ImageData
 
 NAN = float("nan")
 #: the per-class columns' stem: ``test_ap50/<class name>``
@@ -49,7 +49,8 @@ CLASS_AP = "ap50"
 class Detection(Task):
     name = "detection"
     targets = "detection"
-    metrics = DETECTION_SPECS
+    contract = DETECTION_TASK
+    metrics = DETECTION_TASK.metrics
     targets_in_pixels = True
     evaluates_loss = False
     model_family = "federated.models.detection:DETECTOR_FAMILY"
@@ -68,6 +69,23 @@ class Detection(Task):
     def head_size(cls, spec: DatasetSpec) -> int:
         """The object classes (the detector adds its background class)."""
         return len(spec.target_names) or spec.n_classes
+
+    @classmethod
+    def party_class_counts(cls, data: ImageData, parts: list[np.ndarray]) -> np.ndarray:
+        """Each party's boxes of each object class (its declaration counts boxes)."""
+        targets: BoxTargets = data.train_y
+        n_classes = cls.head_size(data.spec)
+        per_image = np.diff(targets.offsets.cpu().numpy())
+        image_of_box = np.repeat(np.arange(len(per_image)), per_image)
+        labels = targets.labels.cpu().numpy()
+        owner = np.full(len(per_image), -1, dtype=np.int64)
+        for party, part in enumerate(parts):
+            owner[np.asarray(part, dtype=np.int64)] = party
+        box_owner = owner[image_of_box]
+        counts = np.zeros((len(parts), n_classes), dtype=np.int64)
+        held = box_owner >= 0
+        np.add.at(counts, (box_owner[held], labels[held]), 1)
+        return counts
 
     def take_targets(self, targets: BoxTargets, index: torch.Tensor | slice) -> BoxTargets:
         return targets[index]

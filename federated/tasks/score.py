@@ -32,7 +32,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from federated.contract.metrics import BINARY_ACCURACY, LOSS, SCORE_SPECS
+from federated.contract.builtin_tasks import SCORE_TASK
+from federated.contract.metrics import BINARY_ACCURACY, LOSS
 from federated.data.folder_layout import folder_path, is_folder_dataset
 from federated.data.scores_file import SCORES_FILE, has_scores_file, read_scores
 from federated.params import ConfigError, MethodParams, describe, one_of
@@ -71,7 +72,8 @@ class ScoreTask(Task):
     name = "score"
     targets = "score"
     Params = ScoreParams
-    metrics = SCORE_SPECS
+    contract = SCORE_TASK
+    metrics = SCORE_TASK.metrics
     params: ScoreParams
 
     @classmethod

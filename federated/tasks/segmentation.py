@@ -46,12 +46,18 @@ import torch
 import torch.nn.functional as F
 
 from federated.contract.metrics import FRACTION, LOSS, MetricSpec
-from federated.data.mask_targets import IGNORE_INDEX, pixel_moving_augmentation, take_masks
+from federated.contract.task_spec import TaskSpec
+from federated.data.mask_targets import (
+    IGNORE_INDEX,
+    class_pixel_counts,
+    pixel_moving_augmentation,
+    take_masks,
+)
 from federated.params import MethodParams
 from federated.tasks.base import Scores, Task, per_party_mean
 
 if TYPE_CHECKING:
-    from federated.data import DatasetSpec
+    from federated.data import DatasetSpec, ImageData
 
 NAN = float("nan")
 SEGMENTATION = "segmentation"
@@ -70,6 +76,8 @@ SEGMENTATION_SPECS: tuple[MetricSpec, ...] = (
         FRACTION,
     ),
 )
+#: the report's declaration: its per-class counts are pixels of each class
+SEGMENTATION_TASK = TaskSpec(SEGMENTATION, SEGMENTATION_SPECS, counted="pixels")
 #: the per-class columns' stem: ``test_iou/<class name>``
 CLASS_IOU = "iou"
 
@@ -77,7 +85,8 @@ CLASS_IOU = "iou"
 class Segmentation(Task):
     name = SEGMENTATION
     targets = SEGMENTATION
-    metrics = SEGMENTATION_SPECS
+    contract = SEGMENTATION_TASK
+    metrics = SEGMENTATION_TASK.metrics
     targets_in_pixels = True
     model_family = "federated.models.segmentation:SEGMENTERS"
     folder_reader = "federated.data.segmentation_folder:READER"
@@ -93,6 +102,19 @@ class Segmentation(Task):
     def head_size(cls, spec: DatasetSpec) -> int:
         """One score per class at every pixel."""
         return spec.n_classes
+
+    @classmethod
+    def party_class_counts(cls, data: ImageData, parts: list[np.ndarray]) -> np.ndarray:
+        """Each party's labelled pixels of each class (its declaration counts pixels)."""
+        n_classes = cls.head_size(data.spec)
+        return np.stack(
+            [
+                class_pixel_counts(
+                    data.train_y[torch.as_tensor(p, dtype=torch.long)], n_classes
+                ).numpy()
+                for p in parts
+            ]
+        )
 
     def take_targets(self, targets: torch.Tensor, index: torch.Tensor | slice) -> torch.Tensor:
         """The masks of images ``index``, int64 (B, H, W)."""

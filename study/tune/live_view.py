@@ -60,9 +60,12 @@ class LiveView(ProgressReporter):
         tty_period_s: float = TTY_PERIOD_S,
         metric: str | None = None,
         primary: str = "acc",
+        task: str | None = None,
     ) -> None:
         #: the trials' primary metric (``acc``; a score task's ``srcc``, ``mae`` ...)
         self.primary = primary
+        #: the trials' task, whose declared metrics say which way is better
+        self.task = task
         #: what ranks the trials (a validation metric; None: nothing ranks, test shown)
         self.metric = metric or f"test_{primary}"
         self.title = title
@@ -141,7 +144,7 @@ class LiveView(ProgressReporter):
             if isinstance((t.last_result or {}).get(metric), float)
         ]
         values = [a for a in values if a == a]  # NaN (diverged) never counts as best
-        pick = min if mode_of(metric) == "min" else max
+        pick = min if mode_of(metric, self.task) == "min" else max
         best = f"best {metric} {pick(values):.4f}" if values else f"best {metric} -"
         summary = (
             f"{self.title} {clock(elapsed_s)} | {self.total_trials} trials: {done} done, "

@@ -54,6 +54,7 @@ def _reporter(plan: SweepPlan) -> LiveView:
         plan.parameter_columns,
         metric=plan.ranking_metric,
         primary=plan.first_config().get("primary_metric") or "acc",
+        task=plan.task,
     )
 
 

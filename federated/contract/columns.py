@@ -1,0 +1,183 @@
+"""The results contract's columns: what every metric column a run writes holds.
+
+Each column of a round's row (``result.json``, the report's ``data/rounds.csv``) that
+carries a task metric is declared once here, as a :class:`ColumnFamily`: which metric
+(the ``{stem}`` of the task's :class:`~federated.contract.metrics.MetricSpec`, or the
+loss), on which **split** (the pooled test set, the federated validation split, each
+party's class mix of the test set, each party's own test or validation split), of which
+**model** (the global model, the model each party is evaluated with, a fine-tuned copy)
+and at which **cadence** (every round, every k-th round of a config field and the last,
+the last round).  :func:`declared_columns` expands the families for one task's
+declaration; a sweep records the result in its manifest (``columns``) and the report
+writes it beside its data files (``data/columns.csv``), so that a reader of any column
+knows what it measured without reading the engine.
+
+Only the words live here; the engine writes the columns
+(:mod:`federated.evaluation.round_evaluation`, :mod:`federated.evaluation.fairness`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from federated.contract.metrics import LOSS
+from federated.contract.task_spec import TaskSpec
+
+# the splits
+TEST = "test set"
+VALIDATION = "validation split (size-weighted over parties)"
+CLASS_MIX = (
+    "each party's own test split where party_test_fraction > 0, else its class mix of the "
+    "test set (the test set re-weighted by its training classes)"
+)
+OWN_TEST = "each party's own test split"
+OWN_VALIDATION = "each party's own validation split"
+# the models
+GLOBAL = "the global model"
+OWN = "each party's own model (a personal-model method)"
+FINE_TUNED = (
+    "the model each party is evaluated with; on a party's own split, a copy fine-tuned on "
+    "its own training data where finetune_epochs > 0"
+)
+# the cadences
+EVERY_ROUND = "every round"
+PERSONAL_ROUNDS = "every personal_test_every-th round and the last"
+SCORED_ROUNDS = "every party_scores_every-th round and the last"
+VALIDATED_ROUNDS = (
+    "every party_scores_every-th round and the last, carried into the rows between "
+    "(val_round says from which)"
+)
+
+
+@dataclass(frozen=True)
+class ColumnFamily:
+    """Columns of one kind, one per metric stem.
+
+    Attributes:
+        pattern: the column's name with ``{stem}`` for the metric (``test_{stem}``).
+        split, model, cadence: what it was measured on, with which model, when (the
+            module's words).
+        statistic: what the value is over the parties ("value": one value of the split).
+        metrics_only: True where the loss is never recorded in it (per-party values).
+    """
+
+    pattern: str
+    split: str
+    model: str
+    cadence: str
+    statistic: str = "value"
+    metrics_only: bool = True
+
+    def column(self, stem: str) -> str:
+        return self.pattern.format(stem=stem)
+
+
+RUN_COLUMNS: tuple[ColumnFamily, ...] = (
+    ColumnFamily(
+        "test_{stem}",
+        TEST,
+        "the global model; with own models, the mean over the parties' own models",
+        "every round; with own models, " + PERSONAL_ROUNDS,
+        metrics_only=False,
+    ),
+    ColumnFamily("test_{stem}_std", TEST, OWN, PERSONAL_ROUNDS, "std over parties (ddof 0)"),
+    ColumnFamily("party_{stem}/<party>", TEST, OWN, PERSONAL_ROUNDS, "one party's value"),
+    ColumnFamily("val_{stem}", VALIDATION, FINE_TUNED, VALIDATED_ROUNDS, metrics_only=False),
+    ColumnFamily("party_{stem}_mean", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "mean over parties"),
+    ColumnFamily(
+        "party_{stem}_std", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "std over parties (ddof 0)"
+    ),
+    ColumnFamily("party_{stem}_min", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "the worst party"),
+    ColumnFamily(
+        "party_{stem}_worst10",
+        CLASS_MIX,
+        FINE_TUNED,
+        SCORED_ROUNDS,
+        "mean of the worst ceil(N/10) parties",
+    ),
+    ColumnFamily("party_test_{stem}", OWN_TEST, FINE_TUNED, SCORED_ROUNDS, "size-weighted mean"),
+    ColumnFamily(
+        "party_test_{stem}_mean", OWN_TEST, FINE_TUNED, SCORED_ROUNDS, "mean over parties"
+    ),
+    ColumnFamily(
+        "party_test_{stem}_worst10",
+        OWN_TEST,
+        FINE_TUNED,
+        SCORED_ROUNDS,
+        "mean of the worst ceil(N/10) parties",
+    ),
+    ColumnFamily(
+        "party_test_{stem}_std",
+        OWN_TEST,
+        FINE_TUNED,
+        SCORED_ROUNDS,
+        "std over parties (ddof 0)",
+    ),
+    ColumnFamily(
+        "party_val_{stem}", OWN_VALIDATION, FINE_TUNED, VALIDATED_ROUNDS, "size-weighted mean"
+    ),
+    ColumnFamily(
+        "party_val_{stem}_mean", OWN_VALIDATION, FINE_TUNED, VALIDATED_ROUNDS, "mean over parties"
+    ),
+    ColumnFamily(
+        "party_val_{stem}_worst10",
+        OWN_VALIDATION,
+        FINE_TUNED,
+        VALIDATED_ROUNDS,
+        "mean of the worst ceil(N/10) parties",
+    ),
+    ColumnFamily(
+        "party_val_{stem}_std",
+        OWN_VALIDATION,
+        FINE_TUNED,
+        VALIDATED_ROUNDS,
+        "std over parties (ddof 0)",
+    ),
+)
+#: the fields of one declared column, in ``data/columns.csv``'s order
+COLUMN_FIELDS = (
+    "column",
+    "metric",
+    "unit",
+    "higher_is_better",
+    "split",
+    "model",
+    "cadence",
+    "statistic",
+)
+
+
+def declared_columns(task: TaskSpec) -> list[dict[str, object]]:
+    """Every metric column a run of ``task`` may write (the per-party values'
+    ``/<party>`` left as written), each as :data:`COLUMN_FIELDS`: the metric's name,
+    its unit as recorded, its direction, the split, the model, the cadence and the
+    statistic over parties."""
+    rows: list[dict[str, object]] = []
+    for family in RUN_COLUMNS:
+        for spec in task.metrics:
+            rows.append(
+                {
+                    "column": family.column(spec.stem),
+                    "metric": spec.name,
+                    "unit": "fraction" if spec.percent else "as recorded",
+                    "higher_is_better": spec.higher_is_better,
+                    "split": family.split,
+                    "model": family.model,
+                    "cadence": family.cadence,
+                    "statistic": family.statistic,
+                }
+            )
+        if not family.metrics_only:
+            rows.append(
+                {
+                    "column": family.column(LOSS),
+                    "metric": "loss",
+                    "unit": "as recorded",
+                    "higher_is_better": False,
+                    "split": family.split,
+                    "model": family.model,
+                    "cadence": family.cadence,
+                    "statistic": family.statistic,
+                }
+            )
+    return rows
