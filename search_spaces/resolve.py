@@ -164,8 +164,12 @@ def trial_config_and_changes(
     fields.update(overrides)
     fields["seed"] = seed
     changes = {k: v for k, v in changes.items() if k not in overrides}
-    # the one resolution of this trial in the driver: the plan keeps it (TrialSpec.run_config)
-    return RunConfig.from_dict(fields).resolved(), changes
+    from federated.config.data_checks import with_data_checked
+
+    # the one resolution of this trial in the driver, checked against its data (loaded
+    # where they are files) and model before Ray starts: the plan keeps it
+    # (TrialSpec.run_config)
+    return with_data_checked(RunConfig.from_dict(fields)), changes
 
 
 def trial_fields(

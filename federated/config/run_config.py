@@ -2,12 +2,14 @@
 
 Every entry point (Python, ``python -m federated.run``, Tune trials, ``study.sweep``)
 builds a :class:`RunConfig`.  Constructing one does no I/O and changes nothing: it is
-the values given.  :meth:`RunConfig.resolved` is the one step that checks every field
-(before any data is loaded; :class:`ConfigError` with one line naming the field, the bad
-value and what is allowed) and returns a new, complete config: fields left as ``None``
-take the MOON paper's settings (§4.1) for the chosen algorithm and dataset, a folder
-dataset's path is made absolute, its parties counted, the model checked, and the chosen
-methods' parameters built.
+the values given.  :meth:`RunConfig.resolved` is the one step that checks every field as
+a value (reading no file, building no model; :class:`ConfigError` with one line naming
+the field, the bad value and what is allowed) and returns a new config: fields left as
+``None`` take the MOON paper's settings (§4.1) for the chosen algorithm and dataset, a
+folder dataset's path is made absolute and the chosen methods' parameters are built.
+What the data or the model decide is checked once the data are loaded, in one place,
+:mod:`federated.config.data_checks` (a folder's parties counted, its task and default
+model read from it, a model built, a layer rule matched to it).
 
 Defaults are the paper's reference settings: 10 parties, Dir(0.5), 10 local epochs,
 SGD lr 0.01 / momentum 0.9 / weight decay 1e-5, batch 64, out_dim 256, tau 0.5.
@@ -393,7 +395,8 @@ class RunConfig:
     # ------------------------------------------------------------------- resolution
     @property
     def is_resolved(self) -> bool:
-        """Whether :meth:`resolved` made this config (the methods' parameters built)."""
+        """Whether this config is complete (the methods' parameters built): resolved on a
+        built-in data set, or checked against its loaded data."""
         return (
             self.algorithm_params is not None
             and self.server_params is not None
@@ -401,10 +404,12 @@ class RunConfig:
         )
 
     def resolved(self) -> RunConfig:
-        """The complete, checked config: a new value (this one is left as it is); a
-        resolved config returns itself.  Raises :class:`ConfigError` naming the first
-        bad field.  Reads an image folder (``folder:PATH``, cached) and builds an
-        import-path model once, to check them."""
+        """The checked config: a new value (this one is left as it is); a complete one
+        returns itself.  Raises :class:`ConfigError` naming the first bad field.  Reads
+        no file and builds no model: on a built-in data set (whose spec is a table) the
+        config is complete; on a folder or an ``hf:`` data set, what the data decide
+        (natural parties, model, task, the methods' parameters) is filled in and checked
+        once they are loaded, by :func:`federated.config.data_checks.checked_against`."""
         if self.is_resolved:
             return self
         return _resolve(self)
@@ -450,16 +455,21 @@ class RunConfig:
 
     @property
     def spec(self):
-        """The dataset's :class:`~federated.data.catalog.DatasetSpec` (an image folder's
-        from its cached load)."""
-        from federated.config.data_fields import run_spec
+        """The dataset's :class:`~federated.data.catalog.DatasetSpec`: a built-in data
+        set's from its table; a folder's or an ``hf:`` data set's from its load (the
+        loaders keep it in memory; :func:`federated.config.data_checks.data_spec`)."""
+        from federated.config.data_checks import data_spec
 
-        return run_spec(self)
+        return data_spec(self)
+
+    def n_train_of(self, spec: Any) -> int:
+        """Training samples used after ``data_fraction``, of data with spec ``spec``."""
+        return max(1, round(spec.train_size * self.data_fraction))
 
     @property
     def n_train(self) -> int:
-        """Training samples used after ``data_fraction``."""
-        return max(1, round(self.spec.train_size * self.data_fraction))
+        """Training samples used after ``data_fraction`` (:attr:`spec`'s)."""
+        return self.n_train_of(self.spec)
 
     @property
     def n_test(self) -> int:
@@ -555,42 +565,64 @@ def coerce(name: str, value: Any) -> Any:
 
 # ------------------------------------------------------------------------ resolution
 def _resolve(c: RunConfig) -> RunConfig:
-    """:meth:`RunConfig.resolved`: each step returns a new value, none rewrites one."""
-    # Late import: the dataset and model checks load folder datasets and model factories.
-    from federated.config.data_fields import check_dataset, folder_path_resolved, resolved_parties
-    from federated.config.privacy_fields import privacy_defaults
+    """:meth:`RunConfig.resolved`: each step returns a new value, none rewrites one; no
+    file is read and no model built (names are made absolute: path look-ups only)."""
+    from federated.config.data_checks import completed
+    from federated.config.data_fields import DEFAULT_PARTIES, declared_spec, folder_path_resolved
     from federated.models.pretrained_start import absolute_start
 
     check_types(c)
     load_method("algorithm", c.algorithm)
     load_method("server_optimizer", c.server_optimizer)
-    spec = check_dataset(c)
-    complete = replace(
+    checked = replace(
         c,
         dataset=folder_path_resolved(c.dataset),
-        n_parties=resolved_parties(c, spec),
-        model=spec.default_model if c.model is None else c.model,
-        init=None if c.init is None else absolute_start(c.init),
-        task=spec.task if c.task is None else c.task,
-        primary_metric=(
-            _default_primary(spec.task if c.task is None else c.task)
-            if c.primary_metric is None
-            else c.primary_metric
+        # under partition=natural the data count the parties (data_checks.completed)
+        n_parties=(
+            DEFAULT_PARTIES if c.n_parties is None and c.partition != "natural" else c.n_parties
         ),
+        init=None if c.init is None else absolute_start(c.init),
         execution=EXECUTION_ALIASES.get(c.execution, c.execution),
         **method_defaults(c),
     )
-    validate(complete)
-    algorithm_params, server_params, task_params, inert = _method_params(complete)
-    load_method("task", str(complete.task)).check_data(task_params, complete.dataset)
-    return replace(
-        complete,
-        method_options=inert,
-        algorithm_params=algorithm_params,
-        server_params=server_params,
-        task_params=task_params,
-        **privacy_defaults(complete),
-    )
+    validate(checked)
+    spec = declared_spec(checked.dataset)
+    _check_method_options(checked, checked.task or (spec.task if spec is not None else None))
+    # a built-in data set's spec is a table: complete the config now; a folder's or an
+    # hf: data set's waits for its load (federated.config.data_checks.checked_against)
+    return completed(checked, spec) if spec is not None else checked
+
+
+def _check_method_options(c: RunConfig, task: str | None) -> None:
+    """The given method parameters as values, before they are built (:func:`method_params`,
+    once the data have said which ``task`` the run is where it is a folder's: None until
+    then): every name one of the chosen methods, the task or some registered method
+    declares, every value one its declarers allow."""
+    algorithm = load_method("algorithm", c.algorithm).Params
+    server = load_method("server_optimizer", c.server_optimizer).Params
+    declared = {**server.field_types(), **algorithm.field_types()}
+    if task is not None:
+        declared.update(load_method("task", task).Params.field_types())
+    given = dict(c.method_options)
+    names = flat_names()
+    for key in given:
+        if key not in declared and key not in names:
+            raise ConfigError(
+                key,
+                given[key],
+                f"a known field: {', '.join(field_types())}, or a parameter of algorithm "
+                f"{c.algorithm} / server_optimizer {c.server_optimizer}"
+                + (f" / task {task}" if task is not None else "")
+                + f" ({', '.join(declared) or 'none'})",
+            )
+    context = {f: getattr(c, f) for f in field_types()}
+    chosen = {k: v for k, v in given.items() if k in declared}
+    algorithm.build(chosen, context)
+    server.build(chosen, context)
+    for params in registered_params().values():
+        theirs = {k: v for k, v in given.items() if k not in declared and k in params.field_types()}
+        if theirs:
+            params.build(theirs, context)
 
 
 def method_defaults(c: RunConfig) -> dict[str, Any]:
@@ -603,7 +635,7 @@ def method_defaults(c: RunConfig) -> dict[str, Any]:
     }
 
 
-def _default_primary(task: str) -> str | None:
+def default_primary(task: str) -> str | None:
     """The task's first metric (None for a name no task has: validate refuses it)."""
     try:
         metrics = load_method("task", task).metrics
@@ -612,7 +644,7 @@ def _default_primary(task: str) -> str | None:
     return metrics[0].stem if metrics else None
 
 
-def _method_params(
+def method_params(
     c: RunConfig,
 ) -> tuple[MethodParams, MethodParams, MethodParams, dict[str, Any]]:
     """The chosen methods' and the task's parameters from ``c.method_options`` (the paper
