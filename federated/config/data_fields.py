@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from federated.cli.hub_source import HubSourceError
 from federated.data.catalog import DATASETS, DatasetSpec, dataset_spec
 from federated.data.folder_decode import ImageSizeError, parse_image_size
 from federated.data.folder_kinds import (
@@ -47,7 +48,10 @@ def folder_path_resolved(dataset: str) -> str:
     """``dataset`` with a folder's or a local ``hf:PATH``'s path made absolute (in the
     driver: every trial on every node then reads the same files); other names as they are."""
     if is_hub_dataset(dataset):
-        return absolute_hub_name(dataset)
+        try:
+            return absolute_hub_name(dataset)
+        except HubSourceError as err:  # no source, the disk's root, no such ~user
+            raise ConfigError("dataset", dataset, f"a usable data set; {err}") from None
     return absolute_folder_name(dataset) if is_folder_dataset(dataset) else dataset
 
 

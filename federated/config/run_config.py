@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import Any
 
 from federated.config.checks import EXECUTION_ALIASES, check_types, validate
@@ -58,6 +59,120 @@ METHOD_DEFAULTS = {
     "batchnorm": "batchnorm_default",
     "personal_test_every": "personal_test_every_default",
 }
+
+
+#: The run-level fields by what they set, each in one group (a test holds every field in
+#: exactly one).  The fields stay flat: their names are the flags, the study files' keys,
+#: the results' columns and the checkpoints' and manifests' keys (:meth:`RunConfig.to_dict`
+#: is unchanged by the groups); :meth:`RunConfig.group` is a read-only view of one group.
+FIELD_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        # what is studied: the methods, the model, the task
+        "method": (
+            "algorithm",
+            "server_optimizer",
+            "model",
+            "init",
+            "out_dim",
+            "projection_head",
+            "batchnorm",
+            "task",
+            "primary_metric",
+        ),
+        # which data, how they load (the natural parties' field among them), how much is used
+        "data": (
+            "dataset",
+            "data_root",
+            "image_size",
+            "holdout_fraction",
+            "image_column",
+            "label_column",
+            "partition_by",
+            "data_fraction",
+            "test_fraction",
+        ),
+        # how the training set is split into parties and drawn each round
+        "partition": ("n_parties", "partition", "beta", "labels_per_party", "sample_fraction"),
+        # heterogeneity beyond label skew: features and system
+        "heterogeneity": (
+            "feature_skew",
+            "feature_skew_level",
+            "straggler_fraction",
+            "straggler_policy",
+            "local_epochs_min",
+            "dropout",
+        ),
+        # local training and the run's length and seed
+        "training": (
+            "rounds",
+            "local_epochs",
+            "batch_size",
+            "lr",
+            "momentum",
+            "weight_decay",
+            "seed",
+        ),
+        # held-out data and what is scored when
+        "evaluation": (
+            "val_fraction",
+            "val_split",
+            "eval_fraction",
+            "party_test_fraction",
+            "finetune_epochs",
+            "party_scores_every",
+            "personal_test_every",
+            "representations_at",
+        ),
+        # client-level differential privacy (federated/config/privacy_fields.py)
+        "privacy": (
+            "dp_noise_multiplier",
+            "dp_clip_norm",
+            "dp_clipping",
+            "dp_clip_quantile",
+            "dp_target_epsilon",
+            "dp_delta",
+        ),
+        # where and how it runs (execution_fields() says which never change results)
+        "execution": (
+            "device",
+            "threads",
+            "eval_batch_size",
+            "execution",
+            "pack_width",
+            "checkpoint_every",
+            "fail_at_round",
+        ),
+    }
+)
+
+
+class FieldGroup(Mapping[str, Any]):
+    """A read-only view of one of :data:`FIELD_GROUPS` of a config: its fields by name,
+    as a mapping and as attributes (``config.group("privacy").dp_delta``)."""
+
+    __slots__ = ("_name", "_values")
+
+    def __init__(self, name: str, values: Mapping[str, Any]) -> None:
+        self._name = name
+        self._values = MappingProxyType(dict(values))
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self._values[key]
+        except KeyError:
+            raise AttributeError(f"field group {self._name!r} has no field {key!r}") from None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"FieldGroup({self._name!r}, {dict(self._values)!r})"
 
 
 def _help(text: str) -> Any:
@@ -413,6 +528,13 @@ class RunConfig:
         if self.is_resolved:
             return self
         return _resolve(self)
+
+    def group(self, name: str) -> FieldGroup:
+        """The fields of group ``name`` of :data:`FIELD_GROUPS` (``data``, ``partition``,
+        ``training``, ``evaluation``, ``privacy``, ``execution`` ...), a read-only view."""
+        if name not in FIELD_GROUPS:
+            raise KeyError(f"no field group {name!r} (groups: {', '.join(FIELD_GROUPS)})")
+        return FieldGroup(name, {f: getattr(self, f) for f in FIELD_GROUPS[name]})
 
     # ------------------------------------------------------------------ conversions
     def to_dict(self) -> dict[str, Any]:
