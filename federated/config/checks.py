@@ -83,7 +83,7 @@ def validate(c: Any) -> None:
     differential privacy; the device.  Where the parties are the data's own and not yet
     counted (``n_parties`` None under ``partition=natural`` on a folder or an ``hf:``
     column), the checks that need their count wait for it:
-    :func:`federated.config.data_checks.completed` runs this again once it is known."""
+    :func:`federated.config.data_checks.check_against_spec` runs this again once it is known."""
     from federated.config.data_fields import check_dataset_fields
 
     check_types(c)

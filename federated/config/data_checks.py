@@ -14,16 +14,21 @@ its layers, FedBN's BatchNorm layers, the memory they take) is checked here, by
   trial is refused in one line with nothing written.
 
 A built-in data set's spec is a table (:func:`~federated.config.data_fields.declared_spec`),
-so resolution completes such a config at once (:func:`completed`, no file read); the
-model's checks still wait for the data step.  A folder's or an ``hf:`` data set's config
-resolves with its values checked and what the data decide left open (``n_parties`` under
-``partition=natural``, ``model``, ``task``, ``primary_metric``, the methods' parameters
-unbuilt); :func:`completed` fills them from the loaded data's spec.
+so resolution completes such a config at once
+(:meth:`~federated.config.run_config.RunConfig.completed_with`, no file read; its checks
+against the spec are :func:`check_against_spec`'s); the model's checks still wait for the
+data step.  A folder's or an ``hf:`` data set's config resolves with its values checked
+and what the data decide left open (``n_parties`` under ``partition=natural``, ``model``,
+``task``, ``primary_metric``, the methods' parameters unbuilt): ``completed_with`` fills
+them (:func:`data_decided`) from the loaded data's spec.
+
+The config reaches these functions as a plain object (``Any``), as it reaches
+:mod:`federated.config.checks`: :mod:`federated.config.run_config` calls this module, and
+this module imports nothing of it back.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any
 
@@ -41,8 +46,6 @@ from federated.config.data_fields import (
     declared_spec,
     natural_parties_source,
 )
-from federated.config.privacy_fields import privacy_defaults
-from federated.config.run_config import RunConfig, default_primary, method_params
 from federated.contract.metrics import current_stem, metric_stems
 from federated.contract.task_needs import (
     CLASS_PER_SAMPLE,
@@ -83,14 +86,14 @@ EVALUATION_NEEDS: dict[str, tuple[TaskNeed, ...]] = {
 
 
 # ---------------------------------------------------------------------- the data step
-def data_spec(c: RunConfig) -> DatasetSpec:
+def data_spec(c: Any) -> DatasetSpec:
     """The spec of ``c``'s data: a built-in data set's from its table, a folder's or an
     ``hf:`` data set's from its load (:func:`load_checked_data`)."""
     spec = declared_spec(c.dataset)
     return spec if spec is not None else load_checked_data(c).spec
 
 
-def load_checked_data(c: RunConfig) -> ImageData:
+def load_checked_data(c: Any) -> ImageData:
     """``c``'s data, loaded (the loaders keep it in memory: a second ask is free) after
     :func:`~federated.config.data_fields.check_source`; a folder or ``hf:`` data set that
     cannot be used is a :class:`ConfigError` on ``dataset``, one line naming the path."""
@@ -103,15 +106,16 @@ def load_checked_data(c: RunConfig) -> ImageData:
         raise ConfigError("dataset", c.dataset, f"a usable data set; {err}") from None
 
 
-def with_data_checked(c: RunConfig) -> RunConfig:
+def with_data_checked(c: Any) -> Any:
     """``c`` resolved, completed and checked against its data (loaded where they are
     files): what a sweep's driver makes of each planned trial before Ray starts."""
     c = c.resolved()
     return checked_against(c, data_spec(c))
 
 
-def checked_against(c: RunConfig, spec: DatasetSpec) -> RunConfig:
-    """``c`` (resolved) :func:`completed` by its data's ``spec``, after every check that
+def checked_against(c: Any, spec: DatasetSpec) -> Any:
+    """``c`` (resolved) completed by its data's ``spec``
+    (:meth:`~federated.config.run_config.RunConfig.completed_with`), then every check that
     needs the model or a file besides the data: an import-path model builds for the data,
     a start (``init``) fits it, the chosen methods' parameters fit its layers
     (:meth:`~federated.params.MethodParams.check_model`), the task's parameters fit the
@@ -119,12 +123,12 @@ def checked_against(c: RunConfig, spec: DatasetSpec) -> RunConfig:
     naming the first bad field; writes nothing."""
     from federated.models.party_memory import check_party_memory
 
-    complete = completed(c.resolved(), spec)
+    complete = c.resolved().completed_with(spec)
     _check_model_builds(complete, spec)
     _check_init(complete, spec)  # after the model: a start is matched to it
     names = model_names(complete.model, spec, complete.out_dim, complete.projection_head)
     if names is not None:
-        for params in _checked_params(complete):
+        for params in (complete.algorithm_params, complete.server_params, complete.task_params):
             params.check_model(names)
     load_method("task", str(complete.task)).check_data(complete.task_params, complete.dataset)
     if is_folder_dataset(complete.dataset) or is_hub_dataset(complete.dataset):
@@ -137,30 +141,26 @@ def checked_against(c: RunConfig, spec: DatasetSpec) -> RunConfig:
     return complete
 
 
-def _checked_params(c: RunConfig) -> list[Any]:
-    """The chosen methods' and the task's parameters, and those of every registered method
-    that declares a value ``c`` gives but its chosen methods do not (an inert value is
-    still one its declarers allow: a layer rule naming no layer is refused under FedAvg)."""
-    from federated.config.run_config import registered_params
-
-    chosen = [c.algorithm_params, c.server_params, c.task_params]
-    context = {**c.to_dict()}
-    for params in registered_params().values():
-        theirs = {k: v for k, v in c.method_options.items() if k in params.field_types()}
-        if theirs:
-            chosen.append(params.build(theirs, context))
-    return chosen
-
-
 # ----------------------------------------------------------------------- completion
-def completed(c: RunConfig, spec: DatasetSpec) -> RunConfig:
-    """``c`` (resolved: its values checked) with what its data decide filled in from
-    ``spec`` (the natural parties' count, the default model, the task and its primary
-    metric, the methods' and the task's parameters, the privacy defaults that follow the
-    party count) and checked against it: the parties, the task, the model's family, the
-    party sizes and the batch plan.  Reads no file: a built-in data set's config is
-    completed by resolution itself.  A complete config is checked and returned as it is."""
-    _check_parties(c, spec)
+def data_decided(c: Any, spec: DatasetSpec) -> dict[str, Any]:
+    """What ``c``'s data decide where ``c`` leaves it None (its own value otherwise): the
+    natural parties' count, the default model, the task and its primary metric."""
+    task = spec.task if c.task is None else c.task
+    return {
+        "n_parties": _resolved_parties(c, spec),
+        "model": spec.default_model if c.model is None else c.model,
+        "task": task,
+        "primary_metric": default_primary(task) if c.primary_metric is None else c.primary_metric,
+    }
+
+
+def check_against_spec(c: Any, spec: DatasetSpec, counted: bool) -> None:
+    """Every check of ``c`` (its :func:`data_decided` fields filled in) against its data's
+    ``spec``: the natural parties, a single split's test data, the task, the model's
+    family, the party sizes and the batch plan; and, where the parties were not
+    ``counted`` before (natural parties, ``n_parties`` unset), the value checks that
+    waited for their count (:func:`~federated.config.checks.validate`).  Reads no file."""
+    _check_parties(c, spec, counted)
     if spec.test_from_parties and c.party_test_fraction == 0.0:
         raise ConfigError(
             "party_test_fraction",
@@ -169,38 +169,26 @@ def completed(c: RunConfig, spec: DatasetSpec) -> RunConfig:
             "test split, the test set being their union; or holdout_fraction=F for a fixed "
             "test set",
         )
-    task = spec.task if c.task is None else c.task
-    complete = dataclasses.replace(
-        c,
-        n_parties=_resolved_parties(c, spec),
-        model=spec.default_model if c.model is None else c.model,
-        task=task,
-        primary_metric=default_primary(task) if c.primary_metric is None else c.primary_metric,
-    )
     # before any party count: a task without classes conflicts with a class skew first
-    _check_task(complete, spec)
-    _check_model_name(complete, spec)
-    if c.n_parties is None:  # the checks that waited for the parties' count
-        validate(complete)
-    _check_party_sizes(complete, spec)
-    n_train = complete.n_train_of(spec)
-    _check_plan_size(
-        complete.local_epochs, n_train * complete.parties_per_round // complete.n_parties
-    )
-    if complete.is_resolved:
-        return complete
-    algorithm_params, server_params, task_params, inert = method_params(complete)
-    return dataclasses.replace(
-        complete,
-        method_options=inert,
-        algorithm_params=algorithm_params,
-        server_params=server_params,
-        task_params=task_params,
-        **privacy_defaults(complete),
-    )
+    _check_task(c, spec)
+    _check_model_name(c, spec)
+    if not counted:
+        validate(c)
+    _check_party_sizes(c, spec)
+    _check_plan_size(c.local_epochs, c.n_train_of(spec) * c.parties_per_round // c.n_parties)
 
 
-def _resolved_parties(c: RunConfig, spec: DatasetSpec) -> int:
+def default_primary(task: str) -> str | None:
+    """The task's first metric (None for a name no task has: :func:`_check_task`
+    refuses it)."""
+    try:
+        metrics = load_method("task", task).metrics
+    except ConfigError:
+        return None
+    return metrics[0].stem if metrics else None
+
+
+def _resolved_parties(c: Any, spec: DatasetSpec) -> int:
     """``n_parties`` once resolved: under ``partition="natural"`` the data's party count
     (a folder's: a different explicit value is an error; an ``hf:`` column's: a smaller
     one is a seeded draw of that many), else 10 when unset."""
@@ -209,9 +197,10 @@ def _resolved_parties(c: RunConfig, spec: DatasetSpec) -> int:
     return len(spec.party_names) if c.n_parties is None else c.n_parties
 
 
-def _check_parties(c: RunConfig, spec: DatasetSpec) -> None:
+def _check_parties(c: Any, spec: DatasetSpec, counted: bool = True) -> None:
     """Under ``partition="natural"``: data with parties of their own, and ``n_parties``
-    unset or their count (an ``hf:`` column's: 2 to their count)."""
+    unset (not ``counted``: the data's count) or their count (an ``hf:`` column's: 2 to
+    their count)."""
     if c.partition != "natural":
         return
     if not spec.party_names:
@@ -221,21 +210,23 @@ def _check_parties(c: RunConfig, spec: DatasetSpec) -> None:
             "natural only with dataset=folder:PATH laid out as PATH/train/<party>/<class>/<image>",
         )
     found = len(spec.party_names)
+    if not counted:
+        return
     if is_hub_dataset(c.dataset):
-        if c.n_parties is not None and not 2 <= c.n_parties <= found:
+        if not 2 <= c.n_parties <= found:
             raise ConfigError(
                 "n_parties",
                 c.n_parties,
                 f"2 to {found} (the parties of column {c.partition_by}) or unset, under natural",
             )
         return
-    if c.n_parties is not None and c.n_parties != found:
+    if c.n_parties != found:
         raise ConfigError(
             "n_parties", c.n_parties, f"{found} (the folder's parties) or unset, under natural"
         )
 
 
-def _check_task(c: RunConfig, spec: DatasetSpec) -> None:
+def _check_task(c: Any, spec: DatasetSpec) -> None:
     """The task reads the data's targets (the data's own task by default); the primary
     metric is one the task records; a task without classes has none to skew by."""
     task = load_method("task", c.task)
@@ -292,7 +283,7 @@ def _check_task(c: RunConfig, spec: DatasetSpec) -> None:
             )
 
 
-def _check_party_sizes(c: RunConfig, spec: DatasetSpec) -> None:
+def _check_party_sizes(c: Any, spec: DatasetSpec) -> None:
     """The partition can give every party what it needs: ``labels_per_party`` classes
     (partition=labels), and :data:`MIN_PARTY_SAMPLES` samples each where the partition
     or an image folder requires them (1 otherwise)."""
@@ -343,7 +334,7 @@ def _check_plan_size(local_epochs: int, samples_per_round: int) -> None:
 
 
 # ------------------------------------------------------------------------- the model
-def _check_model_name(c: RunConfig, spec: DatasetSpec) -> None:
+def _check_model_name(c: Any, spec: DatasetSpec) -> None:
     """A model of the family the data's task trains
     (:attr:`~federated.tasks.base.Task.model_family`): one of its built-in names or, for
     an encoder and a head, an import path (built by :func:`_check_model_builds`);
@@ -361,7 +352,7 @@ def _check_model_name(c: RunConfig, spec: DatasetSpec) -> None:
         )
 
 
-def _check_model_builds(c: RunConfig, spec: DatasetSpec) -> None:
+def _check_model_builds(c: Any, spec: DatasetSpec) -> None:
     """An import-path model builds for the data (on a dummy batch)."""
     if c.model in model_family(spec).names:
         return
@@ -371,7 +362,7 @@ def _check_model_builds(c: RunConfig, spec: DatasetSpec) -> None:
         raise ConfigError("model", c.model, f"a working model; {err.problem}") from None
 
 
-def _check_init(c: RunConfig, spec: DatasetSpec) -> None:
+def _check_init(c: Any, spec: DatasetSpec) -> None:
     """``init``: a start that fits the run's model (:mod:`federated.models.pretrained_start`;
     resolution has made a file's path absolute, in the driver, so every trial on every node
     reads the same file)."""

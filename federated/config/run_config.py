@@ -536,6 +536,33 @@ class RunConfig:
             raise KeyError(f"no field group {name!r} (groups: {', '.join(FIELD_GROUPS)})")
         return FieldGroup(name, {f: getattr(self, f) for f in FIELD_GROUPS[name]})
 
+    def completed_with(self, spec: Any) -> RunConfig:
+        """This config (resolved: its values checked) with what its data decide filled in
+        from their :class:`~federated.data.catalog.DatasetSpec` ``spec`` (the natural
+        parties' count, the default model, the task and its primary metric; then the
+        methods' and the task's parameters built and the privacy defaults that follow the
+        party count) and checked against it
+        (:func:`federated.config.data_checks.check_against_spec`).  Reads no file: a
+        built-in data set's config is completed by :meth:`resolved` itself, a folder's by
+        :func:`federated.config.data_checks.checked_against` once it is loaded.  A
+        complete config is checked and returned as it is."""
+        from federated.config.data_checks import check_against_spec, data_decided
+        from federated.config.privacy_fields import privacy_defaults
+
+        complete = replace(self, **data_decided(self, spec))
+        check_against_spec(complete, spec, counted=self.n_parties is not None)
+        if complete.is_resolved:
+            return complete
+        algorithm_params, server_params, task_params, inert = method_params(complete)
+        return replace(
+            complete,
+            method_options=inert,
+            algorithm_params=algorithm_params,
+            server_params=server_params,
+            task_params=task_params,
+            **privacy_defaults(complete),
+        )
+
     # ------------------------------------------------------------------ conversions
     def to_dict(self) -> dict[str, Any]:
         """Plain flat dict: every run-level field, then every method parameter by its
@@ -689,7 +716,6 @@ def coerce(name: str, value: Any) -> Any:
 def _resolve(c: RunConfig) -> RunConfig:
     """:meth:`RunConfig.resolved`: each step returns a new value, none rewrites one; no
     file is read and no model built (names are made absolute: path look-ups only)."""
-    from federated.config.data_checks import completed
     from federated.config.data_fields import DEFAULT_PARTIES, declared_spec, folder_path_resolved
     from federated.models.pretrained_start import absolute_start
 
@@ -699,7 +725,7 @@ def _resolve(c: RunConfig) -> RunConfig:
     checked = replace(
         c,
         dataset=folder_path_resolved(c.dataset),
-        # under partition=natural the data count the parties (data_checks.completed)
+        # under partition=natural the data count the parties (completed_with)
         n_parties=(
             DEFAULT_PARTIES if c.n_parties is None and c.partition != "natural" else c.n_parties
         ),
@@ -712,7 +738,7 @@ def _resolve(c: RunConfig) -> RunConfig:
     _check_method_options(checked, checked.task or (spec.task if spec is not None else None))
     # a built-in data set's spec is a table: complete the config now; a folder's or an
     # hf: data set's waits for its load (federated.config.data_checks.checked_against)
-    return completed(checked, spec) if spec is not None else checked
+    return checked.completed_with(spec) if spec is not None else checked
 
 
 def _check_method_options(c: RunConfig, task: str | None) -> None:
@@ -755,15 +781,6 @@ def method_defaults(c: RunConfig) -> dict[str, Any]:
         name: getattr(algorithm, attribute) if getattr(c, name) is None else getattr(c, name)
         for name, attribute in METHOD_DEFAULTS.items()
     }
-
-
-def default_primary(task: str) -> str | None:
-    """The task's first metric (None for a name no task has: validate refuses it)."""
-    try:
-        metrics = load_method("task", task).metrics
-    except ConfigError:
-        return None
-    return metrics[0].stem if metrics else None
 
 
 def method_params(
