@@ -29,6 +29,7 @@ this module imports nothing of it back.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -123,9 +124,14 @@ def checked_against(c: Any, spec: DatasetSpec) -> Any:
     naming the first bad field; writes nothing."""
     from federated.models.party_memory import check_party_memory
 
-    complete = c.resolved().completed_with(spec)
-    _check_model_builds(complete, spec)
-    _check_init(complete, spec)  # after the model: a start is matched to it
+    c = c.resolved()
+    # the model is checked right after the choices that name it, before the party
+    # sizes: a model that does not build is what a run on too small a folder hears first
+    chosen = dataclasses.replace(c, **data_decided(c, spec))
+    check_data_choices(chosen, spec, counted=c.n_parties is not None)
+    _check_model_builds(chosen, spec)
+    _check_init(chosen, spec)  # after the model: a start is matched to it
+    complete = c.completed_with(spec)
     names = model_names(complete.model, spec, complete.out_dim, complete.projection_head)
     if names is not None:
         for params in (complete.algorithm_params, complete.server_params, complete.task_params):
@@ -156,10 +162,20 @@ def data_decided(c: Any, spec: DatasetSpec) -> dict[str, Any]:
 
 def check_against_spec(c: Any, spec: DatasetSpec, counted: bool) -> None:
     """Every check of ``c`` (its :func:`data_decided` fields filled in) against its data's
-    ``spec``: the natural parties, a single split's test data, the task, the model's
-    family, the party sizes and the batch plan; and, where the parties were not
-    ``counted`` before (natural parties, ``n_parties`` unset), the value checks that
-    waited for their count (:func:`~federated.config.checks.validate`).  Reads no file."""
+    ``spec``: :func:`check_data_choices`, then, where the parties were not ``counted``
+    before (natural parties, ``n_parties`` unset), the value checks that waited for their
+    count (:func:`~federated.config.checks.validate`), then the party sizes and the batch
+    plan.  Reads no file."""
+    check_data_choices(c, spec, counted)
+    if not counted:
+        validate(c)
+    _check_party_sizes(c, spec)
+    _check_plan_size(c.local_epochs, c.n_train_of(spec) * c.parties_per_round // c.n_parties)
+
+
+def check_data_choices(c: Any, spec: DatasetSpec, counted: bool) -> None:
+    """The choices the data constrain, in the order a refusal names them: the natural
+    parties, a single split's test data, the task, the model's family."""
     _check_parties(c, spec, counted)
     if spec.test_from_parties and c.party_test_fraction == 0.0:
         raise ConfigError(
@@ -172,10 +188,6 @@ def check_against_spec(c: Any, spec: DatasetSpec, counted: bool) -> None:
     # before any party count: a task without classes conflicts with a class skew first
     _check_task(c, spec)
     _check_model_name(c, spec)
-    if not counted:
-        validate(c)
-    _check_party_sizes(c, spec)
-    _check_plan_size(c.local_epochs, c.n_train_of(spec) * c.parties_per_round // c.n_parties)
 
 
 def default_primary(task: str) -> str | None:

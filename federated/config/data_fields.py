@@ -46,13 +46,20 @@ def declared_spec(dataset: str) -> DatasetSpec | None:
 
 def folder_path_resolved(dataset: str) -> str:
     """``dataset`` with a folder's or a local ``hf:PATH``'s path made absolute (in the
-    driver: every trial on every node then reads the same files); other names as they are."""
+    driver: every trial on every node then reads the same files); other names as they are.
+    A path look-up (no file is opened): a path the OS refuses is a :class:`ConfigError`."""
     if is_hub_dataset(dataset):
         try:
             return absolute_hub_name(dataset)
         except HubSourceError as err:  # no source, the disk's root, no such ~user
             raise ConfigError("dataset", dataset, f"a usable data set; {err}") from None
-    return absolute_folder_name(dataset) if is_folder_dataset(dataset) else dataset
+    if not is_folder_dataset(dataset):
+        return dataset
+    try:
+        folder_path(dataset)  # a path the OS refuses to look up (a symlink loop, too long)
+    except FolderDataError as err:
+        raise ConfigError("dataset", dataset, f"a usable image folder; {err}") from None
+    return absolute_folder_name(dataset)
 
 
 def _folder_kind(dataset: str) -> FolderReader | None:
