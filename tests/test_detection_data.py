@@ -15,7 +15,7 @@ import pytest
 import torch
 from PIL import Image
 
-from federated.config.data_checks import data_spec, with_data_checked
+from federated.config.data_checks import spec_of, with_data_checked
 from federated.config.run_config import ConfigError, RunConfig
 from federated.data import detection_annotations, load_dataset
 from federated.data.detection_annotations import DetectionDataError
@@ -166,14 +166,14 @@ def test_coco_test_file_is_the_test_set(tmp_path):
 def test_config_fields_for_a_detection_folder(tmp_path):
     root = street_tree(tmp_path / "street")
     base = {"dataset": f"folder:{root}", "data_root": str(tmp_path / "data")}
-    spec = data_spec(RunConfig(**base, partition="natural", partition_by="device2_id").resolved())
+    spec = spec_of(RunConfig(**base, partition="natural", partition_by="device2_id").resolved())
     assert spec.party_names == ("cam0", "cam1", "cam2")
     with pytest.raises(ConfigError, match="partition=natural together with partition_by"):
-        data_spec(RunConfig(**base, partition="iid", partition_by="device1_id").resolved())
+        spec_of(RunConfig(**base, partition="iid", partition_by="device1_id").resolved())
     with pytest.raises(ConfigError, match="partition_by=FIELD"):
-        data_spec(RunConfig(**base, partition="natural").resolved())
+        spec_of(RunConfig(**base, partition="natural").resolved())
     with pytest.raises(ConfigError, match="no image field 'camera'"):
-        data_spec(RunConfig(**base, partition="natural", partition_by="camera").resolved())
+        spec_of(RunConfig(**base, partition="natural", partition_by="camera").resolved())
 
 
 def test_partition_by_on_a_class_folder_is_refused(tmp_path):

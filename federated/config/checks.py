@@ -277,7 +277,13 @@ def check_types(c: Any) -> None:
     is not of its annotated type."""
     hints = type_hints(type(c))
     for f in fields(c):
-        if f.name not in ("method_options", "algorithm_params", "server_params", "task_params"):
+        if f.name not in (
+            "method_options",
+            "algorithm_params",
+            "server_params",
+            "task_params",
+            "data_spec",
+        ):
             check_type(f.name, hints[f.name], getattr(c, f.name))
 
 

@@ -87,7 +87,7 @@ EVALUATION_NEEDS: dict[str, tuple[TaskNeed, ...]] = {
 
 
 # ---------------------------------------------------------------------- the data step
-def data_spec(c: Any) -> DatasetSpec:
+def spec_of(c: Any) -> DatasetSpec:
     """The spec of ``c``'s data: a built-in data set's from its table, a folder's or an
     ``hf:`` data set's from its load (:func:`load_checked_data`)."""
     spec = declared_spec(c.dataset)
@@ -111,7 +111,7 @@ def with_data_checked(c: Any) -> Any:
     """``c`` resolved, completed and checked against its data (loaded where they are
     files): what a sweep's driver makes of each planned trial before Ray starts."""
     c = c.resolved()
-    return checked_against(c, data_spec(c))
+    return checked_against(c, spec_of(c))
 
 
 def checked_against(c: Any, spec: DatasetSpec) -> Any:

@@ -34,6 +34,7 @@ from types import MappingProxyType
 from typing import Any
 
 from federated.config.checks import EXECUTION_ALIASES, check_types, validate
+from federated.data.catalog import DatasetSpec
 from federated.params import (
     ConfigError,
     MethodParams,
@@ -50,6 +51,8 @@ from federated.registry import (
 
 # RunConfig's fields that hold the chosen methods' parameters (the rest are run-level)
 METHOD_FIELDS = ("method_options", "algorithm_params", "server_params", "task_params")
+# RunConfig's fields that are no flat setting: the methods' parameters and the data's spec
+NOT_FLAT = (*METHOD_FIELDS, "data_spec")
 # What a run made before a field existed did, for the fields whose default is resolved
 # per method (None): a checkpoint without the field is compared as this value
 BEFORE_FIELD = {"batchnorm": "averaged"}
@@ -173,6 +176,12 @@ class FieldGroup(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"FieldGroup({self._name!r}, {dict(self._values)!r})"
+
+
+# the fields a data set's spec depends on (the data group but the fractions used of it)
+SPEC_FIELDS = tuple(
+    f for f in FIELD_GROUPS["data"] if f not in ("data_fraction", "test_fraction")
+)
 
 
 def _help(text: str) -> Any:
@@ -506,6 +515,13 @@ class RunConfig:
     task_params: MethodParams | None = field(
         default=None, metadata=_help("the task's typed parameters (resolved)")
     )
+    # what the data said when the config was completed (completed_with): not a flat field
+    # (to_dict leaves it out; a trial's dict is completed again against its loaded data)
+    data_spec: DatasetSpec | None = field(
+        default=None,
+        repr=False,
+        metadata=_help("the data's spec the config was completed with (resolved)"),
+    )
 
     # ------------------------------------------------------------------- resolution
     @property
@@ -549,7 +565,7 @@ class RunConfig:
         from federated.config.data_checks import check_against_spec, data_decided
         from federated.config.privacy_fields import privacy_defaults
 
-        complete = replace(self, **data_decided(self, spec))
+        complete = replace(self, data_spec=spec, **data_decided(self, spec))
         check_against_spec(complete, spec, counted=self.n_parties is not None)
         if complete.is_resolved:
             return complete
@@ -581,7 +597,7 @@ class RunConfig:
         parameter of the chosen methods are refused by :meth:`resolved`."""
         known = field_types()
         plain = {k: coerce(k, v) for k, v in values.items() if k in known}
-        given = {k: v for k, v in values.items() if k not in known and k not in METHOD_FIELDS}
+        given = {k: v for k, v in values.items() if k not in known and k not in NOT_FLAT}
         given.update(values.get("method_options") or {})  # a nested mapping (Python callers)
         return cls(**plain, method_options={k: coerce(k, v) for k, v in given.items()})
 
@@ -600,16 +616,24 @@ class RunConfig:
                     values.pop(key, None)
         values.update(changes)
         config = RunConfig.from_dict(values)
-        return config.resolved() if self.is_resolved else config
+        if not self.is_resolved:
+            return config
+        config = config.resolved()
+        if not config.is_resolved and not set(changes) & set(SPEC_FIELDS):
+            config = config.completed_with(self.data_spec)  # the same data: its spec holds
+        return config
 
     @property
     def spec(self):
         """The dataset's :class:`~federated.data.catalog.DatasetSpec`: a built-in data
         set's from its table; a folder's or an ``hf:`` data set's from its load (the
-        loaders keep it in memory; :func:`federated.config.data_checks.data_spec`)."""
-        from federated.config.data_checks import data_spec
+        loaders keep it in memory; :func:`federated.config.data_checks.spec_of`).  A
+        complete config holds its data's spec (:attr:`data_spec`): no I/O."""
+        if self.data_spec is not None:
+            return self.data_spec
+        from federated.config.data_checks import spec_of
 
-        return data_spec(self)
+        return spec_of(self)
 
     def n_train_of(self, spec: Any) -> int:
         """Training samples used after ``data_fraction``, of data with spec ``spec``."""
@@ -634,9 +658,9 @@ class RunConfig:
 # ---------------------------------------------------------------------- field helpers
 def field_types() -> dict[str, Any]:
     """Run-level field name -> annotated type (resolved), in declaration order (every
-    field but those holding the methods' parameters, :data:`METHOD_FIELDS`)."""
+    field but those holding the methods' parameters and the data's spec, :data:`NOT_FLAT`)."""
     hints = type_hints(RunConfig)
-    return {f.name: hints[f.name] for f in fields(RunConfig) if f.name not in METHOD_FIELDS}
+    return {f.name: hints[f.name] for f in fields(RunConfig) if f.name not in NOT_FLAT}
 
 
 def field_help() -> dict[str, str]:

@@ -65,9 +65,9 @@ def calibration_key(config: RunConfig) -> dict[str, Any]:
     """What a timing depends on: the machine (CPU model, torch version, threads, device)
     and the run's shape (model, input shape, batch size, method, parties per round, pack
     width).  ``config`` is resolved."""
-    from federated.config.data_checks import data_spec
+    from federated.config.data_checks import spec_of
 
-    spec = data_spec(config)
+    spec = spec_of(config)
     return {
         "cpu": cpu_model(),
         "torch": torch.__version__,
@@ -87,9 +87,9 @@ def calibration_key(config: RunConfig) -> dict[str, Any]:
 def task_packing_obstacle(config: RunConfig) -> str | None:
     """Why ``config``'s task cannot train packed (the task's own one line, e.g. a
     detector's per-image boxes), or None.  ``config`` is resolved."""
-    from federated.config.data_checks import data_spec
+    from federated.config.data_checks import spec_of
 
-    return build_task(config.task, config.task_params, data_spec(config)).packing_obstacle()
+    return build_task(config.task, config.task_params, spec_of(config)).packing_obstacle()
 
 
 def key_text(key: Mapping[str, Any]) -> str:
