@@ -107,11 +107,22 @@ def load_checked_data(c: Any) -> ImageData:
         raise ConfigError("dataset", c.dataset, f"a usable data set; {err}") from None
 
 
-def with_data_checked(c: Any) -> Any:
+def with_data_checked(c: Any, known: dict[tuple, DatasetSpec] | None = None) -> Any:
     """``c`` resolved, completed and checked against its data (loaded where they are
-    files): what a sweep's driver makes of each planned trial before Ray starts."""
+    files): what a sweep's driver makes of each planned trial before Ray starts.
+
+    ``known``: the caller's table of the specs it has had, keyed by every field a spec
+    depends on (:meth:`~federated.config.run_config.RunConfig.spec_key`, the party field
+    among them), filled here: a plan of many trials on one folder scans it once, not per
+    trial (the table lives as long as the plan that holds it)."""
     c = c.resolved()
-    return checked_against(c, spec_of(c))
+    key = c.spec_key()
+    spec = None if known is None else known.get(key)
+    if spec is None:
+        spec = spec_of(c)
+        if known is not None:
+            known[key] = spec
+    return checked_against(c, spec)
 
 
 def checked_against(c: Any, spec: DatasetSpec) -> Any:

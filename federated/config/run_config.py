@@ -619,7 +619,7 @@ class RunConfig:
         if not self.is_resolved:
             return config
         config = config.resolved()
-        if not config.is_resolved and not set(changes) & set(SPEC_FIELDS):
+        if not config.is_resolved and config.spec_key() == self.spec_key():
             config = config.completed_with(self.data_spec)  # the same data: its spec holds
         return config
 
@@ -634,6 +634,10 @@ class RunConfig:
         from federated.config.data_checks import spec_of
 
         return spec_of(self)
+
+    def spec_key(self) -> tuple[Any, ...]:
+        """The values of :data:`SPEC_FIELDS`: what this config's data spec depends on."""
+        return tuple(getattr(self, name) for name in SPEC_FIELDS)
 
     def n_train_of(self, spec: Any) -> int:
         """Training samples used after ``data_fraction``, of data with spec ``spec``."""
