@@ -122,7 +122,7 @@ def with_data_checked(c: Any, known: dict[tuple, DatasetSpec] | None = None) -> 
         spec = spec_of(c)
         if known is not None:
             known[key] = spec
-    return checked_against(c, spec)
+    return _checked(c, spec)
 
 
 def checked_against(c: Any, spec: DatasetSpec) -> Any:
@@ -133,9 +133,13 @@ def checked_against(c: Any, spec: DatasetSpec) -> Any:
     (:meth:`~federated.params.MethodParams.check_model`), the task's parameters fit the
     data, the training and the parties' state fit in memory.  Raises :class:`ConfigError`
     naming the first bad field; writes nothing."""
+    return _checked(c.resolved(), spec)
+
+
+def _checked(c: Any, spec: DatasetSpec) -> Any:
+    """:func:`checked_against` of a config already resolved."""
     from federated.models.party_memory import check_party_memory
 
-    c = c.resolved()
     # the model is checked right after the choices that name it, before the party
     # sizes: a model that does not build is what a run on too small a folder hears first
     chosen = dataclasses.replace(c, **data_decided(c, spec))
