@@ -51,6 +51,7 @@ from federated.config.run_config import (
 )
 from federated.data import DatasetUnavailable
 from federated.data.folder_layout import dataset_slug
+from federated.data.party_field import left_out_words
 from federated.engine.round_loop import FederatedRun, PackingFallback
 from federated.engine.run_files import RunFiles
 from federated.heterogeneity.partition import PartitionError, size_statistics
@@ -280,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     given = [k for k in vars(args) if k not in ("out", "quiet")]
     for line in [*inert_settings(config, given), *thread_warnings(config)]:
         print(line, file=sys.stderr)
+    left_out = left_out_words(config.partition_by or "", run.spec.left_out_parties)
+    if left_out:
+        print(left_out, file=sys.stderr)
     for notice in notices:
         if issubclass(notice.category, (PackingFallback, StartNotice)):  # one line each
             print(f"notice: {notice.message}", file=sys.stderr)

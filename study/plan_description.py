@@ -79,10 +79,29 @@ def describe_budget(plan: SweepPlan) -> str:
 
 def plan_warnings(plan: SweepPlan) -> list[str]:
     """Every ``warning:`` line of a plan, printed by a dry run and a real sweep alike:
-    the ``--set`` fields (:func:`override_warnings`) and the study's axes
-    (:func:`axis_warnings`) that have no effect in any trial."""
+    the ``--set`` fields (:func:`override_warnings`), the study's ``[fixed]`` values
+    (:func:`fixed_warnings`) and its axes (:func:`axis_warnings`) that have no effect in
+    any trial."""
     configs = [t.run_config for t in plan.trials()]  # resolved once, by the plan
-    return override_warnings(plan, configs) + axis_warnings(plan, configs)
+    return (
+        override_warnings(plan, configs)
+        + fixed_warnings(plan, configs)
+        + axis_warnings(plan, configs)
+    )
+
+
+def fixed_warnings(plan: SweepPlan, configs: list[RunConfig] | None = None) -> list[str]:
+    """``warning:`` lines for the study's ``[fixed]`` fields that have no effect in any of
+    its trials (``personal_layers`` in a study of FedAvg only), as a single run warns of
+    the same value; a field ``--set`` overrides is :func:`override_warnings`' to say."""
+    given = [k for k in plan.study.fixed if k not in plan.overrides and k != "threads"]
+    if not given:
+        return []
+    if configs is None:
+        configs = [t.run_config for t in plan.trials()]
+    per_trial = [set(inert_settings(c, given)) for c in configs]
+    common = set.intersection(*per_trial) if per_trial else set()
+    return sorted(line.replace("warning: ", "warning: [fixed] ", 1) for line in common)
 
 
 def axis_warnings(plan: SweepPlan, configs: list[RunConfig] | None = None) -> list[str]:

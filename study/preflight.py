@@ -25,6 +25,7 @@ from federated.config.run_config import RunConfig
 from federated.data import ImageData
 from federated.data.hub_dataset import HubColumns
 from federated.data.loading import load_run_data
+from federated.data.party_field import left_out_words
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.heterogeneity.partition import (
     PartitionError,
@@ -135,6 +136,10 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
         columns = HubColumns.of(config)
         if columns not in loaded:
             loaded[columns] = training_data(config)
+            spec = loaded[columns][0].spec
+            said = left_out_words(config.partition_by or "", spec.left_out_parties)
+            if said:
+                print(said, file=sys.stderr)
         data, labels, parties = loaded[columns]
         skew = FeatureSkew.from_config(config)
         key = tuple(getattr(config, k) for k in PARTITION_KEYS)
@@ -164,6 +169,8 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
             seen[key]["party_names"] = natural_party_names(data.spec.party_names, config)
         if config.partition_by:
             seen[key]["partition_by"] = config.partition_by
+            if data.spec.left_out_parties:  # under the floor: in no party (the report says)
+                seen[key]["left_out_parties"] = [list(v) for v in data.spec.left_out_parties]
         if skew is not None:  # each party's noise std (0..1 pixels) or angle (degrees)
             seen[key]["feature_skew"] = config.feature_skew
             seen[key]["feature_skew_level"] = config.feature_skew_level

@@ -3,6 +3,7 @@ report's words and its primary metric on test (the ranking metric beside it)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -71,19 +72,32 @@ def format_summary(
     lines = [head + f" {reported:>8}"]
     if shown:
         lines.insert(0, f"trials ranked by {shown} (validation); {reported} is reported")
+    unscored = 0
     for r in rows:
-        value = r.get("reported_value", r["test_acc"])
-        acc = "-" if value is None else f"{value:.4f}"
+        acc = _cell(r.get("reported_value", r.get("test_acc")))
+        unscored += acc == "-" and r["rounds"] is not None
         rounds = "-" if r["rounds"] is None else str(r["rounds"])
         seed = "-" if r["seed"] is None else str(r["seed"])
-        ranked = ""
-        if shown:
-            value = r.get(shown)
-            ranked = " " + (f"{value:.4f}" if isinstance(value, float) else "-").rjust(8)
+        ranked = " " + _cell(r.get(shown)).rjust(8) if shown else ""
         lines.append(
             f"{r['trial']:<14} {str(r['point'])[:34]:<34} {seed:>4} "
             f"{r['status']:<11} {rounds:>6}{ranked} {acc:>8}"
         )
+    if unscored:
+        # a personalised method scores the pooled test every personal_test_every-th round
+        # (and the last): a trial stopped between two such rounds has no value to show
+        lines.append(
+            f"(-: {reported} not scored at the trial's last round; the report reads the "
+            "rounds that were)"
+        )
     if not_started:
         lines.append(f"({not_started} more trial(s) not started)")
     return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    """A metric's cell: four decimals, or "-" for a value that is missing or NaN (a round
+    that did not score it), never "nan"."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return f"{value:.4f}"
+    return "-"

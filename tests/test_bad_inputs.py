@@ -855,3 +855,30 @@ def test_a_malformed_hf_endpoint_is_one_line(endpoint, words, workdir, capsys, m
     assert call("run", argv) == 2  # the config check: the Python API's and a sweep's
     assert_one_error_line(capsys.readouterr().err, words)
     assert snapshot(workdir) == before
+
+
+# ------------------------------------------------------ a natural party under the floor
+def _small_camera(data: dict) -> None:
+    for image in data["images"][:3]:  # c0, c1, c0 before: 10 c0 and 11 c1 remain
+        image["camera"] = "c9"
+
+
+def test_a_camera_under_the_image_floor_is_named_when_it_is_left_out(workdir, capsys):
+    """A camera of 3 training images (under the 10-image floor) trains no party: the
+    loaded spec names it with its count, and a run says so in one warning line."""
+    from federated.data.folder_dataset import load_folder
+
+    root = _write_coco(workdir / "coco", _small_camera)
+    spec = load_folder(f"folder:{root}", None, None, workdir / "cache", partition_by="camera")
+    spec = spec.data.spec
+    assert spec.party_names == ("c0", "c1")
+    assert spec.left_out_parties == (("c9", 3),)
+    argv = ["--dataset", f"folder:{root}", "--data-root", "cache", "--partition", "natural"]
+    argv += ["--partition-by", "camera", "--rounds", "1", "--local-epochs", "1", "--quiet"]
+    status = call("run", argv)
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert (
+        "warning: partition_by=camera: 1 value(s) left out, under the 10-training-image "
+        "floor of a party: 'c9' (3 images); their 3 training image(s) train no party"
+    ) in err.splitlines()

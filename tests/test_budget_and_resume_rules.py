@@ -257,3 +257,21 @@ def test_the_laptop_batch_yields_to_a_study_that_fixes_its_own_and_to_set():
     assert SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"]).trials()[0].config[
         "batch_size"
     ] == 64
+
+
+def test_the_end_table_shows_a_dash_and_why_for_a_round_that_scored_no_test_value():
+    """A personalised trial interrupted at round 7 scores the pooled test every 5th
+    round: its last row's value is NaN, shown "-" with a line saying why, never "nan"."""
+    from study.summary_table import format_summary
+
+    row = {"trial": "t1", "point": "algorithm=fedper", "seed": 0, "rounds": 7}
+    scored = {**row, "trial": "t0", "status": "completed", "reported_value": 0.5123}
+    text = format_summary(
+        [scored, {**row, "status": "interrupted", "reported_value": float("nan"), "test_acc": None}]
+    )
+    lines = text.splitlines()
+    assert "nan" not in text
+    assert lines[1].endswith(" 0.5123") and lines[2].endswith(" -")
+    assert lines[-1] == (
+        "(-: test_acc not scored at the trial's last round; the report reads the rounds that were)"
+    )

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from analysis.reading.loading import load_results
@@ -41,6 +42,9 @@ ARGS = [
     "data_fraction=0.02",
     "--set",
     "test_fraction=0.05",
+    # Fig. 2's representations before and after any checkpoint a trial resumes from
+    "--set",
+    "representations_at=2,7",
     "--max-concurrent",
     "1",
     "--quiet",
@@ -77,7 +81,8 @@ def resume(storage: Path, name: str) -> subprocess.CompletedProcess:
 
 def uninterrupted(trial_dir: Path, folder: Path) -> tuple[list[float], bytes]:
     """The trial's config run in-process without a break: its per-round test accuracy
-    and the ``parties.csv`` it writes round by round (as a trial does)."""
+    and the ``parties.csv`` it writes round by round (as a trial does; its
+    representations too, into ``folder``)."""
     fields = run_config_fields(params(trial_dir))
     fields["device"] = "cpu"  # the trials ran on CPU (no GPU requested), also on a GPU machine
     run = FederatedRun(with_data_checked(RunConfig.from_dict(fields)))
@@ -87,6 +92,25 @@ def uninterrupted(trial_dir: Path, folder: Path) -> tuple[list[float], bytes]:
         accuracies.append(run.run_round()["test_acc"])
         files.record(run)
     return accuracies, (folder / "parties.csv").read_bytes()
+
+
+def assert_same_representations(trial: Path, folder: Path) -> None:
+    """Fig. 2's files of a trial equal an uninterrupted run's: the same rounds, each
+    array equal (an ``.npz`` is a zip whose entries carry their write time, so arrays
+    are compared, not bytes)."""
+    want = sorted(p.name for p in (folder / "representations").glob("*.npz"))
+    got = sorted(p.name for p in (trial / "representations").glob("*.npz"))
+    assert got == want, trial.name
+    if params(trial).get("representations_at"):
+        assert want == ["round_0002.npz", "round_0007.npz"]  # the drill did compare some
+    for name in want:
+        with (
+            np.load(trial / "representations" / name) as a,
+            np.load(folder / "representations" / name) as b,
+        ):
+            assert sorted(a.files) == sorted(b.files)
+            for key in a.files:
+                assert np.array_equal(a[key], b[key]), (trial.name, name, key)
 
 
 def assert_finished_like_uninterrupted(sweep_dir: Path, last: int = ROUNDS) -> None:
@@ -104,6 +128,7 @@ def assert_finished_like_uninterrupted(sweep_dir: Path, last: int = ROUNDS) -> N
         want_accuracies, want_parties = uninterrupted(trial, folder)
         assert accuracies == want_accuracies
         assert (trial / "parties.csv").read_bytes() == want_parties, trial.name
+        assert_same_representations(trial, folder)
     results = load_results(sweep_dir)
     assert results.sweeps[0].status == "finished"
     assert set(results.trials["status"]) == {"completed"}

@@ -15,6 +15,7 @@ from federated.engine.path_calibration import (
     PathChoice,
     calibration_key,
     choose_path,
+    key_text,
     measure_paths,
 )
 from search_spaces import BUDGETS, STUDIES
@@ -79,14 +80,39 @@ def test_the_cache_key_holds_machine_and_shape_and_a_new_shape_is_measured(tmp_p
     choose_path(config.replace(batch_size=32), cache=cache, measure=table)
     choose_path(config.replace(threads=2), cache=cache, measure=table)
     choose_path(config.replace(algorithm="fedavg"), cache=cache, measure=table)
-    assert len(table.asked) == 4
+    # the party sizes set how many parties a pack holds: another partition is measured
+    choose_path(config.replace(beta=0.1), cache=cache, measure=table)
+    choose_path(config.replace(n_parties=config.n_parties * 2), cache=cache, measure=table)
+    # the seed draws other parties of the same sizes' law: the cache answers
+    choose_path(config.replace(seed=config.seed + 1), cache=cache, measure=table)
+    assert len(table.asked) == 6
     key = calibration_key(config)
-    assert {"cpu", "torch", "threads", "model", "input_shape", "batch_size", "algorithm"} <= set(
-        key
-    )
+    assert {"cpu", "cpu_identity", "torch", "threads", "model", "input_shape"} <= set(key)
+    assert {"batch_size", "algorithm", "party_sizes"} <= set(key)
     assert key["input_shape"] == [3, 32, 32] and key["threads"] == 1
+    assert key["party_sizes"]["n_parties"] == config.n_parties
     saved = json.loads((tmp_path / "paths.json").read_text())
-    assert len(saved["entries"]) == 4
+    assert len(saved["entries"]) == 6
+
+
+def test_the_cpu_identity_tells_apart_processors_of_one_marketing_name(tmp_path, monkeypatch):
+    """Two virtual machines both named "AMD EPYC": a Zen 3 (family 25, model 1) and a
+    Zen 4 (family 25, model 17, AVX-512) get different keys."""
+    from federated.runtime import cpu_name
+
+    def identity(model: int, flags: str) -> str:
+        info = tmp_path / f"cpuinfo-{model}"
+        info.write_text(
+            f"processor\t: 0\nmodel name\t: AMD EPYC\ncpu family\t: 25\nmodel\t\t: {model}\n"
+            f"stepping\t: 1\nflags\t\t: fpu sse2 {flags}\n\nprocessor\t: 1\nmodel\t\t: 99\n"
+        )
+        monkeypatch.setattr(cpu_name, "CPUINFO", info)
+        return cpu_name.cpu_identity()
+
+    assert identity(1, "avx2") == "25/1/1 avx2"
+    assert identity(17, "avx2 avx512f avx512_bf16") == "25/17/1 avx2 avx512f avx512_bf16"
+    monkeypatch.setattr(cpu_name, "CPUINFO", tmp_path / "missing")
+    assert cpu_name.cpu_identity() == ""
 
 
 def test_a_damaged_cache_file_is_measured_again_and_rewritten(tmp_path):
@@ -95,6 +121,24 @@ def test_a_damaged_cache_file_is_measured_again_and_rewritten(tmp_path):
     choice = choose_path(tiny(), cache=PathCache(file), measure=Table(1.0, 3.0))
     assert choice.source == "measured"
     assert json.loads(file.read_text())["format"] == CACHE_FORMAT
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-1.0", "0", "true", '"1.5"'])
+def test_a_cached_timing_that_is_no_duration_is_measured_again(tmp_path, bad):
+    """A NaN (JSON's ``NaN``) compares false with everything and would keep packed
+    whatever the other path's time: such an entry is measured again and replaced."""
+    file = tmp_path / "paths.json"
+    config = tiny(algorithm="moon")
+    choose_path(config, cache=PathCache(file), measure=Table(2.0, 1.0))
+    text = file.read_text()
+    file.write_text(text.replace('"packed": 2.0', f'"packed": {bad}', 1))
+    table = Table(2.0, 1.0)
+    choice = choose_path(config, cache=PathCache(file), measure=table)
+    assert (choice.path, choice.source) == ("sequential", "measured")
+    assert len(table.asked) == 1
+    assert json.loads(file.read_text())["entries"][key_text(calibration_key(config))][
+        "timings_s"
+    ] == {"packed": 2.0, "sequential": 1.0}
 
 
 def test_the_sweep_sets_the_measured_path_on_every_trial_and_says_it_in_one_line(tmp_path):

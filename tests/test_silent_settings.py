@@ -19,6 +19,7 @@ from federated.cli.input_checks import InputError, check_plain_name
 from federated.config.checks import MAX_LOCAL_EPOCHS, MAX_PLAN_ROWS
 from federated.config.inert_settings import inert_settings
 from federated.config.run_config import ConfigError, RunConfig
+from search_spaces import BUDGETS, STUDIES
 from study import sweep as sweep_cli
 
 
@@ -234,3 +235,35 @@ def test_a_tiny_imagenet_cache_the_safe_load_refuses_is_one_line(tmp_path):
     message = str(refused.value)
     assert "\n" not in message and "fedsweep-uint8.pt cannot be loaded safely" in message
     assert "remove it" in message
+
+
+def test_a_fixed_value_without_effect_is_named_in_the_study_dry_run(tmp_path, capsys):
+    """A study file's ``[fixed]`` ``personal_layers`` in a study of FedAvg only: the
+    single run warns of it, and so does the study's dry run (it used to pass silently)."""
+    study = tmp_path / "heads.toml"
+    study.write_text(
+        'name = "heads"\n[fixed]\nalgorithm = "fedavg"\npersonal_layers = "classifier"\n'
+        '[[axes]]\nname = "lr"\nvalues = [0.01, 0.05]\n'
+    )
+    argv = [str(study), "--dry-run", "--storage-path", str(tmp_path / "results")]
+    assert sweep_cli.main(argv) == 0
+    err = capsys.readouterr().err
+    fixed = [line for line in err.splitlines() if line.startswith("warning: [fixed] ")]
+    assert fixed == [
+        "warning: [fixed] personal_layers='classifier' has no effect: algorithm=fedavg and "
+        "server_optimizer=avg declare no parameter personal_layers"
+    ], err
+    assert not (tmp_path / "results").exists()
+
+
+# the studies whose data this machine holds (the others' resolve their hf: source)
+LOCAL_STUDIES = sorted(name for name, study in STUDIES.items() if study.dataset == "fmnist")
+
+
+@pytest.mark.parametrize("study", LOCAL_STUDIES)
+def test_no_built_in_study_fixes_a_value_without_effect(study):
+    from study.plan import SweepPlan
+    from study.plan_description import fixed_warnings
+
+    plan = SweepPlan.build(STUDIES[study], BUDGETS["smoke"])
+    assert fixed_warnings(plan) == []

@@ -34,6 +34,9 @@ class DatasetSpec:
         class_names: label i's name (image folders: the class folder's name).
         party_names: party i's name for a natural partition (image folders with one
             folder per party); empty otherwise.
+        left_out_parties: a field's values (``partition_by``) left out of the natural
+            parties, under the floor of training images a party needs, with their image
+            counts (warned about before a run or sweep starts).
         task: ``classification`` (labels are classes), ``score`` (an image folder with
             a scores file: each image's target is its score and attribute scores) or
             ``detection`` (a detection folder: each image's target is its boxes,
@@ -60,6 +63,7 @@ class DatasetSpec:
     rotate_degrees: float = 0.0
     class_names: tuple[str, ...] = ()
     party_names: tuple[str, ...] = ()
+    left_out_parties: tuple[tuple[str, int], ...] = ()
     task: str = "classification"
     target_names: tuple[str, ...] = ()
     test_from_parties: bool = False

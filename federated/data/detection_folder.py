@@ -98,10 +98,10 @@ def load_detection_folder(
     payload, source = _read_cache(cache_file, key), "disk cache"
     if payload is None:
         payload, source = _decode(layout, size, holdout_fraction, key), "decoded"
-    parties, party_names = _parties(layout, payload, partition_by)
+    parties, party_names, left_out = _parties(layout, payload, partition_by)
     if source == "decoded":
         write_cache(cache_file, payload)
-    data = _image_data(payload, f"folder:{layout.root}", parties, party_names)
+    data = _image_data(payload, f"folder:{layout.root}", parties, party_names, left_out)
     if use_memory:
         _memory[(key, partition_by)] = data
         while len(_memory) > MEMORY_ENTRIES:
@@ -231,21 +231,28 @@ def _decode(
 
 def _parties(
     layout: DetectionLayout, payload: dict[str, Any], partition_by: str | None
-) -> tuple[torch.Tensor | None, list[str]]:
-    """Each kept training image's party under ``partition_by`` (-1: a party left out)."""
+) -> tuple[torch.Tensor | None, list[str], list[tuple[str, int]]]:
+    """Each kept training image's party under ``partition_by`` (-1: a party left out),
+    the parties' names and the values left out (with their image counts)."""
     if partition_by is None:
-        return None, []
-    parties, names = parties_by_value(np.array(payload["fields"][partition_by], dtype=object))
+        return None, [], []
+    parties, names, left_out = parties_by_value(
+        np.array(payload["fields"][partition_by], dtype=object)
+    )
     if len(names) < 2:
         raise DetectionDataError(
             f"{layout.annotation_files[0]}: image field {partition_by!r} gives {len(names)} "
             f"parties of at least {MIN_PARTY_IMAGES} training images (allowed: at least 2)"
         )
-    return parties, names
+    return parties, names, left_out
 
 
 def _image_data(
-    payload: dict[str, Any], name: str, parties: torch.Tensor | None, party_names: list[str]
+    payload: dict[str, Any],
+    name: str,
+    parties: torch.Tensor | None,
+    party_names: list[str],
+    left_out: list[tuple[str, int]],
 ) -> ImageData:
     spec = payload_spec(
         payload,
@@ -253,6 +260,7 @@ def _image_data(
         task=DETECTION_TASK,
         default_model=DETECTION_DEFAULT_MODEL,
         party_names=party_names,
+        left_out_parties=left_out,
         target_names=tuple(payload["class_names"]),
     )
     train_x = payload["train_x"]

@@ -66,6 +66,7 @@ def payload_spec(
     default_model: str,
     party_names: list[str],
     target_names: tuple[str, ...] = (),
+    left_out_parties: list[tuple[str, int]] | None = None,
 ) -> DatasetSpec:
     """The spec of a folder kind's cached payload (its ``train_x``, ``test_x``,
     ``class_names``, ``mean`` and ``std``): what a detection and a segmentation folder
@@ -88,4 +89,5 @@ def payload_spec(
         std=tuple(payload["std"]),
         class_names=names,
         party_names=tuple(party_names),
+        left_out_parties=tuple((v, n) for v, n in left_out_parties or ()),
     )

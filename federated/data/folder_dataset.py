@@ -282,6 +282,8 @@ def _image_data(payload: dict[str, Any], name: str) -> ImageData:
         std=tuple(payload["std"]),
         class_names=tuple(payload["class_names"]),
         party_names=tuple(payload["party_names"]),
+        # an hf: source's natural parties (an image folder refuses a small party instead)
+        left_out_parties=tuple((v, n) for v, n in payload.get("left_out_parties", ())),
     )
     parties = payload["train_parties"] if payload["party_names"] else None
     return ImageData(

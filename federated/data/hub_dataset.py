@@ -79,10 +79,10 @@ from federated.data.image_data import (
     ImageData,
     resolve_data_root,
 )
-from federated.data.party_field import parties_by_value
+from federated.data.party_field import NaturalParties, parties_by_value
 from federated.runtime.machine_memory import available_memory, gib
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the values left out of the natural parties (left_out_parties)
 CACHE_FOLDER = "hub-cache"
 IMAGE_COLUMNS = ("image", "img")
 LABEL_COLUMNS = ("label", "character", "fine_label", "labels")
@@ -378,16 +378,16 @@ def check_memory(name: str, rows: int, channels: int, size: tuple[int, int]) -> 
 
 
 # ----------------------------------------------------------------------- parties
-def natural_parties(name: str, column: str, values: np.ndarray) -> tuple[torch.Tensor, list[str]]:
-    """Each training row's party and the parties' names (:func:`parties_by_value`'s rule);
-    fewer than two parties is an error naming the column."""
-    parties, names = parties_by_value(values)
+def natural_parties(name: str, column: str, values: np.ndarray) -> NaturalParties:
+    """Each training row's party, the parties' names and the values left out
+    (:func:`parties_by_value`'s rule); fewer than two parties is an error naming the column."""
+    parties, names, left_out = parties_by_value(values)
     if len(names) < 2:
         raise HubDataError(
             f"dataset {name!r}: column {column!r} gives {len(names)} parties of at least "
             f"{MIN_PARTY_IMAGES} training images (allowed: at least 2)"
         )
-    return parties, names
+    return NaturalParties(parties, names, left_out)
 
 
 # ------------------------------------------------------------------- loading
@@ -474,8 +474,11 @@ def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key
         train_x, train_y = train_x[keep], train_y[keep]
         party_values = party_values[keep] if columns.partition_by else party_values
     parties, party_names = torch.zeros(len(train_y), dtype=torch.int64), []
+    left_out: list[tuple[str, int]] = []
     if columns.partition_by:
-        parties, party_names = natural_parties(name, columns.partition_by, party_values)
+        parties, party_names, left_out = natural_parties(
+            name, columns.partition_by, party_values
+        )
     mean, std = channel_stats(train_x)
     return {
         "format": CACHE_FORMAT,
@@ -487,6 +490,7 @@ def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key
         "test_y": test_y,
         "class_names": list(class_names),
         "party_names": party_names,
+        "left_out_parties": [[v, n] for v, n in left_out],
         "target_names": [columns.label] if score else [],
         "mean": list(mean),
         "std": list(std),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -21,13 +22,42 @@ def party_sort_key(value: str) -> tuple:
     return (0, int(value), "") if re.fullmatch(r"-?\d+", value) else (1, 0, value)
 
 
-def parties_by_value(values: np.ndarray) -> tuple[torch.Tensor, list[str]]:
-    """Each training image's party, int64 (N,): an index into the names, -1 for an image
-    without a value or of a party under MIN_PARTY_IMAGES images; and the names, sorted."""
+class NaturalParties(NamedTuple):
+    """A field's parties under the one rule (module docstring)."""
+
+    index: torch.Tensor  # each training image's party, int64 (N,); -1: in no party
+    names: list[str]  # the parties' values, sorted
+    left_out: list[tuple[str, int]]  # values under the floor and their images, sorted
+
+
+def parties_by_value(values: np.ndarray) -> NaturalParties:
+    """Each training image's party (an index into the sorted names, -1 for an image
+    without a value or of a value under MIN_PARTY_IMAGES images), the names, and the
+    values left out with their image counts (said to the user: a camera dropped without
+    a word reads as a camera that never existed)."""
     text = np.array(["" if v is None else str(v) for v in values.tolist()], dtype=object)
     counts = Counter(text.tolist())
     names = sorted(
         (v for v, n in counts.items() if v and n >= MIN_PARTY_IMAGES), key=party_sort_key
     )
+    left_out = sorted(
+        ((v, n) for v, n in counts.items() if v and n < MIN_PARTY_IMAGES),
+        key=lambda vn: party_sort_key(vn[0]),
+    )
     index = {v: i for i, v in enumerate(names)}
-    return torch.tensor([index.get(v, -1) for v in text.tolist()], dtype=torch.int64), names
+    parties = torch.tensor([index.get(v, -1) for v in text.tolist()], dtype=torch.int64)
+    return NaturalParties(parties, names, left_out)
+
+
+def left_out_words(field: str, left_out: tuple[tuple[str, int], ...]) -> str | None:
+    """One warning line naming the values of ``field`` left out under the floor, or None."""
+    if not left_out:
+        return None
+    shown = ", ".join(f"{v!r} ({n} image{'s' if n != 1 else ''})" for v, n in left_out[:5])
+    more = f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""
+    images = sum(n for _, n in left_out)
+    return (
+        f"warning: partition_by={field}: {len(left_out)} value(s) left out, under the "
+        f"{MIN_PARTY_IMAGES}-training-image floor of a party: {shown}{more}; their "
+        f"{images} training image(s) train no party"
+    )

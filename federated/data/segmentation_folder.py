@@ -436,10 +436,10 @@ def load_segmentation_folder(
     payload, source = _read_cache(cache_file, key), "disk cache"
     if payload is None:
         payload, source = _decode(layout, size, holdout_fraction, key), "decoded"
-    parties, party_names = _parties(layout, payload, partition_by)
+    parties, party_names, left_out = _parties(layout, payload, partition_by)
     if source == "decoded":
         write_cache(cache_file, payload, SegmentationDataError)
-    data = _image_data(payload, f"folder:{layout.root}", parties, party_names)
+    data = _image_data(payload, f"folder:{layout.root}", parties, party_names, left_out)
     if use_memory:
         _memory[(key, partition_by)] = data
         while len(_memory) > MEMORY_ENTRIES:
@@ -556,21 +556,28 @@ def _decode(
 
 def _parties(
     layout: SegmentationLayout, payload: dict[str, Any], partition_by: str | None
-) -> tuple[torch.Tensor | None, list[str]]:
-    """Each kept training image's party under ``partition_by`` (-1: a party left out)."""
+) -> tuple[torch.Tensor | None, list[str], list[tuple[str, int]]]:
+    """Each kept training image's party under ``partition_by`` (-1: a party left out),
+    the parties' names and the values left out (with their image counts)."""
     if partition_by is None:
-        return None, []
-    parties, names = parties_by_value(np.array(payload["fields"][partition_by], dtype=object))
+        return None, [], []
+    parties, names, left_out = parties_by_value(
+        np.array(payload["fields"][partition_by], dtype=object)
+    )
     if len(names) < 2:
         raise SegmentationDataError(
             f"{layout.root / PARTIES_FILE}: field {partition_by!r} gives {len(names)} parties "
             f"of at least {MIN_PARTY_IMAGES} training images (allowed: at least 2)"
         )
-    return parties, names
+    return parties, names, left_out
 
 
 def _image_data(
-    payload: dict[str, Any], name: str, parties: torch.Tensor | None, party_names: list[str]
+    payload: dict[str, Any],
+    name: str,
+    parties: torch.Tensor | None,
+    party_names: list[str],
+    left_out: list[tuple[str, int]],
 ) -> ImageData:
     spec = payload_spec(
         payload,
@@ -578,6 +585,7 @@ def _image_data(
         task=SEGMENTATION_TASK,
         default_model=SEGMENTATION_DEFAULT_MODEL,
         party_names=party_names,
+        left_out_parties=left_out,
     )
     train_x = payload["train_x"]
     return ImageData(

@@ -9,8 +9,9 @@ alternate at least ``repeats`` times (more, up to ``MAX_REPEATS``, while the mea
 has taken less than ``BUDGET_S``) and each keeps its fastest time: a busy machine slows
 some repeats, and the fastest is the least disturbed.
 The faster path is chosen; the result is cached per machine and shape in
-``~/.cache/fedsweep/execution-paths.json`` (keyed by CPU model, torch version, threads,
-device, model, input shape, batch size, method, parties per round and pack width), so
+``~/.cache/fedsweep/execution-paths.json`` (keyed by CPU model and identity, torch
+version, threads, device, model, input shape, batch size, method, parties per round,
+pack width and what sets the party sizes), so
 the next sweep of the same shape reuses it.
 
 Tests inject a timing table (``measure=``) to exercise both outcomes without timing
@@ -21,6 +22,7 @@ states, so the choice moves only the last float bits of a run, never what it com
 from __future__ import annotations
 
 import json
+import math
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -39,7 +41,7 @@ from federated.execution.choice import local_trainer
 from federated.execution.packed import PackedTrainer
 from federated.execution.trainer import LocalTrainer
 from federated.runtime.atomic_file import atomic_open
-from federated.runtime.cpu_name import cpu_model
+from federated.runtime.cpu_name import cpu_identity, cpu_model
 from federated.tasks.base import build_task
 
 PATHS = ("packed", "sequential")
@@ -62,14 +64,16 @@ def default_cache_file() -> Path:
 
 
 def calibration_key(config: RunConfig) -> dict[str, Any]:
-    """What a timing depends on: the machine (CPU model, torch version, threads, device)
-    and the run's shape (model, input shape, batch size, method, parties per round, pack
-    width).  ``config`` is resolved."""
+    """What a timing depends on: the machine (CPU model and identity, torch version,
+    threads, device) and the run's shape (model, input shape, batch size, method, parties
+    per round, pack width, and the partition's fields that set the party sizes).
+    ``config`` is resolved."""
     from federated.config.data_checks import spec_of
 
     spec = spec_of(config)
     return {
         "cpu": cpu_model(),
+        "cpu_identity": cpu_identity(),
         "torch": torch.__version__,
         "threads": config.threads if config.threads is not None else torch.get_num_threads(),
         "device": config.device,
@@ -81,6 +85,17 @@ def calibration_key(config: RunConfig) -> dict[str, Any]:
         "algorithm": config.algorithm,
         "parties_per_round": config.parties_per_round,
         "pack_width": config.pack_width,
+        # what sets the party sizes, which set how many parties a pack holds (a round of
+        # many small parties packs badly: issue 53), but not the seed's draw of them
+        "party_sizes": {
+            "dataset": config.dataset,
+            "data_fraction": config.data_fraction,
+            "n_parties": config.n_parties,
+            "partition": config.partition,
+            "beta": config.beta,
+            "labels_per_party": config.labels_per_party,
+            "partition_by": config.partition_by,
+        },
     }
 
 
@@ -154,6 +169,18 @@ def faster_path(timings: Timings) -> str:
     return "sequential" if timings["sequential"] < timings["packed"] else "packed"
 
 
+def _a_duration(value: object) -> bool:
+    """Whether a cached timing is a duration in seconds: a finite number above zero (JSON
+    admits NaN and Infinity, and a NaN compares false with everything, so it would
+    silently keep packed)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
 class PathCache:
     """The per-machine file of earlier measurements, ``{key: {timings_s, measured_at}}``.
     A missing or unreadable file is an empty cache (it is rebuilt by measuring)."""
@@ -174,10 +201,8 @@ class PathCache:
     def get(self, key: Mapping[str, Any]) -> dict[str, Any] | None:
         entry = self._entries().get(key_text(key))
         timings = entry.get("timings_s") if isinstance(entry, dict) else None
-        if not isinstance(timings, dict) or not all(
-            isinstance(timings.get(p), (int, float)) for p in PATHS
-        ):
-            return None
+        if not isinstance(timings, dict) or not all(_a_duration(timings.get(p)) for p in PATHS):
+            return None  # a hand-edited or damaged entry: measured again, never compared
         return entry
 
     def put(self, key: Mapping[str, Any], timings: Timings, measured_at: str) -> None:

@@ -1,5 +1,5 @@
-"""The CPU's marketing name: what a timing belongs to (a sweep's manifest, the execution
-path's calibration cache)."""
+"""The CPU's marketing name and identity: what a timing belongs to (a sweep's manifest,
+the execution path's calibration cache)."""
 
 from __future__ import annotations
 
@@ -19,3 +19,28 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown CPU"
+
+
+#: instruction-set extensions that change which torch CPU kernels run (and so which
+#: execution path is faster): AVX-512 and AMX kernels exist for convolutions and matmuls
+VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile")
+
+
+def cpu_identity() -> str:
+    """The processor beyond its marketing name: ``family/model/stepping`` and the vector
+    extensions torch's kernels use (:data:`VECTOR_FLAGS`), e.g. ``25/17/1 avx2
+    avx512f``.  Virtual machines often name a Zen 3 and a Zen 4 both just "AMD EPYC",
+    and the faster execution path differs between them (issue 53); empty where
+    ``/proc/cpuinfo`` is missing."""
+    fields: dict[str, str] = {}
+    try:
+        for line in CPUINFO.read_text(errors="replace").splitlines():
+            if not line.strip():
+                break  # the first processor's block is every core's
+            name, _, value = line.partition(":")
+            fields.setdefault(name.strip().lower(), value.strip())
+    except OSError:
+        return ""
+    numbers = "/".join(fields.get(k, "?") for k in ("cpu family", "model", "stepping"))
+    flags = set(fields.get("flags", "").split())
+    return " ".join([numbers, *(f for f in VECTOR_FLAGS if f in flags)])
