@@ -76,6 +76,9 @@ def test_the_model_checks_run_in_the_data_step():
     with pytest.raises(ConfigError) as caught:
         with_data_checked(tiny(algorithm="fedper", personal_layers="clasifier"))
     assert caught.value.field == "personal_layers" and "'clasifier' names none" in str(caught.value)
+    # an inert value is still one its declarers allow: the same typo under FedAvg
+    with pytest.raises(ConfigError, match="personal_layers='clasifier'"):
+        with_data_checked(tiny(personal_layers="clasifier"))
 
 
 def test_a_folder_is_loaded_once_and_completes_its_config(fmnist, tmp_path, monkeypatch):

@@ -149,7 +149,8 @@ def _checked(c: Any, spec: DatasetSpec) -> Any:
     complete = c.completed_with(spec)
     names = model_names(complete.model, spec, complete.out_dim, complete.projection_head)
     if names is not None:
-        for params in (complete.algorithm_params, complete.server_params, complete.task_params):
+        built = (complete.algorithm_params, complete.server_params, complete.task_params)
+        for params in (*built, *complete.inert_params()):
             params.check_model(names)
     load_method("task", str(complete.task)).check_data(complete.task_params, complete.dataset)
     if is_folder_dataset(complete.dataset) or is_hub_dataset(complete.dataset):

@@ -635,6 +635,19 @@ class RunConfig:
 
         return spec_of(self)
 
+    def inert_params(self) -> list[MethodParams]:
+        """The parameters, built, of every registered method or task that declares a value
+        this config gives but none of its chosen ones does (``method_options`` once
+        resolved): an inert value is still one its declarers allow (a layer rule naming no
+        layer of the model is refused under FedAvg too)."""
+        context = {f: getattr(self, f) for f in field_types()}
+        built = []
+        for params in registered_params().values():
+            theirs = {k: v for k, v in self.method_options.items() if k in params.field_types()}
+            if theirs:
+                built.append(params.build(theirs, context))
+        return built
+
     def spec_key(self) -> tuple[Any, ...]:
         """The values of :data:`SPEC_FIELDS`: what this config's data spec depends on."""
         return tuple(getattr(self, name) for name in SPEC_FIELDS)
