@@ -151,6 +151,17 @@ def unit_interval(name: str, value: float) -> None:
 
 # ------------------------------------------------------------------ method params
 @dataclasses.dataclass(frozen=True)
+class ModelNames:
+    """What a run's model is made of, for the parameters checked against it: the model's
+    name (as the run's ``model`` field holds it), its ``state_dict`` names and, among them,
+    its parameters' names (buffers such as BatchNorm's running statistics are the rest)."""
+
+    model: str
+    state: tuple[str, ...]
+    parameters: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class MethodParams:
     """Base of a method's parameters: a frozen dataclass whose fields have defaults and
     ``describe(...)`` metadata — the one declaration of each parameter (its default, its
@@ -160,6 +171,13 @@ class MethodParams:
 
     def check(self) -> None:
         """Raise :class:`ConfigError` naming the field of the first bad value."""
+        return None
+
+    def check_model(self, names: ModelNames) -> None:
+        """Raise :class:`ConfigError` where these values do not fit the run's model
+        (``names``: the model built on torch's ``meta`` device once the data are loaded,
+        :mod:`federated.config.data_checks`): a layer rule naming no layer, FedBN without
+        BatchNorm.  Most parameters fit every model."""
         return None
 
     def inert(self) -> dict[str, str]:

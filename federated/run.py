@@ -9,7 +9,8 @@ rewritten atomically after every round so the file is always complete.  A run wh
 loss becomes NaN/inf stops at that round, prints ``status: diverged`` and exits with
 status 3; per-party accuracies go to ``X.parties.csv`` beside the rows file ``X.csv``
 (and Fig. 2's representations, with ``--representations-at``, to ``X.representations/``);
-bad values are rejected with one line before any data loads (exit status 2);
+bad values are rejected with one line before any data loads, and values the data or
+the model refuse once the data are loaded, before any round or file (exit status 2);
 settings that have no effect on the run are named in ``warning:`` lines.
 """
 
@@ -150,7 +151,8 @@ def thread_warnings(config: RunConfig) -> list[str]:
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """The resolved config of the flags (flat names,
-    :func:`~federated.config.run_config.flat_names`)."""
+    :func:`~federated.config.run_config.flat_names`): its values checked, no file read;
+    :class:`~federated.engine.round_loop.FederatedRun` checks it against its data."""
     values = {k: v for k, v in vars(args).items() if k not in ("out", "quiet")}
     return RunConfig.from_dict(values).resolved()
 
@@ -267,16 +269,18 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
-    given = [k for k in vars(args) if k not in ("out", "quiet")]
-    for line in [*inert_settings(config, given), *thread_warnings(config)]:
-        print(line, file=sys.stderr)
     try:
         with warnings.catch_warnings(record=True) as notices:
             warnings.simplefilter("always", PackingFallback)
+            # loads the data and checks the config against them and the model, first
             run = FederatedRun(config)
-    except (DatasetUnavailable, DeviceUnavailableError, PartitionError) as err:
+    except (ConfigError, DatasetUnavailable, DeviceUnavailableError, PartitionError) as err:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
+    config = run.config  # complete: what the data decide filled in
+    given = [k for k in vars(args) if k not in ("out", "quiet")]
+    for line in [*inert_settings(config, given), *thread_warnings(config)]:
+        print(line, file=sys.stderr)
     left_out = left_out_words(config.partition_by or "", run.spec.left_out_parties)
     if left_out:
         print(left_out, file=sys.stderr)

@@ -72,8 +72,9 @@ def run_config_from_trial(config: dict[str, Any]) -> RunConfig:
     fields = config_values(config)
     if fields.get("device", "auto") == "auto" and ray.is_initialized():
         fields["device"] = "cuda" if ray.get_gpu_ids() else "cpu"
-    # the driver resolved this trial's values (study/); resolving them here builds its
-    # typed parameters, checks the node's view of the data and makes no other change
+    # the driver resolved and checked this trial's values against its data (study/);
+    # resolving them here checks them as values, and FederatedRun checks them against
+    # the node's view of the data, which makes no other change
     return RunConfig.from_dict(fields).resolved()
 
 

@@ -154,9 +154,12 @@ def trial_config_and_changes(
     dataset: str,
     seed: int,
     overrides: Mapping[str, Any] | None = None,
+    known_specs: dict[tuple, Any] | None = None,
 ) -> tuple[RunConfig, dict[str, tuple[Any, Any]]]:
-    """The resolved RunConfig of one trial, and what the budget changed in it (as
-    :func:`trial_fields_and_changes`)."""
+    """The resolved RunConfig of one trial, checked against its data, and what the
+    budget changed in it (as :func:`trial_fields_and_changes`).  ``known_specs``: the
+    plan's table of the data specs it has had (:func:`federated.config.data_checks.
+    with_data_checked`), so its trials on one data set load it once."""
     overrides = overrides or {}
     fields: dict[str, Any] = {"dataset": dataset, **study.fixed, **study.point_fields(point)}
     _check_budget_conflicts(study, fields, budget, overrides)
@@ -164,8 +167,12 @@ def trial_config_and_changes(
     fields.update(overrides)
     fields["seed"] = seed
     changes = {k: v for k, v in changes.items() if k not in overrides}
-    # the one resolution of this trial in the driver: the plan keeps it (TrialSpec.run_config)
-    return RunConfig.from_dict(fields).resolved(), changes
+    from federated.config.data_checks import with_data_checked
+
+    # the one resolution of this trial in the driver, checked against its data (loaded
+    # where they are files) and model before Ray starts: the plan keeps it
+    # (TrialSpec.run_config)
+    return with_data_checked(RunConfig.from_dict(fields), known_specs), changes
 
 
 def trial_fields(

@@ -205,8 +205,12 @@ def _check_fields(
         # first (the street study's tree): the sweep's plan checks these fields,
         # resolving every trial, before anything runs
         return RunConfig.from_dict(dict(fields)).to_dict()
+    from federated.config.data_checks import with_data_checked
+
     try:
-        checked = RunConfig.from_dict(every).resolved()
+        # checked against the study's own data where they are there (a class skew on a
+        # score folder is refused naming the axis value that asks for it)
+        checked = with_data_checked(RunConfig.from_dict(every))
     except ConfigError as err:
         if err.field not in fields:
             return RunConfig.from_dict(dict(fields)).to_dict()

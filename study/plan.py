@@ -184,6 +184,8 @@ class SweepPlan:
             seed=seed,
             # the field part: axis items (algorithm+=...) already shaped self.study
             overrides=with_axis_values(self.study, self.overrides)[1],
+            # the data specs this plan has had: its trials on one data set load it once
+            known_specs=self.__dict__.setdefault("_specs", {}),
         )
         labels = {name: point[name] for name in self.study.label_columns}
         config = {

@@ -22,8 +22,9 @@ import numpy as np
 
 from federated.cli.input_checks import InputError
 from federated.config.run_config import RunConfig
-from federated.data import ImageData, load_dataset
+from federated.data import ImageData
 from federated.data.hub_dataset import HubColumns
+from federated.data.loading import load_run_data
 from federated.data.party_field import left_out_words
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.heterogeneity.partition import (
@@ -118,13 +119,7 @@ def training_data(config: RunConfig) -> tuple[ImageData, np.ndarray, np.ndarray 
     (:func:`~federated.heterogeneity.partition.partition_labels`) and (natural folders) each
     training
     sample's party, as numpy arrays for partition draws."""
-    data = load_dataset(
-        config.dataset,
-        config.data_root,
-        image_size=config.image_size,
-        holdout_fraction=config.holdout_fraction,
-        columns=HubColumns.of(config),
-    )
+    data = load_run_data(config)
     parties = None if data.train_parties is None else data.train_parties.numpy()
     return data, partition_labels(data, config.task)[0], parties
 

@@ -4,10 +4,13 @@ by its method's Params, and that declaration is what a run takes."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from federated.algorithms.fedprox import FedProxParams
 from federated.algorithms.moon import MoonParams
+from federated.config.data_checks import with_data_checked
 from federated.config.run_config import ConfigError, RunConfig, coerce, flat_names
 from federated.engine.round_loop import run_rounds
 from tests.conftest import tiny
@@ -140,8 +143,13 @@ def test_constructing_a_config_does_no_io_and_changes_nothing():
         "no.such:model",
         0,
     )
-    with pytest.raises(ConfigError, match="invalid config: dataset="):
+    # resolving checks the values (the count first; the folder is the data step's)
+    with pytest.raises(ConfigError, match="invalid config: n_parties=0"):
         config.resolved()
+    pending = dataclasses.replace(config, n_parties=2).resolved()
+    assert not pending.is_resolved and pending.model == "no.such:model"
+    with pytest.raises(ConfigError, match="invalid config: dataset="):
+        with_data_checked(pending)
     plain = RunConfig.from_dict({"algorithm": "moon", "execution": "fast", "mu": "2"})
     assert (plain.model, plain.n_parties, plain.algorithm_params) == (None, None, None)
     assert plain.method_options == {"mu": 2.0} and not plain.is_resolved

@@ -15,7 +15,7 @@ import pytest
 import torch
 from PIL import Image
 
-from federated.config.data_fields import check_dataset
+from federated.config.data_checks import spec_of, with_data_checked
 from federated.config.run_config import ConfigError, RunConfig
 from federated.data import detection_annotations, load_dataset
 from federated.data.detection_annotations import DetectionDataError
@@ -166,14 +166,14 @@ def test_coco_test_file_is_the_test_set(tmp_path):
 def test_config_fields_for_a_detection_folder(tmp_path):
     root = street_tree(tmp_path / "street")
     base = {"dataset": f"folder:{root}", "data_root": str(tmp_path / "data")}
-    spec = check_dataset(RunConfig(**base, partition="natural", partition_by="device2_id"))
+    spec = spec_of(RunConfig(**base, partition="natural", partition_by="device2_id").resolved())
     assert spec.party_names == ("cam0", "cam1", "cam2")
     with pytest.raises(ConfigError, match="partition=natural together with partition_by"):
-        check_dataset(RunConfig(**base, partition="iid", partition_by="device1_id"))
+        spec_of(RunConfig(**base, partition="iid", partition_by="device1_id").resolved())
     with pytest.raises(ConfigError, match="partition_by=FIELD"):
-        check_dataset(RunConfig(**base, partition="natural"))
+        spec_of(RunConfig(**base, partition="natural").resolved())
     with pytest.raises(ConfigError, match="no image field 'camera'"):
-        check_dataset(RunConfig(**base, partition="natural", partition_by="camera"))
+        spec_of(RunConfig(**base, partition="natural", partition_by="camera").resolved())
 
 
 def test_partition_by_on_a_class_folder_is_refused(tmp_path):
@@ -351,7 +351,7 @@ def test_a_label_skew_partition_on_detection_data_is_refused_in_one_line(tmp_pat
     )
     refusal = "needs a class label per image, which a detection task does not have"
     with pytest.raises(ConfigError, match=refusal) as err:
-        config.resolved()
+        with_data_checked(config)
     assert "\n" not in str(err.value)
     # a detection folder's parties are an image field, never party folders
     assert "natural parties are an image field: partition=natural with partition_by=FIELD" in (
@@ -369,14 +369,14 @@ def test_iid_quantity_and_natural_partitions_split_detection_images(partition, t
     from federated.heterogeneity.partition import partition_for_run
 
     root = street_tree(tmp_path / "street", n_train=40)
-    config = RunConfig(
+    config = with_data_checked(RunConfig(
         dataset=f"folder:{root}",
         data_root=str(tmp_path / "data"),
         partition=partition,
         n_parties=None if partition == "natural" else 3,
         partition_by="device2_id" if partition == "natural" else None,
         beta=5.0,
-    ).resolved()
+    ))
     data = load_dataset(config.dataset, config.data_root, columns=HubColumns.of(config))
     parts = partition_for_run(np.zeros(len(data.train_y), np.int64), config, data.train_parties)
     assert len(parts) == 3 and sum(len(p) for p in parts) == 40
@@ -399,7 +399,7 @@ def test_a_missing_tree_is_named_as_the_dataset_before_partition_by(tmp_path):
         )
     assert expected in str(raised.value) and "partition_by" not in str(raised.value)
     with pytest.raises(ConfigError, match="dataset='folder:"):
-        RunConfig(
+        with_data_checked(RunConfig(
             dataset=f"folder:{missing}", partition="natural", partition_by="device2_id"
-        ).resolved()
+        ))
     assert not missing.exists()

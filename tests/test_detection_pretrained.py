@@ -15,6 +15,7 @@ import torch
 import torchvision.models
 import torchvision.models.detection as tv_detection
 
+from federated.config.data_checks import with_data_checked
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import FederatedRun
 from federated.models import DETECTORS, build_model
@@ -56,7 +57,8 @@ def _config(**overrides) -> RunConfig:
         seed=0,
     )
     values.update(overrides)
-    return RunConfig(**values).resolved()
+    # checked against the data and the model: a start is read and matched then
+    return with_data_checked(RunConfig(**values))
 
 
 @pytest.fixture

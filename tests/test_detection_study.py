@@ -13,6 +13,7 @@ from statistics import mean
 
 import pytest
 
+from federated.config.data_checks import with_data_checked
 from federated.models import build_model
 from federated.models.pretrained_start import check_start, shipped_starts
 from search_spaces import BUDGETS, STUDIES
@@ -103,10 +104,10 @@ def test_a_reused_worker_loads_each_trials_party_field(small_tree, tmp_path):
     from federated.engine.loaded_data import run_data
 
     def config(field: str) -> RunConfig:
-        return RunConfig(
+        return with_data_checked(RunConfig(
             dataset=f"folder:{small_tree}", task="detection", model="fcos-tiny",
             partition="natural", partition_by=field, data_root=str(tmp_path), device="cpu",
-        ).resolved()  # fmt: skip
+        ))  # fmt: skip
 
     street5 = run_data(config("device1_id"))
     assert run_data(config("device1_id")) is street5  # the next trial alike: held

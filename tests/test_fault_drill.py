@@ -18,6 +18,7 @@ import pytest
 
 from analysis.reading.loading import load_results
 from federated.cli import exit_codes
+from federated.config.data_checks import with_data_checked
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
@@ -84,7 +85,7 @@ def uninterrupted(trial_dir: Path, folder: Path) -> tuple[list[float], bytes]:
     representations too, into ``folder``)."""
     fields = run_config_fields(params(trial_dir))
     fields["device"] = "cpu"  # the trials ran on CPU (no GPU requested), also on a GPU machine
-    run = FederatedRun(RunConfig.from_dict(fields).resolved())
+    run = FederatedRun(with_data_checked(RunConfig.from_dict(fields)))
     files = RunFiles.in_folder(folder)
     accuracies = []
     while not run.finished:

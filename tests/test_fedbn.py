@@ -14,6 +14,7 @@ import torch
 
 from federated.algorithms.batchnorm_rule import batchnorm_entries
 from federated.algorithms.party_own_state import KEPT_KEY
+from federated.config.data_checks import with_data_checked
 from federated.engine.round_loop import FederatedRun
 from federated.evaluation.scoring import evaluate
 from federated.params import ConfigError
@@ -34,8 +35,8 @@ BN = dict(model="simple-cnn-bn")
     ],
 )
 def test_bad_values_are_refused_in_one_line_naming_the_field(overrides, field):
-    with pytest.raises(ConfigError) as caught:
-        tiny(**overrides)
+    with pytest.raises(ConfigError) as caught:  # values on resolving, the model's after
+        with_data_checked(tiny(**overrides))
     assert caught.value.field == field
     assert "\n" not in str(caught.value)
 

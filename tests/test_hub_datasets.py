@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from federated.config.data_checks import with_data_checked
 from federated.config.run_config import ConfigError, RunConfig
 from federated.data import hub_dataset
 from federated.data.hub_dataset import HubColumns, load_hub
@@ -78,7 +79,7 @@ def _config(stand_in: Path, tmp_path: Path, **fields) -> RunConfig:
         rounds=1,
         local_epochs=1,
     )
-    return RunConfig(**{**base, **fields}).resolved()
+    return with_data_checked(RunConfig(**{**base, **fields}))
 
 
 def test_columns_detected_and_writers_become_parties(stand_in, tmp_path):
@@ -212,7 +213,7 @@ def test_named_columns_and_one_line_refusals(fmnist, tmp_path):
             _config(source, tmp_path, **fields)
         assert words in str(err.value) and "\n" not in str(err.value), field
     with pytest.raises(ConfigError, match="only with dataset=hf:SOURCE"):
-        RunConfig(partition_by="writer_id").resolved()
+        with_data_checked(RunConfig(partition_by="writer_id"))
     with pytest.raises(ConfigError, match="partition=natural together with partition_by"):
         _config(source, tmp_path, label_column="digit", partition_by=None)
 
@@ -324,7 +325,7 @@ def test_offline_hub_name_fails_in_one_line_before_torch_and_writes_nothing(
     # the Python API gives the same line, from the config check, and writes nothing either
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ConfigError) as err:
-        RunConfig(dataset="hf:flwrlabs/femnist", party_test_fraction=0.1).resolved()
+        with_data_checked(RunConfig(dataset="hf:flwrlabs/femnist", party_test_fraction=0.1))
     assert f"error: {err.value}" == line
     assert [p for p in tmp_path.rglob("*") if p != work] == []
 
@@ -370,14 +371,14 @@ def test_a_cached_hub_copy_is_used_offline(fmnist, tmp_path, monkeypatch):
     assert early_hub_refusal(argv).startswith("error: invalid config: dataset=")  # not cached
     _cache_as_the_hub_leaves_it(fmnist, repo, tmp_path / "hf")
     assert early_hub_refusal(argv) is None
-    config = RunConfig(
+    config = with_data_checked(RunConfig(
         dataset=f"hf:{repo}",
         partition="natural",
         partition_by="writer_id",
         party_test_fraction=0.2,
         data_root=str(tmp_path / "root"),
         rounds=1,
-    ).resolved()
+    ))
     data = load_hub(config.dataset, None, None, config.data_root, HubColumns.of(config))
     assert data.spec.test_from_parties and data.spec.train_size == 120
     assert torch.equal(data.train_x, fmnist.train_x[:120])

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from federated import run as run_cli
+from federated.config.data_checks import with_data_checked
 from federated.export_tree import FMNIST_CLASSES, write_image
 from study import sweep as sweep_cli
 
@@ -352,9 +353,9 @@ def test_the_memory_estimate_passes_the_runs_that_fit(fmnist, tmp_path):
 
     root = tmp_path / "images"
     grey_tree(fmnist, root)
-    config = RunConfig(
+    config = with_data_checked(RunConfig(
         dataset=f"folder:{root}", data_root=str(tmp_path / "d"), device="cpu", n_parties=2
-    ).resolved()
+    ))
     activations, params = per_sample_bytes(config.model, config.spec)
     assert 0 < activations < 2**20 and 0 < params < 2**22
 

@@ -13,6 +13,7 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.io import decode_image, encode_jpeg
 
+from federated.config.data_checks import with_data_checked
 from federated.config.run_config import ConfigError, RunConfig
 from federated.data import ImageData
 from federated.data.folder_dataset import load_folder
@@ -48,7 +49,7 @@ def folder_config(root: Path, data_root: str, **overrides) -> RunConfig:
         out_dim=32,
     )
     values.update(overrides)
-    return RunConfig(**values).resolved()
+    return with_data_checked(RunConfig(**values))
 
 
 def test_natural_partition_equals_the_same_index_partition(fmnist, party_tree, cache):

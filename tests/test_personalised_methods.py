@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from federated.config.data_checks import with_data_checked
 from federated.engine.round_loop import FederatedRun
 from federated.evaluation.scoring import evaluate
 from federated.params import ConfigError
@@ -41,8 +42,8 @@ from tests.test_round_loop import results
     ],
 )
 def test_bad_values_are_refused_in_one_line_naming_the_field(overrides, field):
-    with pytest.raises(ConfigError) as caught:
-        tiny(**overrides)
+    with pytest.raises(ConfigError) as caught:  # values on resolving, the model's after
+        with_data_checked(tiny(**overrides))
     assert caught.value.field == field
     assert "\n" not in str(caught.value)
 
@@ -213,11 +214,11 @@ def test_parties_whose_own_models_would_not_fit_are_refused_before_work(monkeypa
     state = party_memory.model_state_bytes("simple-cnn", tiny().spec, 32, True)
     monkeypatch.setattr(party_memory, "available_memory", lambda: 4 * 2 * state - 1)
     with pytest.raises(ConfigError) as caught:
-        tiny(algorithm="ditto", n_parties=4)
+        with_data_checked(tiny(algorithm="ditto", n_parties=4))
     assert caught.value.field == "n_parties"
     assert "\n" not in str(caught.value) and "2 copies" in str(caught.value)
-    tiny(algorithm="ditto", n_parties=3)  # 3 x 2 copies fit
-    tiny(algorithm="fedavg", n_parties=4)  # keeps no copy
+    with_data_checked(tiny(algorithm="ditto", n_parties=3))  # 3 x 2 copies fit
+    with_data_checked(tiny(algorithm="fedavg", n_parties=4))  # keeps no copy
 
 
 def test_a_selecting_sweep_of_personalised_trials_says_what_ranks_them():

@@ -14,6 +14,7 @@ import pytest
 import torch
 from torch import nn
 
+from federated.config.data_checks import with_data_checked
 from federated.config.run_config import ConfigError, RunConfig
 from federated.data import load_dataset
 from federated.data.catalog import dataset_spec
@@ -33,7 +34,8 @@ FMNIST = dataset_spec("fmnist")
 
 
 def resolved(**fields) -> RunConfig:
-    return RunConfig(**fields).resolved()
+    """Resolved and checked against the data and the model: a start is read then."""
+    return with_data_checked(RunConfig(**fields))
 
 
 def seeded_model(seed: int, n_classes: int = 10, **kwargs) -> nn.Module:

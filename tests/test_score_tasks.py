@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from federated.config.data_checks import with_data_checked
 from federated.config.run_config import ConfigError, RunConfig
 from federated.data.catalog import DatasetSpec
 from federated.data.folder_dataset import folder_identity, load_folder
@@ -57,7 +58,7 @@ def score_config(tree: Path, tmp_path: Path, **overrides) -> RunConfig:
         data_root=str(tmp_path / "cache"),
     )
     values.update(overrides)
-    return RunConfig.from_dict(values).resolved()
+    return with_data_checked(RunConfig.from_dict(values))
 
 
 # ------------------------------------------------------------------- the objective
@@ -155,8 +156,8 @@ def test_bad_score_settings_are_refused_naming_the_field(iqa_tree, tmp_path, ove
 
 def test_a_classification_dataset_is_not_a_score_task():
     with pytest.raises(ConfigError, match=r"task='score' \(allowed: classification"):
-        RunConfig.from_dict(dict(dataset="synthetic", task="score")).resolved()
-    config = RunConfig.from_dict(dict(dataset="synthetic")).resolved()
+        with_data_checked(RunConfig.from_dict(dict(dataset="synthetic", task="score")))
+    config = with_data_checked(RunConfig.from_dict(dict(dataset="synthetic")))
     assert (config.task, config.primary_metric) == ("classification", "acc")
 
 

@@ -17,6 +17,7 @@ import pytest
 import torch
 from PIL import Image
 
+from federated.config.data_checks import with_data_checked
 from federated.config.run_config import RunConfig
 from federated.data.catalog import DatasetSpec
 from federated.data.folder_dataset import folder_identity, load_folder
@@ -328,9 +329,9 @@ def test_a_party_field_must_exist_and_name_every_training_images_party(folder):
 
 def test_the_config_takes_partition_by_and_refuses_what_segmentation_cannot_do(folder):
     base = dict(dataset=f"folder:{folder}", data_root=str(folder.parent / "data"))
-    resolved = RunConfig(**base, partition="natural", partition_by="site").resolved()
+    resolved = with_data_checked(RunConfig(**base, partition="natural", partition_by="site"))
     assert resolved.n_parties == 2 and resolved.task == "segmentation"
-    assert RunConfig(**base, partition="iid", n_parties=2).resolved().model == "unet-tiny"
+    assert with_data_checked(RunConfig(**base, partition="iid", n_parties=2)).model == "unet-tiny"
     refusals = [
         ({"partition": "natural"}, "partition_by=FIELD (a column of parties.csv) for a segm"),
         ({"partition": "dirichlet"}, "its natural parties are a column of parties.csv"),
@@ -345,7 +346,7 @@ def test_the_config_takes_partition_by_and_refuses_what_segmentation_cannot_do(f
     ]
     for overrides, expected in refusals:
         with pytest.raises(ConfigError) as err:
-            RunConfig(**base, **overrides).resolved()
+            with_data_checked(RunConfig(**base, **overrides))
         assert expected in str(err.value) and "\n" not in str(err.value)
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from benchmarks.sweep_overhead import main as overhead_main
 from benchmarks.sweep_overhead import overhead
+from federated.config.data_checks import with_data_checked
 from federated.config.run_config import RunConfig
 from federated.engine.loaded_data import run_data
 from federated.engine.round_loop import run_rounds
@@ -115,13 +116,13 @@ def party_folder(fmnist, tmp_path_factory) -> Path:
 
 
 def folder_config(root: Path, data_root: Path) -> RunConfig:
-    return RunConfig(
+    return with_data_checked(RunConfig(
         dataset=f"folder:{root}",
         partition="natural",
         data_root=str(data_root),
         device="cpu",
         threads=1,
-    ).resolved()
+    ))
 
 
 def test_a_worker_process_loads_a_data_set_once_and_again_when_its_files_change(

@@ -20,21 +20,18 @@ instead finds a BatchNorm layer whatever it is called.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from federated.algorithms.batchnorm_rule import batchnorm_entries
-from federated.algorithms.layer_rule import run_model_names
 from federated.algorithms.partly_personal import PartlyPersonal
 from federated.algorithms.party_own_state import (
     PERSONALISED_POOLED_TEST_EVERY,
     KeptEntries,
     OwnState,
 )
-from federated.params import ConfigError, MethodParams
+from federated.params import ConfigError, MethodParams, ModelNames
 
 WITH_BATCHNORM = "a model with BatchNorm layers under algorithm fedbn (simple-cnn-bn, resnet50)"
 
@@ -50,18 +47,10 @@ def fedbn_local_names(names: list[str], model: str | None) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class FedBNParams(MethodParams):
-    """FedBN has no parameter of its own; building them checks the run's model."""
+    """FedBN has no parameter of its own; its one condition is on the run's model."""
 
-    @classmethod
-    def build(
-        cls, values: Mapping[str, Any], context: Mapping[str, Any] | None = None
-    ) -> MethodParams:
-        params = super().build(values, context)
-        if context is not None:
-            names = run_model_names({**context, **values})
-            if names is not None:
-                fedbn_local_names(names[0], context.get("model"))
-        return params
+    def check_model(self, names: ModelNames) -> None:
+        fedbn_local_names(list(names.state), names.model)
 
 
 @dataclass(frozen=True)

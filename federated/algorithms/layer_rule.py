@@ -12,22 +12,20 @@ prefix matches it, shared otherwise.  Every fedsweep model is
 Refused in one line naming ``personal_layers``: an empty rule, a prefix that matches no
 entry of the model (a typo would otherwise silently share everything), and a rule that
 keeps every parameter local (nothing would be federated: that is SOLO).  The rule is
-checked when the config resolves (on the model built on torch's ``meta`` device, no
-memory) and again on the run's real model (a user's model factory that cannot build on
-``meta``).
+checked once the run's data are loaded, before any training
+(:meth:`LayerRuleParams.check_model`, on the model built on torch's ``meta`` device by
+:mod:`federated.config.data_checks`, no memory), and again on the run's real model (a
+user's model factory that cannot build on ``meta``).
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import SimpleNamespace
-from typing import Any
 
 import torch
 
-from federated.params import ConfigError, MethodParams, describe
+from federated.params import ConfigError, MethodParams, ModelNames, describe
 
 FIELD = "personal_layers"
 
@@ -77,57 +75,6 @@ def model_local_names(model: torch.nn.Module, rule: str) -> frozenset[str]:
     return local_names(names, [n for n, _ in model.named_parameters()], rule)
 
 
-# the run-level fields that decide a model's state names
-_MODEL_FIELDS = (
-    "model",
-    "dataset",
-    "out_dim",
-    "projection_head",
-    "image_size",
-    "holdout_fraction",
-    "data_root",
-    "image_column",
-    "label_column",
-    "partition_by",
-)
-
-
-@functools.cache
-def _names_on_meta(fields: tuple[tuple[str, Any], ...]) -> tuple[list[str], list[str]] | None:
-    """(state names, parameter names) of the run's model built on the ``meta`` device,
-    or None when it cannot be built there."""
-    from federated.config.data_fields import run_spec
-    from federated.models import build_model
-
-    values = dict(fields)
-    try:
-        spec = run_spec(SimpleNamespace(**values))
-        with torch.device("meta"), torch.random.fork_rng(devices=[]):
-            model = build_model(values["model"], spec, values["out_dim"], values["projection_head"])
-    # a user's factory may compute on real tensors (or need its data): the run checks
-    # the rule on its real model instead (PartlyPersonal.local_names)
-    except Exception:
-        return None
-    return list(model.state_dict()), [n for n, _ in model.named_parameters()]
-
-
-def run_model_names(context: Mapping[str, Any]) -> tuple[list[str], list[str]] | None:
-    """(state names, parameter names) of the model of the run whose run-level fields are
-    ``context``, built on ``meta``; None when it has no model yet or cannot be built
-    there (its rule is then checked on the run's real model)."""
-    if context.get("model") is None:
-        return None
-    return _names_on_meta(tuple((k, context.get(k)) for k in _MODEL_FIELDS))
-
-
-def check_rule_for_run(rule: str, context: Mapping[str, Any]) -> None:
-    """Refuse ``rule`` for the run whose run-level fields are ``context`` (when its
-    model builds on ``meta``)."""
-    names = run_model_names(context)
-    if names is not None:
-        local_names(*names, rule)
-
-
 @dataclass(frozen=True)
 class LayerRuleParams(MethodParams):
     """A partly personal method's rule (module docstring); the default is the method's
@@ -142,14 +89,8 @@ class LayerRuleParams(MethodParams):
         ),
     )
 
-    @classmethod
-    def build(
-        cls, values: Mapping[str, Any], context: Mapping[str, Any] | None = None
-    ) -> MethodParams:
-        params = super().build(values, context)
-        if context is not None:
-            check_rule_for_run(params.personal_layers, {**context, **values})
-        return params
+    def check_model(self, names: ModelNames) -> None:
+        local_names(names.state, names.parameters, self.personal_layers)
 
     def check(self) -> None:
         if not prefixes(self.personal_layers):

@@ -1,9 +1,12 @@
-"""Every check of a :class:`~federated.config.run_config.RunConfig`'s run-level fields, in one
-place: the allowed values and limits of its fields and :func:`validate`, which
-resolution (:meth:`~federated.config.run_config.RunConfig.resolved`) runs before any data loads and
-which raises :class:`ConfigError` with one line naming the field, the value and what is
-allowed.  The methods' parameters are checked by their own ``Params`` classes
-(:meth:`~federated.params.MethodParams.check`).
+"""Every check of a :class:`~federated.config.run_config.RunConfig`'s run-level fields as values,
+in one place: the allowed values and limits of its fields and :func:`validate`, which
+resolution (:meth:`~federated.config.run_config.RunConfig.resolved`) runs, reading no file and
+building no model, and which raises :class:`ConfigError` with one line naming the field,
+the value and what is allowed.  The methods' parameters are checked by their own
+``Params`` classes (:meth:`~federated.params.MethodParams.check`).  What the data or the
+model decide (party counts against images, the task the data hold, a model that builds,
+a layer rule against its state names) is checked once the data are loaded, in
+:mod:`federated.config.data_checks`.
 
 The config reaches these functions as a plain object (``Any``): this module sits below
 :mod:`federated.config.run_config`, which imports it, and imports nothing of it back."""
@@ -14,17 +17,7 @@ import re
 from dataclasses import fields
 from typing import Any
 
-from federated.config.data_fields import natural_parties_source
 from federated.config.privacy_fields import check_privacy
-from federated.contract.metrics import current_stem, metric_stems
-from federated.contract.task_needs import (
-    CLASS_PER_SAMPLE,
-    TARGETS_UNMOVED_BY_ROTATION,
-    TaskNeed,
-    unmet_need,
-)
-from federated.data.folder_layout import is_folder_dataset
-from federated.data.hub_dataset import is_hub_dataset
 from federated.params import (
     ConfigError,
     at_least,
@@ -80,73 +73,34 @@ MAX_PLAN_ROWS = 2**26
 MIN_LR = 1e-8
 
 
-# What partitions, feature skews and evaluations need of the task (a method declares its
-# own in Algorithm.task_needs): checked by one rule in _validate_task.
-PARTITION_NEEDS: dict[str, tuple[TaskNeed, ...]] = {
-    "dirichlet": (CLASS_PER_SAMPLE,),  # Dir(beta) over each class
-    "labels": (CLASS_PER_SAMPLE,),  # #C=k classes per party
-}
-FEATURE_SKEW_NEEDS: dict[str, tuple[TaskNeed, ...]] = {
-    "rotation": (TARGETS_UNMOVED_BY_ROTATION,),
-}
-EVALUATION_NEEDS: dict[str, tuple[TaskNeed, ...]] = {
-    "representations_at": (CLASS_PER_SAMPLE,),
-}
-
-
 def validate(c: Any) -> None:
-    """Raise :class:`ConfigError` naming the first run-level field of ``c`` (a
-    :class:`~federated.config.run_config.RunConfig` whose dataset, parties and model are resolved)
-    whose value is not allowed (types, ranges, what the data and the machine allow).
+    """Raise :class:`ConfigError` naming the first run-level field of ``c`` whose value
+    is not allowed (types, names, ranges, what the machine allows); reads no file.
 
     The checks run in this order, so a config with several bad values is refused on the
-    same one every time: types; the names and the data (methods, partition, dataset,
-    parties, task, model, start, execution path); counts and sizes; fractions and rates;
-    the parties the training set can hold; the batch plan's size; heterogeneity;
-    held-out data; differential privacy; the device; a folder run's memory."""
-    # Late import: dataset and model checks load folder datasets and model factories.
-    from federated.config.data_fields import check_folder_memory
-    from federated.models.party_memory import check_party_memory
+    same one every time: types; the names (methods, partition, dataset fields, execution
+    path); counts and sizes; fractions and rates; heterogeneity; held-out data;
+    differential privacy; the device.  Where the parties are the data's own and not yet
+    counted (``n_parties`` None under ``partition=natural`` on a folder or an ``hf:``
+    column), the checks that need their count wait for it:
+    :func:`federated.config.data_checks.check_against_spec` runs this again once it is known."""
+    from federated.config.data_fields import check_dataset_fields
 
     check_types(c)
-    spec = _check_names_and_data(c)
-    _check_counts(c)
-    _check_fractions_and_rates(c)
-    _check_party_sizes(c, spec)
-    _check_plan_size(c.local_epochs, c.n_train * c.parties_per_round // c.n_parties)
-    _validate_heterogeneity(c)
-    _validate_evaluation(c)
-    check_privacy(c)  # the dp_* fields (federated/config/privacy_fields.py)
-    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
-        raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
-    check_folder_memory(c, spec)  # last: it reads the resolved sizes checked above
-    check_party_memory(c, spec)
-
-
-def _check_names_and_data(c: Any) -> Any:
-    """The named choices and what the data allow: the algorithm, the partition, the
-    dataset (image folders, n_parties and models: federated/config/data_fields.py), the
-    task, the model and its start, the server optimizer, the execution path.  Returns
-    the data's :class:`~federated.data.catalog.DatasetSpec`."""
-    from federated.config.data_fields import (
-        check_dataset,
-        check_init_field,
-        check_model_field,
-        check_parties,
-    )
-
     load_method("algorithm", c.algorithm)
     one_of("partition", c.partition, PARTITIONS)
-    spec = check_dataset(c)
-    check_parties(c, spec)
-    # before any party count: a task without classes conflicts with a class skew first
-    _validate_task(c, spec)
-    check_model_field(c, spec)
-    check_init_field(c, spec)  # after the model: a start is matched to it
+    check_dataset_fields(c)
     load_method("server_optimizer", c.server_optimizer)
     one_of("execution", EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
     _check_batchnorm(c)
-    return spec
+    _check_counts(c)
+    _check_fractions_and_rates(c)
+    _validate_heterogeneity(c)
+    _validate_evaluation(c)
+    if c.n_parties is not None:
+        check_privacy(c)  # the dp_* fields (federated/config/privacy_fields.py)
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", c.device):
+        raise ConfigError("device", c.device, "auto, cpu, cuda or cuda:N")
 
 
 def _check_batchnorm(c: Any) -> None:
@@ -170,7 +124,8 @@ def _check_counts(c: Any) -> None:
     at_most("rounds", c.rounds, MAX_ROUNDS)
     at_most("batch_size", c.batch_size, MAX_BATCH_SIZE)
     at_most("eval_batch_size", c.eval_batch_size, MAX_BATCH_SIZE)
-    at_least("n_parties", c.n_parties, 1)
+    if c.n_parties is not None:
+        at_least("n_parties", c.n_parties, 1)
     at_least("local_epochs", c.local_epochs, 1)
     at_most("local_epochs", c.local_epochs, MAX_LOCAL_EPOCHS)
     at_least("batch_size", c.batch_size, 1)
@@ -199,7 +154,7 @@ def _check_counts(c: Any) -> None:
 def _check_fractions_and_rates(c: Any) -> None:
     """The shares (parties per round, data, test set) and the optimiser's rates."""
     fraction("sample_fraction", c.sample_fraction)
-    if round(c.n_parties * c.sample_fraction) == 0:
+    if c.n_parties is not None and round(c.n_parties * c.sample_fraction) == 0:
         # parties_per_round would round this to zero and quietly draw one party anyway
         raise ConfigError(
             "sample_fraction",
@@ -220,55 +175,6 @@ def _check_fractions_and_rates(c: Any) -> None:
     unit_interval("momentum", c.momentum)
 
 
-def _check_party_sizes(c: Any, spec: Any) -> None:
-    """The partition can give every party what it needs: ``labels_per_party`` classes
-    (partition=labels), and :data:`MIN_PARTY_SAMPLES` samples each where the partition
-    or an image folder requires them (1 otherwise)."""
-    if c.partition == "labels" and not 1 <= c.labels_per_party <= spec.n_classes:
-        # only partition=labels reads it: never an error about a field that does nothing
-        raise ConfigError(
-            "labels_per_party", c.labels_per_party, f"an integer in [1, {spec.n_classes}]"
-        )
-    # an image folder's or hf: data set's parties follow one rule whatever the partition:
-    # at least MIN_PARTY_SAMPLES images each (federated/data/folder_layout.py, natural parties)
-    own_data = is_folder_dataset(c.dataset) or is_hub_dataset(c.dataset)
-    sized = c.partition in ("dirichlet", "quantity") or own_data
-    min_size = MIN_PARTY_SAMPLES if sized else 1
-    most = c.n_train // min_size
-    if c.partition != "natural" and c.n_parties > most:
-        needed = c.n_parties * min_size
-        if c.data_fraction < 1 and needed <= spec.train_size:
-            # the data fraction, not the party count, is what makes it impossible
-            raise ConfigError(
-                "data_fraction",
-                c.data_fraction,
-                f"at least {-(-needed * 10_000 // spec.train_size) / 1e4:g} for "
-                f"n_parties={c.n_parties} of >= {min_size} {c.dataset} samples each "
-                f"(partition={c.partition}), or fewer parties",
-            )
-        raise ConfigError(
-            "n_parties",
-            c.n_parties,
-            f"at most {most} for {c.n_train} {c.dataset} training samples "
-            f"(each party needs >= {min_size} under partition={c.partition})",
-        )
-
-
-def _check_plan_size(local_epochs: int, samples_per_round: int) -> None:
-    """Refuse a round whose batch plan would hold more than :data:`MAX_PLAN_ROWS` rows
-    (``local_epochs`` x the samples drawn in a round): the plan is drawn in full before
-    the first step, so its memory grows with ``local_epochs`` whatever a party then does."""
-    samples = max(1, samples_per_round)
-    if local_epochs * samples > MAX_PLAN_ROWS:
-        raise ConfigError(
-            "local_epochs",
-            local_epochs,
-            f"at most {max(1, MAX_PLAN_ROWS // samples)} for the {samples} samples drawn "
-            f"each round: a round's batch plan (epochs x samples) is drawn in full and holds "
-            f"at most {MAX_PLAN_ROWS} rows (~{MAX_PLAN_ROWS * PLAN_BYTES_PER_ROW / 2**30:.1f} GiB)",
-        )
-
-
 def _validate_heterogeneity(c: Any) -> None:
     one_of("feature_skew", c.feature_skew, FEATURE_SKEWS)
     one_of("straggler_policy", c.straggler_policy, STRAGGLER_POLICIES)
@@ -287,8 +193,8 @@ def _validate_heterogeneity(c: Any) -> None:
         )
     if not 0.0 <= c.straggler_fraction <= 1.0:
         raise ConfigError("straggler_fraction", c.straggler_fraction, "a number in [0, 1]")
-    drawn = c.parties_per_round
-    if c.straggler_policy == "drop" and round(drawn * c.straggler_fraction) >= drawn:
+    drawn = c.parties_per_round if c.n_parties is not None else 0
+    if drawn and c.straggler_policy == "drop" and round(drawn * c.straggler_fraction) >= drawn:
         # every drawn party is a straggler, and dropped: no round would train anything
         raise ConfigError(
             "straggler_fraction",
@@ -356,7 +262,7 @@ def _check_validation_settings(c: Any) -> None:
             "1 with val_split=server (the server's slice is evaluated whole; only "
             "val_split=party draws evaluating parties)",
         )
-    if round(c.n_parties * c.eval_fraction) == 0:
+    if c.n_parties is not None and round(c.n_parties * c.eval_fraction) == 0:
         raise ConfigError(
             "eval_fraction",
             c.eval_fraction,
@@ -366,70 +272,18 @@ def _check_validation_settings(c: Any) -> None:
         )
 
 
-def _validate_task(c: Any, spec: Any) -> None:
-    """The task reads the data's targets (the data's own task by default); the primary
-    metric is one the task records; a task without classes has none to skew by."""
-    task = load_method("task", c.task)
-    if task.targets != spec.task:
-        raise ConfigError(
-            "task",
-            c.task,
-            f"{spec.task}, or a task on {spec.task} targets (what {c.dataset} holds), or "
-            "unset: the data set the task",
-        )
-    stems = metric_stems(task.metrics)
-    if c.primary_metric is not None and c.primary_metric not in stems:
-        # a name older runs of the task used (a score task's acc, now bin_acc): said so
-        renamed = current_stem(c.primary_metric, task.name)
-        hint = f"; {c.primary_metric} is now {renamed}" if renamed in stems else ""
-        raise ConfigError(
-            "primary_metric",
-            c.primary_metric,
-            f"for a {task.name} task one of {', '.join(stems)}{hint}",
-        )
-    method = load_method("algorithm", c.algorithm)
-    # (field, value, what needs something of the task, the needs, what else is allowed)
-    users = (
-        ("algorithm", c.algorithm, f"{c.algorithm}", method.task_needs, "another method"),
-        (
-            "partition",
-            c.partition,
-            f"a {c.partition} partition",
-            PARTITION_NEEDS.get(c.partition, ()),
-            "natural, iid or quantity (its natural parties are "
-            f"{natural_parties_source(c.dataset)})",
-        ),
-        (
-            "feature_skew",
-            c.feature_skew,
-            f"a {c.feature_skew} feature skew",
-            FEATURE_SKEW_NEEDS.get(c.feature_skew, ()),
-            "none or noise",
-        ),
-        (
-            "representations_at",
-            c.representations_at,
-            "the representation probe (its figure colours images by class)",
-            EVALUATION_NEEDS["representations_at"] if c.representations_at else (),
-            "unset",
-        ),
-    )
-    for name, value, user, needs, allowed in users:
-        need = unmet_need(task, needs)
-        if need is not None:
-            raise ConfigError(
-                name,
-                value,
-                f"{allowed}: {user} needs {need.what}, which a {task.name} task does not have",
-            )
-
-
 def check_types(c: Any) -> None:
     """Raise :class:`ConfigError` naming the first run-level field of ``c`` whose value
     is not of its annotated type."""
     hints = type_hints(type(c))
     for f in fields(c):
-        if f.name not in ("method_options", "algorithm_params", "server_params", "task_params"):
+        if f.name not in (
+            "method_options",
+            "algorithm_params",
+            "server_params",
+            "task_params",
+            "data_spec",
+        ):
             check_type(f.name, hints[f.name], getattr(c, f.name))
 
 

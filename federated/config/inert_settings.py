@@ -179,9 +179,16 @@ def inert_settings(config: RunConfig, given: Iterable[str] | None = None) -> lis
 
     ``given`` limits the check to fields the user set (a command line's flags); by
     default every field whose value differs from RunConfig's default is checked.
-    ``config`` is resolved first (a resolved one is taken as it is).
+    ``config`` is resolved first (a complete one is taken as it is); on a folder or an
+    ``hf:`` data set it must be complete already (checked against its data:
+    ``FederatedRun.config``, a plan's trial), since what is inert may depend on them.
     """
     config = config.resolved()
+    if not config.is_resolved:
+        raise ValueError(
+            f"inert_settings needs a config checked against its data ({config.dataset}): "
+            "federated.config.data_checks.with_data_checked"
+        )
     names = set(given) if given is not None else changed_fields(config)
     flat = config.to_dict()
     lines: list[str] = []

@@ -2,12 +2,14 @@
 
 Every entry point (Python, ``python -m federated.run``, Tune trials, ``study.sweep``)
 builds a :class:`RunConfig`.  Constructing one does no I/O and changes nothing: it is
-the values given.  :meth:`RunConfig.resolved` is the one step that checks every field
-(before any data is loaded; :class:`ConfigError` with one line naming the field, the bad
-value and what is allowed) and returns a new, complete config: fields left as ``None``
-take the MOON paper's settings (§4.1) for the chosen algorithm and dataset, a folder
-dataset's path is made absolute, its parties counted, the model checked, and the chosen
-methods' parameters built.
+the values given.  :meth:`RunConfig.resolved` is the one step that checks every field as
+a value (reading no file, building no model; :class:`ConfigError` with one line naming
+the field, the bad value and what is allowed) and returns a new config: fields left as
+``None`` take the MOON paper's settings (§4.1) for the chosen algorithm and dataset, a
+folder dataset's path is made absolute and the chosen methods' parameters are built.
+What the data or the model decide is checked once the data are loaded, in one place,
+:mod:`federated.config.data_checks` (a folder's parties counted, its task and default
+model read from it, a model built, a layer rule matched to it).
 
 Defaults are the paper's reference settings: 10 parties, Dir(0.5), 10 local epochs,
 SGD lr 0.01 / momentum 0.9 / weight decay 1e-5, batch 64, out_dim 256, tau 0.5.
@@ -28,9 +30,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import Any
 
 from federated.config.checks import EXECUTION_ALIASES, check_types, validate
+from federated.data.catalog import DatasetSpec
 from federated.params import (
     ConfigError,
     MethodParams,
@@ -47,6 +51,8 @@ from federated.registry import (
 
 # RunConfig's fields that hold the chosen methods' parameters (the rest are run-level)
 METHOD_FIELDS = ("method_options", "algorithm_params", "server_params", "task_params")
+# RunConfig's fields that are no flat setting: the methods' parameters and the data's spec
+NOT_FLAT = (*METHOD_FIELDS, "data_spec")
 # What a run made before a field existed did, for the fields whose default is resolved
 # per method (None): a checkpoint without the field is compared as this value
 BEFORE_FIELD = {"batchnorm": "averaged"}
@@ -56,6 +62,126 @@ METHOD_DEFAULTS = {
     "batchnorm": "batchnorm_default",
     "personal_test_every": "personal_test_every",
 }
+
+
+#: The run-level fields by what they set, each in one group (a test holds every field in
+#: exactly one).  The fields stay flat: their names are the flags, the study files' keys,
+#: the results' columns and the checkpoints' and manifests' keys (:meth:`RunConfig.to_dict`
+#: is unchanged by the groups); :meth:`RunConfig.group` is a read-only view of one group.
+FIELD_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        # what is studied: the methods, the model, the task
+        "method": (
+            "algorithm",
+            "server_optimizer",
+            "model",
+            "init",
+            "out_dim",
+            "projection_head",
+            "batchnorm",
+            "task",
+            "primary_metric",
+        ),
+        # which data, how they load (the natural parties' field among them), how much is used
+        "data": (
+            "dataset",
+            "data_root",
+            "image_size",
+            "holdout_fraction",
+            "image_column",
+            "label_column",
+            "partition_by",
+            "data_fraction",
+            "test_fraction",
+        ),
+        # how the training set is split into parties and drawn each round
+        "partition": ("n_parties", "partition", "beta", "labels_per_party", "sample_fraction"),
+        # heterogeneity beyond label skew: features and system
+        "heterogeneity": (
+            "feature_skew",
+            "feature_skew_level",
+            "straggler_fraction",
+            "straggler_policy",
+            "local_epochs_min",
+            "dropout",
+        ),
+        # local training and the run's length and seed
+        "training": (
+            "rounds",
+            "local_epochs",
+            "batch_size",
+            "lr",
+            "momentum",
+            "weight_decay",
+            "seed",
+        ),
+        # held-out data and what is scored when
+        "evaluation": (
+            "val_fraction",
+            "val_split",
+            "eval_fraction",
+            "party_test_fraction",
+            "finetune_epochs",
+            "party_scores_every",
+            "personal_test_every",
+            "representations_at",
+        ),
+        # client-level differential privacy (federated/config/privacy_fields.py)
+        "privacy": (
+            "dp_noise_multiplier",
+            "dp_clip_norm",
+            "dp_clipping",
+            "dp_clip_quantile",
+            "dp_target_epsilon",
+            "dp_delta",
+        ),
+        # where and how it runs (execution_fields() says which never change results)
+        "execution": (
+            "device",
+            "threads",
+            "eval_batch_size",
+            "execution",
+            "pack_width",
+            "checkpoint_every",
+            "fail_at_round",
+        ),
+    }
+)
+
+
+class FieldGroup(Mapping[str, Any]):
+    """A read-only view of one of :data:`FIELD_GROUPS` of a config: its fields by name,
+    as a mapping and as attributes (``config.group("privacy").dp_delta``)."""
+
+    __slots__ = ("_name", "_values")
+
+    def __init__(self, name: str, values: Mapping[str, Any]) -> None:
+        self._name = name
+        self._values = MappingProxyType(dict(values))
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self._values[key]
+        except KeyError:
+            raise AttributeError(f"field group {self._name!r} has no field {key!r}") from None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"FieldGroup({self._name!r}, {dict(self._values)!r})"
+
+
+# the fields a data set's spec depends on (the data group but the fractions used of it)
+SPEC_FIELDS = tuple(
+    f for f in FIELD_GROUPS["data"] if f not in ("data_fraction", "test_fraction")
+)
 
 
 def _help(text: str) -> Any:
@@ -388,11 +514,19 @@ class RunConfig:
     task_params: MethodParams | None = field(
         default=None, metadata=_help("the task's typed parameters (resolved)")
     )
+    # what the data said when the config was completed (completed_with): not a flat field
+    # (to_dict leaves it out; a trial's dict is completed again against its loaded data)
+    data_spec: DatasetSpec | None = field(
+        default=None,
+        repr=False,
+        metadata=_help("the data's spec the config was completed with (resolved)"),
+    )
 
     # ------------------------------------------------------------------- resolution
     @property
     def is_resolved(self) -> bool:
-        """Whether :meth:`resolved` made this config (the methods' parameters built)."""
+        """Whether this config is complete (the methods' parameters built): resolved on a
+        built-in data set, or checked against its loaded data."""
         return (
             self.algorithm_params is not None
             and self.server_params is not None
@@ -400,13 +534,49 @@ class RunConfig:
         )
 
     def resolved(self) -> RunConfig:
-        """The complete, checked config: a new value (this one is left as it is); a
-        resolved config returns itself.  Raises :class:`ConfigError` naming the first
-        bad field.  Reads an image folder (``folder:PATH``, cached) and builds an
-        import-path model once, to check them."""
+        """The checked config: a new value (this one is left as it is); a complete one
+        returns itself.  Raises :class:`ConfigError` naming the first bad field.  Reads
+        no file and builds no model: on a built-in data set (whose spec is a table) the
+        config is complete; on a folder or an ``hf:`` data set, what the data decide
+        (natural parties, model, task, the methods' parameters) is filled in and checked
+        once they are loaded, by :func:`federated.config.data_checks.checked_against`."""
         if self.is_resolved:
             return self
         return _resolve(self)
+
+    def group(self, name: str) -> FieldGroup:
+        """The fields of group ``name`` of :data:`FIELD_GROUPS` (``data``, ``partition``,
+        ``training``, ``evaluation``, ``privacy``, ``execution`` ...), a read-only view."""
+        if name not in FIELD_GROUPS:
+            raise KeyError(f"no field group {name!r} (groups: {', '.join(FIELD_GROUPS)})")
+        return FieldGroup(name, {f: getattr(self, f) for f in FIELD_GROUPS[name]})
+
+    def completed_with(self, spec: Any) -> RunConfig:
+        """This config (resolved: its values checked) with what its data decide filled in
+        from their :class:`~federated.data.catalog.DatasetSpec` ``spec`` (the natural
+        parties' count, the default model, the task and its primary metric; then the
+        methods' and the task's parameters built and the privacy defaults that follow the
+        party count) and checked against it
+        (:func:`federated.config.data_checks.check_against_spec`).  Reads no file: a
+        built-in data set's config is completed by :meth:`resolved` itself, a folder's by
+        :func:`federated.config.data_checks.checked_against` once it is loaded.  A
+        complete config is checked and returned as it is."""
+        from federated.config.data_checks import check_against_spec, data_decided
+        from federated.config.privacy_fields import privacy_defaults
+
+        complete = replace(self, data_spec=spec, **data_decided(self, spec))
+        check_against_spec(complete, spec, counted=self.n_parties is not None)
+        if complete.is_resolved:
+            return complete
+        algorithm_params, server_params, task_params, inert = method_params(complete)
+        return replace(
+            complete,
+            method_options=inert,
+            algorithm_params=algorithm_params,
+            server_params=server_params,
+            task_params=task_params,
+            **privacy_defaults(complete),
+        )
 
     # ------------------------------------------------------------------ conversions
     def to_dict(self) -> dict[str, Any]:
@@ -426,7 +596,7 @@ class RunConfig:
         parameter of the chosen methods are refused by :meth:`resolved`."""
         known = field_types()
         plain = {k: coerce(k, v) for k, v in values.items() if k in known}
-        given = {k: v for k, v in values.items() if k not in known and k not in METHOD_FIELDS}
+        given = {k: v for k, v in values.items() if k not in known and k not in NOT_FLAT}
         given.update(values.get("method_options") or {})  # a nested mapping (Python callers)
         return cls(**plain, method_options={k: coerce(k, v) for k, v in given.items()})
 
@@ -445,20 +615,50 @@ class RunConfig:
                     values.pop(key, None)
         values.update(changes)
         config = RunConfig.from_dict(values)
-        return config.resolved() if self.is_resolved else config
+        if not self.is_resolved:
+            return config
+        config = config.resolved()
+        if not config.is_resolved and config.spec_key() == self.spec_key():
+            config = config.completed_with(self.data_spec)  # the same data: its spec holds
+        return config
 
     @property
     def spec(self):
-        """The dataset's :class:`~federated.data.catalog.DatasetSpec` (an image folder's
-        from its cached load)."""
-        from federated.config.data_fields import run_spec
+        """The dataset's :class:`~federated.data.catalog.DatasetSpec`: a built-in data
+        set's from its table; a folder's or an ``hf:`` data set's from its load (the
+        loaders keep it in memory; :func:`federated.config.data_checks.spec_of`).  A
+        complete config holds its data's spec (:attr:`data_spec`): no I/O."""
+        if self.data_spec is not None:
+            return self.data_spec
+        from federated.config.data_checks import spec_of
 
-        return run_spec(self)
+        return spec_of(self)
+
+    def inert_params(self) -> list[MethodParams]:
+        """The parameters, built, of every registered method or task that declares a value
+        this config gives but none of its chosen ones does (``method_options`` once
+        resolved): an inert value is still one its declarers allow (a layer rule naming no
+        layer of the model is refused under FedAvg too)."""
+        context = {f: getattr(self, f) for f in field_types()}
+        built = []
+        for params in registered_params().values():
+            theirs = {k: v for k, v in self.method_options.items() if k in params.field_types()}
+            if theirs:
+                built.append(params.build(theirs, context))
+        return built
+
+    def spec_key(self) -> tuple[Any, ...]:
+        """The values of :data:`SPEC_FIELDS`: what this config's data spec depends on."""
+        return tuple(getattr(self, name) for name in SPEC_FIELDS)
+
+    def n_train_of(self, spec: Any) -> int:
+        """Training samples used after ``data_fraction``, of data with spec ``spec``."""
+        return max(1, round(spec.train_size * self.data_fraction))
 
     @property
     def n_train(self) -> int:
-        """Training samples used after ``data_fraction``."""
-        return max(1, round(self.spec.train_size * self.data_fraction))
+        """Training samples used after ``data_fraction`` (:attr:`spec`'s)."""
+        return self.n_train_of(self.spec)
 
     @property
     def n_test(self) -> int:
@@ -474,9 +674,9 @@ class RunConfig:
 # ---------------------------------------------------------------------- field helpers
 def field_types() -> dict[str, Any]:
     """Run-level field name -> annotated type (resolved), in declaration order (every
-    field but those holding the methods' parameters, :data:`METHOD_FIELDS`)."""
+    field but those holding the methods' parameters and the data's spec, :data:`NOT_FLAT`)."""
     hints = type_hints(RunConfig)
-    return {f.name: hints[f.name] for f in fields(RunConfig) if f.name not in METHOD_FIELDS}
+    return {f.name: hints[f.name] for f in fields(RunConfig) if f.name not in NOT_FLAT}
 
 
 def field_help() -> dict[str, str]:
@@ -554,42 +754,63 @@ def coerce(name: str, value: Any) -> Any:
 
 # ------------------------------------------------------------------------ resolution
 def _resolve(c: RunConfig) -> RunConfig:
-    """:meth:`RunConfig.resolved`: each step returns a new value, none rewrites one."""
-    # Late import: the dataset and model checks load folder datasets and model factories.
-    from federated.config.data_fields import check_dataset, folder_path_resolved, resolved_parties
-    from federated.config.privacy_fields import privacy_defaults
+    """:meth:`RunConfig.resolved`: each step returns a new value, none rewrites one; no
+    file is read and no model built (names are made absolute: path look-ups only)."""
+    from federated.config.data_fields import DEFAULT_PARTIES, declared_spec, folder_path_resolved
     from federated.models.pretrained_start import absolute_start
 
     check_types(c)
     load_method("algorithm", c.algorithm)
     load_method("server_optimizer", c.server_optimizer)
-    spec = check_dataset(c)
-    complete = replace(
+    checked = replace(
         c,
         dataset=folder_path_resolved(c.dataset),
-        n_parties=resolved_parties(c, spec),
-        model=spec.default_model if c.model is None else c.model,
-        init=None if c.init is None else absolute_start(c.init),
-        task=spec.task if c.task is None else c.task,
-        primary_metric=(
-            _default_primary(spec.task if c.task is None else c.task)
-            if c.primary_metric is None
-            else c.primary_metric
+        # under partition=natural the data count the parties (completed_with)
+        n_parties=(
+            DEFAULT_PARTIES if c.n_parties is None and c.partition != "natural" else c.n_parties
         ),
+        init=None if c.init is None else absolute_start(c.init),
         execution=EXECUTION_ALIASES.get(c.execution, c.execution),
         **method_defaults(c),
     )
-    validate(complete)
-    algorithm_params, server_params, task_params, inert = _method_params(complete)
-    load_method("task", str(complete.task)).check_data(task_params, complete.dataset)
-    return replace(
-        complete,
-        method_options=inert,
-        algorithm_params=algorithm_params,
-        server_params=server_params,
-        task_params=task_params,
-        **privacy_defaults(complete),
-    )
+    validate(checked)
+    spec = declared_spec(checked.dataset)
+    _check_method_options(checked, checked.task or (spec.task if spec is not None else None))
+    # a built-in data set's spec is a table: complete the config now; a folder's or an
+    # hf: data set's waits for its load (federated.config.data_checks.checked_against)
+    return checked.completed_with(spec) if spec is not None else checked
+
+
+def _check_method_options(c: RunConfig, task: str | None) -> None:
+    """The given method parameters as values, before they are built (:func:`method_params`,
+    once the data have said which ``task`` the run is where it is a folder's: None until
+    then): every name one of the chosen methods, the task or some registered method
+    declares, every value one its declarers allow."""
+    algorithm = load_method("algorithm", c.algorithm).Params
+    server = load_method("server_optimizer", c.server_optimizer).Params
+    declared = {**server.field_types(), **algorithm.field_types()}
+    if task is not None:
+        declared.update(load_method("task", task).Params.field_types())
+    given = dict(c.method_options)
+    names = flat_names()
+    for key in given:
+        if key not in declared and key not in names:
+            raise ConfigError(
+                key,
+                given[key],
+                f"a known field: {', '.join(field_types())}, or a parameter of algorithm "
+                f"{c.algorithm} / server_optimizer {c.server_optimizer}"
+                + (f" / task {task}" if task is not None else "")
+                + f" ({', '.join(declared) or 'none'})",
+            )
+    context = {f: getattr(c, f) for f in field_types()}
+    chosen = {k: v for k, v in given.items() if k in declared}
+    algorithm.build(chosen, context)
+    server.build(chosen, context)
+    for params in registered_params().values():
+        theirs = {k: v for k, v in given.items() if k not in declared and k in params.field_types()}
+        if theirs:
+            params.build(theirs, context)
 
 
 def method_defaults(c: RunConfig) -> dict[str, Any]:
@@ -602,16 +823,7 @@ def method_defaults(c: RunConfig) -> dict[str, Any]:
     }
 
 
-def _default_primary(task: str) -> str | None:
-    """The task's first metric (None for a name no task has: validate refuses it)."""
-    try:
-        metrics = load_method("task", task).metrics
-    except ConfigError:
-        return None
-    return metrics[0].stem if metrics else None
-
-
-def _method_params(
+def method_params(
     c: RunConfig,
 ) -> tuple[MethodParams, MethodParams, MethodParams, dict[str, Any]]:
     """The chosen methods' and the task's parameters from ``c.method_options`` (the paper

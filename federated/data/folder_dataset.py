@@ -2,7 +2,7 @@
 
 Which reader loads a folder is decided in one place, :mod:`federated.data.folder_kinds`
 (a detection folder's, another task's own layout's, this module's image-folder reader
-last); :func:`load_folder`, :func:`folder_spec` and :func:`folder_identity` ask it.  This
+last); :func:`load_folder` and :func:`folder_identity` ask it.  This
 module reads image folders: class folders, or a scores file.
 
 Loading an image folder scans it (:mod:`federated.data.folder_layout`), then takes the first of:
@@ -67,7 +67,6 @@ CACHE_FORMAT = 1
 MEMORY_ENTRIES = 2  # loaded folders kept in memory per process (sweep driver, trial)
 
 _memory: dict[str, ImageData] = {}
-_specs: dict[tuple, DatasetSpec] = {}
 
 
 def default_model_for(height: int, width: int) -> str:
@@ -136,7 +135,6 @@ def load_image_folder(
     fingerprint = layout.fingerprint()
     key = _settings_key(fingerprint, image_size, holdout_fraction)
     cache_file = cache_entry_path(root, key, data_root)
-    spec_key = (str(root), image_size, holdout_fraction)
 
     if use_memory and key in _memory:
         data, source = _memory[key], "memory"
@@ -155,7 +153,6 @@ def load_image_folder(
             _memory[key] = data
             while len(_memory) > MEMORY_ENTRIES:
                 _memory.pop(next(iter(_memory)))
-    _specs[spec_key] = data.spec
     return FolderLoad(data, fingerprint, source, time.perf_counter() - start, cache_file)
 
 
@@ -174,21 +171,6 @@ def _check_parties_after_holdout(
             int(kept[party]),
             f" left after holdout_fraction={holdout_fraction}",
         )
-
-
-def folder_spec(
-    name: str,
-    image_size: str | None = None,
-    holdout_fraction: float | None = None,
-    data_root: str | os.PathLike | None = None,
-    partition_by: str | None = None,
-) -> DatasetSpec:
-    """The spec of ``folder:PATH`` for config validation, from the reader of its kind:
-    an image folder's from this process's last load with these settings, else from a
-    load (disk cache or decoding); the other kinds load each time (their memory entry
-    makes that cheap; their annotations may change)."""
-    root = folder_path(name)
-    return folder_reader(root).spec(root, image_size, holdout_fraction, data_root, partition_by)
 
 
 def folder_identity(name: str) -> dict[str, Any]:
@@ -221,24 +203,6 @@ def folder_layout(root: Path) -> FolderLayout:
     return score_layout(root) if has_scores_file(root) else scan_folder(root)
 
 
-def _image_folder_spec(
-    root: Path,
-    image_size: str | None,
-    holdout_fraction: float | None,
-    data_root: str | os.PathLike | None,
-    partition_by: str | None,
-) -> DatasetSpec:
-    """From this process's last load with these settings (a class folder's spec is asked
-    for many times while a sweep is planned), else from a load."""
-    if partition_by is not None:  # refused by the load, in its one line
-        loaded = load_image_folder(root, image_size, holdout_fraction, data_root, partition_by)
-        return loaded.data.spec
-    key = (str(root), image_size, holdout_fraction)
-    if key not in _specs:
-        load_image_folder(root, image_size, holdout_fraction, data_root, None)
-    return _specs[key]
-
-
 #: the image-folder kind (class folders, or a scores file): the fallback reader of
 #: :mod:`federated.data.folder_kinds` (``FALLBACK_READER``), asked last, recognising
 #: every folder
@@ -247,7 +211,6 @@ IMAGE_FOLDERS = FolderReader(
     recognises=lambda root: True,
     load=load_image_folder,
     identity=image_folder_identity,
-    fast_spec=_image_folder_spec,
 )
 
 

@@ -4,8 +4,8 @@ A folder's kind is what its files say: class folders or a scores file
 (:mod:`federated.data.folder_dataset`), a detection annotation file
 (:mod:`federated.data.detection_folder`), images with masks
 (:mod:`federated.data.segmentation_folder`) ...  Each kind has one reader, a
-:class:`FolderReader`: how it recognises a folder, loads it, gives its spec and describes
-it to a sweep's manifest.  The readers are asked in order and the first that recognises
+:class:`FolderReader`: how it recognises a folder, loads it and describes it to a sweep's
+manifest.  The readers are asked in order and the first that recognises
 the folder reads it:
 
 1. every registered task's own reader (:data:`federated.registry.TASK_PATHS`, in that
@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 from federated.registry import TASK_PATHS, load_method
 
 if TYPE_CHECKING:
-    from federated.data.catalog import DatasetSpec
     from federated.data.folder_cache import FolderLoad
 
 #: the reader asked last, which recognises every folder (class folders or a scores file)
@@ -44,8 +43,6 @@ FALLBACK_READER = "federated.data.folder_dataset:IMAGE_FOLDERS"
 #: partition_by, *, use_memory) -> FolderLoad, through the data root's cache; every
 #: problem one line naming the path
 Load = Callable[..., "FolderLoad"]
-#: a fast spec for config validation (same arguments less use_memory); None: a load's
-Spec = Callable[..., "DatasetSpec"]
 
 #: where the image-folder kind's natural parties come from (the default's words)
 PARTY_FOLDERS = "party folders: partition=natural with PATH/train/<party>/"
@@ -67,7 +64,6 @@ class FolderReader:
             (``partition=dirichlet`` on data without classes names it).
         party_field: what ``partition_by`` names in such a folder ("an image field");
             None: the kind reads no ``partition_by``.
-        fast_spec: the spec without a load where the kind keeps one (:data:`Spec`).
     """
 
     name: str
@@ -76,21 +72,6 @@ class FolderReader:
     identity: Callable[[Path], dict[str, Any]]
     natural_parties: str = PARTY_FOLDERS
     party_field: str | None = None
-    fast_spec: Spec | None = None
-
-    def spec(
-        self,
-        root: Path,
-        image_size: str | None,
-        holdout_fraction: float | None,
-        data_root: str | os.PathLike | None,
-        partition_by: str | None,
-    ) -> DatasetSpec:
-        """The folder's spec for config validation: the kind's fast one, else from a
-        load (its memory entry or disk cache make a second one cheap)."""
-        if self.fast_spec is not None:
-            return self.fast_spec(root, image_size, holdout_fraction, data_root, partition_by)
-        return self.load(root, image_size, holdout_fraction, data_root, partition_by).data.spec
 
 
 def _imported(path: str) -> Any:

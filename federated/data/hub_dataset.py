@@ -61,7 +61,6 @@ from federated.cli.hub_source import (
     local_path,
     truthy,
 )
-from federated.data.catalog import DatasetSpec
 
 # the image folders' rules, shared so both sources hold and cache data alike
 from federated.data.folder_cache import write_cache
@@ -496,17 +495,6 @@ def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key
         "mean": list(mean),
         "std": list(std),
     }
-
-
-def hub_spec(
-    name: str,
-    image_size: str | None = None,
-    holdout_fraction: float | None = None,
-    data_root: str | os.PathLike | None = None,
-    columns: HubColumns = HubColumns(),
-) -> DatasetSpec:
-    """The spec of ``hf:SOURCE`` for config validation (a load: memory, cache or decoding)."""
-    return load_hub(name, image_size, holdout_fraction, data_root, columns).spec
 
 
 def hub_identity(config: Any) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import pickle
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,6 +42,20 @@ TINY_IMAGENET_URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
 
 def downloads_allowed() -> bool:
     return os.environ.get("FEDSWEEP_OFFLINE", "").lower() not in ("1", "true", "yes")
+
+
+def load_run_data(config: Any) -> ImageData:
+    """The data set a run's config names (a :class:`~federated.config.run_config.RunConfig`:
+    its ``dataset``, ``data_root``, ``image_size``, ``holdout_fraction`` and the columns of
+    :class:`~federated.data.hub_dataset.HubColumns`, ``partition_by`` among them): the one
+    way from a config to its data (a run, a trial, a sweep's driver)."""
+    return load_dataset(
+        config.dataset,
+        config.data_root,
+        image_size=config.image_size,
+        holdout_fraction=config.holdout_fraction,
+        columns=HubColumns.of(config),
+    )
 
 
 def load_dataset(
@@ -271,5 +286,6 @@ __all__ = [
     "ImageData",
     "default_data_root",
     "load_dataset",
+    "load_run_data",
     "resolve_data_root",
 ]

@@ -68,9 +68,9 @@ def calibration_key(config: RunConfig) -> dict[str, Any]:
     threads, device) and the run's shape (model, input shape, batch size, method, parties
     per round, pack width, and the partition's fields that set the party sizes).
     ``config`` is resolved."""
-    from federated.config.data_fields import check_dataset
+    from federated.config.data_checks import spec_of
 
-    spec = check_dataset(config)
+    spec = spec_of(config)
     return {
         "cpu": cpu_model(),
         "cpu_identity": cpu_identity(),
@@ -102,9 +102,9 @@ def calibration_key(config: RunConfig) -> dict[str, Any]:
 def task_packing_obstacle(config: RunConfig) -> str | None:
     """Why ``config``'s task cannot train packed (the task's own one line, e.g. a
     detector's per-image boxes), or None.  ``config`` is resolved."""
-    from federated.config.data_fields import check_dataset
+    from federated.config.data_checks import spec_of
 
-    return build_task(config.task, config.task_params, check_dataset(config)).packing_obstacle()
+    return build_task(config.task, config.task_params, spec_of(config)).packing_obstacle()
 
 
 def key_text(key: Mapping[str, Any]) -> str:

@@ -28,10 +28,10 @@ import numpy as np
 import torch
 
 from federated.algorithms import Contribution, LocalJob
+from federated.config.data_checks import checked_against, load_checked_data
 from federated.config.inert_settings import inert_settings
 from federated.config.run_config import RunConfig
-from federated.data import Augmenter, ImageData, load_dataset
-from federated.data.hub_dataset import HubColumns
+from federated.data import Augmenter, ImageData
 from federated.engine.party_data import PartyData
 from federated.engine.round_row import RoundRow, work_columns
 from federated.engine.run_state import (
@@ -77,19 +77,15 @@ class FederatedRun:
     """
 
     def __init__(self, config: RunConfig, data: ImageData | None = None) -> None:
-        config = config.resolved()  # a resolved config (the driver's) is taken as it is
-        self.config = config
+        config = config.resolved()  # values checked (no I/O); a complete one as it is
         set_threads(config.threads)
         keep_freed_memory()
         self.device = resolve_device(config.device)
         if data is None:
-            data = load_dataset(
-                config.dataset,
-                config.data_root,
-                image_size=config.image_size,
-                holdout_fraction=config.holdout_fraction,
-                columns=HubColumns.of(config),
-            )
+            data = load_checked_data(config)
+        # the one check of the config against its data and model, before anything else
+        config = checked_against(config, data.spec)
+        self.config = config
         self.spec = data.spec
         self.task = build_task(config.task, config.task_params, self.spec)
         self.data = PartyData(data, config, self.device)
@@ -516,9 +512,8 @@ def run_rounds(config: RunConfig, data: ImageData | None = None) -> Iterator[dic
     """Yield one metrics row per round until ``config.rounds`` or divergence.
 
     Settings that have no effect on this run are warned about (``UserWarning``)."""
-    config = config.resolved()
-    for line in inert_settings(config):
+    run = FederatedRun(config, data)  # checked against its data before anything trains
+    for line in inert_settings(run.config):
         warnings.warn(line.removeprefix("warning: "), UserWarning, stacklevel=2)
-    run = FederatedRun(config, data)
     while not run.finished:
         yield run.run_round()
