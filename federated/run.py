@@ -42,6 +42,7 @@ if __name__ == "__main__" and (_refusal := early_hub_refusal(sys.argv[1:])):
 # the engine's imports come after the torch-free check above
 from federated.cli.input_checks import InputError, OneLineParser, check_output_file
 from federated.config.inert_settings import inert_settings
+from federated.config.protocol_notices import protocol_notices
 from federated.config.run_config import (
     ConfigError,
     RunConfig,
@@ -279,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
         return exit_codes.BAD_INPUT
     config = run.config  # complete: what the data decide filled in
     given = [k for k in vars(args) if k not in ("out", "quiet")]
-    for line in [*inert_settings(config, given), *thread_warnings(config)]:
+    written = {k: v for k, v in vars(args).items() if k in given}
+    notices_before = [*inert_settings(config, given), *protocol_notices(config, written)]
+    for line in [*notices_before, *thread_warnings(config)]:
         print(line, file=sys.stderr)
     left_out = left_out_words(config.partition_by or "", run.spec.left_out_parties)
     if left_out:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from federated.config.inert_settings import inert_settings
+from federated.config.protocol_notices import protocol_notices
 from federated.config.run_config import RunConfig
 from search_spaces import BUDGETS, STUDIES
 from study.plan import SweepPlan
@@ -83,9 +84,13 @@ def plan_warnings(plan: SweepPlan) -> list[str]:
     (:func:`fixed_warnings`) and its axes (:func:`axis_warnings`) that have no effect in
     any trial."""
     configs = [t.run_config for t in plan.trials()]  # resolved once, by the plan
+    written = {**plan.study.fixed, **plan.overrides}
+    # each distinct notice once, in the trials' order (a FedPer cell's, not every seed's)
+    notices = dict.fromkeys(line for c in configs for line in protocol_notices(c, written))
     return (
         override_warnings(plan, configs)
         + fixed_warnings(plan, configs)
+        + list(notices)
         + axis_warnings(plan, configs)
     )
 

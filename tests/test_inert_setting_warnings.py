@@ -96,3 +96,49 @@ def test_fine_tuning_without_per_party_scoring_is_warned_as_inert():
     ]
     scored = RunConfig.from_dict({"finetune_epochs": 1, "party_test_fraction": 0.2})
     assert inert_settings(scored) == []
+
+
+def test_batchnorm_local_on_a_model_without_batchnorm_is_named_as_inert():
+    """simple-cnn has no BatchNorm layer: ``batchnorm=local`` keeps nothing at a party."""
+    line = (
+        "warning: batchnorm='local' has no effect: model=simple-cnn has no BatchNorm "
+        "statistics for parties to keep"
+    )
+    config = tiny(model="simple-cnn", batchnorm="local").resolved()
+    assert line in inert_settings(config, ["batchnorm"])
+    with_bn = tiny(model="simple-cnn-bn", batchnorm="local").resolved()
+    assert not any("batchnorm" in w for w in inert_settings(with_bn, ["batchnorm"]))
+
+
+def test_an_execution_alias_and_a_personalised_method_without_own_splits_are_said():
+    from federated.config.protocol_notices import protocol_notices
+
+    config = tiny(execution="fast").resolved()
+    assert config.execution == "sequential"
+    assert protocol_notices(config, {"execution": "fast"}) == [
+        "warning: execution='fast' is the former name of execution=sequential: parties "
+        "train one at a time"
+    ]
+    assert protocol_notices(config, {"execution": "sequential"}) == []
+    fedper = tiny(algorithm="fedper").resolved()
+    (line,) = protocol_notices(fedper, {})
+    assert line.startswith(
+        "warning: algorithm=fedper evaluates each party with a model of its own, and "
+        "party_test_fraction=0 gives no party a test split of its own"
+    )
+    assert protocol_notices(tiny(algorithm="fedper", party_test_fraction=0.2).resolved(), {}) == []
+    assert protocol_notices(tiny(algorithm="fedavg").resolved(), {}) == []
+
+
+def test_the_sweep_dry_run_says_a_personalised_cell_has_no_own_split_once(tmp_path, capsys):
+    from study import sweep as sweep_cli
+
+    argv = ["--vary", "algorithm=fedavg,fedper", "--set", "execution=fast", "--dry-run"]
+    assert sweep_cli.main([*argv, "--storage-path", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    for prefix in (
+        "warning: algorithm=fedper evaluates each party",
+        "warning: execution='fast' is the former name",
+    ):
+        assert [line.startswith(prefix) for line in err].count(True) == 1, err
+    assert not (tmp_path / "r").exists()

@@ -67,6 +67,16 @@ SERVER_PARAMETERS = tuple(
 )
 
 
+def _without_batchnorm(c: RunConfig) -> bool:
+    """Whether ``c``'s model holds no BatchNorm statistics (read from its state names, as
+    the run's rule reads them; False where the model cannot be built on ``meta``)."""
+    from federated.algorithms.batchnorm_rule import batchnorm_entries
+    from federated.config.data_checks import model_names
+
+    names = model_names(str(c.model), c.spec, c.out_dim, c.projection_head)
+    return names is not None and not batchnorm_entries(names.state).statistics
+
+
 def _stragglers_per_round(c: RunConfig) -> int:
     """Stragglers among a round's drawn parties (federated/heterogeneity/system.py)."""
     return round(c.parties_per_round * c.straggler_fraction)
@@ -143,6 +153,11 @@ RULES = (
             f"algorithm={c.algorithm} scores the global model on the test set, once a round "
             "(no party has a model of its own)"
         ),
+    ),
+    InertRule(
+        ("batchnorm",),
+        lambda c: c.batchnorm == "local" and _without_batchnorm(c),
+        lambda c: f"model={c.model} has no BatchNorm statistics for parties to keep",
     ),
     InertRule(
         ("out_dim",),
