@@ -198,9 +198,10 @@ def convergence_note(result: Convergence, labels: Mapping[tuple[int, int], str])
         lines.insert(
             1,
             f"Not checked for convergence: {len(unchecked)} of {len(result.cells)} cells "
-            f"({named}{f' and {rest} more' if rest else ''}) — no climb over their last rounds "
-            "is known (their test values were scored every few rounds, personal_test_every, "
-            "not every round); the verdict above is of the other cells.",
+            f"({named}{f' and {rest} more' if rest else ''}) — their rows hold too few "
+            "scored rounds to fit a climb over the last rounds (a run of one or two rounds, "
+            "or test values scored only every personal_test_every-th round); the verdict "
+            "above is of the other cells.",
         )
     return lines
 
