@@ -26,7 +26,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from federated.config.run_config import RunConfig
+from benchmarks.path_choice import case_config
+from federated.config.run_config import RunConfig, field_types
 from federated.data import load_dataset
 from federated.engine.round_loop import FederatedRun
 from federated.runtime.cpu_name import cpu_identity, cpu_model
@@ -36,20 +37,12 @@ DP_FIELDS = {"dp_noise_multiplier": 1.0, "dp_clip_norm": 1.0}
 
 
 def plain_config(threads: int) -> RunConfig:
-    """moon_mu's laptop-budget trial run as FedAvg (module docstring), not resolved."""
-    from search_spaces import BUDGETS, STUDIES
-    from study.plan import SweepPlan
-
-    plan = SweepPlan.build(
-        STUDIES["moon_mu"],
-        BUDGETS["laptop"],
-        dataset="fmnist",
-        search="grid",
-        seeds=[0],
-        overrides={"threads": threads},
-    )
-    config = plan.trials()[0].run_config
-    return replace(config, algorithm="fedavg", checkpoint_every=0)
+    """moon_mu's laptop-budget trial (:func:`benchmarks.path_choice.case_config`) run as
+    FedAvg (module docstring): its run-level fields only, so MOON's parameters do not
+    follow."""
+    moon = case_config("fmnist-laptop", threads).to_dict()
+    values = {k: v for k, v in moon.items() if k in field_types() and k != "algorithm"}
+    return RunConfig.from_dict({**values, "algorithm": "fedavg", "checkpoint_every": 0})
 
 
 def round_seconds(row: dict[str, Any]) -> float:

@@ -99,14 +99,9 @@ def fixed_warnings(plan: SweepPlan, configs: list[RunConfig] | None = None) -> l
     """``warning:`` lines for the study's ``[fixed]`` fields that have no effect in any of
     its trials (``personal_layers`` in a study of FedAvg only), as a single run warns of
     the same value; a field ``--set`` overrides is :func:`override_warnings`' to say."""
-    given = [k for k in plan.study.fixed if k not in plan.overrides and k != "threads"]
-    if not given:
-        return []
-    if configs is None:
-        configs = [t.run_config for t in plan.trials()]
-    per_trial = [set(inert_settings(c, given)) for c in configs]
-    common = set.intersection(*per_trial) if per_trial else set()
-    return sorted(line.replace("warning: ", "warning: [fixed] ", 1) for line in common)
+    given = [k for k in plan.study.fixed if k not in plan.overrides]
+    lines = _inert_in_every_trial(plan, given, configs)
+    return [line.replace("warning: ", "warning: [fixed] ", 1) for line in lines]
 
 
 def axis_warnings(plan: SweepPlan, configs: list[RunConfig] | None = None) -> list[str]:
@@ -134,11 +129,18 @@ def axis_warnings(plan: SweepPlan, configs: list[RunConfig] | None = None) -> li
 
 def override_warnings(plan: SweepPlan, configs: list[RunConfig] | None = None) -> list[str]:
     """``warning:`` lines for ``--set`` fields that have no effect in any of the trials."""
-    given = [k for k in plan.overrides if k != "threads"]
+    return _inert_in_every_trial(plan, list(plan.overrides), configs)
+
+
+def _inert_in_every_trial(
+    plan: SweepPlan, given: list[str], configs: list[RunConfig] | None
+) -> list[str]:
+    """The inert-setting lines of fields ``given`` that hold in every trial, sorted
+    (``threads`` is the machine's business, never warned about here)."""
+    given = [k for k in given if k != "threads"]
     if not given:
         return []
     if configs is None:
         configs = [t.run_config for t in plan.trials()]
     per_trial = [set(inert_settings(c, given)) for c in configs]
-    common = set.intersection(*per_trial) if per_trial else set()
-    return sorted(common)
+    return sorted(set.intersection(*per_trial)) if per_trial else []

@@ -792,6 +792,23 @@ def _check_method_options(c: RunConfig, task: str | None) -> None:
     if task is not None:
         declared.update(load_method("task", task).Params.field_types())
     given = dict(c.method_options)
+    _refuse_unknown_names(c, given, declared, task)
+    context = {f: getattr(c, f) for f in field_types()}
+    chosen = {k: v for k, v in given.items() if k in declared}
+    algorithm.build(chosen, context)
+    server.build(chosen, context)
+    for params in registered_params().values():
+        theirs = {k: v for k, v in given.items() if k not in declared and k in params.field_types()}
+        if theirs:
+            params.build(theirs, context)
+
+
+def _refuse_unknown_names(
+    c: RunConfig, given: Mapping[str, Any], declared: Mapping[str, Any], task: str | None
+) -> None:
+    """:class:`ConfigError` for the first given name that is no run field and no
+    parameter of any registered method or task (``declared``: the chosen ones', named in
+    the message; ``task`` None while a folder's data have not said it)."""
     names = flat_names()
     for key in given:
         if key not in declared and key not in names:
@@ -803,14 +820,6 @@ def _check_method_options(c: RunConfig, task: str | None) -> None:
                 + (f" / task {task}" if task is not None else "")
                 + f" ({', '.join(declared) or 'none'})",
             )
-    context = {f: getattr(c, f) for f in field_types()}
-    chosen = {k: v for k, v in given.items() if k in declared}
-    algorithm.build(chosen, context)
-    server.build(chosen, context)
-    for params in registered_params().values():
-        theirs = {k: v for k, v in given.items() if k not in declared and k in params.field_types()}
-        if theirs:
-            params.build(theirs, context)
 
 
 def method_defaults(c: RunConfig) -> dict[str, Any]:
@@ -835,16 +844,7 @@ def method_params(
     task = load_method("task", str(c.task)).Params
     given = dict(c.method_options)
     declared = {**task.field_types(), **server.field_types(), **algorithm.field_types()}
-    names = flat_names()
-    for key in given:
-        if key not in declared and key not in names:
-            raise ConfigError(
-                key,
-                given[key],
-                f"a known field: {', '.join(field_types())}, or a parameter of algorithm "
-                f"{c.algorithm} / server_optimizer {c.server_optimizer} / task {c.task} "
-                f"({', '.join(declared) or 'none'})",
-            )
+    _refuse_unknown_names(c, given, declared, str(c.task))
     context = {f: getattr(c, f) for f in field_types()}
     chosen = {k: v for k, v in given.items() if k in declared}
     inert = {k: v for k, v in given.items() if k not in declared}
