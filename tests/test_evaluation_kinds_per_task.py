@@ -12,6 +12,7 @@ import warnings
 
 import pytest
 
+from federated.config.data_checks import with_data_checked
 from federated.config.run_config import RunConfig
 from federated.contract.task_needs import CLASS_PER_SAMPLE, unmet_need
 from federated.engine.round_loop import FederatedRun
@@ -95,7 +96,7 @@ def test_each_evaluation_kind_runs_a_round_or_is_refused_in_one_line(task, metho
     config, data = _config(task, method, kind, request)
     if kind in REFUSED:
         with pytest.raises(ConfigError) as err:
-            config.resolved()
+            with_data_checked(config)  # the task is the data's: refused once they are read
         line = str(err.value)
         assert line.count("\n") == 0 and err.value.field == REFUSED[kind]
         assert f"which a {task} task does not have" in line
@@ -122,7 +123,7 @@ def test_layer_splitting_methods_name_a_detectors_layers_or_are_refused_in_one_l
     detector does not have: refused in one line naming ``personal_layers``."""
     with pytest.raises(ConfigError) as err:
         values = dict(dataset=NAME, n_parties=3, partition="iid", algorithm=method)
-        RunConfig.from_dict(values).resolved()
+        with_data_checked(RunConfig.from_dict(values))  # the rule meets the model here
     assert err.value.field == "personal_layers" and "\n" not in str(err.value)
 
 

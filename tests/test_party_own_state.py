@@ -19,6 +19,7 @@ import torch
 from federated.algorithms.base import Algorithm
 from federated.algorithms.batchnorm_rule import batchnorm_entries
 from federated.algorithms.party_own_state import KEPT_KEY, KeptEntries, OwnState
+from federated.config.data_checks import with_data_checked
 from federated.engine.round_loop import FederatedRun
 from federated.params import ConfigError, MethodParams
 from tests.conftest import tiny
@@ -140,12 +141,13 @@ def test_the_memory_check_counts_the_state_a_method_keeps(
 
     state = party_memory.model_state_bytes("simple-cnn", tiny().spec, 32, True)
     monkeypatch.setattr(party_memory, "available_memory", lambda: 4 * per_party_copies * state - 1)
+    # the memory check needs the model: the data step's (federated/config/data_checks.py)
     with pytest.raises(ConfigError) as caught:
-        tiny(n_parties=4, **overrides)
+        with_data_checked(tiny(n_parties=4, **overrides))
     assert caught.value.field == "n_parties"
     assert "\n" not in str(caught.value) and words in str(caught.value)
-    tiny(n_parties=3, **overrides)  # 3 parties' state fits
-    tiny(algorithm="fedprox", n_parties=4)  # keeps nothing: not checked
+    with_data_checked(tiny(n_parties=3, **overrides))  # 3 parties' state fits
+    with_data_checked(tiny(algorithm="fedprox", n_parties=4))  # keeps nothing: not checked
 
 
 def test_a_class_attribute_the_declaration_replaced_is_refused_in_one_line():

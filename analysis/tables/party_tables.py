@@ -408,7 +408,9 @@ def _score_note(metric: Metric) -> str:
 def _worst_count(trials: pd.DataFrame) -> str:
     """`` (here the 1 lowest of 10: one party)`` from the trials' ``n_parties``: how many
     parties the worst decile is (report issue, defect 7: it may be one camera)."""
-    counts = pd.to_numeric(trials.get("n_parties"), errors="coerce").dropna().astype(int)
+    if "n_parties" not in trials:  # a table of trials that do not say
+        return ""
+    counts = pd.to_numeric(trials["n_parties"], errors="coerce").dropna().astype(int)
     if counts.empty:
         return ""
     parts = []
