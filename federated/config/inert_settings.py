@@ -68,13 +68,14 @@ SERVER_PARAMETERS = tuple(
 
 
 def _without_batchnorm(c: RunConfig) -> bool:
-    """Whether ``c``'s model holds no BatchNorm statistics (read from its state names, as
-    the run's rule reads them; False where the model cannot be built on ``meta``)."""
-    from federated.algorithms.batchnorm_rule import batchnorm_entries
+    """Whether ``c``'s model holds no BatchNorm statistics: no ``running_mean`` buffer
+    among its state names, the rule's own test of a BatchNorm layer
+    (federated/algorithms/batchnorm_rule.py, which the config layer does not import);
+    False where the model cannot be built on ``meta``."""
     from federated.config.data_checks import model_names
 
     names = model_names(str(c.model), c.spec, c.out_dim, c.projection_head)
-    return names is not None and not batchnorm_entries(names.state).statistics
+    return names is not None and not any(n.endswith(".running_mean") for n in names.state)
 
 
 def _stragglers_per_round(c: RunConfig) -> int:
