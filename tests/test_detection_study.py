@@ -198,14 +198,28 @@ def test_a_detection_sweep_reruns_its_best_and_reports_rounds_to_target_and_per_
     assert float(fedprox["mean"]) == pytest.approx(party_mean(trials["fedprox"]), abs=1e-12)
 
 
-def test_rounds_to_a_target_of_nothing_learned_give_no_speed_up():
-    """A baseline whose final mAP@0.5 is 0 (it found nothing: 2 rounds from scratch on a
-    small tree do this) sets a target every round reaches; the table says so instead of a
-    speed-up (FedProx "reaching" 0.000 at round 1 read 2.0x before)."""
+def map_communication_table(rows: list[dict], trials: list[dict]):
+    """The communication table (rounds to the baseline's final mAP@0.5) of hand-made
+    ``rows`` (per round) and ``trials`` of a detection study, by dataset."""
     import pandas as pd
 
     from analysis.primary_metric import metric_of
     from analysis.tables.table import communication_table
+
+    return communication_table(
+        pd.DataFrame(rows),
+        pd.DataFrame(trials),
+        columns=["dataset"],
+        name="c",
+        title="t",
+        metric=metric_of("detection"),
+    )
+
+
+def test_rounds_to_a_target_of_nothing_learned_give_no_speed_up():
+    """A baseline whose final mAP@0.5 is 0 (it found nothing: 2 rounds from scratch on a
+    small tree do this) sets a target every round reaches; the table says so instead of a
+    speed-up (FedProx "reaching" 0.000 at round 1 read 2.0x before)."""
 
     curves = {"fedavg": [0.0, 0.0], "fedprox": [0.0, 0.05], "moon": [0.02, 0.04]}
     trials, rows = [], []
@@ -218,14 +232,7 @@ def test_rounds_to_a_target_of_nothing_learned_give_no_speed_up():
         )
         rows += [{"sweep": "s", "trial": trial, "round": r, "test_map50": v}
                  for r, v in enumerate(curve, 1)]
-    table = communication_table(
-        pd.DataFrame(rows),
-        pd.DataFrame(trials),
-        columns=["dataset"],
-        name="c",
-        title="t",
-        metric=metric_of("detection"),
-    )
+    table = map_communication_table(rows, trials)
     assert set(table.display.iloc[:, 0]) == {"no target: FedAvg 0.000 (nothing learned)"}
     assert set(table.display.iloc[:, 1]) == {"none (baseline not learned)"}
     assert table.data["speedup"].isna().all() and not table.data["baseline_learned"].any()

@@ -34,6 +34,7 @@ from tests.report_contract_fakes import (
     camera_partition,
     write_detection_sweep,
 )
+from tests.test_detection_study import map_communication_table
 
 ROOT = Path(__file__).resolve().parent.parent
 FINALS = {"fedavg": 0.30, "fedprox": 0.32, "moon": 0.35}
@@ -314,10 +315,6 @@ def test_defect_4_rounds_to_target_names_the_seeds_that_reached_it():
     seed 2: its cells say so ("2 in 2/3 seeds", "2.0× in 2/3 seeds"), and the caption's
     <1× means no seed reached it (before: "not reached in 1/3 seeds" beside <1×, which
     the caption defined as not reached in every seed)."""
-    import pandas as pd
-
-    from analysis.primary_metric import metric_of
-    from analysis.tables.table import communication_table
 
     curves = {
         ("fedavg", 0): [0.1, 0.2, 0.3, 0.4],
@@ -350,14 +347,7 @@ def test_defect_4_rounds_to_target_names_the_seeds_that_reached_it():
             {"sweep": "s", "trial": trial, "round": r, "test_map50": v}
             for r, v in enumerate(curve, 1)
         ]
-    table = communication_table(
-        pd.DataFrame(rows),
-        pd.DataFrame(trials),
-        columns=["dataset"],
-        name="c",
-        title="t",
-        metric=metric_of("detection"),
-    )
+    table = map_communication_table(rows, trials)
     shown = {name: list(row) for name, row in table.display.iterrows()}
     assert shown["FedProx"] == ["2 in 2/3 seeds; not reached in 1", "2.0× in 2/3 seeds"]
     assert shown["MOON"] == ["not reached", "<1×"]
