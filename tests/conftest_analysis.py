@@ -88,14 +88,19 @@ def all_errored_sweep(tmp_path_factory) -> SweepRun:
     return SweepRun.run(storage, *ALL_ERRORED_ARGS, exit_codes=(0, 1, 2, 3, 4, 130))
 
 
-# The SIGKILL drill: moon_mu's 5 trials one at a time, a checkpoint every round, killed
+# The SIGKILL drill: three of moon_mu's trials one at a time, a checkpoint every round, killed
 # (driver and all it started) once one trial has finished and the next has checkpointed
 # at least one round, then resumed (tests/test_sweep_ray.py, tests/test_fault_drill.py).
+#: the drills' mu values (moon_mu's axis cut to three): one trial finished, one cut
+#: mid-trial and one not yet started when the signal comes
+DRILL_MUS = (0.1, 1.0, 5.0)
 KILLED_ROUNDS = 8  # a window of rounds 2-7 of the second trial to kill in
 KILLED_ARGS = (
     *("moon_mu", "--budget", "smoke", "--set", f"rounds={KILLED_ROUNDS}"),
     *("--set", "checkpoint_every=1", "--set", "data_fraction=0.02"),
     *("--set", "test_fraction=0.05", "--max-concurrent", "1", "--name", "kill-9"),
+    # three trials: one finished, one killed mid-trial, one never started
+    *("--set", f"mu={','.join(map(str, DRILL_MUS))}"),
 )
 
 

@@ -23,7 +23,7 @@ from federated.config.run_config import RunConfig
 from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
 from study.plan import run_config_fields
-from tests.conftest_analysis import KILLED_ROUNDS, wait_until
+from tests.conftest_analysis import DRILL_MUS, KILLED_ROUNDS, wait_until
 from tests.listening_sockets import is_loopback, listening_sockets
 from tests.test_sweep_ray import manifest, params, rounds, trial_dirs
 
@@ -45,6 +45,8 @@ ARGS = [
     # Fig. 2's representations before and after any checkpoint a trial resumes from
     "--set",
     "representations_at=2,7",
+    "--set",
+    f"mu={','.join(map(str, DRILL_MUS))}",
     "--max-concurrent",
     "1",
     "--quiet",
@@ -119,7 +121,7 @@ def assert_finished_like_uninterrupted(sweep_dir: Path, last: int = ROUNDS) -> N
     trial once kept only the rounds after its checkpoint)."""
     assert manifest(sweep_dir)["status"] == "finished"
     trials = trial_dirs(sweep_dir)
-    assert len(trials) == 5
+    assert len(trials) == len(DRILL_MUS)
     for trial in trials:
         assert sorted(rounds(trial)) == list(range(1, last + 1))
         accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, last + 1)]

@@ -19,7 +19,7 @@ import pytest
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import run_rounds
 from study.plan import run_config_fields
-from tests.conftest_analysis import KILLED_ROUNDS, wait_until
+from tests.conftest_analysis import DRILL_MUS, KILLED_ROUNDS, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -150,9 +150,10 @@ def test_without_retries_a_failed_trial_errors_and_the_others_finish(all_errored
 
 
 def test_hard_killed_sweep_resumes_completely_without_duplicates(killed_sweep):
-    """moon_mu's 5 trials one at a time, killed with SIGKILL (the driver and everything it
-    started) once one trial finished and the next checkpointed, then ``--resume``d: the
-    SIGKILL drill of tests/conftest_analysis.py, which tests/test_fault_drill.py reads too."""
+    """Three of moon_mu's trials one at a time, killed with SIGKILL (the driver and
+    everything it started) once one trial finished and the next checkpointed, then
+    ``--resume``d: the SIGKILL drill of tests/conftest_analysis.py.  Each trial's rows
+    against an uninterrupted run: tests/test_fault_drill.py's reading of the same drill."""
     sweep_dir, last = killed_sweep.sweep_dir, KILLED_ROUNDS
     assert killed_sweep.rows_of_finished
     proc = killed_sweep.resumed
@@ -160,12 +161,10 @@ def test_hard_killed_sweep_resumes_completely_without_duplicates(killed_sweep):
     assert "resuming" in proc.stdout
     assert manifest(sweep_dir)["status"] == "finished"
     trials = trial_dirs(sweep_dir)
-    assert len(trials) == 5, "no trial was duplicated"
-    assert sorted(params(t)["mu"] for t in trials) == [0.0, 0.1, 1.0, 5.0, 10.0]
+    assert len(trials) == len(DRILL_MUS), "no trial was duplicated"
+    assert sorted(params(t)["mu"] for t in trials) == list(DRILL_MUS)
     for trial in trials:
         assert sorted(rounds(trial)) == list(range(1, last + 1))
-        accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, last + 1)]
-        assert accuracies == reference_accuracies(trial)
     for name, count in killed_sweep.rows_of_finished.items():
         assert len(raw_rows(sweep_dir / name)) == count, f"{name} finished before: not re-run"
 
