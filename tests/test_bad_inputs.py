@@ -875,10 +875,12 @@ def test_a_camera_under_the_image_floor_is_named_when_it_is_left_out(workdir, ca
     assert spec.left_out_parties == (("c9", 3),)
     argv = ["--dataset", f"folder:{root}", "--data-root", "cache", "--partition", "natural"]
     argv += ["--partition-by", "camera", "--rounds", "1", "--local-epochs", "1", "--quiet"]
-    status = call("run", argv)
+    status = call("run", [*argv, "--out", "rows.jsonl"])
     err = capsys.readouterr().err
     assert status == 0, err
     assert (
         "warning: partition_by=camera: 1 value(s) left out, under the 10-training-image "
         "floor of a party: 'c9' (3 images); their 3 training image(s) train no party"
     ) in err.splitlines()
+    (row,) = [json.loads(line) for line in (workdir / "rows.jsonl").read_text().splitlines()]
+    assert row["left_out_parties"] == 1  # the row records what ran

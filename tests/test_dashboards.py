@@ -9,6 +9,8 @@ One tiny Optuna sweep (synthetic data, smoke budget, two trials one at a time) w
 * ``--dashboard`` keeps the dashboard up after the sweep until Ctrl-C, then exits 0;
 * MLflow's client: the sweep's run is KILLED after Ctrl-C and FINISHED after
   ``--resume``; the trials' runs are named by point and seed, none left RUNNING;
+* MLflow's metric histories and TensorBoard's event files hold every round of every
+  trial, each value the trial's row, through the interruption and the resume;
 * the Optuna storage: the objective is named after the ranking metric and every Optuna
   trial carries its Tune trial id and results folder.
 
@@ -28,6 +30,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from federated.cli import exit_codes
@@ -116,6 +119,31 @@ def mlflow_runs(sweep_dir: Path):
     return parent, children
 
 
+def tracked_values(sweep_dir: Path, trial: Path, key: str) -> dict[str, dict[int, set[float]]]:
+    """What MLflow's client and TensorBoard's event files hold of row column ``key`` for
+    ``trial``: per tracker, each logged step's set of values (a round logged again after
+    ``--resume``, between its checkpoint and the interruption, appears twice)."""
+    from mlflow.tracking import MlflowClient
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.util.tensor_util import make_ndarray
+
+    info = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())["tracking"]["mlflow"]
+    trial_id = json.loads((trial / "result.json").read_text().splitlines()[0])["trial_id"]
+    _, children = mlflow_runs(sweep_dir)
+    (run,) = [r for r in children if r.data.tags.get("trial_id") == trial_id]
+    mlflow: dict[int, set[float]] = {}
+    for metric in MlflowClient(info["uri"]).get_metric_history(run.info.run_id, key):
+        mlflow.setdefault(metric.step, set()).add(metric.value)
+    board: dict[int, set[float]] = {}
+    for events in sorted(trial.glob("events.out.tfevents.*")):
+        for event in EventFileLoader(str(events)).Load():
+            for value in event.summary.value:
+                if value.tag == f"ray/tune/{key}":
+                    # the loader hands a scalar over as a one-element tensor
+                    board.setdefault(event.step, set()).add(make_ndarray(value.tensor).item())
+    return {"mlflow": mlflow, "tensorboard": board}
+
+
 @pytest.mark.slow
 def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(tmp_path):
     import optuna
@@ -196,6 +224,20 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(tmp
     assert parent.info.status == FINISHED
     assert sorted(run.info.run_name for run in children) == sorted(labels.values())
     assert all(run.info.status == FINISHED for run in children)
+
+    # the trackers hold every round of every trial, each value the row's, through the
+    # resume (the rows themselves equal an uninterrupted run's: tests/test_fault_drill.py)
+    for trial in trials:
+        rows = {}
+        for line in (trial / "result.json").read_text().splitlines():
+            row = json.loads(line)
+            rows[row["training_iteration"]] = row["test_acc"]
+        assert sorted(rows) == [1, 2, 3]
+        logged = tracked_values(sweep_dir, trial, "test_acc")
+        assert logged["mlflow"] == {step: {value} for step, value in rows.items()}, trial.name
+        # TensorBoard's scalars are 32-bit floats
+        want = {step: {float(np.float32(value))} for step, value in rows.items()}
+        assert logged["tensorboard"] == want, trial.name
 
     # Optuna: the objective's name is the ranking metric; trials lead to their folders
     study = optuna.load_study(study_name="watched", storage=f"sqlite:///{sweep_dir}/optuna.db")

@@ -42,6 +42,8 @@ def test_fine_tuning_changes_party_scores_and_nothing_of_training(algorithm, syn
         assert a["val_loss"] != b["val_loss"]
         if algorithm == "fedavg":  # FedPer's own heads may keep their accuracy here
             assert all(a[key] != b[key] for key in PARTY)
+        # the rows record what ran: every party's own splits scored a fine-tuned copy
+        assert "finetuned_parties" not in a and b["finetuned_parties"] == 4
     ours, theirs = plain.global_model.state_dict(), tuned.global_model.state_dict()
     assert all(torch.equal(ours[k], theirs[k]) for k in ours)
 

@@ -381,6 +381,10 @@ class FederatedRun:
         if self.privacy is not None:
             row.extra.update(self.privacy.end_round())
         row.extra.update(work_columns(work, row.results))
+        if self.config.partition_by:
+            # what ran: the natural parties left out under the size floor are in no
+            # round (partitions.json names them; docs/heterogeneity.md)
+            row.extra["left_out_parties"] = len(self.spec.left_out_parties)
         row.train_seconds = time.perf_counter() - start - probe_seconds
         # cores beyond the trial's own that its packs used (use_idle_cores)
         row.extra["spare_core_seconds"] = self.trainer.spare_core_seconds

@@ -22,11 +22,15 @@ Keys of :meth:`RoundRow.as_dict`, in this order (stable across rounds of a run):
 then the round's work (:func:`work_columns`, :mod:`federated.heterogeneity.system`):
 ``reporting_parties`` (drawn parties whose work was aggregated), ``straggler_parties``,
 ``dropped_parties`` (never reported), ``local_steps_min`` / ``_mean`` / ``_max`` (SGD
-steps of the reporting parties); ``spare_core_seconds`` (core-seconds the round's packs
+steps of the reporting parties); with natural parties (``partition_by``)
+``left_out_parties``, the field's values left out under the 10-image floor (in no
+round of the run); ``spare_core_seconds`` (core-seconds the round's packs
 ran on idle cores beyond its wall time, :meth:`FederatedRun.use_idle_cores`; 0.0 on one
 thread; an execution column like the seconds above); then ``extra``: what the
 evaluation adds (SOLO's ``test_acc_std``, ``party_acc/<i>``) and what the method reports
-(``tau_end``, ``c_global_norm``, ...).
+(``tau_end``, ``c_global_norm``, ...); with ``finetune_epochs``,
+``finetuned_parties``: the parties whose own-split scores in this row are a fine-tuned
+copy's (0 on rounds that score no party's own splits).
 
 Per-party outcomes (:mod:`federated.evaluation.party_scores`; absent when ``party_scores_every``
 is 0, NaN on rounds it skips): the global model (SOLO: each party's own model) scored on

@@ -69,10 +69,17 @@ class FineTuner:
         self.rule = rule
         self.seed = seed
         self._work: torch.nn.Module | None = None  # the copy, reused; never state
+        #: parties fine-tuned since :meth:`new_round` (a row's ``finetuned_parties``)
+        self.tuned_parties: set[int] = set()
+
+    def new_round(self) -> None:
+        """Start counting the parties a round fine-tunes afresh."""
+        self.tuned_parties = set()
 
     def tuned(self, model: torch.nn.Module, party: int, round_number: int) -> torch.nn.Module:
         """A copy of ``model`` fine-tuned on party ``party``'s training rows (valid
         until the next call)."""
+        self.tuned_parties.add(party)
         if self._work is None:
             self._work = copy.deepcopy(model).requires_grad_(True)
         work = self._work

@@ -268,6 +268,8 @@ class RoundEvaluation:
         # a method gives every party its own model or none (a model may be one scratch
         # copy reloaded per party: each is evaluated before the next is asked for)
         self._own_test = None
+        if self.tuner is not None:
+            self.tuner.new_round()
         personal = bool(parties) and model_of(parties[0]) is not None
         if not personal:
             test = self.test_scores(global_model)
@@ -287,6 +289,10 @@ class RoundEvaluation:
         else:
             self._global_splits(round_number, global_model, val_parties)
         results.columns.update(self._local_fairness())
+        if self.tuner is not None:
+            # what ran: the parties whose own-split scores this row holds are fine-tuned
+            # copies (0 on rounds that score no party's own splits)
+            results.columns["finetuned_parties"] = len(self.tuner.tuned_parties)
         return results
 
     def _global_splits(
