@@ -119,6 +119,7 @@ def test_a_crafted_tuner_pkl_is_refused_and_never_runs(tmp_path):
         "PYTHONPATH": os.pathsep.join(sys.path),
     }
     study = ["--vary", "mu=0.1", "--set", "algorithm=fedprox", "--budget", "smoke"]
+    study += ["--set", "data_fraction=0.02", "--set", "test_fraction=0.05"]  # digests: least data
 
     def sweep(*args: str) -> subprocess.CompletedProcess:
         cmd = [sys.executable, "-m", "study.sweep", *study, *args]

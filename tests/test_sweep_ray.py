@@ -244,6 +244,8 @@ def test_gpu_request_on_a_cpu_only_machine_runs_on_cpu(tmp_path):
         "--budget",
         "smoke",
         "--set",
+        "out_dim=64,256",  # two trials: the resources are the subject
+        "--set",
         "rounds=1",
         "--set",
         "data_fraction=0.02",

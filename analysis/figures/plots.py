@@ -37,6 +37,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import MaxNLocator
 
 from analysis.figures.figure_layout import Layout
 from analysis.naming import dataset_name, parameter_name, value_label
@@ -265,14 +266,16 @@ def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
     """
     counts, unit, classes = partition_counts(entry)
     n_parties, n_classes = counts.shape
-    width = min(12.0, max(4.5, 0.45 * n_parties + 1.5))
-    height = min(10.0, max(3.2, 0.3 * n_classes + 1.6))
     annotate = n_parties <= 20 and n_classes <= 20
     # image folders record their class (and natural partitions their party) names
     parties: Any = list(entry.get("party_names") or []) or (n_parties <= 50)
     images = entry.get("party_images")
+    per_party = 0.45  # inches a column takes
     if isinstance(parties, list) and isinstance(images, list) and len(images) == n_parties:
         parties = [f"{p}\n{n} img" for p, n in zip(parties, images)]
+        per_party = 1.0  # "339 img" under a column needs more than a bare name
+    width = min(12.0, max(4.5, per_party * n_parties + 1.5))
+    height = min(10.0, max(3.2, 0.3 * n_classes + 1.6))
     fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
     sns.heatmap(
         counts.T,
@@ -361,6 +364,7 @@ def search_history_plot(
                 label=f"best so far by {ranked_by}: its test value" if ranked_by else "best so far",
             )
         ax.set_xlabel("trial (in the order Optuna proposed it)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # trials are counted
         ax.set_ylabel(_last_round_label(metric))
         ax.legend(fontsize=7)
         _title(fig, title)
