@@ -122,13 +122,14 @@ class Metric(MetricSpec):
 
     @property
     def diff_words(self) -> str:
-        """The notes' words for a difference's unit: ``accuracy points``, ``MAE units``."""
-        return "accuracy points" if self.percent else f"{self.name} units"
+        """The notes' words for a difference's unit: ``accuracy points``, ``mIoU points``,
+        ``MAE units``: the metric's own name, never another's."""
+        return f"{self.name} points" if self.percent else f"{self.name} units"
 
     @property
     def axis_label(self) -> str:
-        """A figure axis: ``accuracy (%)``, ``test SRCC``."""
-        return "accuracy (%)" if self.percent else self.noun
+        """A figure axis: ``accuracy (%)``, ``mIoU (%)``, ``test SRCC``."""
+        return f"{self.name} (%)" if self.percent else self.noun
 
     def units(self, value: float) -> float:
         """A recorded value (a fraction for accuracy) in display units."""

@@ -69,6 +69,24 @@ def test_every_task_declares_itself_and_the_declaration_survives_json():
     assert [m.stem for m in toy.metrics] == ["within1", "rank_mae"]
 
 
+def test_a_percentage_metric_speaks_its_own_name_in_differences_and_axes():
+    """A segmentation report once said its mIoU differences were "accuracy points" and
+    drew "accuracy (%)" on its axes: a percentage's words are its own metric's."""
+    from analysis.primary_metric import metric_of, record_task_spec
+    from federated.registry import load_method
+
+    # what a segmentation sweep's manifest makes known to the report
+    record_task_spec({"task_spec": load_method("task", "segmentation").task_spec().to_dict()})
+    words = {
+        (task, stem): (metric_of(task, stem).diff_words, metric_of(task, stem).axis_label)
+        for task, stem in (("classification", "acc"), ("segmentation", "miou"))
+    }
+    assert words == {
+        ("classification", "acc"): ("accuracy points", "accuracy (%)"),
+        ("segmentation", "miou"): ("mIoU points", "mIoU (%)"),
+    }
+
+
 def test_a_damaged_declaration_is_refused_in_one_line():
     with pytest.raises(ValueError) as err:
         TaskSpec.from_dict({"name": "x", "metrics": []})
