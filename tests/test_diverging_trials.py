@@ -120,8 +120,6 @@ def test_a_sweep_interrupted_after_a_divergence_resumes_to_the_end(tmp_path):
         # smoke round in about a quarter of a second; 4 rounds ended before the poll saw
         # them and the wait timed out (CI, 2026-11-26)
         *("--set", f"rounds={LONG_ROUNDS}", "--set", "checkpoint_every=1"),
-        # the least data that trains (lr=4.42 still diverges within its first rounds)
-        *("--set", "data_fraction=0.02", "--set", "test_fraction=0.05"),
         *("--max-concurrent", "1"),
         *("--name", "diverged"),
     ]
