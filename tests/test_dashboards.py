@@ -9,8 +9,9 @@ One tiny Optuna sweep (synthetic data, smoke budget, two trials one at a time) w
 * ``--dashboard`` keeps the dashboard up after the sweep until Ctrl-C, then exits 0;
 * MLflow's client: the sweep's run is KILLED after Ctrl-C and FINISHED after
   ``--resume``; the trials' runs are named by point and seed, none left RUNNING;
-* MLflow's metric histories and TensorBoard's event files hold every round of every
-  trial, each value the trial's row, through the interruption and the resume;
+* MLflow's metric histories, TensorBoard's event files and W&B's offline runs hold every
+  round of every trial, each value the trial's row, through the interruption and the
+  resume;
 * the Optuna storage: the objective is named after the ranking metric and every Optuna
   trial carries its Tune trial id and results folder.
 
@@ -45,11 +46,13 @@ from study.tracking import (
     start_mlflow_sweep,
     tracked_sweep,
 )
+from tests.test_tracking import read_wandb_records
 
 SWEEP = [
     "--vary", "mu=loguniform:0.01:10", "--set", "algorithm=moon", "--search", "optuna",
     "--num-samples", "2", "--budget", "smoke", "--dataset", "synthetic", "--set", "rounds=3",
-    "--max-concurrent", "1", "--track", "mlflow", "--dashboard", "--name", "watched",
+    "--max-concurrent", "1", "--track", "mlflow", "--track", "wandb", "--dashboard",
+    "--name", "watched",
 ]  # fmt: skip
 
 # Ray's state API, run in a process of its own: the client must be told that the
@@ -141,12 +144,29 @@ def tracked_values(sweep_dir: Path, trial: Path, key: str) -> dict[str, dict[int
                 if value.tag == f"ray/tune/{key}":
                     # the loader hands a scalar over as a one-element tensor
                     board.setdefault(event.step, set()).add(make_ndarray(value.tensor).item())
-    return {"mlflow": mlflow, "tensorboard": board}
+    # W&B: the offline runs in the trial's folder (a trial continued after --resume logs
+    # into a run of the same id, in a folder of its own)
+    wandb: dict[int, set[float]] = {}
+    for run_file in sorted(trial.glob("wandb/offline-run-*/run-*.wandb")):
+        for record in read_wandb_records(run_file):
+            if record.WhichOneof("record_type") == "history":
+                items = {
+                    i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                    for i in record.history.item
+                }
+                if key in items:
+                    wandb.setdefault(items["_step"], set()).add(items[key])
+    return {"mlflow": mlflow, "tensorboard": board, "wandb": wandb}
 
 
 @pytest.mark.slow
-def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(tmp_path):
+def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(
+    tmp_path, monkeypatch
+):
     import optuna
+
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("WANDB_MODE", "offline")  # the sweep's processes inherit it
 
     sweep_dir = tmp_path / "watched"
     base = [sys.executable, "-m", "study.sweep", *SWEEP, "--storage-path", str(tmp_path)]
@@ -202,7 +222,10 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(tmp
             driver.wait()
     text = second_log.read_text()
     assert f"the Ray dashboard stays up at {url} until Ctrl-C" in text
-    assert json.loads((sweep_dir / "fedsweep_sweep.json").read_text())["status"] == "finished"
+    written = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
+    assert written["status"] == "finished"
+    wandb_run = {"project": "fedsweep", "group": "watched", "mode": "offline"}
+    assert written["tracking"]["wandb"] == wandb_run
 
     trials = trial_dirs(sweep_dir)
     assert len(trials) == 2
@@ -235,6 +258,13 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(tmp
         assert sorted(rows) == [1, 2, 3]
         logged = tracked_values(sweep_dir, trial, "test_acc")
         assert logged["mlflow"] == {step: {value} for step, value in rows.items()}, trial.name
+        assert logged["wandb"] == logged["mlflow"], trial.name
+        for run_file in trial.glob("wandb/offline-run-*/run-*.wandb"):
+            (run,) = [
+                r.run for r in read_wandb_records(run_file) if r.WhichOneof("record_type") == "run"
+            ]
+            assert run.run_group == "watched" and {"sweep:watched", "budget:smoke"} <= set(run.tags)
+            assert f"seed:{params[trial.name]['seed']}" in run.tags
         # TensorBoard's scalars are 32-bit floats
         want = {step: {float(np.float32(value))} for step, value in rows.items()}
         assert logged["tensorboard"] == want, trial.name

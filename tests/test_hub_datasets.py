@@ -393,7 +393,8 @@ def test_femnist_study_sweeps_the_stand_in_and_reports(stand_in, tmp_path):
     """The built-in FEMNIST-by-writer study, test-sized and offline: the stand-in in place
     of hf:flwrlabs/femnist (one split, as FEMNIST: the study's party_test_fraction gives
     each writer its test split), its 7 writers of 10 images or more, FedAvg at the three
-    participation rates, the smoke budget; the report names the column and says what the test set is."""
+    participation rates, the smoke budget; the report names the column and says what the
+    test set is."""
     import json
 
     cmd = [

@@ -61,6 +61,31 @@ class WandbTrialRuns(WandbLoggerCallback):
                 )
         self._cleanup_logging_actors()
 
+    def on_experiment_end(self, trials, **info) -> None:
+        """Close every run still open, then wait for them as a trial's end does.
+
+        A sweep stopped by Ctrl-C or SIGTERM ends its running trials without
+        ``log_trial_end``, and Tune's own callback then waited its whole upload timeout
+        (30 minutes) for logging actors that were never told to stop: the interrupted
+        sweep hung.  Here each open run is told to finish (its history so far is kept;
+        ``--resume`` continues it in a run of the same id), and one that does not close
+        in :data:`WANDB_FINISH_WAIT_S` is said on stderr and stopped."""
+        for trial in list(self._trial_queues):
+            self._signal_logging_actor_stop(trial=trial)
+        futures = dict(self._trial_logging_futures)
+        if futures:
+            _, late = ray.wait(
+                list(futures.values()), num_returns=len(futures), timeout=WANDB_FINISH_WAIT_S
+            )
+            for trial, future in futures.items():
+                if future in late:
+                    print(
+                        f"warning: W&B run of trial {trial} is incomplete (not closed after "
+                        f"{WANDB_FINISH_WAIT_S} s)",
+                        file=sys.stderr,
+                    )
+        self._cleanup_logging_actors(timeout=0, kill_on_timeout=True)
+
     def _start_logging_actor(self, trial, exclude_results, **init_kwargs) -> None:
         init_kwargs["tags"] = [*init_kwargs.get("tags", []), f"seed:{trial.config.get('seed')}"]
         super()._start_logging_actor(trial, exclude_results, **init_kwargs)
