@@ -214,7 +214,7 @@ class PrivateMean(Aggregator):
         self.unclipped = 0  # reporting parties whose update was within C
         self.reports = 0
         # each update's L2 norm before clipping: for tests and inspection, never written
-        # to the rows (it is not noised)
+        # to the rows (only the round's share over C is, dp_clipped_fraction, a diagnostic)
         self.norms: list[float] = []
 
     def add(self, contribution: Contribution) -> None:
