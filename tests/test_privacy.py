@@ -13,6 +13,7 @@ import torch
 from dp_accounting.rdp import RdpAccountant
 
 from federated.config.run_config import RunConfig
+from federated.contract.columns import PRIVACY_COLUMNS
 from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.params import ConfigError
 from federated.privacy_accountant import (
@@ -95,6 +96,11 @@ def test_clipping_bounds_each_update_by_hand():
     # each clipped update's norm is at most C: the mean of m of them at most C
     move = torch.cat([out["w"] - base["w"], out["b"] - base["b"]])
     assert float(move.norm()) <= 1.0 + 1e-12
+    # one of the two updates exceeded C: the row's clipped fraction, then the next
+    # round's starts afresh (NaN where nobody reports)
+    assert privacy.end_round()["dp_clipped_fraction"] == 0.5
+    privacy.aggregator(base, ["w", "b"])
+    assert math.isnan(privacy.end_round()["dp_clipped_fraction"])
 
 
 def test_noise_std_is_sigma_times_clip_over_the_expected_cohort_and_seeded():
@@ -258,8 +264,12 @@ def test_a_restored_private_run_continues_exactly(case, execution, synthetic, tm
     restored = FederatedRun(config, synthetic)
     restored.load_state_dict(load_run_state(tmp_path))
     tail = results([restored.run_round() for _ in range(2)])
-    assert head + tail == straight
+    assert head + tail == straight  # the clipped fraction included: it is per round
     assert [r["dp_epsilon"] for r in straight] == sorted(r["dp_epsilon"] for r in straight)
+    fractions = [r["dp_clipped_fraction"] for r in straight]
+    assert all(0 <= f <= 1 for f in fractions)
+    # 3 of the 4 tiny parties report each round: a count of thirds
+    assert all(f * 3 == round(f * 3) for f in fractions)
 
 
 def test_the_accountant_refuses_a_checkpoint_of_other_parameters():
@@ -285,6 +295,8 @@ def test_both_paths_clip_where_contributions_are_aggregated(execution, synthetic
         )
         assert 0 < float(move.norm()) <= 0.02 * (1 + 1e-5)
         assert row["dp_epsilon"] == math.inf  # clipping alone guarantees nothing
+        # C = 0.02 is below every tiny update's norm: all clipped, on either path
+        assert row["dp_clipped_fraction"] == 1.0
 
 
 def test_packed_and_sequential_private_rounds_agree(synthetic):
@@ -423,3 +435,11 @@ def test_a_private_fashion_mnist_fedavg_run_trains_and_spends_epsilon(fmnist):
     delta = 100**-1.1
     assert epsilons == [epsilon_after(k, 100, 50, 1.0, delta) for k in (1, 2, 3)]
     assert all(r["dp_noise_std"] == pytest.approx(1.0 * 1.0 / 50) for r in rows)
+
+
+def test_a_run_without_privacy_writes_no_privacy_column(synthetic):
+    """The privacy columns are DP-FedAvg's: a plain run's rows stay as they were."""
+    row = FederatedRun(tiny(rounds=1), synthetic).run_round()
+    names = {column.column for column in PRIVACY_COLUMNS}
+    assert names == {"dp_epsilon", "dp_round_clip_norm", "dp_noise_std", "dp_clipped_fraction"}
+    assert names.isdisjoint(row)

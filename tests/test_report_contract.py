@@ -554,9 +554,12 @@ def test_defect_14_the_personalised_study_shows_own_split_curves_and_the_trade_o
 
 
 # ------------------------------------------------------- issue 54 item 4: ε in captions
-def write_dp_sweep(root: Path, epsilon_per_round: dict[str, float]) -> Path:
+def write_dp_sweep(
+    root: Path, epsilon_per_round: dict[str, float], clipped: list[float] | None = None
+) -> Path:
     """An ad hoc FedAvg/FedProx sweep of DP trials (δ = 1e-5), 4 rounds, 2 seeds, whose
-    rows spend ``epsilon_per_round[method]`` per round."""
+    rows spend ``epsilon_per_round[method]`` per round (and record ``clipped[r - 1]``,
+    plus 0.1 for seed 1, as round r's clipped fraction, where given)."""
     from search_spaces.study_file import study_to_dict
     from tests.analysis_fakes import result_row, write_sweep
 
@@ -567,7 +570,17 @@ def write_dp_sweep(root: Path, epsilon_per_round: dict[str, float]) -> Path:
         config = {**trial.config, "rounds": 4, "dp_delta": 1e-5, "dp_noise_multiplier": 1.0}
         per_round = epsilon_per_round[config["algorithm"]]
         rows = [
-            result_row(config, r, 0.4 + 0.05 * r + 0.01 * config["seed"], dp_epsilon=per_round * r)
+            result_row(
+                config,
+                r,
+                0.4 + 0.05 * r + 0.01 * config["seed"],
+                dp_epsilon=per_round * r,
+                **(
+                    {}
+                    if clipped is None
+                    else {"dp_clipped_fraction": clipped[r - 1] + 0.1 * (config["seed"] % 2)}
+                ),
+            )
             for r in range(1, 5)
         ]
         trials.append((config, rows))
@@ -610,3 +623,32 @@ def test_a_dp_table_whose_epsilon_varies_gives_each_cell_its_own(tmp_path):
         r["algorithm"]: float(r["dp_epsilon"]) for r in read_csv(out / "tables" / "dp_accuracy.csv")
     }
     assert eps == {"fedavg": 2.0, "fedprox": 3.0}
+
+
+def test_the_dp_section_shows_the_clipped_fraction_and_accuracy_by_epsilon(tmp_path):
+    """Rounds clip 0.5, 0.25, 0.25, 0 of the updates (seed 1: 0.1 more): mean over rounds
+    and seeds 0.3, round 1 0.55, the last 0.05; the column's words in columns.csv; the
+    accuracy-vs-ε figure drawn.  A sweep without the column says so instead."""
+    write_dp_sweep(tmp_path / "runs", {"fedavg": 0.5, "fedprox": 0.5}, [0.5, 0.25, 0.25, 0.0])
+    out = tmp_path / "report"
+    write_report(load_results(tmp_path / "runs"), out, formats=("png",))
+    rows = {r["algorithm"]: r for r in read_csv(out / "tables" / "table_dp_clipped.csv")}
+    for algorithm in ("fedavg", "fedprox"):
+        row = rows[algorithm]
+        assert float(row["mean"]) == pytest.approx(0.3)
+        assert float(row["first"]) == pytest.approx(0.55)
+        assert float(row["last"]) == pytest.approx(0.05)
+        assert (int(row["rounds"]), int(row["seeds"])) == (4, 2)
+    text = (out / "report.md").read_text()
+    assert "| FedAvg | 0.30 | 0.55 | 0.05 |" in text
+    assert "share of the round's updates whose L2 norm exceeded the round's C" in text
+    assert (out / "figures" / "fig_dp_accuracy_vs_epsilon.png").exists()
+    declared = {r["column"]: r for r in read_csv(out / "data" / "columns.csv")}
+    assert declared["dp_clipped_fraction"]["unit"] == "fraction"
+    assert declared["dp_epsilon"]["metric"] == "epsilon spent"
+
+    write_dp_sweep(tmp_path / "older", {"fedavg": 0.5, "fedprox": 0.5})
+    older = tmp_path / "older-report"
+    write_report(load_results(tmp_path / "older"), older, formats=("png",))
+    assert "(dp_clipped_fraction) is not in these rows" in (older / "report.md").read_text()
+    assert not (older / "tables" / "table_dp_clipped.csv").exists()

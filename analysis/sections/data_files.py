@@ -11,7 +11,7 @@ import pandas as pd
 from analysis.primary_metric import ACCURACY, Metric, task_spec_of
 from analysis.reading.loading import Results
 from federated.contract.builtin_tasks import UNTASKED_ROWS
-from federated.contract.columns import COLUMN_FIELDS, declared_columns
+from federated.contract.columns import COLUMN_FIELDS, PRIVACY_COLUMNS, declared_columns
 
 
 def data_files_section(primaries: Sequence[Metric] = ()) -> list[str]:
@@ -72,7 +72,8 @@ def write_data_files(results: Results, party_rows: pd.DataFrame, out: Path) -> N
 def column_declarations(results: Results, columns: Iterable[str]) -> pd.DataFrame:
     """What each metric column of ``columns`` (rounds.csv's) holds, as the sweeps'
     manifests declared it (``columns``: :mod:`federated.contract.columns`); a sweep
-    written before that is declared from its task's declaration.  One row per column
+    written before that is declared from its task's declaration, and the privacy
+    columns from today's contract where its manifest has none.  One row per column
     (``party_acc/<party>`` stands for ``party_acc/0``, ``party_acc/1`` ...)."""
     declared: dict[str, dict] = {}
     for sweep in results.sweeps:
@@ -83,6 +84,10 @@ def column_declarations(results: Results, columns: Iterable[str]) -> pd.DataFram
         for row in recorded:
             if isinstance(row, dict) and isinstance(row.get("column"), str):
                 declared.setdefault(row["column"], row)
+    # task-independent: a sweep recorded before a privacy column was declared (or
+    # written) reads it in today's words
+    for column in PRIVACY_COLUMNS:
+        declared.setdefault(column.column, column.row())
     present = set(columns)
     prefixes = {c.split("/", 1)[0] + "/<party>" for c in present if "/" in c}
     rows = [row for name, row in declared.items() if name in present or name in prefixes]

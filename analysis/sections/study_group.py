@@ -1,5 +1,6 @@
 """One study group's part of the report: its heading, its tables, then an Optuna search's
-history or a grid's figures and per-party outcomes."""
+history or a grid's figures, its differential-privacy part (DP trials only) and
+per-party outcomes."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from analysis.sections.group_figures import figure_section
 from analysis.sections.group_tables import table_section
 from analysis.sections.optuna_search import optuna_section
 from analysis.sections.per_party import per_party_section
+from analysis.sections.privacy_section import privacy_section
 from analysis.tables.study_tables import TableOptions, primary_of
 
 
@@ -38,6 +40,7 @@ def study_group_section(
     if group.search == "optuna":
         return lines + optuna_section(group, out, used, formats)
     lines += figure_section(group, options, out, used, formats)
+    lines += privacy_section(group, options, out, used, formats)
     lines += per_party_section(group, options, results, party_rows, out, used, formats, not_counted)
     return lines
 

@@ -12,8 +12,12 @@ declaration; a sweep records the result in its manifest (``columns``) and the re
 writes it beside its data files (``data/columns.csv``), so that a reader of any column
 knows what it measured without reading the engine.
 
+A DP-FedAvg run's rows carry four more columns whatever its task, declared once in
+:data:`PRIVACY_COLUMNS` (:class:`RunColumn`: one column each, no metric stem).
+
 Only the words live here; the engine writes the columns
-(:mod:`federated.evaluation.round_evaluation`, :mod:`federated.evaluation.fairness`).
+(:mod:`federated.evaluation.round_evaluation`, :mod:`federated.evaluation.fairness`,
+:mod:`federated.server.privacy`).
 """
 
 from __future__ import annotations
@@ -147,11 +151,83 @@ COLUMN_FIELDS = (
 )
 
 
+@dataclass(frozen=True)
+class RunColumn:
+    """One column that is no task metric, with the words of :data:`COLUMN_FIELDS`
+    (``higher_is_better`` None where neither direction is better)."""
+
+    column: str
+    metric: str
+    unit: str
+    higher_is_better: bool | None
+    split: str
+    model: str
+    cadence: str
+    statistic: str
+
+    def row(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in COLUMN_FIELDS}
+
+
+DP_ROUNDS = (
+    "every round of a DP-FedAvg run (dp_clip_norm, dp_noise_multiplier or dp_target_epsilon set)"
+)
+UPDATES = (
+    "the round's reported updates (each reporting party's trained weights minus the "
+    "round's global model)"
+)
+#: the columns DP-FedAvg adds to a round's row (federated/server/privacy.py, docs/privacy.md)
+PRIVACY_COLUMNS: tuple[RunColumn, ...] = (
+    RunColumn(
+        "dp_epsilon",
+        "epsilon spent",
+        "epsilon at the run's dp_delta (inf without noise)",
+        False,
+        UPDATES,
+        GLOBAL,
+        DP_ROUNDS,
+        "the accountant's epsilon after this round, all rounds so far composed",
+    ),
+    RunColumn(
+        "dp_round_clip_norm",
+        "clip norm",
+        "L2 norm, weight units",
+        None,
+        UPDATES,
+        GLOBAL,
+        DP_ROUNDS,
+        "the round's C (moves only under adaptive clipping)",
+    ),
+    RunColumn(
+        "dp_noise_std",
+        "noise std",
+        "weight units",
+        None,
+        UPDATES,
+        GLOBAL,
+        DP_ROUNDS,
+        "std of the Gaussian noise on each entry of the averaged update (z·C/m)",
+    ),
+    RunColumn(
+        "dp_clipped_fraction",
+        "clipped fraction",
+        "fraction",
+        None,
+        UPDATES,
+        "each reporting party's locally trained model",
+        DP_ROUNDS + "; NaN in a round where nobody reported",
+        "share of the round's updates whose L2 norm exceeded the round's C (unnoised: "
+        "a diagnostic of the simulation, outside the privacy guarantee)",
+    ),
+)
+
+
 def declared_columns(task: TaskSpec) -> list[dict[str, object]]:
-    """Every metric column a run of ``task`` may write (the per-party values'
-    ``/<party>`` left as written), each as :data:`COLUMN_FIELDS`: the metric's name,
-    its unit as recorded, its direction, the split, the model, the cadence and the
-    statistic over parties."""
+    """Every column of a run of ``task`` that a reader needs the words of (the per-party
+    values' ``/<party>`` left as written), each as :data:`COLUMN_FIELDS`: the metric's
+    name, its unit as recorded, its direction, the split, the model, the cadence and the
+    statistic over parties; the task's metric columns, then :data:`PRIVACY_COLUMNS`
+    (written by DP-FedAvg runs only)."""
     rows: list[dict[str, object]] = []
     for family in RUN_COLUMNS:
         for spec in task.metrics:
@@ -180,4 +256,5 @@ def declared_columns(task: TaskSpec) -> list[dict[str, object]]:
                     "statistic": family.statistic,
                 }
             )
+    rows.extend(column.row() for column in PRIVACY_COLUMNS)
     return rows

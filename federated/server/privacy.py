@@ -106,6 +106,9 @@ class ClientPrivacy:
         self.clip_norm = settings.clip_norm  # the next round's C
         self.round_clip_norm = settings.clip_norm  # the C of the round being run
         self.rounds = 0  # rounds released so far: all the accountant needs
+        # the round being run's aggregator: its clipped count is the row's
+        # dp_clipped_fraction (per round, so nothing of it crosses a checkpoint)
+        self.round_mean: PrivateMean | None = None
         # z: the update noise's std over C (sigma itself, lowered under adaptive clipping)
         self.update_multiplier = update_noise_multiplier(
             settings.noise_multiplier, settings.per_round, settings.adaptive
@@ -122,7 +125,8 @@ class ClientPrivacy:
         """This round's aggregator over the entries ``keys`` of ``global_state`` (the
         round's global model, unchanged until the server step)."""
         self.round_clip_norm = self.clip_norm
-        return PrivateMean(self, global_state, keys)
+        self.round_mean = PrivateMean(self, global_state, keys)
+        return self.round_mean
 
     def gaussian(self, like: Sequence[torch.Tensor], std: float) -> list[torch.Tensor]:
         """N(0, std²) noise shaped as each of ``like``, drawn in order on the CPU from the
@@ -157,14 +161,19 @@ class ClientPrivacy:
         """Count one more round (every round counts, one where nobody reported too: the
         accountant charges each round it could have released) and return the row's
         privacy columns: ``dp_epsilon`` (spent so far; inf without noise),
-        ``dp_round_clip_norm`` (the round's C) and ``dp_noise_std`` (the standard
-        deviation of the noise on each entry of the mean, in weight units: z·C/m)."""
+        ``dp_round_clip_norm`` (the round's C), ``dp_noise_std`` (the standard
+        deviation of the noise on each entry of the mean, in weight units: z·C/m) and
+        ``dp_clipped_fraction`` (the share of this round's reported updates whose norm
+        exceeded C; NaN where nobody reported).  The words of each: the results
+        contract's :data:`~federated.contract.columns.PRIVACY_COLUMNS`."""
         self.rounds += 1
         clip = self.round_clip_norm
+        mean, self.round_mean = self.round_mean, None
         return {
             "dp_epsilon": self.epsilon(),
             "dp_round_clip_norm": clip,
             "dp_noise_std": self.update_multiplier * clip / self.settings.per_round,
+            "dp_clipped_fraction": math.nan if mean is None else mean.clipped_fraction(),
         }
 
     def state_dict(self) -> dict[str, Any]:
@@ -205,7 +214,7 @@ class PrivateMean(Aggregator):
         self.unclipped = 0  # reporting parties whose update was within C
         self.reports = 0
         # each update's L2 norm before clipping: for tests and inspection, never written
-        # to the rows (it is not noised)
+        # to the rows (only the round's share over C is, dp_clipped_fraction, a diagnostic)
         self.norms: list[float] = []
 
     def add(self, contribution: Contribution) -> None:
@@ -233,6 +242,13 @@ class PrivateMean(Aggregator):
                 out[key] = current + total / privacy.settings.per_round
         privacy.adapt(self.unclipped, self.reports)
         return out
+
+    def clipped_fraction(self) -> float:
+        """The share of the updates added so far whose norm exceeded C (NaN before any):
+        a diagnostic of the simulation, released unnoised, so outside the guarantee."""
+        if self.reports == 0:
+            return math.nan
+        return (self.reports - self.unclipped) / self.reports
 
 
 def _l2_norm(tensors: Sequence[torch.Tensor]) -> float:
