@@ -101,6 +101,8 @@ KILLED_ARGS = (
     *("--set", "test_fraction=0.05", "--max-concurrent", "1", "--name", "kill-9"),
     # three trials: one finished, one killed mid-trial, one never started
     *("--set", f"mu={','.join(map(str, DRILL_MUS))}"),
+    # DP-FedAvg's state (the accountant, the noise stream) across the kill, too
+    *("--set", "dp_noise_multiplier=0.1", "--set", "dp_clip_norm=1.0"),
 )
 
 

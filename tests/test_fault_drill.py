@@ -51,10 +51,19 @@ ARGS = [
     "1",
     "--quiet",
 ]
+# The SIGINT drill's trials also run DP-FedAvg with adaptive clipping: the accountant's
+# count, the clip norm that follows the updates and the noise stream cross the
+# checkpoint, and each round's epsilon and clipped share must come out as uninterrupted.
+PRIVATE = [
+    "--set",
+    "dp_noise_multiplier=0.1",
+    "--set",
+    "dp_clipping=adaptive",
+]
 
 
 def start(storage: Path, name: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "study.sweep", *ARGS, "--name", name]
+    cmd = [sys.executable, "-m", "study.sweep", *ARGS, *PRIVATE, "--name", name]
     return subprocess.Popen(
         [*cmd, "--storage-path", str(storage)],
         stdout=subprocess.PIPE,
@@ -75,25 +84,31 @@ def wait_until_one_done_and_one_started(sweep_dir: Path, timeout: float = 300) -
 
 
 def resume(storage: Path, name: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "study.sweep", *ARGS, "--resume", "--name", name]
+    cmd = [sys.executable, "-m", "study.sweep", *ARGS, *PRIVATE, "--resume", "--name", name]
     return subprocess.run(
         [*cmd, "--storage-path", str(storage)], capture_output=True, text=True, timeout=600
     )
 
 
-def uninterrupted(trial_dir: Path, folder: Path) -> tuple[list[float], bytes]:
-    """The trial's config run in-process without a break: its per-round test accuracy
-    and the ``parties.csv`` it writes round by round (as a trial does; its
-    representations too, into ``folder``)."""
+# what each round of a resumed trial must equal, beside test_acc (the DP columns where the
+# trial ran DP-FedAvg)
+EXACT_KEYS = ("test_acc", "train_loss", "dp_epsilon", "dp_round_clip_norm", "dp_clipped_fraction")
+
+
+def uninterrupted(trial_dir: Path, folder: Path) -> tuple[list[dict], bytes]:
+    """The trial's config run in-process without a break: its per-round values of
+    :data:`EXACT_KEYS` and the ``parties.csv`` it writes round by round (as a trial does;
+    its representations too, into ``folder``)."""
     fields = run_config_fields(params(trial_dir))
     fields["device"] = "cpu"  # the trials ran on CPU (no GPU requested), also on a GPU machine
     run = FederatedRun(with_data_checked(RunConfig.from_dict(fields)))
     files = RunFiles.in_folder(folder)
-    accuracies = []
+    values = []
     while not run.finished:
-        accuracies.append(run.run_round()["test_acc"])
+        row = run.run_round()
+        values.append({k: row[k] for k in EXACT_KEYS if k in row})
         files.record(run)
-    return accuracies, (folder / "parties.csv").read_bytes()
+    return values, (folder / "parties.csv").read_bytes()
 
 
 def assert_same_representations(trial: Path, folder: Path) -> None:
@@ -115,20 +130,24 @@ def assert_same_representations(trial: Path, folder: Path) -> None:
                 assert np.array_equal(a[key], b[key]), (trial.name, name, key)
 
 
-def assert_finished_like_uninterrupted(sweep_dir: Path, last: int = ROUNDS) -> None:
+def assert_finished_like_uninterrupted(
+    sweep_dir: Path, last: int = ROUNDS, private: bool = False
+) -> None:
     """Every trial of the resumed sweep holds what an uninterrupted run of its config
-    gives: each round's test accuracy, and ``parties.csv`` byte for byte (a resumed
-    trial once kept only the rounds after its checkpoint)."""
+    gives: each round's :data:`EXACT_KEYS` (with ``private``, the DP columns among them),
+    and ``parties.csv`` byte for byte (a resumed trial once kept only the rounds after
+    its checkpoint)."""
     assert manifest(sweep_dir)["status"] == "finished"
     trials = trial_dirs(sweep_dir)
     assert len(trials) == len(DRILL_MUS)
     for trial in trials:
         assert sorted(rounds(trial)) == list(range(1, last + 1))
-        accuracies = [rounds(trial)[r]["test_acc"] for r in range(1, last + 1)]
         folder = sweep_dir.parent / f"uninterrupted-{trial.name}"
         folder.mkdir()
-        want_accuracies, want_parties = uninterrupted(trial, folder)
-        assert accuracies == want_accuracies
+        want_values, want_parties = uninterrupted(trial, folder)
+        values = [{k: rounds(trial)[r][k] for k in want_values[0]} for r in range(1, last + 1)]
+        assert values == want_values, trial.name
+        assert ("dp_epsilon" in want_values[0]) == private
         assert (trial / "parties.csv").read_bytes() == want_parties, trial.name
         assert_same_representations(trial, folder)
     results = load_results(sweep_dir)
@@ -179,7 +198,7 @@ def test_sigint_then_resume(tmp_path):
 
     proc = resume(tmp_path, "ctrl-c")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert_finished_like_uninterrupted(sweep_dir)
+    assert_finished_like_uninterrupted(sweep_dir, private=True)
 
 
 def test_sigkill_then_resume(killed_sweep):
@@ -195,4 +214,4 @@ def test_sigkill_then_resume(killed_sweep):
 
     proc = killed_sweep.resumed
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert_finished_like_uninterrupted(killed_sweep.sweep_dir, KILLED_ROUNDS)
+    assert_finished_like_uninterrupted(killed_sweep.sweep_dir, KILLED_ROUNDS, private=True)
