@@ -13,6 +13,7 @@ trials of the study file that says the same; errors name the ``--vary`` item.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from search_spaces.study import Study
@@ -68,9 +69,14 @@ def parse_vary(item: str) -> dict[str, Any]:
     return axis
 
 
-def adhoc_study(items: list[str], name: str | None) -> Study:
-    """The study ``--vary`` items describe, named ``name`` (default ``adhoc``)."""
+def adhoc_study(
+    items: list[str], name: str | None, given: Mapping[str, Any] | None = None
+) -> Study:
+    """The study ``--vary`` items describe, named ``name`` (default ``adhoc``); ``given``:
+    the fields ``--set`` gives every trial, beside which the axes' values are checked."""
     axes = [parse_vary(item) for item in items]
+    varied = {axis["name"] for axis in axes}
+    beside = {k: v for k, v in (given or {}).items() if k not in varied}
     try:
         return study_from_dict(
             {
@@ -79,6 +85,7 @@ def adhoc_study(items: list[str], name: str | None) -> Study:
                 "axes": axes,
             },
             SOURCE,
+            beside,
         )
     except StudyFileError as err:
         # name the --vary item rather than the axes[i] the study dict gives it

@@ -106,8 +106,15 @@ def load_study_file(path: str | Path) -> Study:
     return study_from_dict(data, source)
 
 
-def study_from_dict(data: Mapping[str, Any], source: str) -> Study:
-    """A :class:`Study` from a study file's parsed contents (``source`` names it in errors)."""
+def study_from_dict(
+    data: Mapping[str, Any], source: str, given: Mapping[str, Any] | None = None
+) -> Study:
+    """A :class:`Study` from a study file's parsed contents (``source`` names it in errors).
+
+    ``given``: values every trial will also take (an ad hoc study's ``--set`` fields),
+    which its axes' values are checked beside, as its trials will run them: ``--vary
+    dp_noise_multiplier=0,1 --set dp_clip_norm=1`` is a valid study (noise needs a clip
+    norm, which ``--set`` gives)."""
 
     def fail(key: str, value: Any, allowed: str) -> StudyFileError:
         return StudyFileError(source, key, value, allowed)
@@ -155,7 +162,8 @@ def study_from_dict(data: Mapping[str, Any], source: str) -> Study:
     axes: list[Axis] = []
     seen_fields: dict[str, str] = {}
     for i, raw in enumerate(raw_axes):
-        axis = _axis(fail, f"axes[{i}]", raw, {**fixed, "dataset": dataset})
+        beside = {**fixed, **(given or {})}
+        axis = _axis(fail, f"axes[{i}]", raw, {**beside, "dataset": beside.get("dataset", dataset)})
         if any(a.name == axis.name for a in axes):
             raise fail(f"axes[{i}].name", axis.name, "a name no other axis has")
         for field_name in sorted(axis.fields):

@@ -235,7 +235,8 @@ def resolve_study(args: argparse.Namespace) -> Study:
     if args.vary:
         if args.study is not None:
             raise UsageError(f"study {args.study!r} and --vary: give one or the other")
-        return adhoc_study(args.vary, args.name)
+        # the axes' values are checked beside what --set gives every trial
+        return adhoc_study(args.vary, args.name, parse_overrides(args.overrides))
     if args.study is None:
         raise UsageError(
             "a study name, a study file or --vary is needed (studies: "

@@ -85,6 +85,17 @@ def test_vary_dry_run_prints_the_trials(capsys):
         assert label in out
 
 
+def test_vary_values_are_checked_beside_what_set_gives_every_trial(capsys):
+    """Noise needs a clip norm: ``--vary dp_noise_multiplier=0,1`` alone is refused, with
+    ``--set dp_clip_norm=1`` (which every trial takes) it is a study."""
+    argv = ["--vary", "dp_noise_multiplier=0,1", "--budget", "smoke", "--dry-run"]
+    assert main([*argv, "--set", "dp_clip_norm=1"]) == 0
+    assert "2 trials" in capsys.readouterr().out
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: --vary dp_noise_multiplier=0,1: values[1] = 1.0 (allowed: 0")
+
+
 def test_an_optuna_range_from_the_command_line(capsys):
     argv = ["--vary", "mu=loguniform:0.01:10", "--set", "algorithm=moon", "--dry-run"]
     assert main([*argv, "--search", "optuna", "--num-samples", "5"]) == 0
