@@ -92,14 +92,17 @@ def measure_case(method: str, n_parties: int, rounds: int) -> dict[str, Any]:
 
 
 def run_case(method: str, n_parties: int, rounds: int) -> dict[str, Any]:
-    """One case in a fresh process (its own peak RSS)."""
+    """One case in a fresh process (its own peak RSS); a case the run refuses (the
+    party-memory check, say) comes back as ``refused``: its one-line reason."""
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.scale", "--case", method, str(n_parties),
          "--rounds", str(rounds)],
-        check=True,
         capture_output=True,
         text=True,
     )
+    if out.returncode != 0:
+        reason = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "no message"
+        return {"method": method, "n_parties": n_parties, "refused": reason}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -110,6 +113,9 @@ def table(results: list[dict[str, Any]]) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
+        if "refused" in r:
+            lines.append(f"| {r['method']} | {r['n_parties']:,} | refused: {r['refused']} |")
+            continue
         lines.append(
             f"| {r['method']} | {r['n_parties']:,} | {r['path']} | {r['setup_s']:.2f} | "
             f"{r['round_s']:.2f} | {r['peak_rss_mib']:.0f} | {r['checkpoint_mib']:.2f} | "
