@@ -47,6 +47,7 @@ from federated.config.data_fields import (
     declared_spec,
     natural_parties_source,
 )
+from federated.config.scoring_cadence import party_scores_every_for
 from federated.contract.metrics import current_stem, metric_stems
 from federated.contract.task_needs import (
     CLASS_PER_SAMPLE,
@@ -166,10 +167,13 @@ def _checked(c: Any, spec: DatasetSpec) -> Any:
 # ----------------------------------------------------------------------- completion
 def data_decided(c: Any, spec: DatasetSpec) -> dict[str, Any]:
     """What ``c``'s data decide where ``c`` leaves it None (its own value otherwise): the
-    natural parties' count, the default model, the task and its primary metric."""
+    natural parties' count, the per-party scoring period that follows it, the default
+    model, the task and its primary metric."""
     task = spec.task if c.task is None else c.task
+    n_parties = _resolved_parties(c, spec)
     return {
-        "n_parties": _resolved_parties(c, spec),
+        "n_parties": n_parties,
+        "party_scores_every": party_scores_every_for(c.party_scores_every, n_parties),
         "model": spec.default_model if c.model is None else c.model,
         "task": task,
         "primary_metric": default_primary(task) if c.primary_metric is None else c.primary_metric,

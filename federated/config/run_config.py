@@ -475,11 +475,13 @@ class RunConfig:
     # checkpoint restores under other values (execution-only); but the rounds that
     # validate and score per-party outcomes follow party_scores_every, so its val_ and
     # per-party columns do (docs/architecture.md, "Checkpoint compatibility")
-    party_scores_every: int = field(
-        default=1,
+    party_scores_every: int | None = field(
+        default=None,
         metadata=_execution(
             "score per-party outcomes (each party's class mix, or its local test split) every "
-            "k rounds and the last (0: off); validation runs on the same rounds, and the last"
+            "k rounds and the last (0: off); validation runs on the same rounds, and the last; "
+            "default: every round up to 100 parties, every ceil(N/100)-th above "
+            "(federated/config/scoring_cadence.py)"
         ),
     )
     personal_test_every: int | None = field(
@@ -757,6 +759,7 @@ def _resolve(c: RunConfig) -> RunConfig:
     """:meth:`RunConfig.resolved`: each step returns a new value, none rewrites one; no
     file is read and no model built (names are made absolute: path look-ups only)."""
     from federated.config.data_fields import DEFAULT_PARTIES, declared_spec, folder_path_resolved
+    from federated.config.scoring_cadence import party_scores_every_for
     from federated.models.pretrained_start import absolute_start
 
     check_types(c)
@@ -772,6 +775,10 @@ def _resolve(c: RunConfig) -> RunConfig:
         init=None if c.init is None else absolute_start(c.init),
         execution=EXECUTION_ALIASES.get(c.execution, c.execution),
         **method_defaults(c),
+    )
+    checked = replace(
+        checked,
+        party_scores_every=party_scores_every_for(c.party_scores_every, checked.n_parties),
     )
     validate(checked)
     spec = declared_spec(checked.dataset)
