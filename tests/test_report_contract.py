@@ -592,3 +592,33 @@ def test_a_dp_table_whose_epsilon_varies_gives_each_cell_its_own(tmp_path):
         r["algorithm"]: float(r["dp_epsilon"]) for r in read_csv(out / "tables" / "dp_accuracy.csv")
     }
     assert eps == {"fedavg": 2.0, "fedprox": 3.0}
+
+
+# ------------------------------------------------------------------ defect 15 (issue 52)
+def test_defect_15_six_cameras_image_counts_do_not_run_together():
+    """The re-run's COCO folder (docs/results/report-contract.md): six cameras, each
+    labelled "camN / K img"; the 0.45-inch columns ran "21 img28 img21 img" together."""
+    from analysis.figures import plots
+
+    entry = {
+        **camera_partition(),
+        "n_parties": 6,
+        "party_names": [f"cam{i}" for i in range(6)],
+        "party_images": [21, 38, 21, 20, 49, 61],
+        "class_names": ["basket", "carton", "chair", "electrombile", "gastank", "sunshade"],
+        "class_counts": [
+            [25, 0, 0, 4, 0, 1],
+            [2, 0, 9, 12, 9, 5],
+            [15, 1, 0, 1, 10, 0],
+            [2, 4, 5, 9, 2, 8],
+            [3, 7, 20, 14, 0, 17],
+            [9, 22, 15, 7, 21, 2],
+        ],
+    }
+    figure = plots.partition_heatmap(entry)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in figure.axes[0].get_xticklabels()]
+    assert len(boxes) == 6
+    gaps = [right.x0 - left.x1 for left, right in zip(boxes, boxes[1:])]
+    assert min(gaps) > 0, gaps
