@@ -7,6 +7,7 @@ hand-made detection folders (tests/report_contract_fakes.py)."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import subprocess
 import sys
@@ -620,5 +621,5 @@ def test_defect_15_six_cameras_image_counts_do_not_run_together():
     renderer = figure.canvas.get_renderer()
     boxes = [t.get_window_extent(renderer) for t in figure.axes[0].get_xticklabels()]
     assert len(boxes) == 6
-    gaps = [right.x0 - left.x1 for left, right in zip(boxes, boxes[1:])]
+    gaps = [right.x0 - left.x1 for left, right in itertools.pairwise(boxes)]
     assert min(gaps) > 0, gaps
