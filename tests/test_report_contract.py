@@ -623,3 +623,34 @@ def test_defect_15_six_cameras_image_counts_do_not_run_together():
     assert len(boxes) == 6
     gaps = [right.x0 - left.x1 for left, right in itertools.pairwise(boxes)]
     assert min(gaps) > 0, gaps
+
+
+def test_defect_9_fedavg_with_fine_tuning_on_a_joint_method_axis_is_a_method_of_its_own():
+    """The re-run's study (docs/results/report-contract.md) names its methods on a joint
+    axis ``method`` (FedAvg+FT = {algorithm fedavg, finetune_epochs 1}); the renaming
+    looked for an axis called "algorithm", so FedAvg+FT's trials stayed "fedavg" and
+    the per-party and trade-off tables pooled them with FedAvg's (6 seeds in one row)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from analysis.reading.grouping import _fine_tuned_as_methods
+    from analysis.reading.loading import Results
+
+    trials = pd.DataFrame(
+        {
+            "sweep": ["pers"] * 4 + ["plain"] * 2,
+            "algorithm": ["fedavg", "fedper", "fedavg", "fedper", "fedavg", "fedavg"],
+            "finetune_epochs": [0, 0, 1, 1, 1, 1],
+        }
+    )
+    sweeps = [
+        SimpleNamespace(name="pers", manifest={"axes": ["method"]}),
+        SimpleNamespace(name="plain", manifest={"axes": ["lr"]}),
+    ]
+    results = Results(rounds=trials.copy(), trials=trials, sweeps=sweeps, config_columns=[])
+    renamed = _fine_tuned_as_methods(results)
+    assert renamed.trials["algorithm"].tolist() == [
+        "fedavg", "fedper", "fedavg+ft1", "fedper+ft1", "fedavg", "fedavg"
+    ]  # fmt: skip
+    assert renamed.rounds["algorithm"].tolist() == renamed.trials["algorithm"].tolist()
