@@ -654,3 +654,24 @@ def test_defect_9_fedavg_with_fine_tuning_on_a_joint_method_axis_is_a_method_of_
         "fedavg", "fedper", "fedavg+ft1", "fedper+ft1", "fedavg", "fedavg"
     ]  # fmt: skip
     assert renamed.rounds["algorithm"].tolist() == renamed.trials["algorithm"].tolist()
+
+
+def test_a_joint_method_axis_is_not_a_column_of_the_per_party_tables():
+    """With the methods on a joint axis ``method``, the per-party and fairness tables
+    had rows by method and a column block per ``method`` label: a diagonal table, no Δ
+    (the writer-block re-run). An axis matching the methods one to one is no column;
+    one that sets something else (β per method) stays one."""
+    import pandas as pd
+
+    from analysis.sections.per_party import names_the_method
+
+    trials = pd.DataFrame(
+        {
+            "algorithm": ["fedavg", "fedper", "fedavg+ft1"] * 2,
+            "method": ["FedAvg", "FedPer", "FedAvg+FT"] * 2,
+            "beta": [0.1] * 3 + [0.5] * 3,
+        }
+    )
+    assert names_the_method(trials, "method")
+    assert not names_the_method(trials, "beta")
+    assert not names_the_method(trials.drop(columns="algorithm"), "method")
