@@ -675,3 +675,27 @@ def test_a_joint_method_axis_is_not_a_column_of_the_per_party_tables():
     assert names_the_method(trials, "method")
     assert not names_the_method(trials, "beta")
     assert not names_the_method(trials.drop(columns="algorithm"), "method")
+
+
+def test_defect_9_the_per_party_figure_shows_fedavg_with_fine_tuning_apart(tmp_path, monkeypatch):
+    """The per-party box figure read each parties.csv's own ``algorithm``: FedAvg+FT's
+    parties were drawn in FedAvg's box (the writer-block re-run: no FedAvg+FT box)."""
+    from analysis.tables import party_tables
+
+    drawn: list[list[str]] = []
+    original = party_tables.party_distribution_figure
+
+    def spy(parties, keys, **kwargs):
+        drawn.append(sorted(set(parties["algorithm"])))
+        return original(parties, keys, **kwargs)
+
+    monkeypatch.setattr(party_tables, "party_distribution_figure", spy)
+    write_personalised(tmp_path / "runs", "pers", ("fedavg", "fedper"), 0)
+    write_personalised(tmp_path / "runs", "pers-ft", ("fedavg",), 1)
+    for trial in (tmp_path / "runs").glob("*/*/"):
+        if (trial / "result.json").is_file():  # each party's accuracy at rounds 1 and 2
+            lines = ["round,party,party_acc,party_samples,party_test_samples"]
+            lines += [f"{r},{p},0.5,40,10" for r in (1, 2) for p in range(10)]
+            (trial / "parties.csv").write_text("\n".join(lines) + "\n")
+    write_report(load_results(tmp_path / "runs"), tmp_path / "report", formats=("png",))
+    assert drawn == [["fedavg", "fedavg+ft1", "fedper"]]

@@ -53,8 +53,12 @@ def per_party_section(
         baseline = None
     classes = dataset_classes(e for sweep in group.sweeps for e in sweep.partitions)
     metric = primary_of(group)
-    mine = trials[["sweep", "trial"]]
-    parties = party_rows.merge(mine, on=["sweep", "trial"])
+    # the rows' keys as the group names them (a fine-tuned trial's method fedavg+ft1),
+    # not as each parties.csv recorded its trial's config
+    keys = [k for k in rows if k in trials]
+    mine = trials[["sweep", "trial", *keys]]
+    recorded = party_rows.drop(columns=[k for k in keys if k in party_rows])
+    parties = recorded.merge(mine, on=["sweep", "trial"])
     lines: list[str] = []
     table = party_tables.per_party_table(
         trials,
