@@ -20,6 +20,7 @@ from typing import Any
 
 from federated.config.run_config import RunConfig, config_values
 from federated.contract.builtin_tasks import UNTASKED_ROWS
+from federated.contract.columns import summary_column_names
 from federated.data.folder_layout import absolute_folder_name, dataset_slug
 from search_spaces import (
     Budget,
@@ -31,7 +32,7 @@ from search_spaces import (
 )
 from search_spaces.resolve import trial_config_and_changes
 from search_spaces.study import LABEL_DIGITS, distinct_label, distinct_labels
-from study.selection import LEGACY_METRIC, selection_metric
+from study.selection import LEGACY_METRIC, primary_stem, selection_metric, task_declaration
 
 OPTUNA_SEED = 0
 # Resolving a trial validates a whole RunConfig (milliseconds each): a grid larger than
@@ -250,7 +251,13 @@ class SweepPlan:
         if self.metric == LEGACY_METRIC:
             return self.metric
         first = self.first_config()
-        return selection_metric(self.metric, self.task, first.get("primary_metric") or "acc")
+        return selection_metric(self.metric, self.task, primary_stem(first))
+
+    @property
+    def summary_columns(self) -> frozenset[str]:
+        """The summary columns the trials' task declares (the results contract):
+        what the trackers table as a trial's final metrics."""
+        return summary_column_names(task_declaration(self.task))
 
     @property
     def task(self) -> str:

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from federated.cli.input_checks import InputError
+from federated.contract.builtin_tasks import UNTASKED_ROWS
+from federated.contract.columns import TEST_VALUE
 from federated.contract.metrics import MetricSpec, higher_is_better, metric_stems
 from federated.contract.task_spec import TaskSpec
 from federated.registry import load_method
@@ -49,6 +51,16 @@ def task_declaration(task: str) -> TaskSpec:
     """The declaration of the task ``task`` (registered or ``package.module:Class``)
     under that name: asked of the task, whose code a sweep runs anyway."""
     return load_method("task", task).task_spec(task)
+
+
+def primary_stem(config: Mapping[str, Any]) -> str:
+    """A trial's primary metric (its stem: ``acc``, ``map50``, ``srcc`` ...): its config's
+    ``primary_metric``, else the first metric its task declares (a config recorded
+    before tasks existed: the untasked rows' task)."""
+    chosen = config.get("primary_metric")
+    if chosen:
+        return str(chosen)
+    return task_declaration(str(config.get("task") or UNTASKED_ROWS.name)).metrics[0].stem
 
 
 def task_metric_specs(task: str) -> tuple[MetricSpec, ...]:
@@ -239,7 +251,7 @@ def best_config(results: Iterable[Any], metric: str) -> dict[str, Any]:
     compared = [t for t in trials if ran_all_rounds(t[1], t[2])]
     config = next(dict(c) for p, c, _ in trials if p == point)
     config.pop("seed", None)
-    reported = f"test_{config.get('primary_metric') or 'acc'}"
+    reported = TEST_VALUE.column(primary_stem(config))
     selection = {
         "metric": metric,
         "mode": mode_of(metric, task),

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from federated.contract.columns import OWN_TEST_MEAN, TEST_VALUE
 from federated.contract.results import (
     RECORDED_ERROR,
     RECORDED_INTERRUPTED,
@@ -15,7 +16,7 @@ from federated.contract.results import (
     SWEEP_INTERRUPTED,
     trial_status,
 )
-from study.selection import VALIDATION_PREFIX
+from study.selection import VALIDATION_PREFIX, primary_stem
 
 
 def summary_rows(
@@ -31,7 +32,9 @@ def summary_rows(
         config = result.config or {}
         metrics = result.metrics or {}
         entry = recorded.get(Path(result.path).name) or {}
-        reported = f"test_{config.get('primary_metric') or 'acc'}"
+        stem = primary_stem(config)
+        reported = TEST_VALUE.column(stem)
+        own = OWN_TEST_MEAN.column(stem)
         sweep_status = manifest.get("status") or SWEEP_FINISHED
         if entry.get("status") == RECORDED_INTERRUPTED:
             sweep_status = SWEEP_INTERRUPTED
@@ -52,6 +55,9 @@ def summary_rows(
                 # the trial's primary metric on test (a score task's test_srcc ...)
                 "reported": reported,
                 "reported_value": metrics.get(reported),
+                # a trial scoring each party on its own test split is judged by their mean
+                "own": own,
+                "own_value": metrics.get(own),
                 **{k: v for k, v in metrics.items() if k.startswith("val_")},
             }
         )
@@ -67,9 +73,13 @@ def format_summary(
     saying so)."""
     shown = metric if metric and metric.startswith(VALIDATION_PREFIX) else None
     reported = rows[0].get("reported", "test_acc") if rows else "test_acc"
+    own = next((str(r["own"]) for r in rows if _cell(r.get("own_value")) != "-"), None)
     head = f"{'trial':<14} {'point':<34} {'seed':>4} {'status':<11} {'rounds':>6}"
     head += f" {shown:>8}" if shown else ""
+    head += f" {own:>8}" if own else ""
     lines = [head + f" {reported:>8}"]
+    if own:
+        lines.insert(0, f"{own}: the mean over parties of each one's own test split")
     if shown:
         lines.insert(0, f"trials ranked by {shown} (validation); {reported} is reported")
     unscored = 0
@@ -79,6 +89,7 @@ def format_summary(
         rounds = "-" if r["rounds"] is None else str(r["rounds"])
         seed = "-" if r["seed"] is None else str(r["seed"])
         ranked = " " + _cell(r.get(shown)).rjust(8) if shown else ""
+        ranked += " " + _cell(r.get("own_value")).rjust(len(own)) if own else ""
         lines.append(
             f"{r['trial']:<14} {str(r['point'])[:34]:<34} {seed:>4} "
             f"{r['status']:<11} {rounds:>6}{ranked} {acc:>8}"

@@ -503,7 +503,9 @@ def fit_and_summarise(
     else:
         print("\n".join(describe_plan(plan, execution.resources).splitlines()[:2]), flush=True)
         callbacks = [
-            *tracking_callbacks.tracking_callbacks(tracking or {}, tags, plan.varied_fields),
+            *tracking_callbacks.tracking_callbacks(
+                tracking or {}, tags, plan.varied_fields, plan.summary_columns
+            ),
             ResumeDigestRecorder(),  # what --resume will verify (study/resume_digests.py)
         ]
         tuner = tuners.new_tuner(plan, target.sweep_dir.name, target.storage, execution, callbacks)
@@ -682,7 +684,10 @@ def rerun_best(
     from study.tune.tracking_callbacks import tracking_callbacks
 
     # the search's varied fields in TensorBoard's HPARAMS, and the digests --resume checks
-    callbacks = [*tracking_callbacks({}, {}, plan.varied_fields), ResumeDigestRecorder()]
+    callbacks = [
+        *tracking_callbacks({}, {}, plan.varied_fields, plan.summary_columns),
+        ResumeDigestRecorder(),
+    ]
     tuner = tuners.rerun_tuner(rerun_plan, name, storage, execution, callbacks)
     record_digests(storage / name)  # tuner.pkl, written as the Tuner was built
     try:

@@ -7,6 +7,7 @@ hand-made detection folders (tests/report_contract_fakes.py)."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import subprocess
 import sys
@@ -652,3 +653,109 @@ def test_the_dp_section_shows_the_clipped_fraction_and_accuracy_by_epsilon(tmp_p
     write_report(load_results(tmp_path / "older"), older, formats=("png",))
     assert "(dp_clipped_fraction) is not in these rows" in (older / "report.md").read_text()
     assert not (older / "tables" / "table_dp_clipped.csv").exists()
+
+
+# ------------------------------------------------------------------ defect 15 (issue 52)
+def test_defect_15_six_cameras_image_counts_do_not_run_together():
+    """The re-run's COCO folder (docs/results/report-contract.md): six cameras, each
+    labelled "camN / K img"; the 0.45-inch columns ran "21 img28 img21 img" together."""
+    from analysis.figures import plots
+
+    entry = {
+        **camera_partition(),
+        "n_parties": 6,
+        "party_names": [f"cam{i}" for i in range(6)],
+        "party_images": [21, 38, 21, 20, 49, 61],
+        "class_names": ["basket", "carton", "chair", "electrombile", "gastank", "sunshade"],
+        "class_counts": [
+            [25, 0, 0, 4, 0, 1],
+            [2, 0, 9, 12, 9, 5],
+            [15, 1, 0, 1, 10, 0],
+            [2, 4, 5, 9, 2, 8],
+            [3, 7, 20, 14, 0, 17],
+            [9, 22, 15, 7, 21, 2],
+        ],
+    }
+    figure = plots.partition_heatmap(entry)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in figure.axes[0].get_xticklabels()]
+    assert len(boxes) == 6
+    gaps = [right.x0 - left.x1 for left, right in itertools.pairwise(boxes)]
+    assert min(gaps) > 0, gaps
+
+
+def test_defect_9_fedavg_with_fine_tuning_on_a_joint_method_axis_is_a_method_of_its_own():
+    """The re-run's study (docs/results/report-contract.md) names its methods on a joint
+    axis ``method`` (FedAvg+FT = {algorithm fedavg, finetune_epochs 1}); the renaming
+    looked for an axis called "algorithm", so FedAvg+FT's trials stayed "fedavg" and
+    the per-party and trade-off tables pooled them with FedAvg's (6 seeds in one row)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from analysis.reading.grouping import _fine_tuned_as_methods
+    from analysis.reading.loading import Results
+
+    trials = pd.DataFrame(
+        {
+            "sweep": ["pers"] * 4 + ["plain"] * 2,
+            "algorithm": ["fedavg", "fedper", "fedavg", "fedper", "fedavg", "fedavg"],
+            "finetune_epochs": [0, 0, 1, 1, 1, 1],
+        }
+    )
+    sweeps = [
+        SimpleNamespace(name="pers", manifest={"axes": ["method"]}),
+        SimpleNamespace(name="plain", manifest={"axes": ["lr"]}),
+    ]
+    results = Results(rounds=trials.copy(), trials=trials, sweeps=sweeps, config_columns=[])
+    renamed = _fine_tuned_as_methods(results)
+    assert renamed.trials["algorithm"].tolist() == [
+        "fedavg", "fedper", "fedavg+ft1", "fedper+ft1", "fedavg", "fedavg"
+    ]  # fmt: skip
+    assert renamed.rounds["algorithm"].tolist() == renamed.trials["algorithm"].tolist()
+
+
+def test_a_joint_method_axis_is_not_a_column_of_the_per_party_tables():
+    """With the methods on a joint axis ``method``, the per-party and fairness tables
+    had rows by method and a column block per ``method`` label: a diagonal table, no Δ
+    (the writer-block re-run). An axis matching the methods one to one is no column;
+    one that sets something else (β per method) stays one."""
+    import pandas as pd
+
+    from analysis.sections.per_party import names_the_method
+
+    trials = pd.DataFrame(
+        {
+            "algorithm": ["fedavg", "fedper", "fedavg+ft1"] * 2,
+            "method": ["FedAvg", "FedPer", "FedAvg+FT"] * 2,
+            "beta": [0.1] * 3 + [0.5] * 3,
+        }
+    )
+    assert names_the_method(trials, "method")
+    assert not names_the_method(trials, "beta")
+    assert not names_the_method(trials.drop(columns="algorithm"), "method")
+
+
+def test_defect_9_the_per_party_figure_shows_fedavg_with_fine_tuning_apart(tmp_path, monkeypatch):
+    """The per-party box figure read each parties.csv's own ``algorithm``: FedAvg+FT's
+    parties were drawn in FedAvg's box (the writer-block re-run: no FedAvg+FT box)."""
+    from analysis.tables import party_tables
+
+    drawn: list[list[str]] = []
+    original = party_tables.party_distribution_figure
+
+    def spy(parties, keys, **kwargs):
+        drawn.append(sorted(set(parties["algorithm"])))
+        return original(parties, keys, **kwargs)
+
+    monkeypatch.setattr(party_tables, "party_distribution_figure", spy)
+    write_personalised(tmp_path / "runs", "pers", ("fedavg", "fedper"), 0)
+    write_personalised(tmp_path / "runs", "pers-ft", ("fedavg",), 1)
+    for trial in (tmp_path / "runs").glob("*/*/"):
+        if (trial / "result.json").is_file():  # each party's accuracy at rounds 1 and 2
+            lines = ["round,party,party_acc,party_samples,party_test_samples"]
+            lines += [f"{r},{p},0.5,40,10" for r in (1, 2) for p in range(10)]
+            (trial / "parties.csv").write_text("\n".join(lines) + "\n")
+    write_report(load_results(tmp_path / "runs"), tmp_path / "report", formats=("png",))
+    assert drawn == [["fedavg", "fedavg+ft1", "fedper"]]

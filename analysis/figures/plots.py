@@ -270,11 +270,15 @@ def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
     # image folders record their class (and natural partitions their party) names
     parties: Any = list(entry.get("party_names") or []) or (n_parties <= 50)
     images = entry.get("party_images")
-    per_party = 0.45  # inches a column takes
     if isinstance(parties, list) and isinstance(images, list) and len(images) == n_parties:
         parties = [f"{p}\n{n} img" for p, n in zip(parties, images)]
-        per_party = 1.0  # "339 img" under a column needs more than a bare name
-    width = min(12.0, max(4.5, per_party * n_parties + 1.5))
+    # each column as wide as its longest label line (about 0.085 in a character at the
+    # tick font, plus a gap), so that "cam0 / 21 img" beside "cam1 / 28 img", or "231 img"
+    # beside "339 img" under four columns and a colour bar, never run together
+    labels = parties if isinstance(parties, list) else []
+    longest = max((len(line) for p in labels for line in str(p).split("\n")), default=0)
+    column = max(0.45, 0.085 * longest + 0.25)
+    width = min(20.0 if labels else 12.0, max(4.5, column * n_parties + 1.5))
     height = min(10.0, max(3.2, 0.3 * n_classes + 1.6))
     fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
     sns.heatmap(

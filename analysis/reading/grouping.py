@@ -146,14 +146,19 @@ def fine_tuned_method(algorithm: Any, epochs: Any) -> Any:
 def _fine_tuned_as_methods(results: Results) -> Results:
     """``results`` with each fine-tuned trial's ``algorithm`` naming its variant
     (:func:`fine_tuned_method`), in the trials and in the rounds, for the studies that
-    vary the method but not ``finetune_epochs``."""
+    vary the method (their trials run several algorithms) but have no ``finetune_epochs``
+    axis of its own."""
     trials = results.trials
     if FINE_TUNING not in trials or "algorithm" not in trials:
         return results
+    # a sweep varies the method where its study has the field as an axis (a second sweep
+    # of it may run FedAvg alone) or its trials run several algorithms, whatever the axis
+    # is called (a joint axis "method" holding FedAvg and FedAvg+FT among its labels)
+    methods_per_sweep = trials.groupby("sweep")["algorithm"].nunique()
     varying = {
         s.name
         for s in results.sweeps
-        if "algorithm" in s.manifest.get("axes", [])
+        if ("algorithm" in s.manifest.get("axes", []) or methods_per_sweep.get(s.name, 0) > 1)
         and FINE_TUNING not in s.manifest.get("axes", [])
     }
 

@@ -40,15 +40,25 @@ def per_party_section(
     rows = ["algorithm"] if several or not group.axes else list(group.axes)
     # per method *and setting*: the study's other axes are columns (a sweep of methods x
     # noise levels must not pool, nor drop, the levels of one method)
-    settings = [a for a in group.axes if a not in rows and a in trials]
+    settings = [
+        a
+        for a in group.axes
+        if a not in rows
+        and a in trials
+        and not (rows == ["algorithm"] and names_the_method(trials, a))
+    ]
     columns = settings + (["dataset"] if len(group.datasets) > 1 else [])
     baseline = (options.baseline,) if rows == ["algorithm"] else None
     if baseline and options.baseline not in set(trials["algorithm"]):
         baseline = None
     classes = dataset_classes(e for sweep in group.sweeps for e in sweep.partitions)
     metric = primary_of(group)
-    mine = trials[["sweep", "trial"]]
-    parties = party_rows.merge(mine, on=["sweep", "trial"])
+    # the rows' keys as the group names them (a fine-tuned trial's method fedavg+ft1),
+    # not as each parties.csv recorded its trial's config
+    keys = [k for k in rows if k in trials]
+    mine = trials[["sweep", "trial", *keys]]
+    recorded = party_rows.drop(columns=[k for k in keys if k in party_rows])
+    parties = recorded.merge(mine, on=["sweep", "trial"])
     lines: list[str] = []
     table = party_tables.per_party_table(
         trials,
@@ -106,6 +116,17 @@ def per_party_section(
         )
         lines += figure_block(paths, out, caption)
     return lines
+
+
+def names_the_method(trials: pd.DataFrame, axis: str) -> bool:
+    """True where ``axis`` is the method under another name: a joint axis (``method``:
+    FedAvg, FedPer, FedAvg+FT ...) whose labels match the trials' methods one to one
+    (FedAvg+FT's ``algorithm`` already reads ``fedavg+ft1``): as a column it would give
+    each method a column block of its own, a diagonal table with no Δ."""
+    if "algorithm" not in trials or axis not in trials:
+        return False
+    pairs = trials[["algorithm", axis]].astype(str).drop_duplicates()
+    return len(pairs) == trials["algorithm"].nunique() == trials[axis].astype(str).nunique()
 
 
 def own_split_part(

@@ -76,16 +76,25 @@ class ColumnFamily:
         return self.pattern.format(stem=stem)
 
 
+#: the pooled test set's value: what a run is reported by unless it scores own splits
+TEST_VALUE = ColumnFamily(
+    "test_{stem}",
+    TEST,
+    "the global model; with own models, the mean over the parties' own models",
+    "every round; with own models, " + PERSONAL_ROUNDS,
+    metrics_only=False,
+)
+#: the mean over parties of each one's own test split: what a personalised run is judged by
+OWN_TEST_MEAN = ColumnFamily(
+    "party_test_{stem}_mean", OWN_TEST, FINE_TUNED, SCORED_ROUNDS, "mean over parties"
+)
+#: the per-party values' columns (``party_{stem}/<party>``): one per party, not a summary
+PER_PARTY = ColumnFamily("party_{stem}/<party>", TEST, OWN, PERSONAL_ROUNDS, "one party's value")
+
 RUN_COLUMNS: tuple[ColumnFamily, ...] = (
-    ColumnFamily(
-        "test_{stem}",
-        TEST,
-        "the global model; with own models, the mean over the parties' own models",
-        "every round; with own models, " + PERSONAL_ROUNDS,
-        metrics_only=False,
-    ),
+    TEST_VALUE,
     ColumnFamily("test_{stem}_std", TEST, OWN, PERSONAL_ROUNDS, "std over parties (ddof 0)"),
-    ColumnFamily("party_{stem}/<party>", TEST, OWN, PERSONAL_ROUNDS, "one party's value"),
+    PER_PARTY,
     ColumnFamily("val_{stem}", VALIDATION, FINE_TUNED, VALIDATED_ROUNDS, metrics_only=False),
     ColumnFamily("party_{stem}_mean", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "mean over parties"),
     ColumnFamily(
@@ -100,9 +109,7 @@ RUN_COLUMNS: tuple[ColumnFamily, ...] = (
         "mean of the worst ceil(N/10) parties",
     ),
     ColumnFamily("party_test_{stem}", OWN_TEST, FINE_TUNED, SCORED_ROUNDS, "size-weighted mean"),
-    ColumnFamily(
-        "party_test_{stem}_mean", OWN_TEST, FINE_TUNED, SCORED_ROUNDS, "mean over parties"
-    ),
+    OWN_TEST_MEAN,
     ColumnFamily(
         "party_test_{stem}_worst10",
         OWN_TEST,
@@ -258,3 +265,15 @@ def declared_columns(task: TaskSpec) -> list[dict[str, object]]:
             )
     rows.extend(column.row() for column in PRIVACY_COLUMNS)
     return rows
+
+
+def summary_column_names(task: TaskSpec) -> frozenset[str]:
+    """The names of every declared column of ``task`` that summarises a run (every family
+    but :data:`PER_PARTY`): what a tracker's table of final metrics may hold."""
+    names: set[str] = set()
+    for family in RUN_COLUMNS:
+        if family is PER_PARTY:
+            continue
+        stems = [spec.stem for spec in task.metrics] + ([] if family.metrics_only else [LOSS])
+        names.update(family.column(stem) for stem in stems)
+    return frozenset(names)

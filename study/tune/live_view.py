@@ -33,6 +33,7 @@ from typing import Any, TextIO
 
 from ray.tune import ProgressReporter
 
+from federated.contract.columns import OWN_TEST_MEAN, TEST_VALUE
 from study.selection import mode_of
 
 FILE_PERIOD_S = 30.0
@@ -67,7 +68,7 @@ class LiveView(ProgressReporter):
         #: the trials' task, whose declared metrics say which way is better
         self.task = task
         #: what ranks the trials (a validation metric; None: nothing ranks, test shown)
-        self.metric = metric or f"test_{primary}"
+        self.metric = metric or TEST_VALUE.column(primary)
         self.title = title
         self.total_trials = total_trials
         self.rounds_per_trial = rounds_per_trial
@@ -179,13 +180,13 @@ class LiveView(ProgressReporter):
         label = self._label(trial.config or {})
         result = trial.last_result or {}
         round_ = result.get("round")
-        test = f"test_{self.primary}"
+        test = TEST_VALUE.column(self.primary)
         acc = result.get(test)
         progress = f"round {round_:>3}/{self.rounds_per_trial}" if round_ else "starting"
         acc_text = f"  {test} {acc:.4f}" if isinstance(acc, float) else ""
         # a trial scoring each party on its own test split is judged by that mean (a
         # personalised method's pooled test_ value is NaN between its scored rounds)
-        own_key = f"party_test_{self.primary}_mean"
+        own_key = OWN_TEST_MEAN.column(self.primary)
         own = result.get(own_key)
         if isinstance(own, float) and not math.isnan(own):
             pooled = acc_text if isinstance(acc, float) and not math.isnan(acc) else ""

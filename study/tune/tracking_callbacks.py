@@ -31,7 +31,9 @@ def __getattr__(name: str) -> Any:
 
 # Where Tune's TensorBoard logger puts a trial's reported values.
 SCALAR_PREFIX = "ray/tune/"
-# The metrics the HPARAMS tab tables and plots: the final validation and test values.
+# The metrics the HPARAMS tab tables and plots, where the callback was built without the
+# task's declared columns (one pickled by an earlier fedsweep, resumed): the final
+# validation and test values.
 HPARAM_METRIC_PREFIXES = ("val_", "test_")
 # row columns under those prefixes that count rather than score: the parties that
 # validated this round (a constant axis in the parallel-coordinates view)
@@ -52,9 +54,12 @@ class SweepTensorBoard(TBXLoggerCallback):
     ``ray/tune/val_*`` and ``ray/tune/test_*``, which the HPARAMS tab reads at their
     last step: the trial's final values.  Written when a trial ends, as Tune does."""
 
-    def __init__(self, hparams: list[str]) -> None:
+    def __init__(self, hparams: list[str], metric_columns: frozenset[str] = frozenset()) -> None:
         super().__init__()
         self.hparams = list(hparams)
+        #: the trials' declared summary columns (the results contract,
+        #: :func:`federated.contract.columns.summary_column_names`): the HPARAMS metrics
+        self.metric_columns = frozenset(metric_columns)
 
     def _try_log_hparams(self, trial, result: dict) -> None:
         from tensorboardX.summary import hparams
@@ -65,28 +70,46 @@ class SweepTensorBoard(TBXLoggerCallback):
             for name in self.hparams
             if isinstance(config.get(name), (bool, int, float, str))
         }
-        # Tune hands over the trial's last logged values under their scalar tags
-        # (ray/tune/test_acc); HPARAMS names a metric by that tag
-        metrics = {
-            SCALAR_PREFIX + key.removeprefix(SCALAR_PREFIX): float(value)
-            for key, value in result.items()
-            if key.removeprefix(SCALAR_PREFIX).startswith(HPARAM_METRIC_PREFIXES)
-            and key.removeprefix(SCALAR_PREFIX) not in HPARAM_NOT_METRICS
-            and isinstance(value, numbers.Real)
-            and not isinstance(value, bool)
-        }
+        metrics = hparam_metrics(result, getattr(self, "metric_columns", frozenset()))
         writer = self._trial_writer[trial].file_writer
         for summary in hparams(hparam_dict=values, metric_dict=metrics):
             writer.add_summary(summary)
 
 
+def hparam_metrics(result: dict, metric_columns: frozenset[str]) -> dict[str, float]:
+    """The HPARAMS tab's metrics of a trial's last ``result``, by their scalar tags (Tune
+    hands the values over as ``ray/tune/test_acc``, and HPARAMS names a metric by that
+    tag): the numbers of the columns ``metric_columns`` declares (a personalised run's
+    own-split mean ``party_test_acc_mean`` among them); without a declaration, the
+    ``val_*`` and ``test_*`` values."""
+    metrics = {}
+    for key, value in result.items():
+        column = key.removeprefix(SCALAR_PREFIX)
+        if metric_columns:
+            declared = column in metric_columns
+        else:
+            declared = column.startswith(HPARAM_METRIC_PREFIXES)
+        if (
+            declared
+            and column not in HPARAM_NOT_METRICS
+            and isinstance(value, numbers.Real)
+            and not isinstance(value, bool)
+        ):
+            metrics[SCALAR_PREFIX + column] = float(value)
+    return metrics
+
+
 def tracking_callbacks(
-    tracking: dict[str, dict[str, Any]], tags: dict[str, str], hparams: list[str] | None = None
+    tracking: dict[str, dict[str, Any]],
+    tags: dict[str, str],
+    hparams: list[str] | None = None,
+    metric_columns: frozenset[str] = frozenset(),
 ) -> list[Any]:
     """Tune callbacks for what :func:`study.tracking.start_tracking` set up, and the
-    TensorBoard logger with ``hparams`` as the HPARAMS tab's hyperparameters
-    (:class:`SweepTensorBoard`; without them, Tune's own logger)."""
-    callbacks: list[Any] = [SweepTensorBoard(hparams)] if hparams else []
+    TensorBoard logger with ``hparams`` as the HPARAMS tab's hyperparameters and the
+    declared ``metric_columns`` as its metrics (:class:`SweepTensorBoard`; without
+    hyperparameters, Tune's own logger)."""
+    callbacks: list[Any] = [SweepTensorBoard(hparams, metric_columns)] if hparams else []
     if "mlflow" in tracking:
         from study.tune.mlflow_runs import MLflowTrialRuns
 

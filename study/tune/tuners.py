@@ -17,7 +17,7 @@ from ray import tune
 
 from study.plan import OPTUNA_SEED, SweepPlan, trial_dirname
 from study.resources import Execution, TrialResources
-from study.selection import mode_of
+from study.selection import mode_of, primary_stem
 from study.tune import whole_file_sync
 from study.tune.live_view import LiveView
 from study.tune.optuna_storage import SweepOptunaSearch
@@ -53,7 +53,7 @@ def _reporter(plan: SweepPlan) -> LiveView:
         plan.max_rounds,
         plan.parameter_columns,
         metric=plan.ranking_metric,
-        primary=plan.first_config().get("primary_metric") or "acc",
+        primary=primary_stem(plan.first_config()),
         task=plan.task,
     )
 

@@ -1,0 +1,78 @@
+"""The console's end-of-sweep table, the live view and TensorBoard's HPARAMS metrics name
+a trial's metric from the results contract (its task's declaration and the declared
+column families, federated/contract/columns.py), never from a guess: a detection config
+recorded without ``primary_metric`` is reported by mAP@0.5, a personalised trial by its
+own-split mean, and HPARAMS tables the declared summary columns."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from federated.contract.builtin_tasks import CLASSIFICATION_TASK
+from federated.contract.columns import OWN_TEST_MEAN, TEST_VALUE, summary_column_names
+from study.selection import primary_stem
+from study.summary_table import format_summary, summary_rows
+from study.tune.tracking_callbacks import SCALAR_PREFIX, hparam_metrics
+
+
+def result(path: str, config: dict, metrics: dict) -> SimpleNamespace:
+    return SimpleNamespace(path=path, config=config, metrics=metrics, error=None)
+
+
+def test_a_detection_config_without_a_primary_metric_is_reported_by_map50():
+    # before: ``config.get("primary_metric") or "acc"`` named test_acc, which a detector
+    # never records: every row read "-"
+    config = {"task": "detection", "rounds": 8, "point": "lr=0.02", "seed": 0}
+    assert primary_stem(config) == "map50"
+    assert primary_stem({"primary_metric": "srcc", "task": "score"}) == "srcc"
+    assert primary_stem({}) == "acc"  # a config recorded before tasks: classification
+    rows = summary_rows([result("/s/abc_0", config, {"round": 8, "test_map50": 0.1875})])
+    assert rows[0]["reported"] == "test_map50" and rows[0]["reported_value"] == 0.1875
+    assert format_summary(rows).splitlines()[1].endswith("  0.1875")
+
+
+def test_a_personalised_trial_ends_on_its_own_split_mean_beside_the_pooled_value():
+    config = {"task": "classification", "primary_metric": "acc", "rounds": 10, "seed": 1}
+    rows = summary_rows(
+        [
+            result(
+                "/s/t0",
+                {**config, "point": "method=FedPer"},
+                {"round": 10, "test_acc": 0.105, "party_test_acc_mean": 0.8125},
+            ),
+            result("/s/t1", {**config, "point": "method=FedAvg"}, {"round": 10, "test_acc": 0.5}),
+        ]
+    )
+    lines = format_summary(rows).splitlines()
+    assert lines[0] == "party_test_acc_mean: the mean over parties of each one's own test split"
+    assert lines[1].split()[-2:] == ["party_test_acc_mean", "test_acc"]
+    assert lines[2].split()[-2:] == ["0.8125", "0.1050"]
+    assert lines[3].split()[-2:] == ["-", "0.5000"]  # FedAvg scored no own split here
+
+
+def test_the_live_view_and_the_end_table_name_columns_by_the_declared_families():
+    assert TEST_VALUE.column("map50") == "test_map50"
+    assert OWN_TEST_MEAN.column("acc") == "party_test_acc_mean"
+    assert OWN_TEST_MEAN.split == "each party's own test split"
+
+
+def test_hparams_metrics_are_the_declared_summary_columns():
+    declared = summary_column_names(CLASSIFICATION_TASK)
+    assert {"test_acc", "test_loss", "val_acc", "party_test_acc_mean"} <= declared
+    assert not any("/" in name for name in declared)  # per-party values are not summaries
+    last = {
+        "ray/tune/test_acc": 0.5,
+        "ray/tune/party_test_acc_mean": 0.8,
+        "ray/tune/party_acc/p0": 0.7,
+        "ray/tune/val_parties": 8,
+        "ray/tune/round": 10,
+        "ray/tune/diverged": False,
+    }
+    # before: prefixes val_/test_ chose them, leaving out the own-split mean a
+    # personalised method is judged by
+    assert hparam_metrics(last, declared) == {
+        SCALAR_PREFIX + "test_acc": 0.5,
+        SCALAR_PREFIX + "party_test_acc_mean": 0.8,
+    }
+    # a callback pickled before it knew the declaration keeps the old rule
+    assert hparam_metrics(last, frozenset()) == {SCALAR_PREFIX + "test_acc": 0.5}
