@@ -76,7 +76,12 @@ def adhoc_study(
     the fields ``--set`` gives every trial, beside which the axes' values are checked."""
     axes = [parse_vary(item) for item in items]
     varied = {axis["name"] for axis in axes}
-    beside = {k: v for k, v in (given or {}).items() if k not in varied}
+    # a comma list kept as written is another axis's values, not one value for every trial
+    beside = {
+        k: v
+        for k, v in (given or {}).items()
+        if k not in varied and not (isinstance(v, str) and "," in v)
+    }
     try:
         return study_from_dict(
             {

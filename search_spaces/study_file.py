@@ -162,7 +162,7 @@ def study_from_dict(
     axes: list[Axis] = []
     seen_fields: dict[str, str] = {}
     for i, raw in enumerate(raw_axes):
-        beside = {**fixed, **(given or {})}
+        beside = {**fixed, **{k: v for k, v in (given or {}).items() if k in known}}
         axis = _axis(fail, f"axes[{i}]", raw, {**beside, "dataset": beside.get("dataset", dataset)})
         if any(a.name == axis.name for a in axes):
             raise fail(f"axes[{i}].name", axis.name, "a name no other axis has")

@@ -235,8 +235,11 @@ def resolve_study(args: argparse.Namespace) -> Study:
     if args.vary:
         if args.study is not None:
             raise UsageError(f"study {args.study!r} and --vary: give one or the other")
-        # the axes' values are checked beside what --set gives every trial
-        return adhoc_study(args.vary, args.name, parse_overrides(args.overrides))
+        # the axes' values are checked beside what --set and --dataset give every trial
+        given = parse_overrides(args.overrides)
+        if getattr(args, "dataset", None) and "dataset" not in given:
+            given["dataset"] = args.dataset
+        return adhoc_study(args.vary, args.name, given)
     if args.study is None:
         raise UsageError(
             "a study name, a study file or --vary is needed (studies: "
