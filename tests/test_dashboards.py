@@ -259,10 +259,17 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(
         logged = tracked_values(sweep_dir, trial, "test_acc")
         assert logged["mlflow"] == {step: {value} for step, value in rows.items()}, trial.name
         assert logged["wandb"] == logged["mlflow"], trial.name
-        for run_file in trial.glob("wandb/offline-run-*/run-*.wandb"):
-            (run,) = [
-                r.run for r in read_wandb_records(run_file) if r.WhichOneof("record_type") == "run"
-            ]
+        # each written run is the trial's, in the sweep's group; an attempt cut by Ctrl-C
+        # may leave its offline file without records (W&B's writer had not flushed; seen
+        # in one drill of three, docs/monitoring.md), the history above holds every round
+        runs = [
+            r.run
+            for run_file in trial.glob("wandb/offline-run-*/run-*.wandb")
+            for r in read_wandb_records(run_file)
+            if r.WhichOneof("record_type") == "run"
+        ]
+        assert runs, trial.name
+        for run in runs:
             assert run.run_group == "watched" and {"sweep:watched", "budget:smoke"} <= set(run.tags)
             assert f"seed:{params[trial.name]['seed']}" in run.tags
         # TensorBoard's scalars are 32-bit floats
