@@ -161,9 +161,11 @@ def study_from_dict(
         raise fail("axes", raw_axes, "at least one [[axes]] table")
     axes: list[Axis] = []
     seen_fields: dict[str, str] = {}
+    # what each axis's values are checked beside: [fixed], then what every trial is given
+    beside = {**fixed, **{k: v for k, v in (given or {}).items() if k in known}}
+    beside["dataset"] = beside.get("dataset", dataset)
     for i, raw in enumerate(raw_axes):
-        beside = {**fixed, **{k: v for k, v in (given or {}).items() if k in known}}
-        axis = _axis(fail, f"axes[{i}]", raw, {**beside, "dataset": beside.get("dataset", dataset)})
+        axis = _axis(fail, f"axes[{i}]", raw, beside)
         if any(a.name == axis.name for a in axes):
             raise fail(f"axes[{i}].name", axis.name, "a name no other axis has")
         for field_name in sorted(axis.fields):
