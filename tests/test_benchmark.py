@@ -17,6 +17,9 @@ import torch
 
 from benchmarks import round_time
 from benchmarks.cases import Case
+from benchmarks.isolation import measure
+from benchmarks.round_time_measure import base_case, fedsweep_columns
+from benchmarks.round_time_options import build_parser, resolve_options
 from benchmarks.round_time_render import MAIN_COLUMNS, SCALING_COLUMNS, TARGET_COLUMNS
 from benchmarks.scaling import linear_fit, parse_parties, scaling_cases
 from benchmarks.side_by_side import (
@@ -98,6 +101,7 @@ def test_a_quick_run_measures_the_users_round_and_render_reprints_it(
     assert {c.key for c in MAIN_COLUMNS} <= set(main[0])
     for row in main:
         finite(row, "packed_speedup", "packed_train_speedup", "packed_mib_per_party")
+        positive(row, "round_s", "samples_per_s", "sf_samples_per_s", "bare_samples_per_s")
         assert float(row["packed_speedup"]) > 0 and float(row["packed_train_speedup"]) > 0
     by_pair = {(r["dataset"], r["algorithm"]): r for r in main}
     fedavg, moon = by_pair["synthetic", "fedavg"], by_pair["synthetic", "moon"]
@@ -138,23 +142,19 @@ def test_a_quick_run_measures_the_users_round_and_render_reprints_it(
 
 
 @pytest.mark.slow
-@ROUND_TIME_RUNS
-def test_process_isolation_gives_each_measurement_its_own_process(tmp_path):
-    run_benchmark(
-        tmp_path,
-        "--isolation",
-        "process",
-        "--algorithms",
-        "moon",
-        "--datasets",
-        "synthetic",
-        "--skip-scaling",
+def test_process_isolation_gives_each_measurement_its_own_process():
+    """``--isolation process`` reaches the measurements, and one runs in a process of its
+    own: its peak holds the dataset it loaded on top of the run itself (one measurement:
+    every other runs through the same ``measure``)."""
+    args = ["--quick", "--isolation", "process", "--algorithms", "moon"]
+    options = resolve_options(build_parser().parse_args([*args, "--datasets", "synthetic"]))
+    assert options.isolation == "process"
+    case = base_case(options, "moon", "synthetic")
+    row = fedsweep_columns(
+        measure("fedsweep", case.to_dict(), threads=options.threads, isolation=options.isolation)
     )
-    (row,) = read_csv(tmp_path / "round_time.csv")
-    positive(row, "round_s", "samples_per_s", "sf_samples_per_s", "bare_samples_per_s")
-    positive(row, "peak_mem_mib", "run_mem_mib")
-    # its own process: the peak holds the dataset it loaded on top of the run itself
-    assert float(row["peak_mem_mib"]) > float(row["run_mem_mib"])
+    positive(row, "round_s", "samples_per_s", "peak_mem_mib", "run_mem_mib")
+    assert row["peak_mem_mib"] > row["run_mem_mib"]
 
 
 def test_plain_loop_trains_the_same_parties_as_fedsweep(fmnist):
@@ -313,15 +313,19 @@ def test_gpu_levels_pack_trials_with_fractional_gpus():
         "--gpus-per-trial",
         "0.125",
     ]
-    assert levels_for("1,default", gpu=False)[1].args() == []
+    one_then_default = levels_for("1,default", gpu=False)
+    assert [lv.args() for lv in one_then_default] == [["--max-concurrent", "1"], []]
 
 
 @pytest.mark.slow
 def test_side_by_side_runs_real_sweeps(tmp_path):
+    """One level, the default resources (two trials at a time here): the level that
+    reads concurrency from the rows; a ``--max-concurrent`` level's arguments are
+    checked above (``levels_for``) and every other sweep test passes them to Tune."""
     setting = SweepSetting(rounds=1, data_fraction=0.02, seeds=1)
-    rows = measure_side_by_side(setting, levels_for("1,default", gpu=False), tmp_path)
-    assert [r["level"] for r in rows] == ["max 1 at once", "default resources"]
-    assert rows[0]["max_concurrent"] == 1 and rows[1]["max_concurrent"] is None
+    rows = measure_side_by_side(setting, levels_for("default", gpu=False), tmp_path)
+    assert [r["level"] for r in rows] == ["default resources"]
+    assert rows[0]["max_concurrent"] is None
     for row in rows:
         assert row["trials"] == 3 and row["samples_per_s"] > 0 and row["wall_s"] > row["span_s"]
         # busy trial-seconds fit two slots over the span, give or take the one-second

@@ -95,13 +95,18 @@ def test_an_optuna_search_with_asha_and_diverging_trials_completes_and_reruns_th
 
 
 def test_a_grid_with_asha_and_rerun_best_ranks_complete_trials_only(tmp_path):
-    sweep(
+    """Also a GPU request on a CPU-only cluster: every trial runs on CPU, said once."""
+    proc = sweep(
         tmp_path,
         *("--vary", "lr=0.05,4.42", "--set", "algorithm=fedavg", "--budget", "smoke"),
         *("--set", "rounds=2", "--seeds", "2", "--scheduler", "asha", "--rerun-best", "1"),
+        *("--gpus-per-trial", "0.5"),
+        env={"CUDA_VISIBLE_DEVICES": ""},  # a CPU-only cluster, also on a GPU machine
     )
+    assert "the Ray cluster has no GPU: running every trial on CPU" in proc.stderr
     search_dir, best_dir = sweep_dirs(tmp_path)
     assert manifest(search_dir)["status"] == "finished"
+    assert manifest(search_dir)["resources"] == {"cpu": 1.0, "gpu": 0.0}
     by_lr = {params(t)["lr"]: outcomes(search_dir)[t.name] for t in trial_dirs(search_dir)}
     assert sorted(outcomes(search_dir).values()).count("diverged") == 2
     assert by_lr[4.42] == "diverged"

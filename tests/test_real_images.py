@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import pytest
 
-from federated.config.run_config import RunConfig
-from federated.engine.round_loop import run_rounds
-from tests.conftest import FMNIST_FEDAVG, FMNIST_FEDAVG_GROUP
+from tests.conftest import FMNIST_FEDAVG_GROUP
 
 pytestmark = pytest.mark.slow
 
 
 @FMNIST_FEDAVG_GROUP
-@pytest.mark.parametrize("algorithm", ["fedavg", "moon"])
-def test_fashion_mnist_run_is_far_above_chance(request, algorithm):
-    if algorithm == "fedavg":  # trained once per session, SOLO's test reads it too
-        rows = request.getfixturevalue("fmnist_fedavg_rows")
-    else:
-        config = RunConfig(rounds=4, **{**FMNIST_FEDAVG, "algorithm": algorithm})
-        rows = list(run_rounds(config, request.getfixturevalue("fmnist")))
+def test_fashion_mnist_run_is_far_above_chance(fmnist_fedavg_rows):
+    """FedAvg (trained once per session; SOLO's test reads it too).  MOON learns real
+    images in tests/test_packed_execution.py (5 rounds on a tenth of Fashion-MNIST, both
+    paths) and keeps its recorded per-round values in tests/test_reference_rounds.py."""
+    rows = fmnist_fedavg_rows
     assert len(rows) == 4
     assert rows[-1]["test_acc"] >= 0.50
     assert rows[-1]["test_acc"] > rows[0]["test_acc"]

@@ -237,31 +237,6 @@ def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(tmp_path):
     assert "| k | choice changed (%)" in text
 
 
-def test_gpu_request_on_a_cpu_only_machine_runs_on_cpu(tmp_path):
-    proc = sweep(
-        tmp_path,
-        "out_dim",
-        "--budget",
-        "smoke",
-        "--set",
-        "out_dim=64,256",  # two trials: the resources are the subject
-        "--set",
-        "rounds=1",
-        "--set",
-        "data_fraction=0.02",
-        "--set",
-        "test_fraction=0.05",
-        "--gpus-per-trial",
-        "0.5",
-        timeout=300,
-        env={"CUDA_VISIBLE_DEVICES": ""},  # a CPU-only cluster, also on a GPU machine
-    )
-    assert "the Ray cluster has no GPU: running every trial on CPU" in proc.stderr
-    (sweep_dir,) = sweep_dirs(tmp_path)
-    assert manifest(sweep_dir)["resources"] == {"cpu": 1.0, "gpu": 0.0}
-    assert all(sorted(rounds(t)) == [1] for t in trial_dirs(sweep_dir))
-
-
 class TwoNodes:
     """A Ray cluster of two 1-CPU nodes made with ``ray.cluster_utils``: a head and a
     worker node, a new worker added whenever the last one was removed."""
