@@ -115,13 +115,13 @@ def test_a_grid_with_asha_and_rerun_best_ranks_complete_trials_only(tmp_path):
     assert manifest(best_dir)["selection"]["point"] == "lr=0.05"
 
 
-LONG_ROUNDS = 20
+LONG_ROUNDS = 14
 
 
 def test_a_sweep_interrupted_after_a_divergence_resumes_to_the_end(tmp_path):
     args = [
         *("--vary", "lr=4.42,0.05", "--set", "algorithm=fedavg", "--budget", "smoke"),
-        # 20 rounds: the lr=0.05 trial, on an actor the diverged one leaves warm, runs a
+        # 14 rounds: the lr=0.05 trial, on an actor the diverged one leaves warm, runs a
         # smoke round in about a quarter of a second; 4 rounds ended before the poll saw
         # them and the wait timed out (CI, 2026-11-26)
         *("--set", f"rounds={LONG_ROUNDS}", "--set", "checkpoint_every=1"),

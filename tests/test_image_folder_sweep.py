@@ -73,7 +73,7 @@ def test_natural_partition_sweep_and_report(fmnist, tmp_path):
 
     from analysis.report import main as report  # the command's main: no second interpreter
 
-    assert report([str(sweep_dir), "--out", str(tmp_path / "rep")]) == 0
+    assert report([str(sweep_dir), "--out", str(tmp_path / "rep"), "--no-pdf"]) == 0
     text = (tmp_path / "rep" / "report.md").read_text()
     assert "natural (one folder per party) partition" in text
     assert "fmnist-parties (image folder)" in text

@@ -57,7 +57,7 @@ def trial_dirs(sweep_dir: Path) -> list[Path]:
 def test_mlflow_runs_equal_the_trials_rows_and_the_live_view_stays_short(tmp_path):
     proc = sweep(
         tmp_path, "moon_mu", "--budget", "smoke", "--seeds", "2", "--track", "mlflow",
-        "--name", "tracked", *SMALL,
+        "--name", "tracked", "--set", "mu=0.1,1.0", *SMALL,  # 2 points x 2 seeds
     )  # fmt: skip
     sweep_dir = tmp_path / "tracked"
     manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
@@ -66,10 +66,10 @@ def test_mlflow_runs_equal_the_trials_rows_and_the_live_view_stays_short(tmp_pat
 
     # the live view: a summary line per update, no Tune status table
     lines = proc.stdout.splitlines()
-    summaries = [line for line in lines if line.startswith("moon_mu ") and "10 trials:" in line]
-    assert summaries and "10 done, 0 running, 0 pending, 0 errored" in summaries[-1]
+    summaries = [line for line in lines if line.startswith("moon_mu ") and "4 trials:" in line]
+    assert summaries and "4 done, 0 running, 0 pending, 0 errored" in summaries[-1]
     assert not any("Trial status" in line or "│" in line for line in lines)
-    assert len(lines) <= LIVE_VIEW_LINES_PER_TRIAL * 10 + 20, len(lines)
+    assert len(lines) <= LIVE_VIEW_LINES_PER_TRIAL * 4 + 20, len(lines)
 
     from mlflow.tracking import MlflowClient
 
@@ -80,7 +80,7 @@ def test_mlflow_runs_equal_the_trials_rows_and_the_live_view_stays_short(tmp_pat
     (parent,) = [r for r in runs if r.data.tags.get(SWEEP_ROLE_TAG) == "sweep"]
     assert parent.info.run_id == info["parent_run_id"]
     trials = trial_dirs(sweep_dir)
-    assert len(trials) == 10 and len(children) == 10
+    assert len(trials) == 4 and len(children) == 4
     by_trial = {r.data.tags["trial_id"]: r for r in children}
     for trial_dir in trials:
         rows = trial_rows(trial_dir)
