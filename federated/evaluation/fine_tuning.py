@@ -9,19 +9,19 @@ untuned model's).  This is FederatedScope's ``finetune.before_eval``, FLGo's
 ``fedavg_finetune`` and pfl-research's ``Reptile`` evaluation, and the baseline Matsuda
 et al. (2022) find often beats personalised methods.
 
-The fine-tuning is the run's local solver (:class:`~federated.sgd_rule.SgdRule`: its
-``lr``, ``momentum`` and ``weight_decay``, a fresh momentum) on the task's own forward
-pass and loss (:meth:`~federated.tasks.base.Task.forward`, so a detector gets its
-boxes), each step the sequential trainer's (:meth:`~federated.sgd_rule.SgdRule.step_reached`
-after ``backward``: parameters the loss did not reach are left be), ``batch_size``
-samples a step over a shuffled pass of the party's training rows per epoch, without
-augmentation or feature skew (the local test and validation splits have neither).  Its
-batches are not a round's batch plan
-(:class:`~federated.execution.batch_plan.PartyBatches`): the plan drops an epoch's last
-partial batch, fine-tuning keeps it.  The order is drawn from a generator
-of its own per (round, party), seeded from the run's ``finetune`` stream: fine-tuning
-draws nothing from any other stream, so every other number of the run is unchanged.  A
-last batch of a single sample is left out (BatchNorm cannot normalise one sample).
+The fine-tuning trains as a round's local training does, on the plain objective: its
+batches are a batch plan's (:func:`~federated.execution.batch_plan.draw_party_batches`,
+the function that draws every round's plan: per epoch a permutation of the party's
+training rows, its last partial batch dropped, a party smaller than one batch taking one
+batch of all it holds), each step is the sequential trainer's
+(:meth:`~federated.sgd_rule.SgdRule.step_reached` after ``backward``, with the run's
+``lr``, ``momentum`` and ``weight_decay`` and a fresh momentum; parameters the loss did
+not reach are left be), on the task's own forward pass and loss
+(:meth:`~federated.tasks.base.Task.forward`, so a detector gets its boxes).  It applies no
+augmentation or feature skew (the local test and validation splits have neither).  The
+plan is drawn from a generator of its own per (round, party), seeded from the run's
+``finetune`` stream: fine-tuning draws nothing from any other stream, so every other
+number of the run is unchanged.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from federated.data import Augmenter
+from federated.execution.batch_plan import draw_party_batches
 from federated.runtime.seeding import STREAMS
 from federated.sgd_rule import SgdRule
 from federated.tasks.base import Task
@@ -85,23 +86,21 @@ class FineTuner:
         work = self._work
         work.load_state_dict(model.state_dict())
         images, targets = self.party_rows(party)
-        n = int(images.shape[0])
         generator = torch.Generator().manual_seed(finetune_seed(self.seed, round_number, party))
+        plan = draw_party_batches(
+            party, int(images.shape[0]), 0, self.augmenter, self.batch_size, self.epochs, generator
+        )
         params = list(work.parameters())
         momenta = self.rule.new_momenta(params)
         work.train()
-        for _ in range(self.epochs):
-            order = torch.randperm(n, generator=generator).to(images.device)
-            for start in range(0, n, self.batch_size):
-                rows = order[start : start + self.batch_size]
-                if rows.numel() < 2:
-                    continue
-                x = self.augmenter.train_batch(images.index_select(0, rows), None)
-                y = self.task.take_targets(targets, rows)
-                loss = self.task.loss(self.task.forward(work, x, y).logits, y)
-                for p in params:
-                    p.grad = None
-                loss.backward()
-                self.rule.step_reached(params, momenta)
+        for step in range(plan.steps):
+            rows, _ = plan.rows(step, step + 1)  # drawn augmentation left unapplied
+            x = self.augmenter.train_batch(images.index_select(0, rows), None)
+            y = self.task.take_targets(targets, rows)
+            loss = self.task.loss(self.task.forward(work, x, y).logits, y)
+            for p in params:
+                p.grad = None
+            loss.backward()
+            self.rule.step_reached(params, momenta)
         work.eval()
         return work
