@@ -87,3 +87,33 @@ def test_fine_tuning_without_own_splits_is_warned_about():
     (line,) = inert_settings(tiny(finetune_epochs=2))
     assert line.startswith("warning: finetune_epochs=2 has no effect: val_fraction=0")
     assert inert_settings(tiny(finetune_epochs=2, val_fraction=0.1)) == []
+
+
+class CountingRule(SgdRule):
+    """The run's SGD rule, counting its steps and the rows of each step's batch."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.steps = 0
+
+    def step_reached(self, params, momenta) -> None:
+        self.steps += 1
+        super().step_reached(params, momenta)
+
+
+def test_fine_tuning_takes_the_batches_a_round_would(synthetic):
+    """Its steps are a batch plan's: per epoch the party's full batches only (the last
+    partial batch dropped, as training drops it), so 2 epochs of a party of n rows at
+    batch 64 are 2 * (n // 64) steps, not 2 * ceil(n / 64)."""
+    from federated.execution.batch_plan import batches_per_epoch
+
+    run = FederatedRun(tiny(finetune_epochs=2, **OWN_SPLITS), synthetic)
+    config = run.config
+    rule = CountingRule(config.lr, config.momentum, config.weight_decay)
+    tuner = FineTuner(
+        2, run.task, run.augmenter, run.data.party, config.batch_size, rule, config.seed
+    )
+    rows = int(run.data.party(1)[0].shape[0])
+    assert rows % config.batch_size != 0  # a partial batch to drop
+    tuner.tuned(run.global_model, 1, 1)
+    assert rule.steps == 2 * batches_per_epoch(rows, config.batch_size) == 2 * (rows // 64)
