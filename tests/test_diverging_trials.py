@@ -94,33 +94,17 @@ def test_an_optuna_search_with_asha_and_diverging_trials_completes_and_reruns_th
     assert "diverged" in (out / "report.md").read_text()
 
 
-def test_a_grid_with_asha_and_rerun_best_ranks_complete_trials_only(tmp_path):
-    """Also a GPU request on a CPU-only cluster: every trial runs on CPU, said once."""
-    proc = sweep(
-        tmp_path,
-        *("--vary", "lr=0.05,4.42", "--set", "algorithm=fedavg", "--budget", "smoke"),
-        *("--set", "rounds=2", "--seeds", "2", "--scheduler", "asha", "--rerun-best", "1"),
-        *("--gpus-per-trial", "0.5"),
-        env={"CUDA_VISIBLE_DEVICES": ""},  # a CPU-only cluster, also on a GPU machine
-    )
-    assert "the Ray cluster has no GPU: running every trial on CPU" in proc.stderr
-    search_dir, best_dir = sweep_dirs(tmp_path)
-    assert manifest(search_dir)["status"] == "finished"
-    assert manifest(search_dir)["resources"] == {"cpu": 1.0, "gpu": 0.0}
-    by_lr = {params(t)["lr"]: outcomes(search_dir)[t.name] for t in trial_dirs(search_dir)}
-    assert sorted(outcomes(search_dir).values()).count("diverged") == 2
-    assert by_lr[4.42] == "diverged"
-    (rerun,) = trial_dirs(best_dir)
-    assert params(rerun)["lr"] == 0.05 and sorted(rounds(rerun)) == [1, 2]
-    assert manifest(best_dir)["selection"]["point"] == "lr=0.05"
-
-
 LONG_ROUNDS = 14
 
 
 def test_a_sweep_interrupted_after_a_divergence_resumes_to_the_end(tmp_path):
+    """Ctrl-C once the lr=4.42 trial diverged and the next runs; ``--resume`` finishes the
+    grid, then ``--rerun-best 1`` reruns the best complete point only (the diverged one
+    is never ranked).  The trials ask for half a GPU on a CPU-only cluster: every one
+    runs on CPU, said once, before and after the resume."""
     args = [
         *("--vary", "lr=4.42,0.05", "--set", "algorithm=fedavg", "--budget", "smoke"),
+        *("--rerun-best", "1", "--gpus-per-trial", "0.5"),
         # 14 rounds: the lr=0.05 trial, on an actor the diverged one leaves warm, runs a
         # smoke round in about a quarter of a second; 4 rounds ended before the poll saw
         # them and the wait timed out (CI, 2026-11-26)
@@ -129,8 +113,13 @@ def test_a_sweep_interrupted_after_a_divergence_resumes_to_the_end(tmp_path):
         *("--name", "diverged"),
     ]
     cmd = [sys.executable, "-m", "study.sweep", *args, "--storage-path", str(tmp_path), "--quiet"]
+    cpu_only = {"CUDA_VISIBLE_DEVICES": ""}  # a CPU-only cluster, also on a GPU machine
     driver = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, **cpu_only},
     )
     sweep_dir = tmp_path / "diverged"
 
@@ -146,9 +135,12 @@ def test_a_sweep_interrupted_after_a_divergence_resumes_to_the_end(tmp_path):
         os.killpg(driver.pid, signal.SIGINT)
         driver.wait(timeout=120)
     assert manifest(sweep_dir)["status"] == "interrupted"
+    assert not (tmp_path / "diverged-best").exists()  # interrupted: nothing rerun yet
 
-    sweep(tmp_path, *args, "--resume")
+    proc = sweep(tmp_path, *args, "--resume", env=cpu_only)
+    assert "the Ray cluster has no GPU: running every trial on CPU" in proc.stderr
     assert manifest(sweep_dir)["status"] == "finished"
+    assert manifest(sweep_dir)["resources"] == {"cpu": 1.0, "gpu": 0.0}
     by_lr = {params(t)["lr"]: t for t in trial_dirs(sweep_dir)}
     assert outcomes(sweep_dir)[by_lr[4.42].name] == "diverged"
     assert outcomes(sweep_dir)[by_lr[0.05].name] == "completed"
@@ -156,3 +148,10 @@ def test_a_sweep_interrupted_after_a_divergence_resumes_to_the_end(tmp_path):
     assert sorted(rounds(trained)) == list(range(1, LONG_ROUNDS + 1))
     accuracies = [rounds(trained)[r]["test_acc"] for r in range(1, LONG_ROUNDS + 1)]
     assert accuracies == reference_accuracies(trained)
+    # the rerun: the complete point, on a fresh seed; the diverged one was never a choice
+    best_dir = tmp_path / "diverged-best"
+    (rerun,) = trial_dirs(best_dir)
+    assert params(rerun)["lr"] == 0.05 and params(rerun)["seed"] == 10_000
+    assert sorted(rounds(rerun)) == list(range(1, LONG_ROUNDS + 1))
+    selection = manifest(best_dir)["selection"]
+    assert selection["point"] == "lr=0.05" and selection["compared_trials"] == 1
