@@ -6,6 +6,7 @@ own-split mean, and HPARAMS tables the declared summary columns."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 from federated.contract.builtin_tasks import CLASSIFICATION_TASK
@@ -76,3 +77,27 @@ def test_hparams_metrics_are_the_declared_summary_columns():
     }
     # a callback pickled before it knew the declaration keeps the old rule
     assert hparam_metrics(last, frozenset()) == {SCALAR_PREFIX + "test_acc": 0.5}
+
+
+def test_tensorboard_gets_no_infinite_value(tmp_path, caplog):
+    """A DP run without noise spends an infinite epsilon: the row keeps it, while
+    TensorBoard's logger is handed finite numbers only (tensorboardX warned "NaN or Inf
+    found in input tensor." on the sweep's terminal at every round), and HPARAMS too."""
+    from tensorboardX import SummaryWriter
+
+    from study.tune.tracking_callbacks import finite_values
+
+    row = {"test_acc": 0.5, "dp_epsilon": math.inf, "val_acc": math.nan, "point": "x"}
+    assert finite_values(row) == {"test_acc": 0.5, "point": "x"}
+    with SummaryWriter(str(tmp_path)) as writer:
+        writer.add_scalar("dp_epsilon", row["dp_epsilon"], 1)  # what Tune's logger did
+        assert "NaN or Inf found in input tensor." in caplog.text
+        caplog.clear()
+        for key, value in finite_values(row).items():
+            if isinstance(value, float):
+                writer.add_scalar(key, value, 1)
+    assert "NaN or Inf" not in caplog.text
+    last = {SCALAR_PREFIX + "test_acc": 0.5, SCALAR_PREFIX + "test_loss": math.inf}
+    assert hparam_metrics(last, frozenset({"test_acc", "test_loss"})) == {
+        SCALAR_PREFIX + "test_acc": 0.5
+    }

@@ -8,6 +8,7 @@ by a sweep that tracks to them: MLflow's import alone is about 0.7 s."""
 from __future__ import annotations
 
 import importlib
+import math
 import numbers
 from typing import Any
 
@@ -61,6 +62,13 @@ class SweepTensorBoard(TBXLoggerCallback):
         #: :func:`federated.contract.columns.summary_column_names`): the HPARAMS metrics
         self.metric_columns = frozenset(metric_columns)
 
+    def log_trial_result(self, iteration: int, trial, result: dict) -> None:
+        # Tune's logger skips NaN but hands an infinite value (the epsilon of a DP run
+        # without noise) to tensorboardX, which warns "NaN or Inf found in input tensor."
+        # on the sweep's terminal at every round; the row keeps the value, TensorBoard
+        # shows no point for it.
+        super().log_trial_result(iteration, trial, finite_values(result))
+
     def _try_log_hparams(self, trial, result: dict) -> None:
         from tensorboardX.summary import hparams
 
@@ -74,6 +82,15 @@ class SweepTensorBoard(TBXLoggerCallback):
         writer = self._trial_writer[trial].file_writer
         for summary in hparams(hparam_dict=values, metric_dict=metrics):
             writer.add_summary(summary)
+
+
+def finite_values(result: dict) -> dict:
+    """``result`` without its infinite or NaN numbers (other values as they are)."""
+    return {
+        key: value
+        for key, value in result.items()
+        if not (isinstance(value, float) and not math.isfinite(value))
+    }
 
 
 def hparam_metrics(result: dict, metric_columns: frozenset[str]) -> dict[str, float]:
@@ -94,6 +111,7 @@ def hparam_metrics(result: dict, metric_columns: frozenset[str]) -> dict[str, fl
             and column not in HPARAM_NOT_METRICS
             and isinstance(value, numbers.Real)
             and not isinstance(value, bool)
+            and math.isfinite(value)
         ):
             metrics[SCALAR_PREFIX + column] = float(value)
     return metrics
