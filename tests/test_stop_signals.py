@@ -27,7 +27,7 @@ from tests.test_sweep_ray import rounds, trial_dirs
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-ROUNDS = 3
+ROUNDS = 2
 # Two MOON trials one after the other on 2% of Fashion-MNIST: a few seconds of Tune.
 ARGS = (
     *("--vary", "tau=0.1,0.5", "--set", "algorithm=moon", "--budget", "smoke"),
