@@ -149,14 +149,19 @@ def test_a_bad_value_of_the_tasks_parameter_is_refused_in_one_line(tmp_path, cap
 
 @pytest.mark.slow
 def test_a_task_by_import_path_runs_a_real_sweep_and_its_report(tmp_path):
+    """The toy task through a real sweep of the built-in ``comparison`` study with two of
+    the methods added to it (FedNova, FedDyn; FedAdam on the server), and its report: the
+    task's metrics in the manifest, rows and report; the added methods as the table's
+    rows (names it does not know shown as they are).  One sweep for both subjects."""
     from analysis.report import main as report
     from tests.test_sweep_ray import manifest, rounds, sweep, sweep_dirs, trial_dirs
 
     sweep(
         tmp_path,
-        *("--vary", "lr=0.02,0.08", "--set", f"task={TASK}", "--budget", "smoke"),
+        *("comparison", "--set", f"task={TASK}", "--budget", "smoke"),
+        *("--set", "algorithm=fednova,feddyn", "--set", "server_optimizer=fedadam"),
         *("--set", "rounds=2", "--name", "ordinal"),
-        # the task's path through a sweep is the subject: the least data that trains
+        # the paths through a sweep are the subject: the least data that trains
         *("--set", "data_fraction=0.02", "--set", "test_fraction=0.05"),
     )
     (sweep_dir,) = sweep_dirs(tmp_path)
@@ -176,3 +181,7 @@ def test_a_task_by_import_path_runs_a_real_sweep_and_its_report(tmp_path):
     data = json.loads(json.dumps(written["metric_specs"]))
     assert data[1]["higher_is_better"] is False
     assert np.isfinite(last["test_loss"])
+    # the comparison table's rows are the added methods
+    tables = "\n".join(p.read_text() for p in out.rglob("*.md")).lower()
+    for method in ("fednova", "feddyn"):
+        assert f"| {method}" in tables, method
