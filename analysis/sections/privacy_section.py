@@ -25,7 +25,7 @@ from analysis.tables.formats import to_markdown, write_table
 from analysis.tables.privacy import ACCOUNTANT, EPSILON
 from analysis.tables.privacy_rounds import clipped_fractions, epsilon_curves
 from analysis.tables.study_tables import TableOptions, metric_text, primary_of, reported_group
-from analysis.tables.table import Table, key_order, row_label
+from analysis.tables.table import Table, key_order, no_bold, row_label
 from federated.contract.columns import PRIVACY_COLUMNS
 
 CLIPPED = next(c for c in PRIVACY_COLUMNS if c.column == "dp_clipped_fraction")
@@ -121,7 +121,7 @@ def _clipped_table(
         name=unique_stem(f"table_{name}", used),
         title=f"Fraction of updates clipped per round ({CLIPPED.column})",
         display=display,
-        bold=pd.DataFrame(False, index=display.index, columns=display.columns),
+        bold=no_bold(display),
         data=fractions,
         row_header=" · ".join(parameter_name(k) for k in keys),
         notes=[
@@ -164,7 +164,7 @@ def _interaction_table(
         name=unique_stem(f"table_{group.study or 'runs'}_interaction{group.suffix}", used),
         title=f"Privacy–heterogeneity interaction: {words}",
         display=display,
-        bold=pd.DataFrame(False, index=display.index, columns=display.columns),
+        bold=no_bold(display),
         data=frame,
         row_header=" · ".join([*(parameter_name(k) for k in others), sigma]),
         notes=[

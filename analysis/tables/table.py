@@ -111,6 +111,11 @@ class Table:
         return list(self.display.columns)
 
 
+def no_bold(display: pd.DataFrame) -> pd.DataFrame:
+    """A ``bold`` mask that marks no cell: for tables that rank nothing."""
+    return pd.DataFrame(False, index=display.index, columns=display.columns)
+
+
 # ----------------------------------------------------------------------- ordering
 def ordered_values(trials: pd.DataFrame, column: str) -> list[Any]:
     """The values of ``column`` in reading order: numbers ascending, anything else in
@@ -764,7 +769,7 @@ def communication_table(
     unlearned = _unlearned_targets(per_seed, trials, columns, classes, metric)
     base_name = value_label(baseline_column, baseline)
     display = _communication_display(summary, trials, row, columns, unlearned, base_name, metric)
-    bold = pd.DataFrame(False, index=display.index, columns=display.columns)
+    bold = no_bold(display)
     data = _communication_data(per_seed, row, columns, unlearned)
     notes = _communication_notes(per_seed, base_name, target, unlearned, metric)
     notes += _gaps_note(sparsely_scored(rounds, trials, metric), row, baseline, baseline_column)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from analysis.naming import parameter_name
 from analysis.reading.loading import COMPLETED
-from analysis.tables.table import Table, key_order, row_label
+from analysis.tables.table import Table, key_order, no_bold, row_label
 
 PHASES = {
     "train_seconds": "training (s)",
@@ -109,7 +109,7 @@ def time_per_round_table(
         return None
     headers = [PHASES[p] for p in phases] + (["ran"] if ran else [])
     display = pd.DataFrame(cells, index=labels, columns=headers, dtype=object)
-    bold = pd.DataFrame(False, index=display.index, columns=display.columns)
+    bold = no_bold(display)
     machine = machines_text(manifests)
     frame = pd.DataFrame(data)
     frame["machine"] = machine
