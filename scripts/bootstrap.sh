@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates the project's virtualenv (.venv) and installs fedsweep into it when it is
-# missing or when pyproject.toml changed since the last install.  Where apt is
+# missing, when pyproject.toml changed since the last install, or when it was installed
+# from another checkout.  Where apt is
 # available and we are root (this machine, CI), also installs Debian's
 # dataset-fashion-mnist so that the default dataset is there offline.
 # Sourced by scripts/demo.sh and scripts/test.sh; safe to run again.
@@ -16,7 +17,10 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 stamp="$VENV/.fedsweep-install-stamp"
-want="$(sha256sum "$FEDSWEEP_ROOT/pyproject.toml" | cut -d' ' -f1)"
+# the checkout beside pyproject.toml's digest: fedsweep is installed editable, so a venv
+# shared by two checkouts (FEDSWEEP_VENV) would otherwise run the first one's code in
+# every process that does not start in this checkout (a sweep's Ray head, a trial)
+want="$(sha256sum "$FEDSWEEP_ROOT/pyproject.toml" | cut -d' ' -f1) $FEDSWEEP_ROOT"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "[fedsweep] installing fedsweep and its dependencies into $VENV (torch, ray: a few GB the first time)"
     "$VENV/bin/python" -m pip install --quiet --upgrade pip

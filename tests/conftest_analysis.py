@@ -45,7 +45,9 @@ class SweepRun:
         cmd.append("--quiet")
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO)
         assert proc.returncode in exit_codes, proc.stdout[-3000:] + proc.stderr[-3000:]
-        (sweep_dir,) = [p for p in storage.iterdir() if (p / "fedsweep_sweep.json").is_file()]
+        # the sweep's folder; a --rerun-best rerun's folder is its name + "-best"
+        written = (p for p in storage.iterdir() if (p / "fedsweep_sweep.json").is_file())
+        sweep_dir, *_ = sorted(written)
         return cls(sweep_dir, proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -169,18 +171,26 @@ def killed_sweep(tmp_path_factory) -> KilledSweep:
     return KilledSweep(sweep_dir, manifest, results, finished, resumed)
 
 
-# An ad hoc Optuna search of MOON's mu and lr, 2 trials on synthetic data, one at a time,
-# quiet (tests/test_sweep_labels_and_hparams.py: labels, TensorBoard HPARAMS, no library
-# line through --quiet; tests/test_study_file_sweep.py: the study in the sweep's folder).
+# An ad hoc Optuna search of MOON's mu and lr with ASHA, one trial at a time, quiet, and
+# the chosen point rerun on two fresh seeds (tests/test_sweep_ray.py: ASHA's stops, what
+# Optuna is told, the rerun and its report; tests/test_sweep_labels_and_hparams.py: labels,
+# TensorBoard HPARAMS, no library line through --quiet; tests/test_study_file_sweep.py:
+# the study in the sweep's folder).  ASHA's rungs compare trials whatever they learn: the
+# least data that trains.
 OPTUNA_SEARCH_NAME = "labelled"
+OPTUNA_SEARCH_TRIALS = 6
+OPTUNA_SEARCH_ROUNDS = 4
 OPTUNA_SEARCH_ARGS = (
     *("--vary", "mu=loguniform:0.01:10", "--vary", "lr=loguniform:0.01:0.5"),
-    *("--set", "algorithm=moon", "--search", "optuna", "--num-samples", "2"),
-    *("--budget", "smoke", "--dataset", "synthetic", "--set", "rounds=2"),
+    *("--set", "algorithm=moon", "--search", "optuna"),
+    *("--num-samples", str(OPTUNA_SEARCH_TRIALS), "--scheduler", "asha", "--rerun-best", "2"),
+    *("--budget", "smoke", "--set", f"rounds={OPTUNA_SEARCH_ROUNDS}"),
+    *("--set", "data_fraction=0.02", "--set", "test_fraction=0.05"),
     *("--max-concurrent", "1", "--name", OPTUNA_SEARCH_NAME),
 )
 
 
 @pytest.fixture(scope="session")
 def optuna_search(tmp_path_factory) -> SweepRun:
+    """The search (its ``sweep_dir``); the rerun is ``<sweep_dir>-best`` beside it."""
     return SweepRun.run(tmp_path_factory.mktemp("optuna_search"), *OPTUNA_SEARCH_ARGS, timeout=900)

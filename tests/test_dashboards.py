@@ -1,17 +1,25 @@
 """Monitoring a sweep in the browser (docs/dashboards.md), read through each tool's own API.
 
 One tiny Optuna sweep (synthetic data, smoke budget, two trials one at a time) with
-``--dashboard --track mlflow``, interrupted with Ctrl-C while a trial runs and resumed:
+``--dashboard --track mlflow --track wandb``, interrupted with Ctrl-C while a trial runs
+and resumed, with a second, unwatched sweep run beside the resumed one:
 
 * Ray's state API (``ray.util.state.list_actors``, what the dashboard's Actors page
   shows): while the sweep runs, the running trial's actor is named by its point and
   seed; after the resumed sweep every trial's actor is, with its state;
-* ``--dashboard`` keeps the dashboard up after the sweep until Ctrl-C, then exits 0;
+* ``--dashboard`` keeps the dashboard up after the sweep until Ctrl-C, then exits 0, and
+  once the sweep is over its Jobs API reports the sweep's job SUCCEEDED, not RUNNING;
+* two sweeps side by side, each with its own local Ray: nothing failed to bind a port,
+  the unwatched sweep prints no ERROR or warning line and never reaches for the
+  dashboard's port 8265 nor Ray's fixed agent port 52365 nor its client server's 10001
+  (study/local_ray.py gives every Ray port of a local sweep a free one); both finish;
 * MLflow's client: the sweep's run is KILLED after Ctrl-C and FINISHED after
-  ``--resume``; the trials' runs are named by point and seed, none left RUNNING;
+  ``--resume``; the trials' runs are named by point and seed, tagged with the study,
+  sweep, budget and seed, none left RUNNING; the report lands in the sweep's run;
 * MLflow's metric histories, TensorBoard's event files and W&B's offline runs hold every
   round of every trial, each value the trial's row, through the interruption and the
   resume;
+* the live view: a summary line per update, no Tune status table, a bounded length;
 * the Optuna storage: the objective is named after the ranking metric and every Optuna
   trial carries its Tune trial id and results folder.
 
@@ -29,11 +37,13 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from analysis.report import main as report_main
 from federated.cli import exit_codes
 from study.dashboard import keep_dashboard_up
 from study.sweep import SweepStopError as Stop
@@ -42,11 +52,13 @@ from study.tracking import (
     FINISHED,
     KILLED,
     RUNNING,
+    SWEEP_ROLE_TAG,
     mlflow_sweep_status,
     start_mlflow_sweep,
     tracked_sweep,
 )
-from tests.test_tracking import read_wandb_records
+from tests.listening_sockets import listening_sockets
+from tests.test_tracking import LIVE_VIEW_LINES_PER_TRIAL, ROW_KEYS, read_wandb_records
 
 SWEEP = [
     "--vary", "mu=loguniform:0.01:10", "--set", "algorithm=moon", "--search", "optuna",
@@ -54,6 +66,13 @@ SWEEP = [
     "--max-concurrent", "1", "--track", "mlflow", "--track", "wandb", "--dashboard",
     "--name", "watched",
 ]  # fmt: skip
+# The unwatched sweep beside the resumed one: one trial, one round.
+OTHER = [
+    "--vary", "mu=0", "--set", "algorithm=moon", "--budget", "smoke", "--dataset", "synthetic",
+    "--set", "rounds=1", "--max-concurrent", "1", "--quiet", "--name", "other",
+]  # fmt: skip
+# the dashboard's, Ray's dashboard agent's and Ray's client server's defaults
+FIXED_PORTS = {8265, 52365, 10001}
 
 # Ray's state API, run in a process of its own: the client must be told that the
 # cluster wants its token (~/.ray/auth_token), which Ray reads when it starts.
@@ -106,6 +125,24 @@ def dashboard_url(log: Path) -> str | None:
     return None
 
 
+def jobs(url: str) -> list[dict]:
+    """The dashboard's Jobs API, authenticated as the web page is (Ray's token)."""
+    token = (Path.home() / ".ray" / "auth_token").read_text().strip()
+    request = urllib.request.Request(
+        f"{url}/api/jobs/", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.load(answer)
+
+
+def warnings_and_errors(text: str) -> list[str]:
+    return [
+        line
+        for line in text.splitlines()
+        if "ERROR" in line or "Failed to bind" in line or "WARN" in line.upper()
+    ]
+
+
 def trial_dirs(sweep_dir: Path) -> list[Path]:
     return sorted(p for p in sweep_dir.iterdir() if (p / "params.json").is_file())
 
@@ -122,10 +159,17 @@ def mlflow_runs(sweep_dir: Path):
     return parent, children
 
 
+def rounds_of(trial: Path) -> dict[int, dict]:
+    """The trial's row of each round (the last written, as a resumed trial's file holds)."""
+    rows = [json.loads(line) for line in (trial / "result.json").read_text().splitlines()]
+    return {row["training_iteration"]: row for row in rows}
+
+
 def tracked_values(sweep_dir: Path, trial: Path, key: str) -> dict[str, dict[int, set[float]]]:
-    """What MLflow's client and TensorBoard's event files hold of row column ``key`` for
-    ``trial``: per tracker, each logged step's set of values (a round logged again after
-    ``--resume``, between its checkpoint and the interruption, appears twice)."""
+    """What MLflow's client, TensorBoard's event files and W&B's offline runs hold of row
+    column ``key`` for ``trial``: per tracker, each logged step's set of values (a round
+    logged again after ``--resume``, between its checkpoint and the interruption, holds
+    the same value: the rows are an uninterrupted run's)."""
     from mlflow.tracking import MlflowClient
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
     from tensorboard.util.tensor_util import make_ndarray
@@ -209,19 +253,58 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(
     )
     resume_cmd = [sys.executable, *shlex.split(resume)[1:], "--dashboard"]
     second_log = tmp_path / "second.log"
+    other_log = tmp_path / "other.log"
+    other_cmd = [sys.executable, "-m", "study.sweep", *OTHER, "--storage-path", str(tmp_path)]
     driver = start(resume_cmd, second_log)
+    other = None
     try:
+        url = wait_for(lambda: dashboard_url(second_log), driver, second_log, 300, "its URL")
+        # a second user's sweep beside the watched one, with a local Ray of its own
+        other = start(other_cmd, other_log)
+        # while the unwatched sweep's trial reports, every Ray process of it is up
+        wait_for(
+            lambda: list((tmp_path / "other").glob("*/result.json")),
+            other,
+            other_log,
+            300,
+            "the unwatched sweep's first result",
+        )
+        ports = {port for _, _, port in listening_sockets(other.pid)}
+        # a fixed port would be the first sweep's, and fail the second's bind quietly
+        first_ports = {port for _, _, port in listening_sockets(driver.pid)} - {8265}
+        assert other.wait(timeout=600) == exit_codes.OK, other_log.read_text()[-3000:]
         wait_for(lambda: "stays up" in second_log.read_text(), driver, second_log, 600, "the end")
-        url = dashboard_url(second_log)
+        listed = jobs(url)
         actors = trial_actors(url)
         driver.send_signal(signal.SIGINT)  # the user is done looking
         assert driver.wait(timeout=120) == exit_codes.OK
     finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait()
+        for process in (driver, other):
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
     text = second_log.read_text()
     assert f"the Ray dashboard stays up at {url} until Ctrl-C" in text
+
+    # side by side: no fixed port, nothing failed to bind, the unwatched sweep quiet
+    assert not ports & FIXED_PORTS, sorted(ports)
+    assert not first_ports & FIXED_PORTS, sorted(first_ports)
+    assert not [line for line in text.splitlines() if "Failed to bind" in line], text[-3000:]
+    assert not warnings_and_errors(other_log.read_text()), other_log.read_text()[-3000:]
+    other_manifest = json.loads((tmp_path / "other" / "fedsweep_sweep.json").read_text())
+    assert other_manifest["status"] == "finished"
+    # the sweep's driver job (Ray's own jobs aside) ended when the sweep did
+    drivers = [job for job in listed if job["type"] == "DRIVER"]
+    assert drivers and all(job["status"] == "SUCCEEDED" for job in drivers), listed
+
+    # the live view: a summary line per update, no Tune status table, a bounded length
+    lines = text.splitlines()
+    summaries = [line for line in lines if line.startswith("watched ") and "2 trials:" in line]
+    assert summaries and "2 done, 0 running, 0 pending, 0 errored" in summaries[-1], text
+    for log in (first_log, second_log):
+        shown = log.read_text().splitlines()
+        assert not any("Trial status" in line or "│" in line for line in shown), log.name
+        assert len(shown) <= LIVE_VIEW_LINES_PER_TRIAL * 2 + 20, (log.name, len(shown))
     written = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
     assert written["status"] == "finished"
     wandb_run = {"project": "fedsweep", "group": "watched", "mode": "offline"}
@@ -242,11 +325,25 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(
         assert f"{labels[name]} [{trial_ids[name]}]" in reprs, (name, reprs)
     assert all(state == "DEAD" for _, state in actors)  # ended, and still listed
 
-    # MLflow: the sweep's run FINISHED, one run per trial named by point and seed
+    # MLflow: the sweep's run FINISHED, one run per trial named by point and seed,
+    # tagged with the study, sweep, budget and seed, its varied value a parameter
+    info = written["tracking"]["mlflow"]
+    assert info["uri"] == f"sqlite:///{sweep_dir / 'mlflow.db'}"
     parent, children = mlflow_runs(sweep_dir)
-    assert parent.info.status == FINISHED
+    assert parent.info.status == FINISHED and parent.data.tags[SWEEP_ROLE_TAG] == "sweep"
     assert sorted(run.info.run_name for run in children) == sorted(labels.values())
     assert all(run.info.status == FINISHED for run in children)
+    by_trial_id = {run.data.tags["trial_id"]: run for run in children}
+    for name, config in params.items():
+        run = by_trial_id[trial_ids[name]]
+        tags = run.data.tags
+        assert (tags["study"], tags["sweep"], tags["budget"]) == (
+            written["study"],
+            "watched",
+            "smoke",
+        )
+        assert tags["seed"] == str(config["seed"])
+        assert run.data.params["mu"] == str(config["mu"])
 
     # the trackers hold every round of every trial, each value the row's, through the
     # resume (the rows themselves equal an uninterrupted run's: tests/test_fault_drill.py)
@@ -256,6 +353,9 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(
             row = json.loads(line)
             rows[row["training_iteration"]] = row["test_acc"]
         assert sorted(rows) == [1, 2, 3]
+        for key in ROW_KEYS:  # every number of the rows, each round once (or re-logged)
+            want = {step: {float(row[key])} for step, row in rounds_of(trial).items()}
+            assert tracked_values(sweep_dir, trial, key)["mlflow"] == want, key
         logged = tracked_values(sweep_dir, trial, "test_acc")
         assert logged["mlflow"] == {step: {value} for step, value in rows.items()}, trial.name
         assert logged["wandb"] == logged["mlflow"], trial.name
@@ -275,6 +375,14 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(
         # TensorBoard's scalars are 32-bit floats
         want = {step: {float(np.float32(value))} for step, value in rows.items()}
         assert logged["tensorboard"] == want, trial.name
+
+    # the report into the sweep's MLflow run
+    out = tmp_path / "report"
+    assert report_main([str(sweep_dir), "--out", str(out), "--no-pdf", "--track", "mlflow"]) == 0
+    from mlflow.tracking import MlflowClient
+
+    artifacts = MlflowClient(info["uri"]).list_artifacts(info["parent_run_id"], "report")
+    assert "report/report.md" in {a.path for a in artifacts}
 
     # Optuna: the objective's name is the ranking metric; trials lead to their folders
     study = optuna.load_study(study_name="watched", storage=f"sqlite:///{sweep_dir}/optuna.db")

@@ -1,13 +1,12 @@
 """Plug-in methods (tests/plugin_method.py, outside fedsweep's packages) through the
-config, ``python -m federated.run`` and a real Ray Tune smoke sweep."""
+config and ``python -m federated.run``.  A real Ray Tune sweep runs the plug-in on a
+reused trial actor, equal to its run in process, in tests/test_sweep_overhead.py."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -109,44 +108,3 @@ def test_help_lists_each_method_parameter():
     )
     for flag in ("--alpha", "--adaptive-lr", "--smoothing", "feddyn: FedDyn's regularisation"):
         assert flag in proc.stdout, flag
-
-
-@pytest.mark.slow
-def test_a_plugin_runs_through_a_smoke_sweep(tmp_path):
-    """Ray workers import the plug-in by its path, so its package must be importable on
-    every node: here the repository root on PYTHONPATH, as docs/writing-a-method.md says."""
-    from tests.test_sweep_ray import manifest, params, rounds, sweep_dirs, trial_dirs
-
-    root = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
-    cmd = [
-        sys.executable,
-        "-m",
-        "study.sweep",
-        "fedprox_mu",
-        "--budget",
-        "smoke",
-        "--set",
-        f"algorithm={PLUGIN}",
-        "--set",
-        "smoothing=0.05",
-        "--set",
-        "mu=0.01,1",  # two trials, one wave on the two slots: each slot's worker imports it
-        "--set",
-        "data_fraction=0.02",  # the plug-in's import path is the subject: the least data
-        "--set",
-        "test_fraction=0.05",
-        "--storage-path",
-        str(tmp_path),
-        "--quiet",
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (sweep_dir,) = sweep_dirs(tmp_path)
-    assert manifest(sweep_dir)["status"] == "finished"
-    trials = trial_dirs(sweep_dir)
-    assert len(trials) == 2
-    for trial in trials:
-        config = params(trial)
-        assert config["algorithm"] == PLUGIN and config["smoothing"] == 0.05
-        assert sorted(rounds(trial)) == [1, 2]

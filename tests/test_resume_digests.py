@@ -112,30 +112,23 @@ def test_the_recorder_keeps_a_bounded_history(config_home, tmp_path):
 
 # ------------------------------------------------------------------ a real sweep (Ray)
 @pytest.mark.slow
-def test_a_crafted_tuner_pkl_is_refused_and_never_runs(tmp_path, monkeypatch):
-    env = {
-        **os.environ,
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
-    study = ["--vary", "mu=0.1", "--set", "algorithm=fedprox", "--budget", "smoke"]
-    study += ["--set", "data_fraction=0.02", "--set", "test_fraction=0.05"]  # digests: least data
+def test_a_crafted_tuner_pkl_is_refused_and_never_runs(moon_mu_smoke_sweep, tmp_path):
+    """A real sweep's folder (the session's ``moon_mu --budget smoke``, copied: the
+    refusal must not touch the shared one) with its ``tuner.pkl`` replaced by a pickle
+    that would write a file: ``--resume`` refuses it in one line before anything runs."""
+    import shutil
 
-    def sweep(*args: str) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "study.sweep", *study, *args]
-        cmd += ["--name", "mine", "--storage-path", str(tmp_path / "results"), "--quiet"]
-        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-
-    first = sweep()
-    assert first.returncode == 0, first.stderr[-3000:]
-    sweep_dir = tmp_path / "results" / "mine"
+    sweep_dir = tmp_path / "results" / moon_mu_smoke_sweep.name
+    shutil.copytree(moon_mu_smoke_sweep, sweep_dir, symlinks=True)
     recorded = json.loads((sweep_dir / DIGESTS).read_text())["files"]
     assert "tuner.pkl" in recorded and any(n.startswith("experiment_state-") for n in recorded)
 
     original = (sweep_dir / "tuner.pkl").read_bytes()
     (sweep_dir / "tuner.pkl").write_bytes(pickle.dumps(_Payload(str(tmp_path / MARK))))
     manifest = (sweep_dir / "fedsweep_sweep.json").read_text()
-    refused = sweep("--resume")
+    cmd = [sys.executable, "-m", "study.sweep", "moon_mu", "--budget", "smoke", "--resume"]
+    cmd += ["--name", sweep_dir.name, "--storage-path", str(sweep_dir.parent), "--quiet"]
+    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert refused.returncode == 2
     lines = [line for line in refused.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, refused.stderr
@@ -146,5 +139,4 @@ def test_a_crafted_tuner_pkl_is_refused_and_never_runs(tmp_path, monkeypatch):
     # (a resume with digests that match runs in every resume test, e.g. the fault drills)
     (sweep_dir / "tuner.pkl").write_bytes(original)
     assert json.loads((sweep_dir / DIGESTS).read_text())["files"] == recorded
-    monkeypatch.setenv("XDG_CONFIG_HOME", env["XDG_CONFIG_HOME"])  # the sweep's key
     check_resume_digests(sweep_dir)

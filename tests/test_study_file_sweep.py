@@ -14,7 +14,7 @@ import pytest
 
 from analysis.report import main as report_main
 from study.tune.optuna_storage import OPTUNA_DB, storage_url
-from tests.conftest_analysis import OPTUNA_SEARCH_NAME, run_sweep
+from tests.conftest_analysis import OPTUNA_SEARCH_NAME, OPTUNA_SEARCH_TRIALS, run_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -60,18 +60,21 @@ def test_two_axis_study_file_end_to_end_with_its_report(tmp_path, capsys):
 def test_optuna_search_keeps_its_study_in_the_sweep_folder(optuna_search):
     import optuna
 
-    # the session's ad hoc Optuna search (tests/conftest_analysis.py): 2 trials of mu, lr
+    # the session's ad hoc Optuna search (tests/conftest_analysis.py): 6 trials of mu, lr
     sweep_dir = optuna_search.sweep_dir
     assert (sweep_dir / OPTUNA_DB).is_file()
     manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
     assert manifest["optuna_storage"] == OPTUNA_DB
     study = optuna.load_study(study_name=OPTUNA_SEARCH_NAME, storage=storage_url(sweep_dir))
+    assert len(study.trials) == OPTUNA_SEARCH_TRIALS
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    assert len(done) == 2
-    # each Optuna trial's value is its Tune trial's last validation accuracy (a search
-    # selects on validation), for the same mu
+    assert done
+    # each complete Optuna trial's value is its Tune trial's last validation accuracy (a
+    # search selects on validation), for the same mu (ASHA's stopped trials: PRUNED)
     by_mu = {round(p["mu"], 12): acc for p, acc in final_rows(sweep_dir, "val_acc")}
-    assert {round(t.params["mu"], 12): t.value for t in done} == by_mu
+    assert {round(t.params["mu"], 12): t.value for t in done} == {
+        round(t.params["mu"], 12): by_mu[round(t.params["mu"], 12)] for t in done
+    }
     # --resume restores Tune's pickled searcher: it holds this same storage
     (state,) = sweep_dir.glob("searcher-state-*.pkl")
     searcher = pickle.loads(state.read_bytes())

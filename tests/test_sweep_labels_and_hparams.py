@@ -1,6 +1,6 @@
-"""One real, quiet Optuna sweep (synthetic data, two trials, two rounds; the session's,
-tests/conftest_analysis.py, which tests/test_study_file_sweep.py reads too), read back as
-a user would:
+"""One real, quiet Optuna sweep (six trials of MOON's mu and lr under ASHA; the session's,
+tests/conftest_analysis.py, which tests/test_study_file_sweep.py and
+tests/test_sweep_ray.py read too), read back as a user would:
 
 * ``--quiet`` lets no library line through: not Optuna's "A new study created in RDB";
 * its points are labelled at 4 significant digits in the summary and the trial folder
@@ -21,6 +21,7 @@ import pytest
 from federated.contract.builtin_tasks import CLASSIFICATION_TASK
 from federated.contract.columns import summary_column_names
 from search_spaces.study import point_label
+from tests.conftest_analysis import OPTUNA_SEARCH_TRIALS
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +46,7 @@ def hparams_of(trial_dir: Path) -> tuple[dict, list[str], dict[str, float]]:
 
 
 def test_a_quiet_optuna_sweep_labels_points_briefly_and_tables_typed_hparams(optuna_search):
-    # the session's Optuna search (tests/conftest_analysis.py): 2 trials of mu and lr
+    # the session's Optuna search (tests/conftest_analysis.py): 6 trials of mu and lr
     proc = optuna_search
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-3000:]
@@ -54,7 +55,7 @@ def test_a_quiet_optuna_sweep_labels_points_briefly_and_tables_typed_hparams(opt
     sweep_dir = optuna_search.sweep_dir
     assert sweep_dir.name == "labelled"
     trials = sorted(p for p in sweep_dir.iterdir() if (p / "params.json").is_file())
-    assert len(trials) == 2
+    assert len(trials) == OPTUNA_SEARCH_TRIALS
     manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
     assert manifest["label_digits"] == 4
     for trial in trials:
@@ -65,8 +66,11 @@ def test_a_quiet_optuna_sweep_labels_points_briefly_and_tables_typed_hparams(opt
         assert label == f"mu={mu:.4g}, lr={lr:.4g}"  # e.g. mu=0.02055, lr=0.1342
         assert len(repr(mu)) > len(f"{mu:.4g}")  # the file keeps the full value
         assert trial.name.endswith(f"_mu={mu:.4g}_lr={lr:.4g}_seed0")
-        summary = [line for line in proc.stdout.splitlines() if f" {label} " in line]
-        assert len(summary) == 1 and " completed " in summary[0], proc.stdout
+        # the search's summary (the rerun of the chosen point prints its own after it)
+        search_summary = proc.stdout.split("re-running the configuration")[0]
+        summary = [line for line in search_summary.splitlines() if f" {label} " in line]
+        assert len(summary) == 1, proc.stdout
+        assert " completed " in summary[0] or " stopped " in summary[0], proc.stdout
 
         values, metrics, last = hparams_of(trial)
         assert values == {"mu": mu, "lr": lr, "seed": 0}

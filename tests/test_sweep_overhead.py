@@ -24,6 +24,7 @@ from study.local_ray import LocalRay
 from study.plan import run_config_fields
 
 LAUNCHED = 1_000_000.0
+PLUGIN = "tests.plugin_method:LabelSmoothing"
 
 
 def write_trial(
@@ -148,23 +149,36 @@ def test_trials_share_an_actor_and_each_equals_its_run_in_process(fmnist, tmp_pa
     worker process), and each trial's accuracies equal its config run in this process.
     The machine's other core is idle throughout (one trial at a time), so from the second
     round on each trial trains its packs side by side on it (federated/runtime/
-    idle_cores.py): the accuracies are still the in-process run's."""
+    idle_cores.py): the accuracies are still the in-process run's.
+
+    The second trial is a plug-in method (tests/plugin_method.py, docs/writing-a-method.md):
+    the reused Ray worker imports it by its path, found through ``PYTHONPATH`` as the docs
+    tell users, and runs it with its parameter's default."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     cmd = [
-        sys.executable, "-m", "study.sweep", "--vary", "mu=0,5", "--set", "algorithm=moon",
+        sys.executable, "-m", "study.sweep", "comparison", "--set", f"algorithm=moon,{PLUGIN}",
         "--budget", "smoke", "--dataset", "fmnist", "--set", "rounds=2",
         "--set", "execution=packed", "--max-concurrent", "1", "--quiet",
         "--storage-path", str(tmp_path), "--name", "reused",
     ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     trials = sorted(p for p in (tmp_path / "reused").iterdir() if (p / "params.json").is_file())
     assert len(trials) == 2
+    manifest = json.loads((tmp_path / "reused" / "fedsweep_sweep.json").read_text())
+    assert manifest["status"] == "finished"
+    configs = [json.loads((t / "params.json").read_text()) for t in trials]
+    assert sorted(c["algorithm"] for c in configs) == sorted(["moon", PLUGIN])
+    (plugin,) = [c for c in configs if c["algorithm"] == PLUGIN]
+    assert plugin["smoothing"] == 0.1  # LabelSmoothingParams' default, written flat
     rows = {
         t: [json.loads(line) for line in (t / "result.json").read_text().splitlines()]
         for t in trials
     }
     assert len({r[0]["pid"] for r in rows.values()}) == 1  # one actor ran both
     for trial, trial_rows in rows.items():
+        assert [row["round"] for row in trial_rows] == [1, 2]
         fields = run_config_fields(json.loads((trial / "params.json").read_text()))
         fields["device"] = "cpu"
         expected = [row["test_acc"] for row in run_rounds(RunConfig.from_dict(fields), fmnist)]

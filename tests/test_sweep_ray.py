@@ -19,7 +19,13 @@ import pytest
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import run_rounds
 from study.plan import run_config_fields
-from tests.conftest_analysis import DRILL_MUS, KILLED_ROUNDS, wait_until
+from tests.conftest_analysis import (
+    DRILL_MUS,
+    KILLED_ROUNDS,
+    OPTUNA_SEARCH_ROUNDS,
+    OPTUNA_SEARCH_TRIALS,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -169,38 +175,16 @@ def test_hard_killed_sweep_resumes_completely_without_duplicates(killed_sweep):
         assert len(raw_rows(sweep_dir / name)) == count, f"{name} finished before: not re-run"
 
 
-def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(tmp_path):
-    proc = sweep(
-        tmp_path,
-        "moon_mu",
-        "--search",
-        "optuna",
-        "--num-samples",
-        "6",
-        "--scheduler",
-        "asha",
-        "--budget",
-        "smoke",
-        "--set",
-        "rounds=4",
-        "--set",
-        "lr=0.05",
-        # ASHA's rungs compare trials whatever they learn: the least data that trains
-        "--set",
-        "data_fraction=0.02",
-        "--set",
-        "test_fraction=0.05",
-        "--rerun-best",
-        "2",
-    )
-    search_dir, best_dir = sweep_dirs(tmp_path)
-    assert best_dir.name == search_dir.name + "-best"
+def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(optuna_search, tmp_path):
+    # the session's Optuna search with ASHA and --rerun-best 2 (tests/conftest_analysis.py)
+    proc, search_dir = optuna_search, optuna_search.sweep_dir
+    best_dir = search_dir.parent / f"{search_dir.name}-best"
     trials = trial_dirs(search_dir)
-    assert len(trials) == 6
+    assert len(trials) == OPTUNA_SEARCH_TRIALS
     mus = [params(t)["mu"] for t in trials]
-    assert len(set(mus)) == 6 and all(0.01 <= m <= 10 for m in mus)
+    assert len(set(mus)) == OPTUNA_SEARCH_TRIALS and all(0.01 <= m <= 10 for m in mus)
     lengths = [len(rounds(t)) for t in trials]
-    assert max(lengths) == 4 and min(lengths) < 4, lengths
+    assert max(lengths) == OPTUNA_SEARCH_ROUNDS and min(lengths) < OPTUNA_SEARCH_ROUNDS, lengths
     # the search selected on validation: every trial held out val_fraction=0.1 (the
     # searches' default, said on stderr) and Optuna's values are the final val_acc
     assert {params(t)["val_fraction"] for t in trials} == {0.1}
@@ -209,10 +193,10 @@ def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(tmp_path):
     study = optuna.load_study(
         study_name=search_dir.name, storage=f"sqlite:///{search_dir / 'optuna.db'}"
     )
-    # trials that ran all 4 rounds are told their final val_acc; those ASHA stopped are
-    # told PRUNED (Optuna keeps their last intermediate value as its own record)
-    complete = [t for t in trials if max(rounds(t)) == 4]
-    finals = sorted(rounds(t)[4]["val_acc"] for t in complete)
+    # trials that ran all their rounds are told their final val_acc; those ASHA stopped
+    # are told PRUNED (Optuna keeps their last intermediate value as its own record)
+    complete = [t for t in trials if max(rounds(t)) == OPTUNA_SEARCH_ROUNDS]
+    finals = sorted(rounds(t)[OPTUNA_SEARCH_ROUNDS]["val_acc"] for t in complete)
     state = optuna.trial.TrialState
     values = sorted(t.value for t in study.trials if t.state == state.COMPLETE)
     assert values == pytest.approx(finals)
