@@ -1,6 +1,6 @@
-"""One real, quiet Optuna sweep (six trials of MOON's mu and lr under ASHA; the session's,
-tests/conftest_analysis.py, which tests/test_study_file_sweep.py and
-tests/test_sweep_ray.py read too), read back as a user would:
+"""One real, quiet Optuna sweep (six trials of FedProx's mu and lr under ASHA, some
+diverging; the session's, tests/conftest_analysis.py, which tests/test_study_file_sweep.py
+and tests/test_sweep_ray.py read too), read back as a user would:
 
 * ``--quiet`` lets no library line through: not Optuna's "A new study created in RDB";
 * its points are labelled at 4 significant digits in the summary and the trial folder
@@ -14,6 +14,7 @@ tests/test_sweep_ray.py read too), read back as a user would:
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 
 def hparams_of(trial_dir: Path) -> tuple[dict, list[str], dict[str, float]]:
-    """(hyperparameters, metric names, each metric's last scalar) of a trial's events,
+    """(hyperparameters, metric names, each scalar's last value) of a trial's events,
     read with TensorBoard's event reader and its HPARAMS plugin's own parsers."""
     from google.protobuf.json_format import MessageToDict
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -41,7 +42,8 @@ def hparams_of(trial_dir: Path) -> tuple[dict, list[str], dict[str, float]]:
     # a number is a protobuf number_value: MessageToDict gives it back as a float
     values = {name: MessageToDict(value) for name, value in start.hparams.items()}
     metrics = [info.name.tag for info in experiment.metric_infos]
-    last = {tag: events.Scalars(tag)[-1].value for tag in metrics}
+    # a diverged trial's NaN values are not in the events (TensorBoard gets finite ones)
+    last = {tag: events.Scalars(tag)[-1].value for tag in events.Tags()["scalars"]}
     return values, metrics, last
 
 
@@ -51,6 +53,8 @@ def test_a_quiet_optuna_sweep_labels_points_briefly_and_tables_typed_hparams(opt
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-3000:]
     assert "A new study created" not in output and "[I " not in output, output
+    # nor numpy's warning from ASHA's cutoff over diverged trials alone (study/tune/tuners.py)
+    assert "Warning" not in output, output
 
     sweep_dir = optuna_search.sweep_dir
     assert sweep_dir.name == "labelled"
@@ -70,16 +74,25 @@ def test_a_quiet_optuna_sweep_labels_points_briefly_and_tables_typed_hparams(opt
         search_summary = proc.stdout.split("re-running the configuration")[0]
         summary = [line for line in search_summary.splitlines() if f" {label} " in line]
         assert len(summary) == 1, proc.stdout
-        assert " completed " in summary[0] or " stopped " in summary[0], proc.stdout
+        assert any(f" {o} " in summary[0] for o in ("completed", "stopped", "diverged"))
 
         values, metrics, last = hparams_of(trial)
         assert values == {"mu": mu, "lr": lr, "seed": 0}
         assert all(isinstance(v, float) for v in values.values())  # numbers, not text
-        assert {"ray/tune/val_acc", "ray/tune/test_acc", "ray/tune/test_loss"} <= set(metrics)
+        if manifest["trials"][trial.name]["outcome"] != "diverged":
+            # a diverged trial's last row holds NaN scores: not in its HPARAMS metrics
+            scores = {"ray/tune/val_acc", "ray/tune/test_acc", "ray/tune/test_loss"}
+            assert scores <= set(metrics)
         # the metrics are the summary columns the task declares (the results contract)
         declared = {"ray/tune/" + c for c in summary_column_names(CLASSIFICATION_TASK)}
         assert set(metrics) <= declared, set(metrics) - declared
         assert "ray/tune/val_parties" not in metrics  # a count of parties, not a score
-        final = json.loads((trial / "result.json").read_text().splitlines()[-1])
-        assert last["ray/tune/test_acc"] == pytest.approx(final["test_acc"], abs=1e-6)
-        assert last["ray/tune/val_acc"] == pytest.approx(final["val_acc"], abs=1e-6)
+        # each metric's last scalar is its last finite value in the rows (a diverged
+        # trial's NaN round is not drawn)
+        rows = [json.loads(x) for x in (trial / "result.json").read_text().splitlines()]
+        for key in ("test_acc", "val_acc"):
+            finite = [r[key] for r in rows if math.isfinite(r[key])]
+            if finite:
+                assert last[f"ray/tune/{key}"] == pytest.approx(finite[-1], abs=1e-6)
+            else:
+                assert f"ray/tune/{key}" not in last

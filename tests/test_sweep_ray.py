@@ -8,6 +8,7 @@ with one thread a sweep's trials must reproduce them exactly, also after a failu
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -145,16 +146,38 @@ def test_hard_killed_sweep_resumes_completely_without_duplicates(killed_sweep):
         assert len(raw_rows(sweep_dir / name)) == count, f"{name} finished before: not re-run"
 
 
-def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(optuna_search, tmp_path):
-    # the session's Optuna search with ASHA and --rerun-best 2 (tests/conftest_analysis.py)
+def test_optuna_with_asha_and_diverging_trials_completes_and_reruns_the_best(
+    optuna_search, tmp_path
+):
+    """The session's Optuna search with ASHA and ``--rerun-best 2`` (tests/conftest_analysis.py),
+    one trial at a time, some of whose learning rates diverge: the search completes; Optuna
+    is told COMPLETE (the final val_acc) for trials that ran all their rounds, PRUNED for
+    those ASHA stopped, FAIL (never a value) for diverged ones; the rerun ranks complete
+    trials only; the report names the diverged trials."""
     proc, search_dir = optuna_search, optuna_search.sweep_dir
     best_dir = search_dir.parent / f"{search_dir.name}-best"
+    assert manifest(search_dir)["status"] == "finished"
     trials = trial_dirs(search_dir)
     assert len(trials) == OPTUNA_SEARCH_TRIALS
     mus = [params(t)["mu"] for t in trials]
     assert len(set(mus)) == OPTUNA_SEARCH_TRIALS and all(0.01 <= m <= 10 for m in mus)
-    lengths = [len(rounds(t)) for t in trials]
-    assert max(lengths) == OPTUNA_SEARCH_ROUNDS and min(lengths) < OPTUNA_SEARCH_ROUNDS, lengths
+    found = {name: t["outcome"] for name, t in manifest(search_dir)["trials"].items()}
+    # ASHA stopped some, some diverged, some ran every round (which of each may vary)
+    assert set(found.values()) == {"completed", "stopped", "diverged"}, found
+    by_outcome = {o: [t for t in trials if found[t.name] == o] for o in set(found.values())}
+    for trial in by_outcome["stopped"]:
+        assert len(rounds(trial)) < OPTUNA_SEARCH_ROUNDS
+    for trial in trials:
+        last = rounds(trial)[max(rounds(trial))]
+        entry = manifest(search_dir)["trials"][trial.name]
+        if found[trial.name] == "diverged":
+            # the ranking metric's key is in the diverged row, without a value
+            assert last["diverged"] and math.isnan(last["val_acc"])
+            assert entry["last_good_round"] == last["round"] - 1
+        elif found[trial.name] == "completed":
+            assert entry["last_good_round"] == OPTUNA_SEARCH_ROUNDS
+            assert math.isfinite(last["val_acc"])
+    assert "diverged" in proc.stdout  # the end-of-sweep summary names it
     # the search selected on validation: every trial held out val_fraction=0.1 (the
     # searches' default, said on stderr) and Optuna's values are the final val_acc
     assert {params(t)["val_fraction"] for t in trials} == {0.1}
@@ -163,24 +186,32 @@ def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(optuna_sea
     study = optuna.load_study(
         study_name=search_dir.name, storage=f"sqlite:///{search_dir / 'optuna.db'}"
     )
-    # trials that ran all their rounds are told their final val_acc; those ASHA stopped
-    # are told PRUNED (Optuna keeps their last intermediate value as its own record)
-    complete = [t for t in trials if max(rounds(t)) == OPTUNA_SEARCH_ROUNDS]
-    finals = sorted(rounds(t)[OPTUNA_SEARCH_ROUNDS]["val_acc"] for t in complete)
+    finals = sorted(rounds(t)[OPTUNA_SEARCH_ROUNDS]["val_acc"] for t in by_outcome["completed"])
     state = optuna.trial.TrialState
     values = sorted(t.value for t in study.trials if t.state == state.COMPLETE)
     assert values == pytest.approx(finals)
-    pruned = [t for t in study.trials if t.state == state.PRUNED]
-    assert len(pruned) == len(trials) - len(complete)
-    # the rerun: the chosen point on fresh seeds, none of the search's
+    # stopped: PRUNED (Optuna keeps their last intermediate value as its own record);
+    # diverged: FAIL, never a value
+    expected = {"completed": "COMPLETE", "stopped": "PRUNED", "diverged": "FAIL"}
+    assert sorted(t.state.name for t in study.trials) == sorted(
+        expected[o] for o in found.values()
+    )
+    assert all(t.value is None for t in study.trials if t.state == state.FAIL)
+    # the rerun: the best complete point on fresh seeds, none of the search's, ranked on
+    # the complete trials only
     reruns = trial_dirs(best_dir)
     assert sorted(params(t)["seed"] for t in reruns) == [10_000, 10_001]
     assert len({params(t)["mu"] for t in reruns}) == 1
+    assert all(params(t)["lr"] < 2 for t in reruns)
+    assert all(sorted(rounds(t)) == list(range(1, OPTUNA_SEARCH_ROUNDS + 1)) for t in reruns)
     selection = manifest(best_dir)["selection"]
     assert manifest(best_dir)["rerun_of"] == search_dir.name
     assert selection["metric"] == "val_acc" and selection["search_seeds"] == [0]
+    assert selection["compared_trials"] == len(by_outcome["completed"])
+    assert selection["stopped_early"] == len(by_outcome["stopped"])
     assert "re-running the configuration chosen on val_acc" in proc.stdout
-    # the report: validation-selected, test-reported, the optimism and the noise table
+    # the report: validation-selected, test-reported, the optimism and the noise table,
+    # the diverged trials named
     from analysis.report import main as report
 
     out = tmp_path / "report"
@@ -189,6 +220,7 @@ def test_optuna_with_asha_stops_some_trials_early_and_reruns_the_best(optuna_sea
     assert f"## Selection: {search_dir.name}" in text
     assert "Trials ranked by **val_acc**" in text and "optimism (search − rerun)" in text
     assert "| k | choice changed (%)" in text
+    assert "diverged" in text
 
 
 class TwoNodes:

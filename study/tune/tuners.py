@@ -10,10 +10,12 @@ killed driver's restore would restart every trial from round 0); each copy lands
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
 from ray import tune
+from ray.tune.schedulers import ASHAScheduler
 
 from study.plan import OPTUNA_SEED, SweepPlan, trial_dirname
 from study.resources import Execution, TrialResources
@@ -32,12 +34,28 @@ def trainable_with(resources: TrialResources):
     return tune.with_resources(FederatedTrial, resources.as_ray())
 
 
+class QuietASHA(ASHAScheduler):
+    """ASHA whose rung cutoff over diverged trials alone says nothing: a diverged trial
+    records NaN, and numpy's "All-NaN slice encountered" warning from the cutoff's
+    ``nanpercentile`` reached the terminal through ``--quiet``.  The cutoff is NaN with or
+    without the warning, and stops no trial.  (At module level: Tune pickles it into the
+    sweep's ``tuner.pkl`` for ``--resume``.)"""
+
+    def on_trial_result(self, tune_controller, trial, result):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)
+            return super().on_trial_result(tune_controller, trial, result)
+
+    def on_trial_complete(self, tune_controller, trial, result):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)
+            return super().on_trial_complete(tune_controller, trial, result)
+
+
 def _scheduler(name: str | None, max_rounds: int):
     if name != "asha":
         return None
-    from ray.tune.schedulers import ASHAScheduler
-
-    return ASHAScheduler(
+    return QuietASHA(
         time_attr="training_iteration",
         max_t=max_rounds,
         grace_period=max(1, max_rounds // 4),
