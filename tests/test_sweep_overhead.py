@@ -245,12 +245,22 @@ def children_named(parent: int, name: str) -> list[int]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_ray_process_that_dies_stops_the_local_node_and_its_holder():
+def test_a_ray_process_that_dies_stops_the_local_node_and_its_holder(tmp_path, monkeypatch):
     """The holder (study/tune/ray_head.py) watches the Ray processes it started: one that
     dies (here the raylet, killed) stops the others, and the holder exits with status 1
-    saying which; a sweep on that node then fails instead of waiting on a dead node."""
+    saying which; a sweep on that node then fails instead of waiting on a dead node.
+
+    Started from a folder with a ``study`` package of its own (a user's project), as a
+    sweep may be: the holder still imports the code the driver imports, and the local Ray
+    comes up."""
+    (tmp_path / "study" / "tune").mkdir(parents=True)
+    for init in ("study/__init__.py", "study/tune/__init__.py"):
+        (tmp_path / init).write_text("")
+    (tmp_path / "study" / "tune" / "ray_head.py").write_text("raise SystemExit(3)\n")
+    monkeypatch.chdir(tmp_path)
     holder = LocalRay.start(False)
     try:
+        assert holder.process.poll() is None and "Ray runtime started" in holder.log.read_text()
         (raylet,) = children_named(holder.process.pid, "raylet")
         gcs = children_named(holder.process.pid, "gcs_server")
         assert len(gcs) == 1
@@ -268,19 +278,3 @@ def status_of(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
-
-
-@pytest.mark.slow
-def test_the_holder_runs_the_drivers_code_whatever_the_current_folder_holds(tmp_path, monkeypatch):
-    """A sweep started from a folder with a ``study`` package of its own (a user's project)
-    still gets its local Ray: the holder imports the code the driver imports."""
-    (tmp_path / "study" / "tune").mkdir(parents=True)
-    for init in ("study/__init__.py", "study/tune/__init__.py"):
-        (tmp_path / init).write_text("")
-    (tmp_path / "study" / "tune" / "ray_head.py").write_text("raise SystemExit(3)\n")
-    monkeypatch.chdir(tmp_path)
-    holder = LocalRay.start(False)
-    try:
-        assert holder.process.poll() is None and "Ray runtime started" in holder.log.read_text()
-    finally:
-        holder.stop()
