@@ -87,6 +87,37 @@ def test_a_copy_that_fails_midway_leaves_the_old_file(tmp_path, monkeypatch):
     assert destination.read_text() == '{"mu": 1}'
 
 
+def test_a_file_gone_between_listing_and_copying_is_skipped(tmp_path, monkeypatch):
+    """Tune's state file written under a temporary name and renamed away while the folder
+    is copied (a Ctrl-C as a sweep starts): the copy goes on without it, no error; a file
+    that is still there but cannot be copied still fails the copy."""
+    source = tmp_path / "staging"
+    source.mkdir()
+    (source / "params.json").write_text('{"mu": 5}')
+    temporary = source / ".abc-tmp-basic-variant-state.json"
+    temporary.write_text("{}")
+    destination = tmp_path / "sweep"
+    copy = whole_file_sync._TUNE_COPY
+
+    def renamed_first(src, dst, *args, **kwargs):
+        if Path(src) == temporary and temporary.exists():
+            temporary.rename(source / "basic-variant-state.json")  # Tune's rename
+        return copy(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(whole_file_sync, "_TUNE_COPY", renamed_first)
+    local = pyarrow.fs.LocalFileSystem()
+    whole_file_sync.whole_file_copy(str(source), str(destination), None, local)
+    assert sorted(p.name for p in destination.iterdir()) == ["params.json"]
+    assert (destination / "params.json").read_text() == '{"mu": 5}'
+
+    def unreadable(src, dst, *args, **kwargs):
+        raise FileNotFoundError(f"{dst}: its folder vanished")
+
+    monkeypatch.setattr(whole_file_sync, "_TUNE_COPY", unreadable)
+    with pytest.raises(FileNotFoundError, match="its folder vanished"):
+        whole_file_sync.whole_file_copy(str(source), str(destination), None, local)
+
+
 def test_tunes_list_of_trials_without_result_files_is_not_printed():
     """After an interruption Tune lists every trial that never started ("Failed to fetch
     metrics for 17 trial(s): ... FileNotFoundError"): the summary names them already.

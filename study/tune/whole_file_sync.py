@@ -13,6 +13,7 @@ copies to a local folder change; a cloud storage path's object writes are whole 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 from collections.abc import Callable
@@ -54,9 +55,29 @@ def whole_file_copy(
         folder, name = posixpath.split(destination_file)
         os.makedirs(folder, exist_ok=True)
         partial = posixpath.join(folder, f".{name}.sync.tmp")
-        _TUNE_COPY(source_file, partial, source_fs, destination_filesystem, **kwargs)
+        try:
+            _TUNE_COPY(source_file, partial, source_fs, destination_filesystem, **kwargs)
+        except FileNotFoundError:
+            # Listed, then gone: Tune writes its experiment state to a hidden temporary
+            # file and renames it, and a Ctrl-C as the sweep starts made its last save
+            # copy a name that no longer existed (an ERROR with a traceback on the
+            # user's terminal).  Skipped while the source is gone: the file that
+            # replaced it is in the next listing.  Any other failure is raised.
+            if found.type != pyarrow.fs.FileType.Directory or _exists(source_fs, source_file):
+                raise
+            _discard(partial)
+            continue
         os.replace(partial, destination_file)
     return None
+
+
+def _exists(filesystem: pyarrow.fs.FileSystem, path: str) -> bool:
+    return filesystem.get_file_info(path).type != pyarrow.fs.FileType.NotFound
+
+
+def _discard(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
 
 
 def install() -> None:
