@@ -89,8 +89,9 @@ def test_a_copy_that_fails_midway_leaves_the_old_file(tmp_path, monkeypatch):
 
 def test_a_file_gone_between_listing_and_copying_is_skipped(tmp_path, monkeypatch):
     """Tune's state file written under a temporary name and renamed away while the folder
-    is copied (a Ctrl-C as a sweep starts): the copy goes on without it, no error; a file
-    that is still there but cannot be copied still fails the copy."""
+    is copied (a Ctrl-C as a sweep starts): the copy goes on without the old name and
+    takes the renamed file, no error; a file that is still there but cannot be copied
+    still fails the copy."""
     source = tmp_path / "staging"
     source.mkdir()
     (source / "params.json").write_text('{"mu": 5}')
@@ -107,7 +108,9 @@ def test_a_file_gone_between_listing_and_copying_is_skipped(tmp_path, monkeypatc
     monkeypatch.setattr(whole_file_sync, "_TUNE_COPY", renamed_first)
     local = pyarrow.fs.LocalFileSystem()
     whole_file_sync.whole_file_copy(str(source), str(destination), None, local)
-    assert sorted(p.name for p in destination.iterdir()) == ["params.json"]
+    # the renamed file, found by listing the folder again; no partial copy left
+    names = sorted(p.name for p in destination.iterdir())
+    assert names == ["basic-variant-state.json", "params.json"]
     assert (destination / "params.json").read_text() == '{"mu": 5}'
 
     def unreadable(src, dst, *args, **kwargs):

@@ -40,35 +40,59 @@ def whole_file_copy(
     source_fs = source_filesystem or pyarrow.fs.LocalFileSystem()
     found = source_fs.get_file_info(source)
     if found.type == pyarrow.fs.FileType.File:
-        pairs = [(source, destination)]
-    elif found.type == pyarrow.fs.FileType.Directory:
-        selector = pyarrow.fs.FileSelector(source, recursive=True)
-        pairs = [
-            (info.path, posixpath.join(destination, posixpath.relpath(info.path, source)))
-            for info in source_fs.get_file_info(selector)
-            if info.type == pyarrow.fs.FileType.File
-        ]
-        os.makedirs(destination, exist_ok=True)
-    else:  # not there: pyarrow's own error, as before
+        _copy_whole(source, destination, source_fs, destination_filesystem, kwargs)
+        return None
+    if found.type != pyarrow.fs.FileType.Directory:  # not there: pyarrow's own error
         return _TUNE_COPY(source, destination, source_filesystem, destination_filesystem, **kwargs)
-    for source_file, destination_file in pairs:
-        folder, name = posixpath.split(destination_file)
-        os.makedirs(folder, exist_ok=True)
-        partial = posixpath.join(folder, f".{name}.sync.tmp")
-        try:
-            _TUNE_COPY(source_file, partial, source_fs, destination_filesystem, **kwargs)
-        except FileNotFoundError:
-            # Listed, then gone: Tune writes its experiment state to a hidden temporary
-            # file and renames it, and a Ctrl-C as the sweep starts made its last save
-            # copy a name that no longer existed (an ERROR with a traceback on the
-            # user's terminal).  Skipped while the source is gone: the file that
-            # replaced it is in the next listing.  Any other failure is raised.
-            if found.type != pyarrow.fs.FileType.Directory or _exists(source_fs, source_file):
-                raise
-            _discard(partial)
-            continue
-        os.replace(partial, destination_file)
+    os.makedirs(destination, exist_ok=True)
+    copied: set[str] = set()
+    # A file listed and then gone: Tune writes its experiment state to a hidden temporary
+    # file and renames it, and a Ctrl-C as a sweep started made its last save copy a
+    # name that no longer existed (an ERROR with a traceback on the user's terminal).  It
+    # is skipped, and the folder listed once more for what replaced it (the renamed file).
+    for _ in range(2):
+        gone = False
+        for source_file in _files(source_fs, source):
+            if source_file in copied:
+                continue
+            target = posixpath.join(destination, posixpath.relpath(source_file, source))
+            try:
+                _copy_whole(source_file, target, source_fs, destination_filesystem, kwargs)
+            except FileNotFoundError:
+                if _exists(source_fs, source_file):  # a failure of its own: raised
+                    raise
+                gone = True
+                continue
+            copied.add(source_file)
+        if not gone:
+            break
     return None
+
+
+def _files(filesystem: pyarrow.fs.FileSystem, folder: str) -> list[str]:
+    selector = pyarrow.fs.FileSelector(folder, recursive=True)
+    infos = filesystem.get_file_info(selector)
+    return [info.path for info in infos if info.type == pyarrow.fs.FileType.File]
+
+
+def _copy_whole(
+    source_file: str,
+    destination_file: str,
+    source_fs: pyarrow.fs.FileSystem,
+    destination_fs: pyarrow.fs.FileSystem,
+    kwargs: dict[str, Any],
+) -> None:
+    """One file copied to ``.NAME.sync.tmp`` beside its destination, then renamed into
+    place; the partial copy is removed when the copy fails."""
+    folder, name = posixpath.split(destination_file)
+    os.makedirs(folder, exist_ok=True)
+    partial = posixpath.join(folder, f".{name}.sync.tmp")
+    try:
+        _TUNE_COPY(source_file, partial, source_fs, destination_fs, **kwargs)
+    except FileNotFoundError:
+        _discard(partial)
+        raise
+    os.replace(partial, destination_file)
 
 
 def _exists(filesystem: pyarrow.fs.FileSystem, path: str) -> bool:
