@@ -587,7 +587,7 @@ def _write_coco(root: Path, edit) -> Path:
     return root
 
 
-def _run_refuses(root: Path, words: str, capsys, *extra: str) -> None:
+def assert_run_refuses(root: Path, words: str, capsys, *extra: str) -> None:
     """``federated.run`` on folder ``root``: one error line holding ``words``, nothing
     written (no cache, no rows, the folder as it was)."""
     before = snapshot(root.parent)
@@ -603,7 +603,7 @@ def _rename_image(data: dict) -> None:
 
 def test_one_coco_image_under_two_spellings_is_refused(workdir, capsys):
     root = _write_coco(workdir / "coco", _rename_image)
-    _run_refuses(
+    assert_run_refuses(
         root,
         "train.json: images[3] (id 3): sub/2.png (file_name='sub/./2.png') is listed twice, "
         "first at ",
@@ -643,7 +643,7 @@ def _long_camera(data: dict) -> str:
 def test_an_annotation_integer_beyond_the_int_str_limit_is_one_line(workdir, capsys):
     """A party field (camera) of 5,000 digits: json.loads's plain ValueError, named."""
     root = _write_coco(workdir / "coco", _long_camera)
-    _run_refuses(
+    assert_run_refuses(
         root,
         "train.json: line 1: an integer of more than 4,300 digits (allowed: JSON numbers of at "
         "most 4,300 digits)",
@@ -717,7 +717,7 @@ def test_a_party_field_of_floats_is_named_as_holding_floats(cameras, words, work
             image["camera"] = 1.5 if cameras == "all-floats" or image["id"] == 5 else 1
 
     root = _write_coco(workdir / "coco", floats)
-    _run_refuses(root, words, capsys, "--partition", "natural", "--partition-by", "camera")
+    assert_run_refuses(root, words, capsys, "--partition", "natural", "--partition-by", "camera")
 
 
 # --------------------------------------------------------------------- hf: data sets
@@ -770,7 +770,7 @@ def _hub_folder(path: Path, cells: list[dict], labels: list, kind: str, parquet:
     return path
 
 
-def _hub_refuses(source: Path, words: str, hub_home: Path, capsys) -> None:
+def assert_hub_refuses(source: Path, words: str, hub_home: Path, capsys) -> None:
     before = snapshot(hub_home)
     argv = ["--dataset", f"hf:{source}", "--partition", "iid", "--n-parties", "2"]
     argv += ["--holdout-fraction", "0.2", "--data-root", str(hub_home / "root")]
@@ -802,7 +802,7 @@ def _hub_refuses(source: Path, words: str, hub_home: Path, capsys) -> None:
 )
 def test_an_empty_hub_label_is_named_before_decoding(kind, labels, words, hub_home, capsys):
     source = _hub_folder(hub_home / "labels", [_cell(i) for i in range(24)], labels, kind)
-    _hub_refuses(source, words, hub_home, capsys)
+    assert_hub_refuses(source, words, hub_home, capsys)
 
 
 @pytest.mark.parametrize("row", [0, 5])
@@ -815,7 +815,7 @@ def test_a_huge_hub_image_is_refused_from_its_header(row, hub_home, capsys, monk
     cells = [_cell(i) for i in range(24)]
     cells[row] = _cell(header=_png_header(20000, 20000))
     source = _hub_folder(hub_home / "huge", cells, [i % 2 for i in range(24)], "int64", True)
-    _hub_refuses(
+    assert_hub_refuses(
         source,
         f"split 'train' row {row}: 20000x20000 pixels (allowed: at most 67,108,864 pixels",
         hub_home,

@@ -58,6 +58,7 @@ from study.tracking import (
     tracked_sweep,
 )
 from tests.listening_sockets import listening_sockets
+from tests.test_sweep_ray import rounds
 from tests.test_tracking import LIVE_VIEW_LINES_PER_TRIAL, ROW_KEYS, read_wandb_records
 
 SWEEP = [
@@ -157,12 +158,6 @@ def mlflow_runs(sweep_dir: Path):
     query = f"tags.`mlflow.parentRunId` = '{info['parent_run_id']}'"
     children = client.search_runs([parent.info.experiment_id], query, max_results=100)
     return parent, children
-
-
-def rounds_of(trial: Path) -> dict[int, dict]:
-    """The trial's row of each round (the last written, as a resumed trial's file holds)."""
-    rows = [json.loads(line) for line in (trial / "result.json").read_text().splitlines()]
-    return {row["training_iteration"]: row for row in rows}
 
 
 def tracked_values(sweep_dir: Path, trial: Path, key: str) -> dict[str, dict[int, set[float]]]:
@@ -354,7 +349,7 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(
             rows[row["training_iteration"]] = row["test_acc"]
         assert sorted(rows) == [1, 2, 3]
         for key in ROW_KEYS:  # every number of the rows, each round once (or re-logged)
-            want = {step: {float(row[key])} for step, row in rounds_of(trial).items()}
+            want = {step: {float(row[key])} for step, row in rounds(trial).items()}
             assert tracked_values(sweep_dir, trial, key)["mlflow"] == want, key
         logged = tracked_values(sweep_dir, trial, "test_acc")
         assert logged["mlflow"] == {step: {value} for step, value in rows.items()}, trial.name

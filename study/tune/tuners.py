@@ -10,6 +10,7 @@ killed driver's restore would restart every trial from round 0); each copy lands
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,13 @@ def trainable_with(resources: TrialResources):
     return tune.with_resources(FederatedTrial, resources.as_ray())
 
 
+@contextlib.contextmanager
+def _quiet_all_nan_cutoff():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)
+        yield
+
+
 class QuietASHA(ASHAScheduler):
     """ASHA whose rung cutoff over diverged trials alone says nothing: a diverged trial
     records NaN, and numpy's "All-NaN slice encountered" warning from the cutoff's
@@ -42,13 +50,11 @@ class QuietASHA(ASHAScheduler):
     sweep's ``tuner.pkl`` for ``--resume``.)"""
 
     def on_trial_result(self, tune_controller, trial, result):
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)
+        with _quiet_all_nan_cutoff():
             return super().on_trial_result(tune_controller, trial, result)
 
     def on_trial_complete(self, tune_controller, trial, result):
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)
+        with _quiet_all_nan_cutoff():
             return super().on_trial_complete(tune_controller, trial, result)
 
 
