@@ -252,15 +252,35 @@ def test_a_ray_process_that_dies_stops_the_local_node_and_its_holder(tmp_path, m
 
     Started from a folder with a ``study`` package of its own (a user's project), as a
     sweep may be: the holder still imports the code the driver imports, and the local Ray
-    comes up."""
+    comes up.  Its trials run at the priority the sweep was started with (Ray's default,
+    niceness 15 for workers, starved them beside other work): a task there reads its
+    niceness."""
     (tmp_path / "study" / "tune").mkdir(parents=True)
     for init in ("study/__init__.py", "study/tune/__init__.py"):
         (tmp_path / init).write_text("")
     (tmp_path / "study" / "tune" / "ray_head.py").write_text("raise SystemExit(3)\n")
     monkeypatch.chdir(tmp_path)
+    # as a sweep starts its local Ray (study/tune/ray_session.py): loopback, a token
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    from ray._private.authentication.authentication_token_setup import (
+        ensure_token_if_auth_enabled,
+    )
+
+    ensure_token_if_auth_enabled(None, create_token_if_missing=True)
     holder = LocalRay.start(False)
     try:
         assert holder.process.poll() is None and "Ray runtime started" in holder.log.read_text()
+        probe = (
+            f"import os, ray; ray.init(address={holder.address!r}, logging_level='ERROR');"
+            "print(ray.get(ray.remote(lambda: os.getpriority(os.PRIO_PROCESS, 0)).remote()))"
+        )
+        worker = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300
+        )
+        assert worker.stdout.split()[-1:] == [str(os.getpriority(os.PRIO_PROCESS, 0))], (
+            worker.stderr[-2000:]
+        )
         (raylet,) = children_named(holder.process.pid, "raylet")
         gcs = children_named(holder.process.pid, "gcs_server")
         assert len(gcs) == 1

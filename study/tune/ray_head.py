@@ -13,6 +13,8 @@ server.  Here the node is Ray's own :class:`ray._private.node.Node`, as ``ray.in
   worker output), the autoscaler's monitor only with ``--dashboard`` (its cluster view
   is the monitor's only reader on a fixed-size node), no prestarted idle workers, no
   usage stats, no drain when it is stopped;
+* trials at the sweep's own priority (:data:`TRIALS_AT_THE_SWEEPS_PRIORITY`), not Ray's
+  niceness 15 for its workers;
 * token authentication as the environment sets it (the driver made the token first).
 
 It prints :data:`study.local_ray.READY_LINE` once the node is up, then blocks: a SIGTERM
@@ -43,6 +45,14 @@ NO_PRESTARTED_WORKERS = {"RAY_enable_worker_prestart": "0", "RAY_prestart_worker
 # left (the driver has disconnected), so the drain only added about half a second to
 # every sweep's end.  0 turns it off (Ray's setting); a value the user exported stands.
 NO_DRAIN = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+# The raylet starts its workers, a sweep's trials among them, 15 niceness levels below
+# itself.  Beside any other work at the user's priority that starved them: on a 2-core
+# machine beside three busy loops a smoke round took 18 s instead of 0.25 (the trial
+# had 3% of a core), and the suite's lost-node drill did not end within 600 s.  The
+# trials are the sweep's work, so they run at the priority the user started the sweep
+# with (0: the raylet's own, which it has from the driver; `nice python -m study.sweep`
+# lowers all of it); a value the user exported stands.
+TRIALS_AT_THE_SWEEPS_PRIORITY = {"RAY_worker_niceness": "0"}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -56,7 +66,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    for name, value in {**NO_PRESTARTED_WORKERS, **NO_DRAIN}.items():
+    settings = {**NO_PRESTARTED_WORKERS, **NO_DRAIN, **TRIALS_AT_THE_SWEEPS_PRIORITY}
+    for name, value in settings.items():
         os.environ.setdefault(name, value)
     # imported here: the arguments are read before the second it takes
     from ray._private.authentication.authentication_token_setup import (
