@@ -1,21 +1,34 @@
 """``python -m benchmarks.scale``: cross-device scale — set-up, round time, peak memory
-and checkpoint cost against the party count N at ten parties a round (issue 53, item 5).
+and checkpoint cost against the party count N and the parties drawn a round (issue 53).
 
-    python -m benchmarks.scale                               # N = 100, 1,000, 10,000
-    python -m benchmarks.scale --parties 100 1000 --rounds 3 --out docs/results/scale.json
+    python -m benchmarks.scale                     # N = 10³, 10⁴, 10⁵ x 10, 100, 1,000 a round
+    python -m benchmarks.scale --parties 1000 100000 --per-round 100 --methods scaffold \
+        --party-memory-mib 64 --out docs/results/scale.json
 
-Each case — one method at one N — runs in a process of its own (peak RSS is a process's
-high-water mark, so cases must not share one): Fashion-MNIST, simple-cnn, IID parties
-(every N up to the training set's 60,000 samples is accepted), ten parties drawn a round
-(``sample_fraction = 10 / N``), E = 1, batch 16, packed execution, one torch thread,
-per-party scoring at its default cadence (``party_scores_every`` unset).  Reported per case:
+Each case — one method, one N, one number of parties a round — runs in a process of its
+own (peak RSS is a process's high-water mark, so cases must not share one):
+Fashion-MNIST images, every party holding the same :data:`SAMPLES_PER_PARTY` (12) IID
+samples, so a round's training work depends on the parties drawn and not on N (the
+training set is Fashion-MNIST's 60,000 images repeated as often as N x 12 needs: 20 times
+at N = 10⁵; a systems benchmark, not an accuracy one), simple-cnn, E = 1, batch 16
+(one step a party), one torch thread, scored on 2,000 test images, per-party scoring off
+(``party_scores_every=0``: its cost is the cadence's, measured in
+``benchmarks/scoring_cadence.py``).  A checkpoint after every round goes through the
+party-state archive as a Tune trial's does (:mod:`federated.engine.party_store`, into a
+temporary folder).  Reported per case:
 
 - ``setup_s``: building the run (partition, models, evaluation) from loaded data;
 - ``round_s``: the median of ``round_seconds`` over the rounds after the first (the
   warm-up), evaluation included;
-- ``peak_rss_mib``: the process's peak resident memory (``ru_maxrss``), data loaded;
-- ``checkpoint_mib`` and ``checkpoint_s``: one ``torch.save`` of the run's state after the
-  last round (what a Tune checkpoint holds: every party's own state among it).
+- ``peak_rss_mib``: the process's peak resident memory (``ru_maxrss``), and
+  ``data_mib``, the part of it the training images take (twice: as loaded, and in the
+  run's party order), which grows with N by construction;
+- ``checkpoint_mib``/``checkpoint_s``: the last round's checkpoint, the run-state file
+  and the party states it wrote (the parties drawn that round), and ``archive_mib``,
+  what the archive holds then (the states the last two checkpoints name);
+- ``spilled_mib``: party state pushed out of memory to disk (with ``--party-memory-mib``);
+- ``resume_exact`` (SCAFFOLD): a fresh run restored from the checkpoint before the last
+  round gives the last round's row exactly.
 
 Units: seconds, MiB.  The machine is shared with other jobs: compare cases of one run only.
 """
@@ -23,12 +36,15 @@ Units: seconds, MiB.  The machine is shared with other jobs: compare cases of on
 from __future__ import annotations
 
 import argparse
-import io
+import dataclasses
 import json
+import math
+import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -36,16 +52,21 @@ from typing import Any
 import torch
 
 from federated.config.run_config import RunConfig
-from federated.data import load_dataset
+from federated.data import ImageData, load_dataset
+from federated.engine.party_store import PartyArchive
 from federated.engine.round_loop import FederatedRun
 from federated.runtime.cpu_name import cpu_model
+from federated.trainable import load_run_state, save_run_state
 
 METHODS = ("fedavg", "scaffold", "moon", "ditto")
-PARTIES = (100, 1_000, 10_000)
-PER_ROUND = 10
+PARTIES = (1_000, 10_000, 100_000)
+PER_ROUND = (10, 100, 1_000)
+SAMPLES_PER_PARTY = 12
 
 
-def case_config(method: str, n_parties: int, rounds: int) -> RunConfig:
+def case_config(
+    method: str, n_parties: int, per_round: int, rounds: int, memory_mib: int | None
+) -> RunConfig:
     """The run one case times (module docstring)."""
     return RunConfig(
         algorithm=method,
@@ -53,73 +74,126 @@ def case_config(method: str, n_parties: int, rounds: int) -> RunConfig:
         model="simple-cnn",
         n_parties=n_parties,
         partition="iid",
-        sample_fraction=PER_ROUND / n_parties,
+        sample_fraction=per_round / n_parties,
         local_epochs=1,
         batch_size=16,
         rounds=rounds,
         threads=1,
         seed=0,
-        checkpoint_every=0,
+        test_fraction=0.2,
+        party_scores_every=0,
+        checkpoint_every=1,
+        party_memory_mib=memory_mib,
     ).resolved()
 
 
-def measure_case(method: str, n_parties: int, rounds: int) -> dict[str, Any]:
+def repeated(data: ImageData, n_samples: int) -> ImageData:
+    """``data`` with its training set repeated to ``n_samples`` images (a party count
+    beyond the set's size at a fixed party size)."""
+    index = torch.arange(n_samples) % data.train_x.shape[0]
+    spec = dataclasses.replace(data.spec, train_size=n_samples)
+    return dataclasses.replace(
+        data, spec=spec, train_x=data.train_x[index], train_y=data.train_y[index]
+    )
+
+
+def tree_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+def measure_case(
+    method: str, n_parties: int, per_round: int, rounds: int, memory_mib: int | None
+) -> dict[str, Any]:
     """One case, in this process (module docstring)."""
     torch.set_num_threads(1)
-    config = case_config(method, n_parties, rounds)
-    data = load_dataset(config.dataset, config.data_root)
+    config = case_config(method, n_parties, per_round, rounds, memory_mib)
+    data = repeated(load_dataset(config.dataset, config.data_root), n_parties * SAMPLES_PER_PARTY)
     start = time.perf_counter()
     run = FederatedRun(config, data)
     setup = time.perf_counter() - start
-    seconds = []
-    for _ in range(rounds):
-        seconds.append(float(run.run_round()["round_seconds"]))
-    start = time.perf_counter()
-    buffer = io.BytesIO()
-    torch.save(run.state_dict(), buffer)
-    saved = time.perf_counter() - start
-    return {
-        "method": method,
-        "n_parties": n_parties,
-        "rounds": rounds,
-        "path": run.trainer.path,
-        "setup_s": setup,
-        "round_s": statistics.median(seconds[1:] or seconds),
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "checkpoint_mib": buffer.getbuffer().nbytes / 2**20,
-        "checkpoint_s": saved,
-    }
+    seconds, rows = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = PartyArchive(Path(tmp) / "party_states")
+        for k in range(1, rounds + 1):
+            rows.append(run.run_round())
+            seconds.append(float(rows[-1]["round_seconds"]))
+            folder = Path(tmp) / f"checkpoint_{k}"
+            start = time.perf_counter()
+            save_run_state(run, folder, archive)
+            saved = time.perf_counter() - start
+            state_file = (folder / "run_state.pt").stat().st_size
+            wrote = load_run_state(folder)["parties"]["bytes"] + state_file
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        result = {
+            "method": method,
+            "n_parties": n_parties,
+            "per_round": per_round,
+            "rounds": rounds,
+            "path": run.trainer.path,
+            "setup_s": setup,
+            "round_s": statistics.median(seconds[1:] or seconds),
+            "peak_rss_mib": peak,
+            "data_mib": 2 * data.train_x.numel() * data.train_x.element_size() / 2**20,
+            "checkpoint_mib": wrote / 2**20,
+            "checkpoint_s": saved,
+            "archive_mib": tree_bytes(Path(tmp) / "party_states") / 2**20,
+            "spilled_mib": run.party_states.spilled_bytes / 2**20,
+        }
+        if method == "scaffold":
+            resumed = FederatedRun(config, data)
+            resumed.load_state_dict(load_run_state(Path(tmp) / f"checkpoint_{rounds - 1}"), archive)
+            last = resumed.run_round()
+            result["resume_exact"] = same_row(last, rows[-1])
+    return result
 
 
-def run_case(method: str, n_parties: int, rounds: int) -> dict[str, Any]:
+def same_row(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two rows equal in every value but their timings (NaN equal to NaN)."""
+
+    def value(v: Any) -> Any:
+        return None if isinstance(v, float) and math.isnan(v) else v
+
+    keep = [k for k in a if "second" not in k]
+    return keep == [k for k in b if "second" not in k] and all(
+        value(a[k]) == value(b[k]) for k in keep
+    )
+
+
+def run_case(
+    method: str, n_parties: int, per_round: int, rounds: int, memory_mib: int | None
+) -> dict[str, Any]:
     """One case in a fresh process (its own peak RSS); a case the run refuses (the
     party-memory check, say) comes back as ``refused``: its one-line reason."""
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.scale", "--case", method, str(n_parties),
-         "--rounds", str(rounds)],
-        capture_output=True,
-        text=True,
-    )
+    cmd = [sys.executable, "-m", "benchmarks.scale", "--case", method, str(n_parties),
+           str(per_round), "--rounds", str(rounds)]  # fmt: skip
+    if memory_mib is not None:
+        cmd += ["--party-memory-mib", str(memory_mib)]
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
     if out.returncode != 0:
         reason = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "no message"
-        return {"method": method, "n_parties": n_parties, "refused": reason}
+        return {"method": method, "n_parties": n_parties, "per_round": per_round,
+                "refused": reason}  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def table(results: list[dict[str, Any]]) -> str:
     """The results as a Markdown table."""
     lines = [
-        "| method | N | path | set-up s | s/round | peak RSS MiB | checkpoint MiB | checkpoint s |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| method | N | a round | path | set-up s | s/round | peak RSS MiB | of it data | "
+        "checkpoint MiB | checkpoint s | archive MiB | spilled MiB | resume exact |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
+        head = f"| {r['method']} | {r['n_parties']:,} | {r['per_round']:,} |"
         if "refused" in r:
-            lines.append(f"| {r['method']} | {r['n_parties']:,} | refused: {r['refused']} |")
+            lines.append(f"{head} refused: {r['refused']} |")
             continue
+        exact = {True: "yes", False: "**no**"}.get(r.get("resume_exact"), "")
         lines.append(
-            f"| {r['method']} | {r['n_parties']:,} | {r['path']} | {r['setup_s']:.2f} | "
-            f"{r['round_s']:.2f} | {r['peak_rss_mib']:.0f} | {r['checkpoint_mib']:.2f} | "
-            f"{r['checkpoint_s']:.3f} |"
+            f"{head} {r['path']} | {r['setup_s']:.2f} | {r['round_s']:.2f} | "
+            f"{r['peak_rss_mib']:.0f} | {r['data_mib']:.0f} | {r['checkpoint_mib']:.2f} | "
+            f"{r['checkpoint_s']:.3f} | {r['archive_mib']:.1f} | {r['spilled_mib']:.0f} | "
+            f"{exact} |"
         )
     return "\n".join(lines)
 
@@ -127,25 +201,34 @@ def table(results: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--parties", type=int, nargs="+", default=list(PARTIES))
+    parser.add_argument("--per-round", type=int, nargs="+", default=list(PER_ROUND))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per case (>= 2)")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds per case (>= 3)")
+    parser.add_argument("--party-memory-mib", type=int, help="the runs' party_memory_mib")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
-    parser.add_argument("--case", nargs=2, metavar=("METHOD", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--case", nargs=3, metavar=("METHOD", "N", "K"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.rounds < 2:
-        parser.error(f"--rounds {args.rounds}: at least 2 (the first is the warm-up)")
+    if args.rounds < 3:
+        parser.error(f"--rounds {args.rounds}: at least 3 (a warm-up, a checkpoint to resume)")
     if args.case:
-        print(json.dumps(measure_case(args.case[0], int(args.case[1]), args.rounds)))
+        method, n_parties, per_round = args.case[0], int(args.case[1]), int(args.case[2])
+        result = measure_case(method, n_parties, per_round, args.rounds, args.party_memory_mib)
+        print(json.dumps(result))
         return
     results = []
     for n_parties in args.parties:
-        for method in args.methods:
-            results.append(run_case(method, n_parties, args.rounds))
-            print(json.dumps(results[-1]), flush=True)
+        for per_round in (k for k in args.per_round if k <= n_parties):
+            for method in args.methods:
+                results.append(
+                    run_case(method, n_parties, per_round, args.rounds, args.party_memory_mib)
+                )
+                print(json.dumps(results[-1]), flush=True)
     print(f"machine: {cpu_model()}")
     print(table(results))
     if args.out:
-        args.out.write_text(json.dumps({"machine": cpu_model(), "results": results}, indent=1))
+        record = {"machine": cpu_model(), "party_memory_mib": args.party_memory_mib,
+                  "results": results}  # fmt: skip
+        args.out.write_text(json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":

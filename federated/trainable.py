@@ -6,9 +6,11 @@ config (keys that are neither RunConfig fields nor parameters of the trial's met
 are the sweep's labels, e.g. ``setting``, ``study``, and are ignored here), reports
 each round's metrics dict (plus ``node_id``, the Ray node that ran it), and every
 ``checkpoint_every`` rounds (and at the end) checkpoints the whole run state: global
-model, server state (FedAvgM velocity, SCAFFOLD control variate), every party's state
-(MOON previous models, SCAFFOLD control variates, annealed tau), the round number and
-every random generator.  A restarted trial restores that state and continues exactly;
+model, server state (FedAvgM velocity, SCAFFOLD control variate), the round number and
+every random generator in the checkpoint; the parties' states (MOON previous models,
+SCAFFOLD control variates, annealed tau) that changed since the last checkpoint in the
+trial's ``party_states/`` folder in Tune's storage, which the checkpoint indexes
+(:mod:`federated.engine.party_store`).  A restarted trial restores that state and continues exactly;
 on CPU its remaining per-round
 accuracies equal an uninterrupted run's.
 
@@ -53,6 +55,7 @@ import torch
 from federated.config.run_config import RunConfig, config_values
 from federated.contract.results import PARTIES
 from federated.engine.loaded_data import run_data
+from federated.engine.party_store import PartyArchive
 from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
 from federated.runtime.atomic_file import atomic_open
@@ -78,11 +81,15 @@ def run_config_from_trial(config: dict[str, Any]) -> RunConfig:
     return RunConfig.from_dict(fields).resolved()
 
 
-def save_run_state(run: FederatedRun, folder: str | os.PathLike) -> Path:
-    """Write the run state into ``folder`` atomically; returns the file."""
+def save_run_state(
+    run: FederatedRun, folder: str | os.PathLike, archive: PartyArchive | None = None
+) -> Path:
+    """Write the run state into ``folder`` atomically; returns the file.  With
+    ``archive`` the parties' states changed since the last checkpoint go there and the
+    file holds their index; without, the file holds every party's state."""
     path = Path(folder) / STATE_FILE
     with atomic_open(path, "wb") as fh:
-        torch.save(run.state_dict(), fh)
+        torch.save(run.state_dict(archive), fh)
     return path
 
 
@@ -142,10 +149,13 @@ def train_federated(config: dict[str, Any]) -> None:
     # a reused actor's earlier trial loaded the same data: taken from this process
     run = FederatedRun(run_config, data=run_data(run_config))
     checkpoint = tune.get_checkpoint()
+    # the parties' states beside Tune's checkpoints, in the trial's storage folder:
+    # a trial restarted on another node reads them there
+    archive = PartyArchive.for_trial()
     saved_parties: bytes | None = None
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
-            run.load_state_dict(load_run_state(folder))
+            run.load_state_dict(load_run_state(folder), archive)
             saved_parties = checkpoint_parties(folder)
     node_id = ray.get_runtime_context().get_node_id()
 
@@ -176,7 +186,7 @@ def train_federated(config: dict[str, Any]) -> None:
                 )
             if every and (run.round % every == 0 or run.finished):
                 with tempfile.TemporaryDirectory() as folder:
-                    save_run_state(run, folder)
+                    save_run_state(run, folder, archive)
                     if files.parties.is_file():  # its rows so far, restored with the state
                         shutil.copyfile(files.parties, Path(folder) / PARTIES)
                     tune.report(row, checkpoint=tune.Checkpoint.from_directory(folder))

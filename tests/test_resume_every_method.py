@@ -1,11 +1,13 @@
 """Checkpoint/resume equality for every method, packed and sequential: a run saved after
-round 1 (through the trainable's file format) and restored into a fresh run continues
-with exactly the rows of an uninterrupted run on the same path (CPU, seeded)."""
+round 1 (through the trainable's file format, its parties' states in an archive as a
+trial's are) and restored into a fresh run continues with exactly the rows of an
+uninterrupted run on the same path (CPU, seeded)."""
 
 from __future__ import annotations
 
 import pytest
 
+from federated.engine.party_store import PartyArchive
 from federated.engine.round_loop import FederatedRun
 from federated.registry import load_method
 from federated.trainable import load_run_state, save_run_state
@@ -58,10 +60,11 @@ def test_a_restored_run_continues_exactly(method, execution, synthetic, tmp_path
     )
     run = FederatedRun(config, synthetic)
     head = results([run.run_round()])
-    save_run_state(run, tmp_path)
+    archive = PartyArchive(tmp_path / "party_states")
+    save_run_state(run, tmp_path, archive)
     straight = head + results([run.run_round() for _ in range(2)])
     restored = FederatedRun(config, synthetic)
-    restored.load_state_dict(load_run_state(tmp_path))
+    restored.load_state_dict(load_run_state(tmp_path), archive)
     tail = results([restored.run_round() for _ in range(2)])
     assert head + tail == straight
 

@@ -146,6 +146,8 @@ def _check_counts(c: Any) -> None:
         at_least("fail_at_round", c.fail_at_round, 1)
     if c.party_scores_every is not None:
         at_least("party_scores_every", c.party_scores_every, 0)
+    if c.party_memory_mib is not None:
+        at_least("party_memory_mib", c.party_memory_mib, 1)
     at_least("personal_test_every", c.personal_test_every, 1)
     at_least("finetune_epochs", c.finetune_epochs, 0)
     at_most("finetune_epochs", c.finetune_epochs, MAX_LOCAL_EPOCHS)

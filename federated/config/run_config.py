@@ -143,6 +143,7 @@ FIELD_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "execution",
             "pack_width",
             "checkpoint_every",
+            "party_memory_mib",
             "fail_at_round",
         ),
     }
@@ -465,6 +466,16 @@ class RunConfig:
     )
     checkpoint_every: int = field(
         default=5, metadata=_execution("Tune checkpoint period in rounds (0: never)")
+    )
+    # execution-only: a state pushed out of memory and read back is the same tensors
+    # (federated/engine/party_store.py), so the budget never changes a result
+    party_memory_mib: int | None = field(
+        default=None,
+        metadata=_execution(
+            "MiB of the parties' own state (MOON's previous models, SCAFFOLD's control "
+            "variates, personal models) kept in memory between rounds; the rest waits on "
+            "this node's disk (default: half the memory available as the run starts)"
+        ),
     )
     fail_at_round: int | None = field(
         default=None,

@@ -43,6 +43,8 @@ RESULT = "result.json"
 ERROR = "error.txt"
 PARTIES = "parties.csv"
 REPRESENTATIONS = "representations"
+# the parties' own states a trial's checkpoints index (federated/engine/party_store.py)
+PARTY_STATES = "party_states"
 
 COMPLETED = "completed"
 DIVERGED = "diverged"

@@ -33,6 +33,7 @@ from federated.config.inert_settings import inert_settings
 from federated.config.run_config import RunConfig
 from federated.data import Augmenter, ImageData
 from federated.engine.party_data import PartyData
+from federated.engine.party_store import PartyArchive, PartyStates
 from federated.engine.round_row import RoundRow, work_columns
 from federated.engine.run_state import (
     EXECUTION_FIELDS,
@@ -52,6 +53,7 @@ from federated.execution.trainer import PartyResult
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.heterogeneity.system import RoundWork, draw_round_work
 from federated.models import build_model
+from federated.models.party_memory import memory_budget
 from federated.models.pretrained_start import StartNotice, apply_start
 from federated.registry import load_method
 from federated.runtime.allocator import keep_freed_memory
@@ -72,8 +74,9 @@ class FederatedRun:
     Where state lives: the global model and the algorithm's server state
     (``server_state``) on the run's device; the server optimizer's own state (FedAvgM's
     velocity, FedAdam's moments) in the optimizer; each party's state
-    (``party_states[i]``) on the CPU between its local trainings; random streams in
-    ``rng``.  :meth:`state_dict` saves all of them.
+    (``party_states[i]``) on the CPU between its local trainings, in memory up to
+    ``party_memory_mib`` and on disk beyond it (:class:`PartyStates`); random streams
+    in ``rng``.  :meth:`state_dict` saves all of them.
     """
 
     def __init__(self, config: RunConfig, data: ImageData | None = None) -> None:
@@ -100,7 +103,10 @@ class FederatedRun:
         )
         self.server_state = self.algorithm.init_server_state(self.global_model)
         self.server = load_method("server_optimizer", config.server_optimizer)(config)
-        self.party_states = [self._initial_party_state(i) for i in range(config.n_parties)]
+        self.party_states = PartyStates(
+            [self._initial_party_state(i) for i in range(config.n_parties)],
+            memory_budget(config.party_memory_mib),
+        )
         # client-level DP (dp_* fields): DP-FedAvg's rule in place of the method's
         # aggregation, on the run's own noise stream; None when off
         self.privacy = ClientPrivacy.from_config(config, self.rng.privacy)
@@ -342,6 +348,17 @@ class FederatedRun:
             execution_path=self.trainer.path,
         )
         row.cum_bytes = self.cum_bytes
+        self.party_states.pin(reporting)  # in memory while they train
+        try:
+            return self._trained_round(row, work, plan, start)
+        finally:
+            self.party_states.changed(reporting)  # their states changed in place
+
+    def _trained_round(
+        self, row: RoundRow, work: RoundWork, plan: list[PartyBatches], start: float
+    ) -> RoundRow:
+        """The round's local trainings, aggregation, server step and evaluation."""
+        reporting = work.reporting
         self.global_model.eval()
         weights = aggregation_weights([self.party_sizes[i] for i in reporting])
         # both execution paths hand their contributions to this one aggregator, so
@@ -402,7 +419,7 @@ class FederatedRun:
         row.extra.update(self.party_scorer.columns(row.round))
         down, up = self.algorithm.bytes_per_party(self.shared_bytes, self.param_bytes)
         # every drawn party was sent the model; only those that report send one back
-        row.bytes_down, row.bytes_up = len(drawn) * down, len(reporting) * up
+        row.bytes_down, row.bytes_up = row.parties * down, len(reporting) * up
         row.cum_bytes += row.bytes_up + row.bytes_down
         row.extra.update(self.algorithm.round_metrics(jobs, self.server_state))
         row.round_seconds = time.perf_counter() - start
@@ -438,8 +455,17 @@ class FederatedRun:
         )
 
     # -------------------------------------------------------------------- state I/O
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue the run exactly (CPU tensors and plain values)."""
+    def state_dict(self, archive: PartyArchive | None = None) -> dict[str, Any]:
+        """Everything needed to continue the run exactly (CPU tensors and plain values).
+
+        With ``archive`` (a checkpoint) the parties' states changed since the last
+        checkpoint are written there and the state holds their index
+        (:meth:`PartyStates.checkpoint`); without, it holds every party's state."""
+        parties = (
+            list(self.party_states)
+            if archive is None
+            else self.party_states.checkpoint(archive, self.round)
+        )
         return {
             "format": STATE_FORMAT,
             "config": self.config.to_dict(),
@@ -449,14 +475,16 @@ class FederatedRun:
             "global": tree_to(self.global_model.state_dict(), "cpu"),
             "server": self.server.state_dict(),
             "algorithm": tree_to(self.server_state, "cpu"),
-            "parties": self.party_states,
+            "parties": parties,
             "rng": self.rng.state_dict(),
             "validation": validation_state(self.last_validation),
             # the accountant (round count, parameters) and adaptive clipping's norm
             "privacy": None if self.privacy is None else self.privacy.state_dict(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], archive: PartyArchive | None = None) -> None:
+        """Continue from ``state`` (:meth:`state_dict`); ``archive`` holds the parties'
+        states a checkpoint indexes."""
         if state.get("format") != STATE_FORMAT:
             raise ValueError(unreadable_format(state.get("format")))
         check_compatible(state["config"], self.config)
@@ -466,7 +494,13 @@ class FederatedRun:
         self.global_model.load_state_dict(state["global"])
         self.server.load_state_dict(state["server"])
         self.server_state = tree_to(state["algorithm"], self.device)
-        self.party_states = state["parties"]
+        parties = state["parties"]
+        if isinstance(parties, list):
+            self.party_states.replace(parties)
+        elif archive is None:
+            raise ValueError("checkpoint indexes its parties' states in an archive: none given")
+        else:
+            self.party_states.restore(parties, archive)
         self.rng.load_state_dict(state["rng"])
         # a checkpoint from before federated evaluation holds none (nor did its run)
         self.evaluation.last_validation = validation_from_state(state.get("validation"))

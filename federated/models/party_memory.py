@@ -10,17 +10,25 @@ models, SCAFFOLD's and FedDyn's per-parameter vectors).  With N parties that is 
 it, which a large model and many parties turn into more memory than the machine has;
 PFLlib's deep copy per client runs into the same wall without a word.
 
-The estimate: N x :meth:`~federated.algorithms.party_own_state.OwnState.party_bytes` on
-the model built on torch's ``meta`` device (nothing allocated; a layer rule counted as
-the whole model, what it could keep at most), against the memory this machine has
-available now.  It counts neither the run's working copies nor the data (small beside N
-copies when the check matters), nor other trials running beside it.  A run whose parties
-keep nothing (FedAvg, FedProx) is not checked.
+The states need not all be in memory: the run keeps them in memory up to a budget
+(``party_memory_mib``, default half the memory available as it starts:
+:func:`memory_budget`) and on this node's disk beyond it
+(:mod:`federated.engine.party_store`).  The estimate of one party's:
+:meth:`~federated.algorithms.party_own_state.OwnState.party_bytes` on the model built on
+torch's ``meta`` device (nothing allocated; a layer rule counted as the whole model,
+what it could keep at most).  A run is refused when the parties one round trains do
+not fit in the memory available now (they are in memory together), or when all N
+states do not fit in the budget and the disk's free space together.  It counts neither
+the run's working copies nor the data (small beside N copies when the check matters),
+nor other trials running beside it, nor the checkpoint archive (in Tune's storage).  A
+run whose parties keep nothing (FedAvg, FedProx) is not checked.
 """
 
 from __future__ import annotations
 
 import functools
+import shutil
+import tempfile
 from typing import TYPE_CHECKING, Any
 
 from federated.data.catalog import DatasetSpec
@@ -60,6 +68,25 @@ def model_state_bytes(
     return sum(v.numel() * v.element_size() for v in net.state_dict().values())
 
 
+def memory_budget(party_memory_mib: int | None) -> int | None:
+    """Bytes of party state a run keeps in memory between rounds: ``party_memory_mib``
+    where the user set it, else half the memory available now (None where that is
+    unknown: all of it)."""
+    if party_memory_mib is not None:
+        return party_memory_mib * 2**20
+    available = available_memory()
+    return None if available is None else available // 2
+
+
+def spill_space() -> int | None:
+    """Free bytes on the disk that holds the states pushed out of memory (the temporary
+    folder's), or None where unknown."""
+    try:
+        return shutil.disk_usage(tempfile.gettempdir()).free
+    except OSError:
+        return None
+
+
 def party_state_bytes(c: Any, spec: DatasetSpec) -> tuple[int, int, int] | None:
     """(bytes all parties' state needs, bytes of one party's, bytes of one model state)
     for the run ``c``; None when its parties keep nothing or the model has no estimate."""
@@ -85,19 +112,36 @@ def party_state_bytes(c: Any, spec: DatasetSpec) -> tuple[int, int, int] | None:
 
 def check_party_memory(c: Any, spec: DatasetSpec) -> None:
     """Refuse (``ConfigError`` on ``n_parties``) a run whose parties' own state would
-    not fit in the memory this machine has available (module docstring)."""
+    not fit (module docstring): one round's parties in the memory available, all of
+    them in the memory budget and the free disk together."""
     needed = party_state_bytes(c, spec)
     available = available_memory()
     if needed is None or available is None:
         return
     total, per_party, state = needed
-    if total > available:
-        copies = per_party / state
+    copies = per_party / state
+    kept = (
+        f"{c.algorithm} keeps {copies:.3g} cop{'y' if copies == 1 else 'ies'} of "
+        f"{c.model}'s state ({gib(state)}) per party"
+    )
+    trains_alone = load_method("algorithm", c.algorithm).own_state.trains_alone
+    per_round = c.n_parties if trains_alone else min(c.n_parties, c.parties_per_round)
+    if per_round * per_party > available:
         raise ConfigError(
             "n_parties",
             c.n_parties,
-            f"parties whose own state fits: {c.algorithm} keeps {copies:.3g} cop"
-            f"{'y' if copies == 1 else 'ies'} of {c.model}'s state ({gib(state)}) per "
-            f"party, {gib(total)} for {c.n_parties} parties, and this machine has "
-            f"{gib(available)} available; pass fewer --n-parties or a smaller --model",
+            f"parties whose own state fits: {kept}, {gib(per_round * per_party)} for the "
+            f"{per_round} parties a round trains, and this machine has {gib(available)} "
+            "available; pass fewer --n-parties, a lower --sample-fraction or a smaller --model",
         )
+    budget = memory_budget(c.party_memory_mib)
+    disk = spill_space()
+    if budget is None or disk is None or total <= budget + disk:
+        return
+    raise ConfigError(
+        "n_parties",
+        c.n_parties,
+        f"parties whose own state fits: {kept}, {gib(total)} for {c.n_parties} parties, "
+        f"and this run keeps {gib(budget)} in memory (party_memory_mib) with "
+        f"{gib(disk)} free on this node's disk; pass fewer --n-parties or a smaller --model",
+    )
