@@ -6,23 +6,25 @@ and checkpoint cost against the party count N and the parties drawn a round (iss
         --party-memory-mib 64 --out docs/results/scale.json
 
 Each case — one method, one N, one number of parties a round — runs in a process of its
-own (peak RSS is a process's high-water mark, so cases must not share one):
-Fashion-MNIST images, every party holding the same :data:`SAMPLES_PER_PARTY` (12) IID
-samples, so a round's training work depends on the parties drawn and not on N (the
-training set is Fashion-MNIST's 60,000 images repeated as often as N x 12 needs: 20 times
-at N = 10⁵; a systems benchmark, not an accuracy one), simple-cnn, E = 1, batch 16
-(one step a party), one torch thread, scored on 2,000 test images, per-party scoring off
-(``party_scores_every=0``: its cost is the cadence's, measured in
-``benchmarks/scoring_cadence.py``).  A checkpoint after every round goes through the
-party-state archive as a Tune trial's does (:mod:`federated.engine.party_store`, into a
-temporary folder).  Reported per case:
+own (peak RSS is a process's high-water mark, so cases must not share one).  The data:
+the FEMNIST-shaped stand-in of :mod:`benchmarks.femnist_scale` (842,900 images, Fashion-
+MNIST's 60,000 in turn; built into ``--stand-in`` when missing, decoded once into
+fedsweep's data cache), read as ``hf:PATH`` with 1% held out as the test set; a case
+uses ``N x`` :data:`SAMPLES_PER_PARTY` (8) of its images (``data_fraction``) over IID
+parties, so every party holds 8 images at every N and a round's training work depends on
+the parties drawn, not on N (a systems benchmark, not an accuracy one).  simple-cnn,
+E = 1, batch 16 (one step a party), one torch thread, scored on a quarter of the held-out
+images, per-party scoring off (``party_scores_every=0``: its cost is the cadence's,
+measured in ``benchmarks/scoring_cadence.py``).  A checkpoint after every round goes
+through the party-state archive as a Tune trial's does
+(:mod:`federated.engine.party_store`, into a temporary folder).  Reported per case:
 
 - ``setup_s``: building the run (partition, models, evaluation) from loaded data;
 - ``round_s``: the median of ``round_seconds`` over the rounds after the first (the
   warm-up), evaluation included;
 - ``peak_rss_mib``: the process's peak resident memory (``ru_maxrss``), and
-  ``data_mib``, the part of it the training images take (twice: as loaded, and in the
-  run's party order), which grows with N by construction;
+  ``data_mib``, the part of it the training images take (the whole stand-in as loaded,
+  and the case's share in the run's party order);
 - ``checkpoint_mib``/``checkpoint_s``: the last round's checkpoint, the run-state file
   and the party states it wrote (the parties drawn that round), and ``archive_mib``,
   what the archive holds then (the states the last two checkpoints name);
@@ -36,7 +38,6 @@ Units: seconds, MiB.  The machine is shared with other jobs: compare cases of on
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -51,8 +52,9 @@ from typing import Any
 
 import torch
 
+from benchmarks.femnist_scale import build_stand_in
+from federated.config.data_checks import load_checked_data
 from federated.config.run_config import RunConfig
-from federated.data import ImageData, load_dataset
 from federated.engine.party_store import PartyArchive
 from federated.engine.round_loop import FederatedRun
 from federated.runtime.cpu_name import cpu_model
@@ -61,17 +63,26 @@ from federated.trainable import load_run_state, save_run_state
 METHODS = ("fedavg", "scaffold", "moon", "ditto")
 PARTIES = (1_000, 10_000, 100_000)
 PER_ROUND = (10, 100, 1_000)
-SAMPLES_PER_PARTY = 12
+SAMPLES_PER_PARTY = 8
+STAND_IN = Path("/tmp/femnist-like")
 
 
 def case_config(
-    method: str, n_parties: int, per_round: int, rounds: int, memory_mib: int | None
+    method: str,
+    n_parties: int,
+    per_round: int,
+    rounds: int,
+    memory_mib: int | None,
+    stand_in: Path,
+    data_fraction: float = 1.0,
 ) -> RunConfig:
     """The run one case times (module docstring)."""
     return RunConfig(
         algorithm=method,
-        dataset="fmnist",
+        dataset=f"hf:{stand_in}",
         model="simple-cnn",
+        holdout_fraction=0.01,
+        data_fraction=data_fraction,
         n_parties=n_parties,
         partition="iid",
         sample_fraction=per_round / n_parties,
@@ -80,21 +91,11 @@ def case_config(
         rounds=rounds,
         threads=1,
         seed=0,
-        test_fraction=0.2,
+        test_fraction=0.25,
         party_scores_every=0,
         checkpoint_every=1,
         party_memory_mib=memory_mib,
     ).resolved()
-
-
-def repeated(data: ImageData, n_samples: int) -> ImageData:
-    """``data`` with its training set repeated to ``n_samples`` images (a party count
-    beyond the set's size at a fixed party size)."""
-    index = torch.arange(n_samples) % data.train_x.shape[0]
-    spec = dataclasses.replace(data.spec, train_size=n_samples)
-    return dataclasses.replace(
-        data, spec=spec, train_x=data.train_x[index], train_y=data.train_y[index]
-    )
 
 
 def tree_bytes(folder: Path) -> int:
@@ -102,12 +103,19 @@ def tree_bytes(folder: Path) -> int:
 
 
 def measure_case(
-    method: str, n_parties: int, per_round: int, rounds: int, memory_mib: int | None
+    method: str,
+    n_parties: int,
+    per_round: int,
+    rounds: int,
+    memory_mib: int | None,
+    stand_in: Path,
 ) -> dict[str, Any]:
     """One case, in this process (module docstring)."""
     torch.set_num_threads(1)
-    config = case_config(method, n_parties, per_round, rounds, memory_mib)
-    data = repeated(load_dataset(config.dataset, config.data_root), n_parties * SAMPLES_PER_PARTY)
+    whole = case_config(method, 10, 10, rounds, memory_mib, stand_in)
+    data = load_checked_data(whole)  # the disk cache's decoded images after the first case
+    fraction = n_parties * SAMPLES_PER_PARTY / data.spec.train_size
+    config = case_config(method, n_parties, per_round, rounds, memory_mib, stand_in, fraction)
     start = time.perf_counter()
     run = FederatedRun(config, data)
     setup = time.perf_counter() - start
@@ -124,6 +132,8 @@ def measure_case(
             state_file = (folder / "run_state.pt").stat().st_size
             wrote = load_run_state(folder)["parties"]["bytes"] + state_file
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        images = data.train_x.numel() * data.train_x.element_size()
+        ordered = run.train_x.numel() * run.train_x.element_size()
         result = {
             "method": method,
             "n_parties": n_parties,
@@ -133,7 +143,7 @@ def measure_case(
             "setup_s": setup,
             "round_s": statistics.median(seconds[1:] or seconds),
             "peak_rss_mib": peak,
-            "data_mib": 2 * data.train_x.numel() * data.train_x.element_size() / 2**20,
+            "data_mib": (images + ordered) / 2**20,
             "checkpoint_mib": wrote / 2**20,
             "checkpoint_s": saved,
             "archive_mib": tree_bytes(Path(tmp) / "party_states") / 2**20,
@@ -160,12 +170,17 @@ def same_row(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def run_case(
-    method: str, n_parties: int, per_round: int, rounds: int, memory_mib: int | None
+    method: str,
+    n_parties: int,
+    per_round: int,
+    rounds: int,
+    memory_mib: int | None,
+    stand_in: Path,
 ) -> dict[str, Any]:
     """One case in a fresh process (its own peak RSS); a case the run refuses (the
     party-memory check, say) comes back as ``refused``: its one-line reason."""
     cmd = [sys.executable, "-m", "benchmarks.scale", "--case", method, str(n_parties),
-           str(per_round), "--rounds", str(rounds)]  # fmt: skip
+           str(per_round), "--rounds", str(rounds), "--stand-in", str(stand_in)]  # fmt: skip
     if memory_mib is not None:
         cmd += ["--party-memory-mib", str(memory_mib)]
     out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
@@ -205,6 +220,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--rounds", type=int, default=4, help="rounds per case (>= 3)")
     parser.add_argument("--party-memory-mib", type=int, help="the runs' party_memory_mib")
+    parser.add_argument(
+        "--stand-in", type=Path, default=STAND_IN,
+        help="the FEMNIST-shaped stand-in's folder (built there when missing)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument("--case", nargs=3, metavar=("METHOD", "N", "K"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -212,15 +231,25 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--rounds {args.rounds}: at least 3 (a warm-up, a checkpoint to resume)")
     if args.case:
         method, n_parties, per_round = args.case[0], int(args.case[1]), int(args.case[2])
-        result = measure_case(method, n_parties, per_round, args.rounds, args.party_memory_mib)
+        result = measure_case(
+            method, n_parties, per_round, args.rounds, args.party_memory_mib, args.stand_in
+        )
         print(json.dumps(result))
         return
+    build_stand_in(args.stand_in)
     results = []
     for n_parties in args.parties:
         for per_round in (k for k in args.per_round if k <= n_parties):
             for method in args.methods:
                 results.append(
-                    run_case(method, n_parties, per_round, args.rounds, args.party_memory_mib)
+                    run_case(
+                        method,
+                        n_parties,
+                        per_round,
+                        args.rounds,
+                        args.party_memory_mib,
+                        args.stand_in,
+                    )
                 )
                 print(json.dumps(results[-1]), flush=True)
     print(f"machine: {cpu_model()}")
