@@ -62,6 +62,7 @@ class StopSignals:
         self.received: int | None = None
         self.phase = IMPORTING
         self._previous: dict[int, Any] = {}
+        self._previous_unraisable: Any = None
 
     @property
     def installed(self) -> bool:
@@ -75,6 +76,23 @@ class StopSignals:
         with contextlib.suppress(ValueError):  # not the main thread: nothing to own
             for sig in EXIT_CODES:
                 self._previous[sig] = signal.signal(sig, self._handle)
+        if self.installed:
+            self._previous_unraisable = sys.unraisablehook
+            sys.unraisablehook = self._unraisable
+
+    def _unraisable(self, unraisable: Any) -> None:
+        """Python's report of an exception it cannot raise, less this handler's stop.
+
+        A signal that lands while Python runs a callback no exception can leave (a
+        weakref's, such as the import system's module-lock callback, or a ``__del__``)
+        turns the handler's KeyboardInterrupt into "Exception ignored in: ..." and a
+        traceback on the user's terminal (seen once under load, Ctrl-C as Ray started).
+        The stop is recorded (``received``) and acted on where the driver next looks
+        (:meth:`driving`, :meth:`tune_loop`), so the report says nothing new; any other
+        exception is reported as before."""
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and self.received is not None:
+            return
+        (self._previous_unraisable or sys.__unraisablehook__)(unraisable)
 
     def reclaim(self) -> None:
         """Take both signals back where a library took them after :meth:`install`:
@@ -92,6 +110,9 @@ class StopSignals:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+        if sys.unraisablehook == self._unraisable:
+            sys.unraisablehook = self._previous_unraisable or sys.__unraisablehook__
+        self._previous_unraisable = None
 
     @contextlib.contextmanager
     def driving(self) -> Iterator[StopSignals]:

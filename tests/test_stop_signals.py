@@ -115,3 +115,45 @@ def test_a_signal_stops_the_sweep(tmp_path, moment):
     assert manifest["status"] == "interrupted", manifest
     assert "sweep finished" not in text
     assert "continue it with: python -m study.sweep" in text
+
+
+UNRAISABLE = """
+import signal, sys, weakref
+from study.interruption import DRIVING, StopSignals
+
+stops = StopSignals()
+stops.install()
+stops.phase = DRIVING
+
+
+class Thing:
+    pass
+
+
+def signal_inside(_):
+    signal.raise_signal(signal.SIGINT)  # the handler runs inside this callback
+
+
+def fail_inside(_):
+    raise ValueError("another failure")
+
+
+first, second = Thing(), Thing()
+refs = [weakref.ref(first, signal_inside), weakref.ref(second, fail_inside)]
+del first  # Python cannot raise from a weakref callback: it reports what leaves one
+print("received", stops.received, flush=True)
+del second
+"""
+
+
+def test_a_signal_inside_a_callback_python_cannot_raise_from_prints_no_traceback():
+    """Ctrl-C landing while Python runs a weakref callback (the import system's
+    module-lock one, as Ray started in a loaded run): the handler's KeyboardInterrupt
+    cannot leave it, and Python printed "Exception ignored in" with a traceback.  The
+    stop is recorded and nothing is printed; another exception there is reported."""
+    proc = subprocess.run(
+        [sys.executable, "-c", UNRAISABLE], capture_output=True, text=True, timeout=120
+    )
+    assert proc.stdout.splitlines() == [f"received {int(signal.SIGINT)}"], proc.stderr
+    assert "KeyboardInterrupt" not in proc.stderr
+    assert "ValueError: another failure" in proc.stderr
