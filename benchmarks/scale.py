@@ -40,13 +40,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,19 +67,31 @@ SAMPLES_PER_PARTY = 8
 STAND_IN = Path("/tmp/femnist-like")
 
 
-def case_config(
-    method: str,
-    n_parties: int,
-    per_round: int,
-    rounds: int,
-    memory_mib: int | None,
-    stand_in: Path,
-    data_fraction: float = 1.0,
-) -> RunConfig:
-    """The run one case times (module docstring)."""
+@dataclass(frozen=True)
+class Case:
+    """One case: a method at N parties, ``per_round`` of them a round (module docstring)."""
+
+    method: str
+    n_parties: int
+    per_round: int
+    rounds: int
+    memory_mib: int | None
+    stand_in: Path
+
+    def argv(self) -> list[str]:
+        """This case's command line (``--case``), for a process of its own."""
+        memory = [] if self.memory_mib is None else ["--party-memory-mib", str(self.memory_mib)]
+        return [
+            "--case", self.method, str(self.n_parties), str(self.per_round),
+            "--rounds", str(self.rounds), "--stand-in", str(self.stand_in), *memory,
+        ]  # fmt: skip
+
+
+def case_config(case: Case, n_parties: int, per_round: int, data_fraction: float) -> RunConfig:
+    """The run ``case`` times (module docstring), at ``n_parties`` and ``per_round``."""
     return RunConfig(
-        algorithm=method,
-        dataset=f"hf:{stand_in}",
+        algorithm=case.method,
+        dataset=f"hf:{case.stand_in}",
         model="simple-cnn",
         holdout_fraction=0.01,
         data_fraction=data_fraction,
@@ -88,13 +100,13 @@ def case_config(
         sample_fraction=per_round / n_parties,
         local_epochs=1,
         batch_size=16,
-        rounds=rounds,
+        rounds=case.rounds,
         threads=1,
         seed=0,
         test_fraction=0.25,
         party_scores_every=0,
         checkpoint_every=1,
-        party_memory_mib=memory_mib,
+        party_memory_mib=case.memory_mib,
     ).resolved()
 
 
@@ -102,20 +114,14 @@ def tree_bytes(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
 
-def measure_case(
-    method: str,
-    n_parties: int,
-    per_round: int,
-    rounds: int,
-    memory_mib: int | None,
-    stand_in: Path,
-) -> dict[str, Any]:
+def measure_case(case: Case) -> dict[str, Any]:
     """One case, in this process (module docstring)."""
     torch.set_num_threads(1)
-    whole = case_config(method, 10, 10, rounds, memory_mib, stand_in)
-    data = load_checked_data(whole)  # the disk cache's decoded images after the first case
-    fraction = n_parties * SAMPLES_PER_PARTY / data.spec.train_size
-    config = case_config(method, n_parties, per_round, rounds, memory_mib, stand_in, fraction)
+    # the disk cache's decoded images after the first case
+    data = load_checked_data(case_config(case, 10, 10, 1.0))
+    fraction = case.n_parties * SAMPLES_PER_PARTY / data.spec.train_size
+    config = case_config(case, case.n_parties, case.per_round, fraction)
+    rounds = case.rounds
     start = time.perf_counter()
     run = FederatedRun(config, data)
     setup = time.perf_counter() - start
@@ -135,9 +141,9 @@ def measure_case(
         images = data.train_x.numel() * data.train_x.element_size()
         ordered = run.train_x.numel() * run.train_x.element_size()
         result = {
-            "method": method,
-            "n_parties": n_parties,
-            "per_round": per_round,
+            "method": case.method,
+            "n_parties": case.n_parties,
+            "per_round": case.per_round,
             "rounds": rounds,
             "path": run.trainer.path,
             "setup_s": setup,
@@ -149,7 +155,7 @@ def measure_case(
             "archive_mib": tree_bytes(Path(tmp) / "party_states") / 2**20,
             "spilled_mib": run.party_states.spilled_bytes / 2**20,
         }
-        if method == "scaffold":
+        if case.method == "scaffold":
             resumed = FederatedRun(config, data)
             resumed.load_state_dict(load_run_state(Path(tmp) / f"checkpoint_{rounds - 1}"), archive)
             last = resumed.run_round()
@@ -169,25 +175,15 @@ def same_row(a: dict[str, Any], b: dict[str, Any]) -> bool:
     )
 
 
-def run_case(
-    method: str,
-    n_parties: int,
-    per_round: int,
-    rounds: int,
-    memory_mib: int | None,
-    stand_in: Path,
-) -> dict[str, Any]:
+def run_case(case: Case) -> dict[str, Any]:
     """One case in a fresh process (its own peak RSS); a case the run refuses (the
     party-memory check, say) comes back as ``refused``: its one-line reason."""
-    cmd = [sys.executable, "-m", "benchmarks.scale", "--case", method, str(n_parties),
-           str(per_round), "--rounds", str(rounds), "--stand-in", str(stand_in)]  # fmt: skip
-    if memory_mib is not None:
-        cmd += ["--party-memory-mib", str(memory_mib)]
-    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
+    cmd = [sys.executable, "-m", "benchmarks.scale", *case.argv()]
+    out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         reason = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "no message"
-        return {"method": method, "n_parties": n_parties, "per_round": per_round,
-                "refused": reason}  # fmt: skip
+        return {"method": case.method, "n_parties": case.n_parties,
+                "per_round": case.per_round, "refused": reason}  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -231,26 +227,18 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--rounds {args.rounds}: at least 3 (a warm-up, a checkpoint to resume)")
     if args.case:
         method, n_parties, per_round = args.case[0], int(args.case[1]), int(args.case[2])
-        result = measure_case(
-            method, n_parties, per_round, args.rounds, args.party_memory_mib, args.stand_in
-        )
-        print(json.dumps(result))
+        case = Case(method, n_parties, per_round, args.rounds, args.party_memory_mib, args.stand_in)
+        print(json.dumps(measure_case(case)))
         return
     build_stand_in(args.stand_in)
     results = []
     for n_parties in args.parties:
         for per_round in (k for k in args.per_round if k <= n_parties):
             for method in args.methods:
-                results.append(
-                    run_case(
-                        method,
-                        n_parties,
-                        per_round,
-                        args.rounds,
-                        args.party_memory_mib,
-                        args.stand_in,
-                    )
+                case = Case(
+                    method, n_parties, per_round, args.rounds, args.party_memory_mib, args.stand_in
                 )
+                results.append(run_case(case))
                 print(json.dumps(results[-1]), flush=True)
     print(f"machine: {cpu_model()}")
     print(table(results))

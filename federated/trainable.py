@@ -60,6 +60,7 @@ from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
 from federated.runtime.atomic_file import atomic_open
 from federated.runtime.idle_cores import IdleCores
+from federated.runtime.saved_dict import load_saved_dict
 
 STATE_FILE = "run_state.pt"
 
@@ -105,14 +106,7 @@ def load_run_state(folder: str | os.PathLike) -> dict[str, Any]:
     that would run code on load) is refused with :class:`CheckpointError`.
     """
     path = Path(folder) / STATE_FILE
-    try:
-        state = torch.load(path, weights_only=True)
-    except Exception as err:  # torch raises UnpicklingError, RuntimeError, EOFError...
-        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
-        raise CheckpointError(f"{path}: not a fedsweep run state, refused ({reason})") from None
-    if not isinstance(state, dict):
-        raise CheckpointError(f"{path}: not a fedsweep run state, refused (not a dict)")
-    return state
+    return load_saved_dict(str(path), str(path), "run state", CheckpointError)
 
 
 def checkpoint_parties(folder: str | os.PathLike) -> bytes | None:

@@ -46,6 +46,7 @@ import torch
 
 from federated.contract.results import PARTY_STATES
 from federated.runtime.atomic_file import atomic_open
+from federated.runtime.saved_dict import load_saved_dict
 
 #: an index entry for "the party's initial state" (nothing in the archive)
 INITIAL = -1
@@ -68,14 +69,7 @@ def state_bytes(tree: Any) -> int:
 def _read_state(data: bytes | str, name: str) -> dict[str, Any]:
     """A party state written by :func:`torch.save`, read with ``weights_only=True``."""
     source: Any = io.BytesIO(data) if isinstance(data, bytes) else data
-    try:
-        state = torch.load(source, weights_only=True)
-    except Exception as err:  # torch raises UnpicklingError, RuntimeError, EOFError...
-        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
-        raise ValueError(f"{name}: not a fedsweep party state, refused ({reason})") from None
-    if not isinstance(state, dict):
-        raise ValueError(f"{name}: not a fedsweep party state, refused (not a dict)")
-    return state
+    return load_saved_dict(source, name, "party state")
 
 
 class PartyArchive:
