@@ -1,8 +1,8 @@
 """``python -m benchmarks.scale``: cross-device scale — set-up, round time, peak memory
 and checkpoint cost against the party count N and the parties drawn a round (issue 53).
 
-    python -m benchmarks.scale                     # N = 10³, 10⁴, 10⁵ x 10, 100, 1,000 a round
-    python -m benchmarks.scale --parties 1000 100000 --per-round 100 --methods scaffold \
+    python -m benchmarks.scale                  # N = 10³, 10⁴, 8·10⁴ x 10, 100, 1,000 a round
+    python -m benchmarks.scale --parties 1000 80000 --per-round 100 --methods scaffold \
         --party-memory-mib 64 --out docs/results/scale.json
 
 Each case — one method, one N, one number of parties a round — runs in a process of its
@@ -10,12 +10,14 @@ own (peak RSS is a process's high-water mark, so cases must not share one).  The
 the FEMNIST-shaped stand-in of :mod:`benchmarks.femnist_scale` (842,900 images, Fashion-
 MNIST's 60,000 in turn; built into ``--stand-in`` when missing, decoded once into
 fedsweep's data cache), read as ``hf:PATH`` with 1% held out as the test set; a case
-uses ``N x`` :data:`SAMPLES_PER_PARTY` (8) of its images (``data_fraction``) over IID
-parties, so every party holds 8 images at every N and a round's training work depends on
-the parties drawn, not on N (a systems benchmark, not an accuracy one).  simple-cnn,
-E = 1, batch 16 (one step a party), one torch thread, scored on a quarter of the held-out
-images, per-party scoring off (``party_scores_every=0``: its cost is the cadence's,
-measured in ``benchmarks/scoring_cadence.py``).  A checkpoint after every round goes
+uses ``N x`` :data:`SAMPLES_PER_PARTY` (10, the least a party of an own data set may
+hold) of its images (``data_fraction``) over IID parties, so every party holds 10 images
+at every N (up to 83,000 parties on this stand-in; 10⁵ needs 10⁶ images) and a round's
+training work depends on the parties drawn, not on N (a systems benchmark, not an
+accuracy one).  simple-cnn, E = 1, batch 16 (one step a party), one torch thread,
+scored on a quarter of the held-out images, per-party scoring off
+(``party_scores_every=0``: its cost is the cadence's, measured in
+``benchmarks/scoring_cadence.py``).  A checkpoint after every round goes
 through the party-state archive as a Tune trial's does
 (:mod:`federated.engine.party_store`, into a temporary folder).  Reported per case:
 
@@ -61,9 +63,9 @@ from federated.runtime.cpu_name import cpu_model
 from federated.trainable import load_run_state, save_run_state
 
 METHODS = ("fedavg", "scaffold", "moon", "ditto")
-PARTIES = (1_000, 10_000, 100_000)
+PARTIES = (1_000, 10_000, 80_000)
 PER_ROUND = (10, 100, 1_000)
-SAMPLES_PER_PARTY = 8
+SAMPLES_PER_PARTY = 10
 STAND_IN = Path("/tmp/femnist-like")
 
 
