@@ -240,7 +240,8 @@ class PartyStates(Sequence[dict[str, Any]]):
         self._heavy_bytes += size
 
     def _trim(self, keep: int | None = None) -> None:
-        if self.budget is None:
+        # every load calls this: under the budget it must not walk the resident states
+        if self.budget is None or self._heavy_bytes <= self.budget:
             return
         for party in list(self._heavy):
             if self._heavy_bytes <= self.budget:
