@@ -65,6 +65,7 @@ from typing import Any
 import torch
 
 from benchmarks.femnist_scale import build_stand_in
+from benchmarks.memory import MIB, peak_rss_bytes, reset_peak_rss, rss_bytes
 from federated.config.data_checks import load_checked_data
 from federated.config.run_config import RunConfig
 from federated.data.image_data import ImageData
@@ -138,20 +139,6 @@ def loaded_case(case: Case) -> tuple[RunConfig, ImageData]:
     return case_config(case, case.n_parties, case.per_round, case.n_parties * share), data
 
 
-def memory_kib(field: str) -> int:
-    """``VmRSS`` or ``VmHWM`` of this process, KiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"/proc/self/status has no {field}")
-
-
-def reset_peak_memory() -> None:
-    """Set this process's high-water mark (``VmHWM``) to its resident memory now (Linux's
-    ``clear_refs`` 5), so what follows is measured apart from the data's loading."""
-    Path("/proc/self/clear_refs").write_text("5")
-
-
 def tree_bytes(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
@@ -170,9 +157,10 @@ def checkpoint(run: FederatedRun, work: Path, archive: PartyArchive) -> tuple[fl
 def measure_case(case: Case) -> dict[str, Any]:
     """One case, in this process (module docstring)."""
     config, data = loaded_case(case)
-    peak_before = memory_kib("VmHWM")
-    reset_peak_memory()
-    resident = memory_kib("VmRSS")
+    peak_before = peak_rss_bytes()
+    if not reset_peak_rss():
+        raise RuntimeError("this kernel cannot reset the peak RSS (/proc/self/clear_refs)")
+    resident = rss_bytes()
     start = time.perf_counter()
     run = FederatedRun(config, data)
     setup = time.perf_counter() - start
@@ -183,7 +171,7 @@ def measure_case(case: Case) -> dict[str, Any]:
             rows.append(run.run_round())
             seconds.append(float(rows[-1]["round_seconds"]))
             saved, wrote = checkpoint(run, Path(tmp), archive)
-        run_peak = memory_kib("VmHWM")
+        run_peak = peak_rss_bytes()
         ordered = run.train_x.numel() * run.train_x.element_size()
         timed = seconds[1:]
         return {
@@ -196,13 +184,13 @@ def measure_case(case: Case) -> dict[str, Any]:
             "setup_s": setup,
             "round_s": statistics.median(timed),
             "round_s_range": [min(timed), max(timed)],
-            "peak_rss_mib": max(peak_before, run_peak) / 1024,
-            "run_peak_mib": (run_peak - resident) / 1024,
-            "run_data_mib": ordered / 2**20,
-            "checkpoint_mib": wrote / 2**20,
+            "peak_rss_mib": max(peak_before, run_peak) / MIB,
+            "run_peak_mib": (run_peak - resident) / MIB,
+            "run_data_mib": ordered / MIB,
+            "checkpoint_mib": wrote / MIB,
             "checkpoint_s": saved,
-            "archive_mib": tree_bytes(Path(tmp) / "party_states") / 2**20,
-            "spilled_mib": run.party_states.spilled_bytes / 2**20,
+            "archive_mib": tree_bytes(Path(tmp) / "party_states") / MIB,
+            "spilled_mib": run.party_states.spilled_bytes / MIB,
             "last_row": rows[-1],
         }
 
