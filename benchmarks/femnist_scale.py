@@ -84,6 +84,20 @@ def trial_rows(trial: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
+def trial_summary(trial: Path) -> dict[str, Any]:
+    """A trial's method, participation and per-round seconds, parties and accuracy."""
+    params = json.loads((trial / "params.json").read_text())
+    rows = trial_rows(trial)
+    return {
+        "trial": trial.name,
+        "algorithm": params["algorithm"],
+        "sample_fraction": params["sample_fraction"],
+        "round_seconds": [r["round_seconds"] for r in rows],
+        "parties_this_round": [r["parties_this_round"] for r in rows],
+        "test_acc": [r["test_acc"] for r in rows],
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folder", type=Path, required=True, help="the stand-in's folder")
@@ -113,17 +127,7 @@ def main(argv: list[str] | None = None) -> None:
         "sweep_s": wall,
         "exit": proc.returncode,
         "command": " ".join(cmd),
-        "trials": [
-            {
-                "trial": t.name,
-                "algorithm": json.loads((t / "params.json").read_text())["algorithm"],
-                "sample_fraction": json.loads((t / "params.json").read_text())["sample_fraction"],
-                "round_seconds": [r["round_seconds"] for r in trial_rows(t)],
-                "parties_this_round": [r["parties_this_round"] for r in trial_rows(t)],
-                "test_acc": [r["test_acc"] for r in trial_rows(t)],
-            }
-            for t in trials
-        ],
+        "trials": [trial_summary(t) for t in trials],
         "tail": (proc.stdout + proc.stderr)[-2000:],
     }
     print(json.dumps(result, indent=1))
