@@ -28,8 +28,9 @@ temporary folder).  Reported per case:
   warm-up), evaluation included, and ``round_s_range``, their least and greatest;
 - ``peak_rss_mib``: the process's peak resident memory (``VmHWM``), data loading
   included; ``run_peak_mib``: the peak from the moment the data were loaded (the
-  high-water mark reset then) less the resident memory at that moment, the run's own
-  (the run's copy of its parties' images among it), and ``run_data_mib``, that copy;
+  high-water mark reset then) less the resident memory at that moment, the run's own,
+  and ``run_data_mib``, the run's copy of its parties' images (none on the CPU since the
+  sixth session: the batches are gathered from the loaded set);
 - ``checkpoint_mib``/``checkpoint_s``: the last round's checkpoint, the run-state file
   and the party states it wrote (the parties drawn that round), and ``archive_mib``,
   what the archive holds then (the states the last two checkpoints name);
@@ -172,7 +173,9 @@ def measure_case(case: Case) -> dict[str, Any]:
             seconds.append(float(rows[-1]["round_seconds"]))
             saved, wrote = checkpoint(run, Path(tmp), archive)
         run_peak = peak_rss_bytes()
-        ordered = run.train_x.numel() * run.train_x.element_size()
+        # the run's own copy of its training images (on an accelerator; none on the CPU)
+        copied = run.data.rows is None
+        ordered = run.train_x.numel() * run.train_x.element_size() if copied else 0
         timed = seconds[1:]
         return {
             "method": case.method,

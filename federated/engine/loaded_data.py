@@ -8,8 +8,9 @@ keyed by their content and every setting of the load (the party field of a natur
 partition among them), so a changed folder is read again; a built-in data set is held
 here, keyed by its name, its resolved data folder and that folder's modification time.
 One built-in data set is held at a time (a worker that moves to another drops the
-first).  Runs only read it: the run's own tensors are copies
-(:mod:`federated.engine.party_data` indexes them).
+first).  Runs only read it: on the CPU a run gathers its batches from these tensors
+themselves; on an accelerator it copies the rows it uses to the device
+(:mod:`federated.engine.party_data`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,15 @@
 """A run's data laid out on its device: the training set party by party, the held-out
 splits, the test subset.
 
-Party i's training samples are the contiguous rows ``[offset_i, offset_{i+1})`` of one
-tensor on the device, so handing a party its data is a view, not a copy; its validation
-and local-test samples (federated/evaluation/holdout.py) are laid out the same way in tensors of
-their own.  The test subset is fixed (seed 0) so that every seed and method sees the
+Party i's training samples are the positions ``[offset_i, offset_{i+1})`` of the
+laid-out training set.  On an accelerator that set is one tensor on the device, party
+by party, so a position is a row.  On the CPU the run reads the loaded tensors
+themselves, which the process keeps for its next trial anyway
+(federated/engine/loaded_data.py), through ``rows`` (a position's row): a copy in party
+order would double the data's memory (748 MiB at 10⁵ parties of 10 images,
+docs/results/scale.md), and the batch plan's rows are gathered either way.  A party's
+validation and local-test samples (federated/evaluation/holdout.py) are laid out in
+tensors of their own.  The test subset is fixed (seed 0) so that every seed and method sees the
 same test images.  A data set without a test split of its own (``spec.test_from_parties``:
 an ``hf:`` source with one split, FEMNIST) is tested on the union of the parties' local
 test splits, LEAF's rule: the same images for every method at a seed (the partition and
@@ -46,9 +51,17 @@ class PartyData:
         self.party_sizes = [len(p) for p in self.partition]
         #: first row of each party (and the total) in the laid-out training set
         self.offsets = np.concatenate([[0], np.cumsum(self.party_sizes)]).tolist()
-        order = torch.from_numpy(np.concatenate(self.partition))
-        self.train_x = data.train_x[order].to(device)
-        self.train_y = data.train_y[order].to(device)
+        order = torch.from_numpy(np.concatenate(self.partition).astype(np.int64, copy=False))
+        #: the laid-out position's row of ``train_x``/``train_y``; None where they are
+        #: laid out party by party already
+        self.rows: torch.Tensor | None = None
+        if device.type == "cpu":
+            # the loaded set stays in memory for the process's next trial
+            # (federated/engine/loaded_data.py): index it instead of copying it
+            self.train_x, self.train_y, self.rows = data.train_x, data.train_y, order
+        else:
+            self.train_x = data.train_x[order].to(device)
+            self.train_y = data.train_y[order].to(device)
         #: the parties' validation samples (party split), or the server's slice as one
         #: pseudo-party (server split); None without validation
         self.validation: PartySplit | None = None
@@ -75,6 +88,10 @@ class PartyData:
         self.test_y = test_y[test_idx].to(device)
 
     def party(self, party: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Party ``party``'s (uint8 images, labels): views into the laid-out set."""
+        """Party ``party``'s (uint8 images, labels): views into the laid-out set, or
+        (on the CPU) gathered from the loaded one."""
         lo, hi = self.offsets[party], self.offsets[party + 1]
-        return self.train_x[lo:hi], self.train_y[lo:hi]
+        if self.rows is None:
+            return self.train_x[lo:hi], self.train_y[lo:hi]
+        rows = self.rows[lo:hi]
+        return self.train_x.index_select(0, rows), self.train_y[rows]

@@ -306,6 +306,7 @@ def _train(run: FederatedRun, trainer: LocalTrainer, steps: int) -> None:
         run.config.batch_size,
         1,
         torch.Generator().manual_seed(0),
+        run.data.rows,
     )
     plan = [limited(p, steps) for p in plan]
     jobs = [

@@ -264,6 +264,7 @@ class FederatedRun:
             config.batch_size,
             config.local_epochs,
             self.rng.batches,
+            self.data.rows,
         )
         work = draw_round_work(
             drawn,

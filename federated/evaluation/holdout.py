@@ -89,7 +89,8 @@ def hold_out(
     are ``labels``) as the module docstring says.  Raises :class:`PartitionError`
     naming the field when a party would be left with no sample to train on."""
     if val_fraction == 0.0 and party_test_fraction == 0.0:
-        empty = [np.empty(0, dtype=np.int64) for _ in partition]
+        # one empty array for every party: 10⁵ parties would hold 10⁵ of them
+        empty = [np.empty(0, dtype=np.int64)] * len(partition)
         return HeldOut(train=list(partition), val=empty, local_test=list(empty))
     rng = numpy_stream(seed, "validation")
     parts = [np.asarray(p, dtype=np.int64) for p in partition]

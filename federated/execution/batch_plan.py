@@ -51,9 +51,12 @@ def draw_party_batches(
     batch_size: int,
     local_epochs: int,
     generator: torch.Generator,
+    rows: torch.Tensor | None = None,
 ) -> PartyBatches:
-    """One party's plan: its ``n_samples`` rows start at ``offset`` of the training
-    tensors; ``local_epochs`` epochs of batches of ``batch_size`` (or all it has)."""
+    """One party's plan: its ``n_samples`` rows start at ``offset`` of the laid-out
+    training set; ``local_epochs`` epochs of batches of ``batch_size`` (or all it has).
+    ``rows`` maps a laid-out position to its row of the training tensors (None: the
+    positions are the rows); the plan's ``index`` holds those rows."""
     batch = min(batch_size, n_samples)
     used = batches_per_epoch(n_samples, batch_size) * batch
     orders, params = [], []
@@ -61,7 +64,8 @@ def draw_party_batches(
         order = torch.randperm(n_samples, generator=generator)
         order = order.to(augmenter.device, non_blocking=True)
         drawn = augmenter.draw(n_samples, generator)
-        orders.append(order[:used] + offset)
+        picked = order[:used] + offset
+        orders.append(picked if rows is None else rows.index_select(0, picked))
         if drawn is not None:
             params.append(drawn.slice(0, used))
     augment = None
@@ -84,11 +88,20 @@ def draw_batches(
     batch_size: int,
     local_epochs: int,
     generator: torch.Generator,
+    rows: torch.Tensor | None = None,
 ) -> list[PartyBatches]:
-    """The round's plan: every drawn party's batches, in the drawn order."""
+    """The round's plan: every drawn party's batches, in the drawn order (``rows``: as
+    :func:`draw_party_batches`)."""
     return [
         draw_party_batches(
-            party, sizes[party], offsets[party], augmenter, batch_size, local_epochs, generator
+            party,
+            sizes[party],
+            offsets[party],
+            augmenter,
+            batch_size,
+            local_epochs,
+            generator,
+            rows,
         )
         for party in parties
     ]
