@@ -122,16 +122,22 @@ def test_a_state_file_that_is_not_a_party_state_is_refused(tmp_path):
 
 
 def test_states_that_fit_neither_memory_nor_disk_are_refused_before_work(monkeypatch):
-    """A round's parties must fit in memory; all N in the memory budget (half the
-    memory available) and the free disk together (MOON: one previous model a party)."""
+    """A round's parties must fit in memory; the states the run can write (min(N,
+    rounds x a round's parties)) in the memory budget (half the memory available) and
+    the free disk together (MOON: one previous model a party)."""
     state = party_memory.model_state_bytes("simple-cnn", tiny().spec, 32, True)
     monkeypatch.setattr(party_memory, "available_memory", lambda: 3 * state + 1)
     monkeypatch.setattr(party_memory, "spill_space", lambda: 2 * state)
     with pytest.raises(ConfigError) as caught:  # 8 states > 1.5 in memory + 2 on disk
-        with_data_checked(tiny(algorithm="moon", n_parties=8, sample_fraction=0.375))
+        with_data_checked(tiny(algorithm="moon", n_parties=8, sample_fraction=0.375, rounds=3))
     message = str(caught.value)
     assert caught.value.field == "n_parties" and "\n" not in message
-    assert "8 parties" in message and "free on this node's disk" in message
+    assert "for 8 parties" in message and "free on this node's disk" in message
+    # 2 rounds of 3 write at most 6 states: still more than 3.5, and the message says so
+    with pytest.raises(ConfigError, match="for the 6 parties its 2 rounds of 3 train"):
+        with_data_checked(tiny(algorithm="moon", n_parties=8, sample_fraction=0.375))
+    # 3 rounds of 1 write at most 3 of the 8 parties' states: they fit, the run is accepted
+    with_data_checked(tiny(algorithm="moon", n_parties=8, sample_fraction=0.125, rounds=3))
     with_data_checked(tiny(algorithm="moon", n_parties=3))  # 3 states: 1.5 + 2 hold them
     with pytest.raises(ConfigError, match="for the 4 parties a round trains"):
         with_data_checked(tiny(algorithm="moon", n_parties=4))  # 4 at once > memory

@@ -17,8 +17,11 @@ The states need not all be in memory: the run keeps them in memory up to a budge
 :meth:`~federated.algorithms.party_own_state.OwnState.party_bytes` on the model built on
 torch's ``meta`` device (nothing allocated; a layer rule counted as the whole model,
 what it could keep at most).  A run is refused when the parties one round trains do
-not fit in the memory available now (they are in memory together), or when all N
-states do not fit in the budget and the disk's free space together.  It counts neither
+not fit in the memory available now (they are in memory together), or when the states
+it can come to hold do not fit in the budget and the disk's free space together: a
+state is written only by a party that trains, so that is min(N, rounds x the parties a
+round trains) states (N for a method whose parties all train every round), not N —
+a 6-round run at 10⁵ parties, 1,000 a round, holds at most 6,000.  It counts neither
 the run's working copies nor the data (small beside N copies when the check matters),
 nor other trials running beside it, nor the checkpoint archive (in Tune's storage).  A
 run whose parties keep nothing (FedAvg, FedProx) is not checked.
@@ -118,7 +121,7 @@ def check_party_memory(c: Any, spec: DatasetSpec) -> None:
     available = available_memory()
     if needed is None or available is None:
         return
-    total, per_party, state = needed
+    _, per_party, state = needed
     copies = per_party / state
     kept = (
         f"{c.algorithm} keeps {copies:.3g} cop{'y' if copies == 1 else 'ies'} of "
@@ -134,14 +137,23 @@ def check_party_memory(c: Any, spec: DatasetSpec) -> None:
             f"{per_round} parties a round trains, and this machine has {gib(available)} "
             "available; pass fewer --n-parties, a lower --sample-fraction or a smaller --model",
         )
+    # a party's state is written only when it trains: the states the run can hold
+    held = c.n_parties if trains_alone else min(c.n_parties, c.rounds * per_round)
+    total = held * per_party
     budget = memory_budget(c.party_memory_mib)
     disk = spill_space()
     if budget is None or disk is None or total <= budget + disk:
         return
+    whose = (
+        f"{c.n_parties} parties"
+        if held == c.n_parties
+        else f"the {held} parties its {c.rounds} rounds of {per_round} train"
+    )
     raise ConfigError(
         "n_parties",
         c.n_parties,
-        f"parties whose own state fits: {kept}, {gib(total)} for {c.n_parties} parties, "
+        f"parties whose own state fits: {kept}, {gib(total)} for {whose}, "
         f"and this run keeps {gib(budget)} in memory (party_memory_mib) with "
-        f"{gib(disk)} free on this node's disk; pass fewer --n-parties or a smaller --model",
+        f"{gib(disk)} free on this node's disk; pass fewer --n-parties, fewer --rounds "
+        "or a smaller --model",
     )
