@@ -80,9 +80,23 @@ def test_no_test_image_is_held_out_and_the_test_set_is_unchanged(synthetic):
     off = PartyData(synthetic, tiny(), "cpu")
     on = PartyData(synthetic, tiny(val_fraction=0.2, party_test_fraction=0.1), "cpu")
     assert off.test_x.equal(on.test_x) and off.test_y.equal(on.test_y)
-    assert on.validation.x.shape[0] + on.local_test.x.shape[0] + on.train_x.shape[0] == (
-        off.train_x.shape[0]
-    )
+    # the parties' training positions (on the CPU the rows of the loaded set they use)
+    assert on.validation.x.shape[0] + on.local_test.x.shape[0] + on.offsets[-1] == (off.offsets[-1])
+    assert off.offsets[-1] == len(off.rows) == sum(off.party_sizes)
+
+
+def test_a_cpu_run_reads_the_loaded_images_and_its_batches_are_its_parties_rows(synthetic):
+    """On the CPU the run keeps no copy of the training set (issue 53: 748 MiB at 10⁵
+    parties); a party's data and every planned batch are its own rows of the loaded set."""
+    run = FederatedRun(tiny(n_parties=3, val_fraction=0.2), synthetic)
+    data = run.data
+    assert data.train_x.data_ptr() == synthetic.train_x.data_ptr()  # the same storage
+    for party, rows in enumerate(data.partition):
+        images, labels = data.party(party)
+        assert images.equal(synthetic.train_x[rows]) and labels.equal(synthetic.train_y[rows])
+    _, plan = run._round_plan(run.draw_parties())
+    for batches in plan:
+        assert set(batches.index.tolist()) <= set(data.partition[batches.party].tolist())
 
 
 def test_validation_changes_no_other_draw(synthetic):

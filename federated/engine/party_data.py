@@ -55,7 +55,7 @@ class PartyData:
         #: the laid-out position's row of ``train_x``/``train_y``; None where they are
         #: laid out party by party already
         self.rows: torch.Tensor | None = None
-        if device.type == "cpu":
+        if torch.device(device).type == "cpu":
             # the loaded set stays in memory for the process's next trial
             # (federated/engine/loaded_data.py): index it instead of copying it
             self.train_x, self.train_y, self.rows = data.train_x, data.train_y, order
