@@ -90,9 +90,9 @@ def spill_space() -> int | None:
         return None
 
 
-def party_state_bytes(c: Any, spec: DatasetSpec) -> tuple[int, int, int] | None:
-    """(bytes all parties' state needs, bytes of one party's, bytes of one model state)
-    for the run ``c``; None when its parties keep nothing or the model has no estimate."""
+def party_state_bytes(c: Any, spec: DatasetSpec) -> tuple[int, int] | None:
+    """(bytes of one party's state, bytes of one model state) for the run ``c``; None
+    when its parties keep nothing or the model has no estimate."""
     method = load_method("algorithm", c.algorithm)
     declared = method.own_state
     model = c.model or spec.default_model
@@ -110,7 +110,7 @@ def party_state_bytes(c: Any, spec: DatasetSpec) -> tuple[int, int, int] | None:
     if per_party <= 0:
         return None
     state = model_state_bytes(model, spec, c.out_dim, c.projection_head)
-    return c.n_parties * per_party, per_party, state
+    return per_party, state
 
 
 def check_party_memory(c: Any, spec: DatasetSpec) -> None:
@@ -121,7 +121,7 @@ def check_party_memory(c: Any, spec: DatasetSpec) -> None:
     available = available_memory()
     if needed is None or available is None:
         return
-    _, per_party, state = needed
+    per_party, state = needed
     copies = per_party / state
     kept = (
         f"{c.algorithm} keeps {copies:.3g} cop{'y' if copies == 1 else 'ies'} of "
