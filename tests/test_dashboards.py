@@ -63,7 +63,7 @@ from tests.test_tracking import LIVE_VIEW_LINES_PER_TRIAL, ROW_KEYS, read_wandb_
 
 SWEEP = [
     "--vary", "mu=loguniform:0.01:10", "--set", "algorithm=moon", "--search", "optuna",
-    "--num-samples", "2", "--budget", "smoke", "--dataset", "synthetic", "--set", "rounds=3",
+    "--num-samples", "2", "--budget", "smoke", "--dataset", "synthetic", "--set", "rounds=6",
     "--max-concurrent", "1", "--track", "mlflow", "--track", "wandb", "--dashboard",
     "--name", "watched",
 ]  # fmt: skip
@@ -100,8 +100,11 @@ def trial_actors(url: str) -> list[tuple[str, str]]:
     return [(repr_name, state) for cls, repr_name, state in actors if "Trainable" in cls]
 
 
-def wait_for(predicate, driver: subprocess.Popen, log: Path, timeout: float, what: str):
-    """``predicate()``'s first true value, polled while the sweep's driver runs."""
+def wait_for(
+    predicate, driver: subprocess.Popen, log: Path, timeout: float, what: str, every: float = 1.0
+):
+    """``predicate()``'s first true value, polled every ``every`` seconds while the
+    sweep's driver runs."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         value = predicate()
@@ -110,7 +113,7 @@ def wait_for(predicate, driver: subprocess.Popen, log: Path, timeout: float, wha
         if driver.poll() is not None:
             ended = f"the sweep ended ({driver.returncode})"
             raise AssertionError(f"{ended}: {log.read_text()[-3000:]}")
-        time.sleep(1.0)
+        time.sleep(every)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
@@ -220,12 +223,16 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(
 
         def running_trial():
             # the files first: asking Ray's state API is a Python process of its own
-            # (about a CPU-second), so it is asked only once a trial has reported
+            # (about a CPU-second), so it is asked only once a trial has started
             if not list(sweep_dir.glob("*/result.json")):
                 return None
             return [r for r, state in trial_actors(url) if state == "ALIVE" and " seed=" in r]
 
-        (alive,) = wait_for(running_trial, driver, first_log, 300, "a reporting trial")
+        def reported():  # a round, which the trial's W&B run must then hold (of its 6)
+            return any(f.read_text().strip() for f in sweep_dir.glob("*/result.json"))
+
+        (alive,) = wait_for(running_trial, driver, first_log, 300, "a running trial")
+        wait_for(reported, driver, first_log, 300, "a reported round", every=0.1)
         driver.send_signal(signal.SIGINT)  # Ctrl-C while a trial runs
         assert driver.wait(timeout=180) == exit_codes.INTERRUPTED
     finally:
@@ -347,22 +354,23 @@ def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(
         for line in (trial / "result.json").read_text().splitlines():
             row = json.loads(line)
             rows[row["training_iteration"]] = row["test_acc"]
-        assert sorted(rows) == [1, 2, 3]
+        assert sorted(rows) == [1, 2, 3, 4, 5, 6]
         for key in ROW_KEYS:  # every number of the rows, each round once (or re-logged)
             want = {step: {float(row[key])} for step, row in rounds(trial).items()}
             assert tracked_values(sweep_dir, trial, key)["mlflow"] == want, key
         logged = tracked_values(sweep_dir, trial, "test_acc")
         assert logged["mlflow"] == {step: {value} for step, value in rows.items()}, trial.name
         assert logged["wandb"] == logged["mlflow"], trial.name
-        # each written run is the trial's, in the sweep's group; an attempt cut by Ctrl-C
-        # may leave its offline file without records (W&B's writer had not flushed; seen
-        # in one drill of three, docs/monitoring.md), the history above holds every round
-        runs = [
-            r.run
-            for run_file in trial.glob("wandb/offline-run-*/run-*.wandb")
-            for r in read_wandb_records(run_file)
-            if r.WhichOneof("record_type") == "run"
-        ]
+        # each attempt's run is the trial's, in the sweep's group, and closed (an exit
+        # record): the one Ctrl-C cut reached the sweep folder after it was closed, not
+        # as the header Tune had copied while it was open
+        runs = []
+        for run_file in trial.glob("wandb/offline-run-*/run-*.wandb"):
+            records: dict[str, list] = {}
+            for r in read_wandb_records(run_file):
+                records.setdefault(r.WhichOneof("record_type"), []).append(r)
+            assert {"run", "exit"} <= set(records), (run_file, sorted(records))
+            runs += [r.run for r in records["run"]]
         assert runs, trial.name
         for run in runs:
             assert run.run_group == "watched" and {"sweep:watched", "budget:smoke"} <= set(run.tags)

@@ -5,9 +5,11 @@ for what is logged where).  Module-level classes, so the run config Tune pickles
 from __future__ import annotations
 
 import os
+import posixpath
 import sys
 
 import ray
+import ray.train._internal.storage as ray_storage
 from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
 
 # How long a trial's end waits for its W&B logging actor to finish writing the run, and
@@ -69,7 +71,13 @@ class WandbTrialRuns(WandbLoggerCallback):
         (30 minutes) for logging actors that were never told to stop: the interrupted
         sweep hung.  Here each open run is told to finish (its history so far is kept;
         ``--resume`` continues it in a run of the same id), and one that does not close
-        in :data:`WANDB_FINISH_WAIT_S` is said on stderr and stopped."""
+        in :data:`WANDB_FINISH_WAIT_S` is said on stderr and stopped.
+
+        Tune copied the trial folders into the sweep folder for the last time before it
+        called this, while the runs were still open: W&B's writer had flushed nothing, and
+        an interrupted attempt's run file reached the sweep folder as its 7-byte header (a
+        resumed trial whose checkpoint was its last round then had no W&B history at all).
+        Each closed run's folder is copied there once more (:meth:`_persist_runs`)."""
         for trial in list(self._trial_queues):
             self._signal_logging_actor_stop(trial=trial)
         futures = dict(self._trial_logging_futures)
@@ -85,6 +93,27 @@ class WandbTrialRuns(WandbLoggerCallback):
                         file=sys.stderr,
                     )
         self._cleanup_logging_actors(timeout=0, kill_on_timeout=True)
+        self._persist_runs(futures)
+
+    @staticmethod
+    def _persist_runs(trials) -> None:
+        """Copy each trial's ``wandb/`` folder from Tune's staging folder to the trial's
+        folder in the sweep's storage (whole files: :mod:`study.tune.whole_file_sync`)."""
+        for trial in trials:
+            storage = trial.storage
+            source = posixpath.join(storage.trial_driver_staging_path, "wandb")
+            if not os.path.isdir(source):  # its run never started
+                continue
+            target = posixpath.join(storage.trial_fs_path, "wandb")
+            try:
+                ray_storage._pyarrow_fs_copy_files(
+                    source, target, destination_filesystem=storage.storage_filesystem
+                )
+            except OSError as error:
+                print(
+                    f"warning: W&B run of trial {trial} was not copied to {target} ({error})",
+                    file=sys.stderr,
+                )
 
     def _start_logging_actor(self, trial, exclude_results, **init_kwargs) -> None:
         init_kwargs["tags"] = [*init_kwargs.get("tags", []), f"seed:{trial.config.get('seed')}"]
