@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import posixpath
 import sys
+from collections.abc import Iterable
+from typing import Any
 
 import ray
 import ray.train._internal.storage as ray_storage
@@ -96,7 +98,7 @@ class WandbTrialRuns(WandbLoggerCallback):
         self._persist_runs(futures)
 
     @staticmethod
-    def _persist_runs(trials) -> None:
+    def _persist_runs(trials: Iterable[Any]) -> None:
         """Copy each trial's ``wandb/`` folder from Tune's staging folder to the trial's
         folder in the sweep's storage (whole files: :mod:`study.tune.whole_file_sync`)."""
         for trial in trials:
