@@ -81,7 +81,7 @@ def test_no_test_image_is_held_out_and_the_test_set_is_unchanged(synthetic):
     on = PartyData(synthetic, tiny(val_fraction=0.2, party_test_fraction=0.1), "cpu")
     assert off.test_x.equal(on.test_x) and off.test_y.equal(on.test_y)
     # the parties' training positions (on the CPU the rows of the loaded set they use)
-    assert on.validation.x.shape[0] + on.local_test.x.shape[0] + on.offsets[-1] == (off.offsets[-1])
+    assert on.validation.x.shape[0] + on.local_test.x.shape[0] + on.offsets[-1] == off.offsets[-1]
     assert off.offsets[-1] == len(off.rows) == sum(off.party_sizes)
 
 

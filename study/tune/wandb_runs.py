@@ -11,8 +11,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import ray
-import ray.train._internal.storage as ray_storage
 from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
+
+from study.tune.whole_file_sync import whole_file_copy
 
 # How long a trial's end waits for its W&B logging actor to finish writing the run, and
 # how long W&B's own start may take (its default, 90 s, ran out on a loaded 2-core machine:
@@ -100,7 +101,7 @@ class WandbTrialRuns(WandbLoggerCallback):
     @staticmethod
     def _persist_runs(trials: Iterable[Any]) -> None:
         """Copy each trial's ``wandb/`` folder from Tune's staging folder to the trial's
-        folder in the sweep's storage (whole files: :mod:`study.tune.whole_file_sync`)."""
+        folder in the sweep's storage, whole files as Tune's own copies are."""
         for trial in trials:
             storage = trial.storage
             source = posixpath.join(storage.trial_driver_staging_path, "wandb")
@@ -108,9 +109,7 @@ class WandbTrialRuns(WandbLoggerCallback):
                 continue
             target = posixpath.join(storage.trial_fs_path, "wandb")
             try:
-                ray_storage._pyarrow_fs_copy_files(
-                    source, target, destination_filesystem=storage.storage_filesystem
-                )
+                whole_file_copy(source, target, destination_filesystem=storage.storage_filesystem)
             except OSError as error:
                 print(
                     f"warning: W&B run of trial {trial} was not copied to {target} ({error})",
