@@ -77,11 +77,16 @@ def build_tree(out: Path, size: int, train_images: int, cameras: int) -> Path:
             sys.executable,
             str(BUILD_SCRIPT),
             str(out),
-            "--size", str(size),
-            "--cameras", str(cameras),
-            "--unseen-cameras", "1",
-            "--train-images", str(train_images),
-            "--test-images", str(max(10, train_images // 4)),
+            "--size",
+            str(size),
+            "--cameras",
+            str(cameras),
+            "--unseen-cameras",
+            "1",
+            "--train-images",
+            str(train_images),
+            "--test-images",
+            str(max(10, train_images // 4)),
         ],
         capture_output=True,
         text=True,
@@ -126,9 +131,7 @@ def measure(args: argparse.Namespace, dataset: str) -> Throughput:
             eval_s.append(row["eval_seconds"])
     assert run is not None  # repeats >= 1 (argparse)
     return Throughput(
-        machine=(
-            torch.cuda.get_device_name() if args.device.startswith("cuda") else cpu_model()
-        ),
+        machine=(torch.cuda.get_device_name() if args.device.startswith("cuda") else cpu_model()),
         device=args.device,
         threads=torch.get_num_threads(),
         dataset=dataset,

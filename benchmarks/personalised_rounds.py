@@ -186,11 +186,18 @@ def measure(args: argparse.Namespace) -> Benchmark:
         ratio = typical(own, "round_seconds") / typical(base, "round_seconds")
         methods.append(
             MethodRound(
-                algorithm, model, "packed", "",
-                typical(own, "round_seconds"), typical(own, "train_seconds"),
-                typical(own, "eval_seconds"), typical(base, "round_seconds"),
-                typical(base, "train_seconds"), typical(base, "eval_seconds"),
-                ratio, ratio <= TARGET_RATIO,
+                algorithm,
+                model,
+                "packed",
+                "",
+                typical(own, "round_seconds"),
+                typical(own, "train_seconds"),
+                typical(own, "eval_seconds"),
+                typical(base, "round_seconds"),
+                typical(base, "train_seconds"),
+                typical(base, "eval_seconds"),
+                ratio,
+                ratio <= TARGET_RATIO,
                 typical(own, "train_seconds") / typical(base, "train_seconds"),
             )
         )
@@ -199,15 +206,24 @@ def measure(args: argparse.Namespace) -> Benchmark:
         path = "sequential" if reason else "packed"
         methods.append(
             MethodRound(
-                algorithm, "simple-cnn", path, reason, None, None, None, None, None, None,
-                None, None, None,
+                algorithm,
+                "simple-cnn",
+                path,
+                reason,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
             )
         )
     first = next(iter(runs.values()))
     return Benchmark(
-        machine=(
-            torch.cuda.get_device_name() if args.device.startswith("cuda") else cpu_model()
-        ),
+        machine=(torch.cuda.get_device_name() if args.device.startswith("cuda") else cpu_model()),
         device=args.device,
         threads=torch.get_num_threads(),
         dataset=args.dataset,
@@ -256,8 +272,9 @@ def render(result: Benchmark) -> str:
     ]
     for method in result.methods:
         if method.path == "sequential":
-            lines.append(f"{method.algorithm}: sequential path, no packed ratio "
-                         f"({method.path_reason})")
+            lines.append(
+                f"{method.algorithm}: sequential path, no packed ratio ({method.path_reason})"
+            )
     return "\n".join(lines)
 
 

@@ -26,9 +26,19 @@ from federated.engine.round_loop import FederatedRun
 def config(n_parties: int, rounds: int, every: int | None) -> RunConfig:
     """The trial (module docstring) at scoring period ``every`` (None: the default)."""
     return RunConfig(
-        algorithm="fedavg", dataset="fmnist", model="simple-cnn", n_parties=n_parties,
-        partition="iid", sample_fraction=10 / n_parties, local_epochs=1, batch_size=16,
-        rounds=rounds + 1, threads=1, seed=0, checkpoint_every=0, party_test_fraction=0.2,
+        algorithm="fedavg",
+        dataset="fmnist",
+        model="simple-cnn",
+        n_parties=n_parties,
+        partition="iid",
+        sample_fraction=10 / n_parties,
+        local_epochs=1,
+        batch_size=16,
+        rounds=rounds + 1,
+        threads=1,
+        seed=0,
+        checkpoint_every=0,
+        party_test_fraction=0.2,
         party_scores_every=every,
     ).resolved()
 
@@ -39,8 +49,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=10, help="timed rounds per run")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    configs = {"every round": config(args.parties, args.rounds, 1),
-               "default": config(args.parties, args.rounds, None)}
+    configs = {
+        "every round": config(args.parties, args.rounds, 1),
+        "default": config(args.parties, args.rounds, None),
+    }
     data = load_dataset("fmnist", configs["default"].data_root)
     runs = {name: FederatedRun(c, data) for name, c in configs.items()}
     seconds: dict[str, list[float]] = {name: [] for name in runs}
@@ -50,8 +62,10 @@ def main(argv: list[str] | None = None) -> None:
             if index > 0:  # the first round of each is the warm-up
                 seconds[name].append(float(row["round_seconds"]))
     for name, values in seconds.items():
-        print(f"{name}: party_scores_every={configs[name].party_scores_every} "
-              f"median {statistics.median(values):.3f} s/round, mean {statistics.mean(values):.3f}")
+        print(
+            f"{name}: party_scores_every={configs[name].party_scores_every} "
+            f"median {statistics.median(values):.3f} s/round, mean {statistics.mean(values):.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -101,11 +101,11 @@ class Site:
 def fashion_items(data_root: str | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Fashion-MNIST's images (N, 28, 28) uint8 and labels (N,) per split, by fedsweep's
     loader (kept for the next build in the same process)."""
-    from federated.data import DatasetUnavailable, load_dataset
+    from federated.data import DatasetUnavailableError, load_dataset
 
     try:
         data = load_dataset("fmnist", data_root)
-    except DatasetUnavailable as err:
+    except DatasetUnavailableError as err:
         raise BuildError(str(err)) from None
     return {
         "train": (data.train_x[:, 0].numpy(), data.train_y.numpy()),

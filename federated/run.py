@@ -50,7 +50,7 @@ from federated.config.run_config import (
     field_types,
     registered_params,
 )
-from federated.data import DatasetUnavailable
+from federated.data import DatasetUnavailableError
 from federated.data.folder_layout import dataset_slug
 from federated.data.party_field import left_out_words
 from federated.engine.round_loop import FederatedRun, PackingFallback
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("always", PackingFallback)
             # loads the data and checks the config against them and the model, first
             run = FederatedRun(config)
-    except (ConfigError, DatasetUnavailable, DeviceUnavailableError, PartitionError) as err:
+    except (ConfigError, DatasetUnavailableError, DeviceUnavailableError, PartitionError) as err:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
     config = run.config  # complete: what the data decide filled in

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: sets up .venv if needed, lints, then runs the whole suite
+# The test command: sets up .venv if needed, lints and checks formatting, then runs the whole suite
 # (slow end-to-end tests included) on two pytest-xdist workers: the slow tests that run
 # real Ray sweeps form two groups, each run one test after another on one worker (at most
 # two local Ray clusters at a time), and the rest fill in (docs/results/test-suite.md);
@@ -10,4 +10,5 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 cd "$FEDSWEEP_ROOT"
 ruff check .
+ruff format --check .
 exec python -m pytest -n "${FEDSWEEP_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"

@@ -32,7 +32,7 @@ from federated.cli import exit_codes
 from federated.cli.input_checks import InputError, check_address, check_output_folder
 from federated.cli.internal_error import report_internal_error
 from federated.config.run_config import ConfigError
-from federated.data import DatasetUnavailable
+from federated.data import DatasetUnavailableError
 from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET, Study
 from search_spaces.study_file import StudyFileError
 from study.dashboard import dashboard_line, keep_dashboard_up
@@ -331,7 +331,7 @@ def check_before_ray(args: argparse.Namespace, plan: SweepPlan) -> SweepTarget:
             checked_plan = plan
         # what every trial would check when it starts (data, partition, device), now
         partitions = preflight(checked_plan, local=not address)
-    except (InputError, ConfigError, StudyFileError, DatasetUnavailable) as err:
+    except (InputError, ConfigError, StudyFileError, DatasetUnavailableError) as err:
         print(f"error: {err}", file=sys.stderr)
         raise SweepStopError(exit_codes.BAD_INPUT) from None
     except KeyboardInterrupt:

@@ -29,9 +29,7 @@ def offline_studies() -> list[str]:
     likewise: tests/test_detection_study.py builds a small tree and plans it."""
     from search_spaces import STUDIES
 
-    return [
-        name for name, s in STUDIES.items() if not s.dataset.startswith(("hf:", "folder:"))
-    ]
+    return [name for name, s in STUDIES.items() if not s.dataset.startswith(("hf:", "folder:"))]
 
 
 def plan_snapshot() -> dict[str, Any]:

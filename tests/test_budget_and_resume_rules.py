@@ -254,9 +254,9 @@ def test_the_laptop_batch_yields_to_a_study_that_fixes_its_own_and_to_set():
     assert pretraining["batch_size"] == 32
     paper = SweepPlan.build(STUDIES["moon_mu"], laptop, overrides={"batch_size": 64})
     assert paper.trials()[0].config["batch_size"] == 64
-    assert SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"]).trials()[0].config[
-        "batch_size"
-    ] == 64
+    assert (
+        SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"]).trials()[0].config["batch_size"] == 64
+    )
 
 
 def test_the_end_table_shows_a_dash_and_why_for_a_round_that_scored_no_test_value():

@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from federated.data import DatasetUnavailable, load_dataset
+from federated.data import DatasetUnavailableError, load_dataset
 
 
 def test_a_corrupt_dataset_file_is_one_line(tmp_path):
@@ -20,6 +20,6 @@ def test_a_corrupt_dataset_file_is_one_line(tmp_path):
     ):
         with gzip.open(folder / f"{name}.gz", "wb") as fh:
             fh.write(b"\x00\x00\x08\x03\x00\x00")  # a header cut short
-    with pytest.raises(DatasetUnavailable) as caught:
+    with pytest.raises(DatasetUnavailableError) as caught:
         load_dataset("fmnist", tmp_path)
     assert "\n" not in str(caught.value) and "damaged" in str(caught.value)

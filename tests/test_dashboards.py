@@ -202,9 +202,7 @@ def tracked_values(sweep_dir: Path, trial: Path, key: str) -> dict[str, dict[int
 
 
 @pytest.mark.slow
-def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(
-    tmp_path, monkeypatch
-):
+def test_every_dashboard_says_which_trial_is_which_through_ctrl_c_and_resume(tmp_path, monkeypatch):
     import optuna
 
     monkeypatch.delenv("WANDB_API_KEY", raising=False)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
-from federated.data import DatasetUnavailable, load_dataset
+from federated.data import DatasetUnavailableError, load_dataset
 from federated.data.idx import read_idx
 from federated.data.loading import DEBIAN_FASHION_MNIST, _decode_tinyimagenet
 
@@ -45,7 +45,7 @@ def test_missing_dataset_offline_says_where_it_looked_and_how_to_get_it(
     tmp_path, monkeypatch, name, folder
 ):
     monkeypatch.setenv("FEDSWEEP_OFFLINE", "1")
-    with pytest.raises(DatasetUnavailable) as info:
+    with pytest.raises(DatasetUnavailableError) as info:
         load_dataset(name, tmp_path)
     message = str(info.value)
     assert "\n" not in message
@@ -56,7 +56,7 @@ def test_missing_dataset_offline_says_where_it_looked_and_how_to_get_it(
 
 def test_cifar10_download_failure_is_reported_not_raised(tmp_path, monkeypatch):
     monkeypatch.delenv("FEDSWEEP_OFFLINE", raising=False)
-    with pytest.raises(DatasetUnavailable, match="download failed"):
+    with pytest.raises(DatasetUnavailableError, match="download failed"):
         load_dataset("cifar10", tmp_path)
 
 

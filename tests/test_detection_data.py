@@ -369,14 +369,16 @@ def test_iid_quantity_and_natural_partitions_split_detection_images(partition, t
     from federated.heterogeneity.partition import partition_for_run
 
     root = street_tree(tmp_path / "street", n_train=40)
-    config = with_data_checked(RunConfig(
-        dataset=f"folder:{root}",
-        data_root=str(tmp_path / "data"),
-        partition=partition,
-        n_parties=None if partition == "natural" else 3,
-        partition_by="device2_id" if partition == "natural" else None,
-        beta=5.0,
-    ))
+    config = with_data_checked(
+        RunConfig(
+            dataset=f"folder:{root}",
+            data_root=str(tmp_path / "data"),
+            partition=partition,
+            n_parties=None if partition == "natural" else 3,
+            partition_by="device2_id" if partition == "natural" else None,
+            beta=5.0,
+        )
+    )
     data = load_dataset(config.dataset, config.data_root, columns=HubColumns.of(config))
     parts = partition_for_run(np.zeros(len(data.train_y), np.int64), config, data.train_parties)
     assert len(parts) == 3 and sum(len(p) for p in parts) == 40
@@ -399,7 +401,7 @@ def test_a_missing_tree_is_named_as_the_dataset_before_partition_by(tmp_path):
         )
     assert expected in str(raised.value) and "partition_by" not in str(raised.value)
     with pytest.raises(ConfigError, match="dataset='folder:"):
-        with_data_checked(RunConfig(
-            dataset=f"folder:{missing}", partition="natural", partition_by="device2_id"
-        ))
+        with_data_checked(
+            RunConfig(dataset=f"folder:{missing}", partition="natural", partition_by="device2_id")
+        )
     assert not missing.exists()

@@ -58,9 +58,7 @@ def test_average_precision_equals_a_case_worked_by_hand():
 
 def test_perfect_detections_score_one_and_none_score_zero():
     truths = [_image([[4, 4, 20, 30]], [1]), _image([[10, 10, 40, 40], [0, 0, 8, 8]], [0, 2])]
-    perfect = [
-        _image(t.boxes, t.labels, np.linspace(0.9, 0.5, len(t.labels))) for t in truths
-    ]
+    perfect = [_image(t.boxes, t.labels, np.linspace(0.9, 0.5, len(t.labels))) for t in truths]
     assert average_precision(perfect, truths, 3).map == pytest.approx(1.0)
     nothing = [_image(np.zeros((0, 4)), []) for _ in truths]
     assert average_precision(nothing, truths, 3).map50 == 0.0
@@ -265,6 +263,5 @@ def test_the_console_line_shows_map_and_leaves_each_class_to_the_rows(boxes):
         "samples_per_second": 100.0,
     }
     assert format_row(classification, 3) == (
-        "round   2/3  test_acc 0.5000  test_loss 1.2500  train_loss 2.0000  1.50 s  "
-        "100 samples/s"
+        "round   2/3  test_acc 0.5000  test_loss 1.2500  train_loss 2.0000  1.50 s  100 samples/s"
     )

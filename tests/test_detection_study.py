@@ -32,11 +32,16 @@ def small_tree(tmp_path_factory) -> Path:
             str(out),
             # 64 pixels and 30 test images: the shipped start detects there (test mAP@0.5
             # about 0.3 after a round), so the sweep below reports numbers, not zeros
-            "--size", "64",
-            "--cameras", "10",
-            "--unseen-cameras", "1",
-            "--train-images", "120",
-            "--test-images", "30",
+            "--size",
+            "64",
+            "--cameras",
+            "10",
+            "--unseen-cameras",
+            "1",
+            "--train-images",
+            "120",
+            "--test-images",
+            "30",
         ],
         check=True,
         capture_output=True,
@@ -226,12 +231,22 @@ def test_rounds_to_a_target_of_nothing_learned_give_no_speed_up():
     for order, (algorithm, curve) in enumerate(curves.items()):
         trial = f"t-{algorithm}"
         trials.append(
-            {"sweep": "s", "trial": trial, "status": "completed", "seed": 0, "order": order,
-             "algorithm": algorithm, "dataset": "folder:x", "last_round": 2,
-             "sweep_started": "2026-11-26"}
+            {
+                "sweep": "s",
+                "trial": trial,
+                "status": "completed",
+                "seed": 0,
+                "order": order,
+                "algorithm": algorithm,
+                "dataset": "folder:x",
+                "last_round": 2,
+                "sweep_started": "2026-11-26",
+            }
         )
-        rows += [{"sweep": "s", "trial": trial, "round": r, "test_map50": v}
-                 for r, v in enumerate(curve, 1)]
+        rows += [
+            {"sweep": "s", "trial": trial, "round": r, "test_map50": v}
+            for r, v in enumerate(curve, 1)
+        ]
     table = map_communication_table(rows, trials)
     assert set(table.display.iloc[:, 0]) == {"no target: FedAvg 0.000 (nothing learned)"}
     assert set(table.display.iloc[:, 1]) == {"none (baseline not learned)"}

@@ -18,9 +18,10 @@ def test_the_benchmark_reports_training_and_evaluation_images_per_second(tmp_pat
     assert result["parties"] == 5 and result["train_images"] > 0 and result["test_images"] > 0
     assert result["train_images_per_s"] > 0 and result["eval_images_per_s"] > 0
     # the rate is the federation's images over the round's training seconds
-    assert abs(
-        result["train_images_per_s"] - result["train_images"] / result["train_seconds"]
-    ) < 1e-6 * result["train_images_per_s"]
+    assert (
+        abs(result["train_images_per_s"] - result["train_images"] / result["train_seconds"])
+        < 1e-6 * result["train_images_per_s"]
+    )
     assert result["machine"] and result["rounds_measured"] == 1
     assert "training images/s:" in printed and "evaluation images/s:" in printed
     assert "path: sequential; detection cannot pack" in printed

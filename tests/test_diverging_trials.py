@@ -31,6 +31,7 @@ from tests.test_sweep_ray import (
 
 pytestmark = pytest.mark.slow
 
+
 def outcomes(sweep_dir) -> dict[str, str]:
     """Each trial's outcome as the manifest records it."""
     return {name: t["outcome"] for name, t in manifest(sweep_dir)["trials"].items()}

@@ -153,9 +153,7 @@ def test_fednova_normalises_by_the_steps_stragglers_actually_took(synthetic, mon
         original_add(self, contribution)
 
     monkeypatch.setattr(NormalizedAverage, "add", add)
-    config = tiny(
-        algorithm="fednova", n_parties=6, straggler_fraction=0.5, execution="sequential"
-    )
+    config = tiny(algorithm="fednova", n_parties=6, straggler_fraction=0.5, execution="sequential")
     run = FederatedRun(config, synthetic)
     x = {k: v.clone() for k, v in run.global_model.state_dict().items()}
     row = run.run_round()

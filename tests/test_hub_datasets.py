@@ -297,9 +297,7 @@ def test_federated_run_trains_on_the_stand_in_by_writer(stand_in, tmp_path):
 HEAVY_MODULES = ("torch", "torchvision", "datasets", "pyarrow")
 
 
-def test_offline_hub_name_fails_in_one_line_before_torch_and_writes_nothing(
-    tmp_path, monkeypatch
-):
+def test_offline_hub_name_fails_in_one_line_before_torch_and_writes_nothing(tmp_path, monkeypatch):
     """The done-when's offline case: one line, exit status 2, nothing written, and refused
     before torch, torchvision or datasets is imported (-X importtime lists every import;
     those take seconds, tens on a loaded machine)."""
@@ -371,14 +369,16 @@ def test_a_cached_hub_copy_is_used_offline(fmnist, tmp_path, monkeypatch):
     assert early_hub_refusal(argv).startswith("error: invalid config: dataset=")  # not cached
     _cache_as_the_hub_leaves_it(fmnist, repo, tmp_path / "hf")
     assert early_hub_refusal(argv) is None
-    config = with_data_checked(RunConfig(
-        dataset=f"hf:{repo}",
-        partition="natural",
-        partition_by="writer_id",
-        party_test_fraction=0.2,
-        data_root=str(tmp_path / "root"),
-        rounds=1,
-    ))
+    config = with_data_checked(
+        RunConfig(
+            dataset=f"hf:{repo}",
+            partition="natural",
+            partition_by="writer_id",
+            party_test_fraction=0.2,
+            data_root=str(tmp_path / "root"),
+            rounds=1,
+        )
+    )
     data = load_hub(config.dataset, None, None, config.data_root, HubColumns.of(config))
     assert data.spec.test_from_parties and data.spec.train_size == 120
     assert torch.equal(data.train_x, fmnist.train_x[:120])

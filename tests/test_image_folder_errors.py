@@ -353,9 +353,11 @@ def test_the_memory_estimate_passes_the_runs_that_fit(fmnist, tmp_path):
 
     root = tmp_path / "images"
     grey_tree(fmnist, root)
-    config = with_data_checked(RunConfig(
-        dataset=f"folder:{root}", data_root=str(tmp_path / "d"), device="cpu", n_parties=2
-    ))
+    config = with_data_checked(
+        RunConfig(
+            dataset=f"folder:{root}", data_root=str(tmp_path / "d"), device="cpu", n_parties=2
+        )
+    )
     activations, params = per_sample_bytes(config.model, config.spec)
     assert 0 < activations < 2**20 and 0 < params < 2**22
 

@@ -231,14 +231,25 @@ def test_config_fields_are_execution_only():
 
 @pytest.mark.parametrize(
     ("n_parties", "given", "resolved"),
-    [(10, None, 1), (100, None, 1), (101, None, 2), (1_000, None, 10), (50_000, None, 500),
-     (1_000, 1, 1), (1_000, 0, 0), (10, 3, 3)],
+    [
+        (10, None, 1),
+        (100, None, 1),
+        (101, None, 2),
+        (1_000, None, 10),
+        (50_000, None, 500),
+        (1_000, 1, 1),
+        (1_000, 0, 0),
+        (10, 3, 3),
+    ],
 )
 def test_default_scoring_cadence_follows_the_party_count(n_parties, given, resolved):
     """Unset, the period averages at most 100 party scorings a round (every round up to
     100 parties: the reference runs score as before); a given value is kept."""
     config = RunConfig(
-        dataset="fmnist", n_parties=n_parties, partition="iid",
-        sample_fraction=min(1.0, 10 / n_parties), party_scores_every=given,
+        dataset="fmnist",
+        n_parties=n_parties,
+        partition="iid",
+        sample_fraction=min(1.0, 10 / n_parties),
+        party_scores_every=given,
     ).resolved()
     assert config.party_scores_every == resolved

@@ -105,8 +105,10 @@ def test_a_checkpoint_without_an_archive_holds_every_state(synthetic, tmp_path):
     restored = FederatedRun(config, synthetic)
     with pytest.raises(ValueError, match="archive: none given"):
         restored.load_state_dict(
-            {**load_run_state(tmp_path), "parties": run.party_states.checkpoint(
-                PartyArchive(tmp_path / "a"), 1)}
+            {
+                **load_run_state(tmp_path),
+                "parties": run.party_states.checkpoint(PartyArchive(tmp_path / "a"), 1),
+            }
         )
 
 

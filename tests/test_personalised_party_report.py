@@ -68,8 +68,9 @@ def make_sweep(root, methods, own_models):
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory):
-    return load_results(make_sweep(tmp_path_factory.mktemp("mixed"), ("fedavg", "fedper"),
-                                   {"fedper"}))
+    return load_results(
+        make_sweep(tmp_path_factory.mktemp("mixed"), ("fedavg", "fedper"), {"fedper"})
+    )
 
 
 def test_the_recorded_spread_says_which_model_each_trial_evaluated(mixed):

@@ -23,9 +23,11 @@ from study.sweep import fixed_at
 
 
 def trial(point, seed, val_acc, test_acc, val_loss=1.0):
-    return point, {"point": point, "seed": seed}, {
-        "val_acc": val_acc, "test_acc": test_acc, "val_loss": val_loss
-    }
+    return (
+        point,
+        {"point": point, "seed": seed},
+        {"val_acc": val_acc, "test_acc": test_acc, "val_loss": val_loss},
+    )
 
 
 def test_a_planted_disagreement_is_decided_by_validation():
@@ -59,9 +61,11 @@ def test_an_early_stopped_trial_is_never_averaged_with_complete_ones():
     chose lr=0.5 on an early-rung value; the choice is made on complete trials only."""
 
     def ran(point, seed, val_acc, last_round):
-        return point, {"point": point, "seed": seed, "rounds": 8}, {
-            "val_acc": val_acc, "round": last_round
-        }
+        return (
+            point,
+            {"point": point, "seed": seed, "rounds": 8},
+            {"val_acc": val_acc, "round": last_round},
+        )
 
     trials = [ran("lr=0.5", 0, 0.82, 2), ran("lr=0.05", 0, 0.80, 8), ran("lr=0.05", 1, 0.78, 8)]
     old_rule = max(("lr=0.5", 0.82), ("lr=0.05", 0.79), key=lambda p: p[1])[0]

@@ -78,9 +78,10 @@ def test_stragglers_among_one_party_are_named_as_without_effect():
 
 def test_local_epochs_min_equal_to_local_epochs_is_named():
     config = RunConfig(dataset="synthetic", local_epochs=3, local_epochs_min=3)
-    assert any(line.startswith("warning: local_epochs_min=3 has no effect") for line in (
-        inert_settings(config)
-    ))
+    assert any(
+        line.startswith("warning: local_epochs_min=3 has no effect")
+        for line in (inert_settings(config))
+    )
 
 
 @pytest.mark.parametrize(
@@ -225,12 +226,12 @@ def test_the_name_message_says_ascii():
 
 
 def test_a_tiny_imagenet_cache_the_safe_load_refuses_is_one_line(tmp_path):
-    from federated.data import DatasetUnavailable, load_dataset
+    from federated.data import DatasetUnavailableError, load_dataset
 
     folder = tmp_path / "tiny-imagenet-200"
     folder.mkdir()
     torch.save({"train_x": InputError("a pickled object")}, folder / "fedsweep-uint8.pt")
-    with pytest.raises(DatasetUnavailable) as refused:
+    with pytest.raises(DatasetUnavailableError) as refused:
         load_dataset("tinyimagenet", tmp_path)
     message = str(refused.value)
     assert "\n" not in message and "fedsweep-uint8.pt cannot be loaded safely" in message

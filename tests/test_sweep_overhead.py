@@ -117,13 +117,15 @@ def party_folder(fmnist, tmp_path_factory) -> Path:
 
 
 def folder_config(root: Path, data_root: Path) -> RunConfig:
-    return with_data_checked(RunConfig(
-        dataset=f"folder:{root}",
-        partition="natural",
-        data_root=str(data_root),
-        device="cpu",
-        threads=1,
-    ))
+    return with_data_checked(
+        RunConfig(
+            dataset=f"folder:{root}",
+            partition="natural",
+            data_root=str(data_root),
+            device="cpu",
+            threads=1,
+        )
+    )
 
 
 def test_a_worker_process_loads_a_data_set_once_and_again_when_its_files_change(

@@ -225,9 +225,7 @@ def test_optuna_with_asha_and_diverging_trials_completes_and_reruns_the_best(
     # stopped: PRUNED (Optuna keeps their last intermediate value as its own record);
     # diverged: FAIL, never a value
     expected = {"completed": "COMPLETE", "stopped": "PRUNED", "diverged": "FAIL"}
-    assert sorted(t.state.name for t in study.trials) == sorted(
-        expected[o] for o in found.values()
-    )
+    assert sorted(t.state.name for t in study.trials) == sorted(expected[o] for o in found.values())
     assert all(t.value is None for t in study.trials if t.state == state.FAIL)
     # the rerun: the best complete point on fresh seeds, none of the search's, ranked on
     # the complete trials only

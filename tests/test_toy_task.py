@@ -41,8 +41,15 @@ class OrdinalTask(Task):
     has_classes = True  # label-skew partitions apply
     Params = OrdinalParams
     metrics = (
-        MetricSpec("within1", "ordinal", True, "within-one accuracy", "test within-one "
-                   "accuracy", True, False),
+        MetricSpec(
+            "within1",
+            "ordinal",
+            True,
+            "within-one accuracy",
+            "test within-one accuracy",
+            True,
+            False,
+        ),
         MetricSpec("rank_mae", "ordinal", False, "rank MAE", "test rank MAE", False, False),
     )
 
@@ -129,8 +136,16 @@ def test_the_runs_task_sizes_the_head_and_groups_the_partition(fmnist):
     from federated.engine.round_loop import FederatedRun
 
     config = RunConfig.from_dict(
-        dict(task=TASK, dataset="fmnist", rounds=1, n_parties=4, data_fraction=0.02,
-             test_fraction=0.05, device="cpu", threads=1)
+        dict(
+            task=TASK,
+            dataset="fmnist",
+            rounds=1,
+            n_parties=4,
+            data_fraction=0.02,
+            test_fraction=0.05,
+            device="cpu",
+            threads=1,
+        )
     ).resolved()
     run = FederatedRun(config, fmnist)
     logits = run.global_model(run.augmenter.normalize(run.test_x[:2])).logits

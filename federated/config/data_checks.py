@@ -310,8 +310,9 @@ def _check_task(c: Any, spec: DatasetSpec) -> None:
         need = unmet_need(task, needs)
         if need is not None:
             raise ConfigError(
-                name, value, f"{allowed}: {user} needs {need.what}, which a {task.name} task "
-                "does not have"
+                name,
+                value,
+                f"{allowed}: {user} needs {need.what}, which a {task.name} task does not have",
             )
 
 

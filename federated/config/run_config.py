@@ -180,9 +180,7 @@ class FieldGroup(Mapping[str, Any]):
 
 
 # the fields a data set's spec depends on (the data group but the fractions used of it)
-SPEC_FIELDS = tuple(
-    f for f in FIELD_GROUPS["data"] if f not in ("data_fraction", "test_fraction")
-)
+SPEC_FIELDS = tuple(f for f in FIELD_GROUPS["data"] if f not in ("data_fraction", "test_fraction"))
 
 
 def _help(text: str) -> Any:

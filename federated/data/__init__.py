@@ -3,7 +3,7 @@
 from federated.data.augment import Augmenter, AugmentParams, augment_reference
 from federated.data.catalog import DATASETS, DatasetSpec, dataset_spec
 from federated.data.loading import (
-    DatasetUnavailable,
+    DatasetUnavailableError,
     ImageData,
     default_data_root,
     load_dataset,
@@ -15,7 +15,7 @@ __all__ = [
     "AugmentParams",
     "Augmenter",
     "DatasetSpec",
-    "DatasetUnavailable",
+    "DatasetUnavailableError",
     "ImageData",
     "augment_reference",
     "dataset_spec",

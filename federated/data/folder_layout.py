@@ -28,7 +28,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from federated.data.image_data import DatasetUnavailable
+from federated.data.image_data import DatasetUnavailableError
 
 FOLDER_PREFIX = "folder:"
 # The smallest party a natural partition accepts: the rule of the synthetic partitions
@@ -36,7 +36,7 @@ FOLDER_PREFIX = "folder:"
 MIN_PARTY_IMAGES = 10
 
 
-class FolderDataError(DatasetUnavailable):
+class FolderDataError(DatasetUnavailableError):
     """An image folder cannot be used; the message is one line naming the path."""
 
 

@@ -75,7 +75,7 @@ from federated.data.folder_decode import (
 )
 from federated.data.folder_layout import MIN_PARTY_IMAGES
 from federated.data.image_data import (
-    DatasetUnavailable,
+    DatasetUnavailableError,
     ImageData,
     resolve_data_root,
 )
@@ -97,7 +97,7 @@ _memory: dict[tuple, ImageData] = {}
 _keys: dict[tuple, tuple[str, HubColumns]] = {}
 
 
-class HubDataError(DatasetUnavailable):
+class HubDataError(DatasetUnavailableError):
     """An ``hf:`` data set cannot be used; the message is one line naming it."""
 
 
@@ -476,9 +476,7 @@ def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key
     parties, party_names = torch.zeros(len(train_y), dtype=torch.int64), []
     left_out: list[tuple[str, int]] = []
     if columns.partition_by:
-        parties, party_names, left_out = natural_parties(
-            name, columns.partition_by, party_values
-        )
+        parties, party_names, left_out = natural_parties(name, columns.partition_by, party_values)
     mean, std = channel_stats(train_x)
     return {
         "format": CACHE_FORMAT,

@@ -15,7 +15,7 @@ from federated.data.catalog import DatasetSpec
 from federated.runtime.atomic_file import atomic_open
 
 
-class DatasetUnavailable(RuntimeError):
+class DatasetUnavailableError(RuntimeError):
     """The dataset is not on disk and could not be downloaded."""
 
 

@@ -8,7 +8,7 @@ Where data is looked for, in order:
 3. a download by torchvision (CIFAR, MNIST, Fashion-MNIST) or of the Tiny-ImageNet zip,
    unless ``FEDSWEEP_OFFLINE=1``.
 
-When none works, :class:`DatasetUnavailable` says in one line where it looked and how to
+When none works, :class:`DatasetUnavailableError` says in one line where it looked and how to
 get the data.  Images are returned as uint8 NCHW tensors and labels as int64, so a run
 keeps the whole set on its device and augments batches there.
 """
@@ -28,7 +28,7 @@ from federated.data.folder_dataset import load_folder
 from federated.data.hub_dataset import HubColumns, is_hub_dataset, load_hub
 from federated.data.idx import read_idx
 from federated.data.image_data import (
-    DatasetUnavailable,
+    DatasetUnavailableError,
     ImageData,
     atomic_torch_save,
     default_data_root,
@@ -92,17 +92,17 @@ def load_dataset(
     }[name]
     try:
         train_x, train_y, test_x, test_y = loader(spec, root)
-    except DatasetUnavailable:
+    except DatasetUnavailableError:
         raise
     except (OSError, ValueError, EOFError, RuntimeError, KeyError) as err:
         # truncated or corrupt files (IDX, gzip, torchvision's archives): one line, no trace
-        raise DatasetUnavailable(
+        raise DatasetUnavailableError(
             f"dataset {name!r} under {root} could not be read ({_short(err)}): its files "
             "are damaged; remove them and let fedsweep fetch them again"
         ) from None
     expected = (spec.train_size, *spec.shape), (spec.test_size, *spec.shape)
     if (tuple(train_x.shape), tuple(test_x.shape)) != expected:
-        raise DatasetUnavailable(
+        raise DatasetUnavailableError(
             f"dataset {name!r} under {root} has shapes {tuple(train_x.shape)} / "
             f"{tuple(test_x.shape)}, expected {expected[0]} / {expected[1]}: remove the folder "
             "and let fedsweep fetch it again"
@@ -166,7 +166,7 @@ def _load_mnist_like(spec: DatasetSpec, root: Path):
         if spec.name == "fmnist"
         else ""
     )
-    raise DatasetUnavailable(
+    raise DatasetUnavailableError(
         f"dataset {spec.name!r} not found: looked in {', '.join(map(str, folders))}; "
         f"{download_error}. To get it: {how}run once with internet access "
         f"(torchvision downloads it to {root / tv_name}), or copy the four IDX files "
@@ -198,7 +198,7 @@ def _load_cifar(spec: DatasetSpec, root: Path):
             except Exception as err:
                 train, download_error = None, f"download failed ({_short(err)})"
         if train is None:
-            raise DatasetUnavailable(
+            raise DatasetUnavailableError(
                 f"dataset {spec.name!r} not found: looked in {folder}; {download_error}. "
                 f"To get it: run once with internet access (torchvision downloads it there), "
                 f"or put the extracted '{cls.base_folder}' folder under a data root and pass "
@@ -221,7 +221,7 @@ def _load_tinyimagenet(spec: DatasetSpec, root: Path):
             return blob["train_x"], blob["train_y"], blob["test_x"], blob["test_y"]
         except (pickle.UnpicklingError, OSError, ValueError, EOFError, RuntimeError) as err:
             # the safe load refuses it, or it is cut short: one line, not torch's 24
-            raise DatasetUnavailable(
+            raise DatasetUnavailableError(
                 f"dataset 'tinyimagenet': its cache {cache} cannot be loaded safely "
                 f"({_short(err)}); remove it and it is decoded again from {folder}"
             ) from None
@@ -236,7 +236,7 @@ def _load_tinyimagenet(spec: DatasetSpec, root: Path):
             except Exception as err:
                 download_error = f"download failed ({_short(err)})"
         if download_error:
-            raise DatasetUnavailable(
+            raise DatasetUnavailableError(
                 f"dataset 'tinyimagenet' not found: looked in {folder}; {download_error}. "
                 f"To get it: download {TINY_IMAGENET_URL}, unzip it under a data root (giving "
                 "tiny-imagenet-200/ with train/, val/, wnids.txt) and pass --data-root / set "
@@ -282,7 +282,7 @@ def _short(err: BaseException) -> str:
 
 
 __all__ = [
-    "DatasetUnavailable",
+    "DatasetUnavailableError",
     "ImageData",
     "default_data_root",
     "load_dataset",

@@ -77,9 +77,7 @@ class SplitEvaluator:
         return evaluate(model, x, y, augmenter, batch_size, accumulator, owner)
 
 
-def combined_scores(
-    parts: dict[int, Scores], sizes: list[int], names: tuple[str, ...]
-) -> Scores:
+def combined_scores(parts: dict[int, Scores], sizes: list[int], names: tuple[str, ...]) -> Scores:
     """One :class:`Scores` of the metrics ``names`` from parties scored one at a time (a
     personal model each): every metric size-weighted over ``parts``' parties, ``sizes``
     their split sizes (one pooled correlation over several models would mix them)."""

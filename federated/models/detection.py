@@ -214,8 +214,7 @@ class DetectionModel(nn.Module):
         found = self.detector(images)
         h = self._take_top()
         detections = [
-            {"boxes": d["boxes"], "labels": d["labels"] - 1, "scores": d["scores"]}
-            for d in found
+            {"boxes": d["boxes"], "labels": d["labels"] - 1, "scores": d["scores"]} for d in found
         ]
         return ModelOutput(h, self.head(h), detections)  # type: ignore[arg-type]
 

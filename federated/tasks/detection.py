@@ -126,9 +126,7 @@ class DetectionAccumulator:
     """Every evaluated image's detections and true boxes (on the CPU) and, per party,
     its owner; AP is computed once, at the end (pycocotools)."""
 
-    def __init__(
-        self, n_classes: int, class_names: tuple[str, ...], n_parties: int | None
-    ) -> None:
+    def __init__(self, n_classes: int, class_names: tuple[str, ...], n_parties: int | None) -> None:
         self.n_classes = n_classes
         self.class_names = class_names
         self.n = n_parties
