@@ -17,7 +17,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from search_spaces.study import Study
-from search_spaces.study_file import RANGE_KINDS, StudyFileError, study_from_dict
+from search_spaces.study_file import (
+    RANGE_KINDS,
+    StudyFileError,
+    check_fields,
+    first_grid_point,
+    study_from_dict,
+)
 
 SOURCE = "--vary"
 
@@ -70,10 +76,15 @@ def parse_vary(item: str) -> dict[str, Any]:
 
 
 def adhoc_study(
-    items: list[str], name: str | None, given: Mapping[str, Any] | None = None
+    items: list[str],
+    name: str | None,
+    given: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> Study:
     """The study ``--vary`` items describe, named ``name`` (default ``adhoc``); ``given``:
-    the fields ``--set`` gives every trial, beside which the axes' values are checked."""
+    the fields ``--set`` (and ``--dataset``) give every trial, beside which the axes'
+    values are checked; ``flags``: each given field's flag as typed (``--set
+    n_parties=10000``), which a refusal of that field names."""
     axes = [parse_vary(item) for item in items]
     varied = {axis["name"] for axis in axes}
     # a comma list kept as written is another axis's values, not one value for every trial
@@ -82,6 +93,7 @@ def adhoc_study(
         for k, v in (given or {}).items()
         if k not in varied and not (isinstance(v, str) and "," in v)
     }
+    check_given(beside, flags or {}, axes)
     try:
         return study_from_dict(
             {
@@ -101,3 +113,20 @@ def adhoc_study(
         raise StudyFileError(
             f"{SOURCE} {item}", match.group(2) or "axis", err.value, err.allowed
         ) from None
+
+
+def check_given(
+    given: Mapping[str, Any], flags: Mapping[str, str], axes: list[dict[str, Any]]
+) -> None:
+    """The fields every trial is given, checked before the axes' values are checked beside
+    them: a value ``--set`` or ``--dataset`` gave that no trial allows is refused naming
+    that flag, never an axis (the axes' first grid point is their context: a refusal that
+    needs an axis's other value is left to the trials' own check)."""
+
+    def fail(key: str, value: Any, allowed: str) -> StudyFileError:
+        field = key.split(".", 1)[1] if "." in key else next(iter(given), key)
+        flag = flags.get(field, f"--set {field}={value}")
+        return StudyFileError(flag, field, value, allowed)
+
+    if given:
+        check_fields(fail, "given", dict(given), context=first_grid_point(axes))

@@ -149,12 +149,12 @@ def study_from_dict(
     dataset = data.get("dataset", fixed.get("dataset", "fmnist"))
     # [fixed] on the study's dataset, which some of its values depend on (partition =
     # "natural" needs a folder of parties; a score folder refuses class skews)
-    _check_fields(fail, "dataset" if "dataset" in data else "fixed", {"dataset": dataset})
+    check_fields(fail, "dataset" if "dataset" in data else "fixed", {"dataset": dataset})
     # [fixed] with every axis at its first value (a trial of the grid): a fixed value may
     # need a field an axis sets (the street study: partition = "natural" with the parties
     # axis's partition_by); a refusal of a fixed field names it
-    context = _first_point(data.get("axes"))
-    _check_fields(fail, "fixed", {**fixed, "dataset": dataset}, context=context)
+    context = first_grid_point(data.get("axes"))
+    check_fields(fail, "fixed", {**fixed, "dataset": dataset}, context=context)
 
     raw_axes = data.get("axes")
     if not isinstance(raw_axes, list) or not raw_axes:
@@ -196,7 +196,7 @@ def study_from_dict(
     )
 
 
-def _check_fields(
+def check_fields(
     fail,
     key: str,
     fields: Mapping[str, Any],
@@ -231,7 +231,7 @@ def _check_fields(
     return checked.to_dict() if context is None else RunConfig.from_dict(dict(fields)).to_dict()
 
 
-def _first_point(raw_axes: Any) -> dict[str, Any]:
+def first_grid_point(raw_axes: Any) -> dict[str, Any]:
     """The fields the study's first grid point sets, read from its axes as written (a
     malformed axis adds nothing here: the axes' own checks refuse it)."""
     point: dict[str, Any] = {}
@@ -285,7 +285,7 @@ def _axis(fail, key: str, raw: Any, fixed: Mapping[str, Any]) -> Axis:
                     )
             # a refusal of a [fixed] field here may need another axis (the trial check
             # sees them all); this axis's own fields are refused here
-            _check_fields(fail, where, dict(fields), context=fixed)
+            check_fields(fail, where, dict(fields), context=fixed)
             settings[label] = dict(fields)
         optuna = _range(fail, f"{key}.optuna", raw["optuna"], None) if "optuna" in raw else None
         if optuna is not None and (
@@ -304,7 +304,7 @@ def _axis(fail, key: str, raw: Any, fixed: Mapping[str, Any]) -> Axis:
     checked = []
     for j, value in enumerate(values):
         where = f"{key}.values[{j}]"
-        checked.append(_check_fields(fail, where, {**fixed, name: value}, name_field=False)[name])
+        checked.append(check_fields(fail, where, {**fixed, name: value}, name_field=False)[name])
     optuna = (
         _range(fail, f"{key}.optuna", raw["optuna"], (name, fixed)) if "optuna" in raw else None
     )
@@ -330,7 +330,7 @@ def _range(fail, key: str, raw: Any, field: tuple[str, Mapping[str, Any]] | None
         if field is not None:
             name, fixed = field
             choices = [
-                _check_fields(fail, f"{key}.choices[{j}]", {**fixed, name: c}, name_field=False)[
+                check_fields(fail, f"{key}.choices[{j}]", {**fixed, name: c}, name_field=False)[
                     name
                 ]
                 for j, c in enumerate(choices)
@@ -352,7 +352,7 @@ def _range(fail, key: str, raw: Any, field: tuple[str, Mapping[str, Any]] | None
     if field is not None:
         name, fixed = field
         for end, value in (("low", low), ("high", high)):
-            _check_fields(fail, f"{key}.{end}", {**fixed, name: value}, name_field=False)
+            check_fields(fail, f"{key}.{end}", {**fixed, name: value}, name_field=False)
     return OptunaRange(kind, float(low), float(high))
 
 

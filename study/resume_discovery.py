@@ -24,7 +24,9 @@ from study.sweep_args import UsageError
 from study.sweep_folder import MANIFEST, read_manifest
 
 
-def sweep_to_resume(storage: Path, plan: SweepPlan, name: str | None) -> tuple[Path, SweepPlan]:
+def sweep_to_resume(
+    storage: Path, plan: SweepPlan | None, name: str | None
+) -> tuple[Path, SweepPlan]:
     """The folder ``--resume`` continues and the plan its manifest records (the trials'
     run-time checks are run on that plan, not on today's command line)."""
     sweep_dir = find_sweep(storage, plan, name)
@@ -40,13 +42,15 @@ def sweep_to_resume(storage: Path, plan: SweepPlan, name: str | None) -> tuple[P
     return sweep_dir, plan
 
 
-def find_sweep(storage: Path, plan: SweepPlan, name: str | None) -> Path:
+def find_sweep(storage: Path, plan: SweepPlan | None, name: str | None) -> Path:
     """``storage/name``, or without a name the newest folder named like ``plan``'s sweeps."""
     if name:
         path = storage / name
         if not path.is_dir():
             raise UsageError(f"--resume: no sweep {name!r} under {storage}")
         return path
+    if plan is None:
+        raise UsageError("--resume needs --name NAME or the study, to find its latest sweep")
     prefix = plan.default_name("")
     candidates = sorted(
         (p for p in storage.glob(prefix + "*") if p.is_dir()), key=lambda p: p.stat().st_mtime

@@ -44,6 +44,7 @@ from study.preflight import check_batches, check_cpus, check_devices, preflight,
 from study.resources import Execution, TrialResources, choose_resources
 from study.resume_digests import record_digests
 from study.resume_discovery import sweep_to_resume
+from study.resume_plan import resume_command, resumed_plan
 from study.seed_batches import SeedTarget, next_batch, parse_seed_target
 from study.selection import (
     SelectionError,
@@ -62,7 +63,6 @@ from study.sweep_args import (
     check_search,
     parse_overrides,
     resolve_study,
-    study_argument,
 )
 from study.sweep_folder import MANIFEST, read_manifest, update_manifest, write_json_atomic
 from study.terminal_errors import install_one_line_trial_errors
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # --budget, --num-samples, --set ... are not repeated: --resume reads the sweep's plan
-# from its manifest, and a value given again would have to be checked against it.
+# from its manifest (study/resume_plan.py refuses flags that would plan other trials).
 RESUME_NOTE = "  (--resume reads the budget, the trials and every setting from the manifest)"
 
 
@@ -214,50 +214,19 @@ def drive(args: argparse.Namespace, reached: DriverProgress) -> str | None:
 
 
 def plan_sweep(args: argparse.Namespace) -> SweepPlan:
-    """The sweep's plan from the command line: its values checked, the study resolved,
-    the budget chosen and applied.  Nothing is written and Ray is not started."""
+    """The sweep's plan: a new sweep's from the command line (its values checked, the
+    study resolved, the budget chosen and applied), a resumed one's from its manifest
+    (:mod:`study.resume_plan`).  Nothing is written and Ray is not started."""
     try:
         check_args(args)
-        if not (args.address or os.environ.get("RAY_ADDRESS")):
-            # a local Ray has this machine's CPUs: said as the flag the user gave, before
-            # the trials' torch threads (which follow it) are checked as a field
-            check_cpus(args.cpus_per_trial)
-        study = resolve_study(args)
-        check_search(study, args.search)
-        # a built-in study's values are the paper's, which budgets scale; a user's study
-        # runs as written unless a budget is asked for (search_spaces/budgets.py)
-        budget = args.budget or (DEFAULT_BUDGET if study.paper_settings else USER_DEFAULT_BUDGET)
-        # Optuna, ASHA and --rerun-best select on validation (study/selection.py)
-        by = selector(args.search, args.scheduler, args.rerun_best)
-        overrides, note = with_validation(study, parse_overrides(args.overrides), by)
-        # torch threads follow the CPUs a trial gets, unless --set threads=... says
-        # otherwise; set before the plan resolves its trials, so that each resolves once
-        requested = TrialResources(args.cpus_per_trial, args.gpus_per_trial)
-        overrides = {**overrides, "threads": overrides.get("threads", requested.threads)}
-        seed_target = parse_seed_target(args.seeds)
-        if seed_target and (args.resume or args.search == "optuna"):
-            raise UsageError(
-                f"--seeds={args.seeds} runs a grid in seed batches: not with --resume (resume "
-                "each batch's folder by its --name) nor --search optuna (a search runs one seed)"
-            )
-        plan = SweepPlan.build(
-            study,
-            BUDGETS[budget],
-            dataset=args.dataset,
-            search=args.search,
-            # until:T starts with the budget's seeds and adds batches after the sweep
-            seeds=None if seed_target else args.seeds,
-            overrides=overrides,
-            num_samples=args.num_samples,
-            metric=args.metric,
-        )
-        check_validated((t.config for t in plan.trials()), by)
-        check_selection_flags(args, plan, by)
-        if note:
+        if args.resume:
+            plan = resumed_plan(args, lambda: plan_from_flags(args)[0])
+            by = selector(plan.search, args.scheduler, args.rerun_best)
+            check_selection_flags(args, plan, by)
+            return plan
+        plan, notes = plan_from_flags(args)
+        for note in notes:
             print(note, file=sys.stderr)
-        personal = personal_validation_note((t.config for t in plan.trials()), plan.ranking_metric)
-        if personal:
-            print(personal, file=sys.stderr)
         return plan
     except (InputError, ConfigError, StudyFileError, PlanTooLargeError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -265,6 +234,48 @@ def plan_sweep(args: argparse.Namespace) -> SweepPlan:
     except KeyboardInterrupt:  # Ctrl-C while planning: nothing has been written yet
         print("error: interrupted while planning; nothing was written", file=sys.stderr)
         raise SweepStopError(exit_codes.INTERRUPTED) from None
+
+
+def plan_from_flags(args: argparse.Namespace) -> tuple[SweepPlan, list[str]]:
+    """The plan the command line's study, data, budget, seeds and overrides describe,
+    and the notes on how its trials are validated (printed for a new sweep)."""
+    if not (args.address or os.environ.get("RAY_ADDRESS")):
+        # a local Ray has this machine's CPUs: said as the flag the user gave, before
+        # the trials' torch threads (which follow it) are checked as a field
+        check_cpus(args.cpus_per_trial)
+    study = resolve_study(args)
+    check_search(study, args.search)
+    # a built-in study's values are the paper's, which budgets scale; a user's study
+    # runs as written unless a budget is asked for (search_spaces/budgets.py)
+    budget = args.budget or (DEFAULT_BUDGET if study.paper_settings else USER_DEFAULT_BUDGET)
+    # Optuna, ASHA and --rerun-best select on validation (study/selection.py)
+    by = selector(args.search, args.scheduler, args.rerun_best)
+    overrides, note = with_validation(study, parse_overrides(args.overrides), by)
+    # torch threads follow the CPUs a trial gets, unless --set threads=... says
+    # otherwise; set before the plan resolves its trials, so that each resolves once
+    requested = TrialResources(args.cpus_per_trial, args.gpus_per_trial)
+    overrides = {**overrides, "threads": overrides.get("threads", requested.threads)}
+    seed_target = parse_seed_target(args.seeds)
+    if seed_target and (args.resume or args.search == "optuna"):
+        raise UsageError(
+            f"--seeds={args.seeds} runs a grid in seed batches: not with --resume (resume "
+            "each batch's folder by its --name) nor --search optuna (a search runs one seed)"
+        )
+    plan = SweepPlan.build(
+        study,
+        BUDGETS[budget],
+        dataset=args.dataset,
+        search=args.search,
+        # until:T starts with the budget's seeds and adds batches after the sweep
+        seeds=None if seed_target else args.seeds,
+        overrides=overrides,
+        num_samples=args.num_samples,
+        metric=args.metric,
+    )
+    check_validated((t.config for t in plan.trials()), by)
+    check_selection_flags(args, plan, by)
+    personal = personal_validation_note((t.config for t in plan.trials()), plan.ranking_metric)
+    return plan, [n for n in (note, personal) if n]
 
 
 def check_selection_flags(args: argparse.Namespace, plan: SweepPlan, by: str | None) -> None:
@@ -337,13 +348,8 @@ def check_before_ray(args: argparse.Namespace, plan: SweepPlan) -> SweepTarget:
     except KeyboardInterrupt:
         print("error: interrupted before the sweep started; nothing was written", file=sys.stderr)
         raise SweepStopError(exit_codes.INTERRUPTED) from None
-    # an Optuna sweep is planned as one again (an axis with only a range needs it)
-    search = " --search optuna" if args.search == "optuna" else ""
-    resume_command = (
-        f"python -m study.sweep {study_argument(args)}{search} --resume --name "
-        f"{sweep_dir.name} --storage-path {storage}"
-    )
-    return SweepTarget(storage, address, sweep_dir, partitions, resume_command)
+    command = resume_command(args, sweep_dir.name, storage)
+    return SweepTarget(storage, address, sweep_dir, partitions, command)
 
 
 def choose_execution(

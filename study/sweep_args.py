@@ -175,10 +175,17 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
     list that the field's type cannot hold (``mu=0.1,5``) is kept as written, for the
     study's axis to take (:func:`search_spaces.with_axis_values`)."""
     out: dict[str, Any] = {}
+    written: dict[str, str] = {}
     for item in items:
         if "=" not in item:
             raise UsageError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set rounds=20")
         key, value = item.split("=", 1)
+        if key.strip() in written:  # as a repeated --vary is: the last would win silently
+            raise UsageError(
+                f"--set {key.strip()} given twice ({written[key.strip()]!r} and {item!r}); "
+                "give each field once"
+            )
+        written[key.strip()] = item
         try:
             out[key.strip()] = coerce(key.strip(), value)
         except ConfigError:
@@ -237,9 +244,11 @@ def resolve_study(args: argparse.Namespace) -> Study:
             raise UsageError(f"study {args.study!r} and --vary: give one or the other")
         # the axes' values are checked beside what --set and --dataset give every trial
         given = parse_overrides(args.overrides)
+        flags = {item.split("=", 1)[0].strip(): f"--set {item}" for item in args.overrides}
         if getattr(args, "dataset", None) and "dataset" not in given:
             given["dataset"] = args.dataset
-        return adhoc_study(args.vary, args.name, given)
+            flags["dataset"] = f"--dataset {args.dataset}"
+        return adhoc_study(args.vary, args.name, given, flags)
     if args.study is None:
         raise UsageError(
             "a study name, a study file or --vary is needed (studies: "
@@ -264,12 +273,3 @@ def check_search(study: Study, search: str) -> None:
                     f"axis {axis.name} has only an Optuna range "
                     f"({axis.search_range.describe()}): use --search optuna or give it values"
                 )
-
-
-def study_argument(args: argparse.Namespace) -> str:
-    """How the command line named the study (for the 'continue it with' hint)."""
-    if args.vary:
-        return " ".join(
-            [*(f"--vary {v}" for v in args.vary), *(f"--set {o}" for o in args.overrides)]
-        )
-    return str(args.study)

@@ -226,6 +226,27 @@ SWEEP_CASES = [
         "n_parties=10 (allowed: not settable with --set: parties varies it (its joint axis "
         "'setting' sets it with each label))",
     ),
+    # the flag that gave the bad value is named, never the first --vary axis
+    (
+        "set-beside-vary-n-parties",
+        ["--vary", "lr=0.01,0.02", "--set", "n_parties=10000", "--dry-run"],
+        "error: --set n_parties=10000: n_parties = 10000 (allowed: at most 6000",
+    ),
+    (
+        "set-beside-vary-party-memory",
+        ["--vary", "lr=0.01,0.02", "--set", "party_memory_mib=0", "--dry-run"],
+        "error: --set party_memory_mib=0: party_memory_mib = 0 (allowed: an integer >= 1)",
+    ),
+    (
+        "set-repeated",
+        ["moon_mu", "--set", "rounds=1", "--set", "rounds=2", "--dry-run"],
+        "error: --set rounds given twice ('rounds=1' and 'rounds=2'); give each field once",
+    ),
+    (
+        "resume-without-name-or-study",
+        ["--resume", "--storage-path", "."],
+        "error: --resume needs --name NAME",
+    ),
     # a manifest holding an integer beyond Python's 4,300-digit int-str limit
     (
         "resume-huge-integer-manifest",

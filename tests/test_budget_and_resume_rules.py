@@ -17,8 +17,10 @@ from search_spaces import BUDGETS, STUDIES
 from search_spaces.study_file import StudyFileError, load_study_file
 from study import resume_trust
 from study.plan import SweepPlan
+from study.resume_plan import plan_difference, resume_command
 from study.resume_trust import UntrustedFolderError, check_resume_trust
 from study.sweep import main
+from study.sweep_args import build_parser
 
 MINE = """name = "mine"
 [fixed]
@@ -275,3 +277,25 @@ def test_the_end_table_shows_a_dash_and_why_for_a_round_that_scored_no_test_valu
     assert lines[-1] == (
         "(-: test_acc not scored at the trial's last round; the report reads the rounds that were)"
     )
+
+
+# ------------------------------------------------------------------- the short resume form
+def test_the_resume_command_is_the_short_form_with_the_execution_flags_given():
+    args = build_parser().parse_args(
+        ["--vary", "mu=0.1,1", "--set", "rounds=3", "--cpus-per-trial", "2", "--quiet"]
+    )
+    assert resume_command(args, "my sweep", Path("/r")) == (
+        "python -m study.sweep --resume --name 'my sweep' --storage-path /r "
+        "--cpus-per-trial 2.0 --quiet"
+    )
+
+
+def test_plan_flags_given_with_resume_must_plan_the_recorded_trials():
+    recorded = SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"], overrides={"threads": 1})
+    # the same plan, with other torch threads (they follow --cpus-per-trial)
+    same = SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"], overrides={"threads": 2})
+    assert plan_difference(same, recorded) is None
+    other_budget = SweepPlan.build(STUDIES["moon_mu"], BUDGETS["laptop"])
+    assert plan_difference(other_budget, recorded) == "budget laptop vs smoke"
+    other_rounds = SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"], overrides={"rounds": 3})
+    assert plan_difference(other_rounds, recorded) == "rounds=3 vs 2"

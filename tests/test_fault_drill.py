@@ -1,6 +1,8 @@
 """Fault drill on a real local Ray: a sweep killed with SIGKILL and one interrupted with
 SIGINT (Ctrl-C: the signal goes to the whole process group, as a terminal sends it),
-each resumed with ``--resume``.  The manifest and the report say ``interrupted`` in
+each resumed with ``--resume``.  The SIGINT drill is an ad hoc sweep (``--vary``,
+``--set``) on an own image folder (``--dataset folder:...``, parties by folder), resumed
+by running the command it printed, as printed.  The manifest and the report say ``interrupted`` in
 between and ``finished`` at the end, and every trial's per-round accuracies equal an
 uninterrupted run's (the same config run in-process, as tests/test_sweep_ray.py does).
 """
@@ -8,6 +10,7 @@ uninterrupted run's (the same config run in-process, as tests/test_sweep_ray.py 
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -22,6 +25,7 @@ from federated.config.data_checks import with_data_checked
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
+from federated.export_tree import export_parties as export_fmnist_parties
 from study.plan import run_config_fields
 from tests.conftest_analysis import DRILL_MUS, KILLED_ROUNDS, wait_until
 from tests.listening_sockets import is_loopback, listening_sockets
@@ -31,22 +35,25 @@ pytestmark = pytest.mark.slow
 
 ROUNDS = 8  # on 2% of the data a round is a tenth of a second: a window of 7 to stop in
 ARGS = [
-    "moon_mu",
+    "--vary",
+    f"mu={','.join(map(str, DRILL_MUS))}",
+    "--set",
+    "algorithm=moon",
+    "--set",
+    "partition=natural",
+    "--set",
+    "data_fraction=1",  # the folder is already 2% of the training set
+    "--set",
+    "test_fraction=1",
     "--budget",
     "smoke",
     "--set",
     f"rounds={ROUNDS}",
     "--set",
     "checkpoint_every=1",
-    "--set",
-    "data_fraction=0.02",
-    "--set",
-    "test_fraction=0.05",
     # Fig. 2's representations before and after any checkpoint a trial resumes from
     "--set",
     "representations_at=2,7",
-    "--set",
-    f"mu={','.join(map(str, DRILL_MUS))}",
     "--max-concurrent",
     "1",
     "--quiet",
@@ -62,8 +69,16 @@ PRIVATE = [
 ]
 
 
-def start(storage: Path, name: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "study.sweep", *ARGS, *PRIVATE, "--name", name]
+def own_folder(fmnist, root: Path) -> str:
+    """An own image folder: 5 parties' folders of real Fashion-MNIST images (2% of the
+    training set) and 300 test images."""
+    export_fmnist_parties(fmnist, root, n_parties=5, data_fraction=0.02, n_test=300)
+    return f"folder:{root}"
+
+
+def start(storage: Path, name: str, dataset: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "study.sweep", *ARGS, *PRIVATE, "--dataset", dataset]
+    cmd += ["--name", name]
     return subprocess.Popen(
         [*cmd, "--storage-path", str(storage)],
         stdout=subprocess.PIPE,
@@ -81,13 +96,6 @@ def wait_until_one_done_and_one_started(sweep_dir: Path, timeout: float = 300) -
         return bool(done) and bool(started)
 
     wait_until(one_done_one_started, timeout)
-
-
-def resume(storage: Path, name: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "study.sweep", *ARGS, *PRIVATE, "--resume", "--name", name]
-    return subprocess.run(
-        [*cmd, "--storage-path", str(storage)], capture_output=True, text=True, timeout=600
-    )
 
 
 # what each round of a resumed trial must equal, beside test_acc (the DP columns where the
@@ -155,11 +163,18 @@ def assert_finished_like_uninterrupted(
     assert set(results.trials["status"]) == {"completed"}
 
 
-def test_sigint_then_resume(tmp_path):
-    """Ctrl-C once a trial finished and the next reports, then ``--resume``.  Just before
-    the signal, with GCS, raylet, agents and a trial worker all up, every socket the
-    sweep's local Ray listens on is on loopback (docs/clusters.md)."""
-    driver = start(tmp_path, "ctrl-c")
+def run_printed(command: str) -> subprocess.CompletedProcess:
+    """The resume command a sweep printed, run as printed (``python`` is this venv's)."""
+    argv = shlex.split(command)
+    assert argv[0] == "python"
+    return subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, timeout=600)
+
+
+def test_sigint_then_resume(fmnist, tmp_path):
+    """Ctrl-C once a trial finished and the next reports, then the printed resume
+    command.  Just before the signal, with GCS, raylet, agents and a trial worker all up,
+    every socket the sweep's local Ray listens on is on loopback (docs/clusters.md)."""
+    driver = start(tmp_path, "ctrl-c", own_folder(fmnist, tmp_path / "own-folder"))
     sweep_dir = tmp_path / "ctrl-c"
     try:
         wait_until_one_done_and_one_started(sweep_dir)
@@ -176,8 +191,12 @@ def test_sigint_then_resume(tmp_path):
     assert all(is_loopback(ip.removeprefix("::ffff:")) for _, ip, _ in sockets), sockets
     assert driver.returncode == exit_codes.INTERRUPTED, out[-2000:] + err[-2000:]
     assert "sweep finished" not in out
-    command = f"python -m study.sweep moon_mu --resume --name ctrl-c --storage-path {tmp_path}"
-    assert command in out + err
+    # the short form: the manifest holds the study, its axes, --set and --dataset
+    command = (
+        f"python -m study.sweep --resume --name ctrl-c --storage-path {tmp_path} "
+        "--max-concurrent 1 --quiet"
+    )
+    assert f"continue it with: {command}\n" in err
     written = manifest(sweep_dir)
     assert written["status"] == "interrupted"
     for trial in trial_dirs(sweep_dir):  # each trial's recorded state matches its files
@@ -196,8 +215,11 @@ def test_sigint_then_resume(tmp_path):
         expected = f"{written['not_started']} trial(s) never started"
         assert any(expected in p for p in results.problems)
 
-    proc = resume(tmp_path, "ctrl-c")
+    proc = run_printed(command)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # no Tune ERROR line nor a traceback reaches the terminal during a resume
+    assert "ERROR" not in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
     assert_finished_like_uninterrupted(sweep_dir, private=True)
 
 
