@@ -32,6 +32,7 @@ from typing import Any
 
 from federated.cli import exit_codes
 from federated.cli.hub_source import early_hub_refusal
+from federated.config.checks import ExecutionAliasWarning
 
 if __name__ == "__main__" and (_refusal := early_hub_refusal(sys.argv[1:])):
     # an hf: Hub data set that can be had neither online nor from the cache: refused
@@ -256,6 +257,8 @@ def partition_words(config: RunConfig) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
+    # the run says so in its own notice line (protocol_notices), once
+    warnings.simplefilter("ignore", ExecutionAliasWarning)
     try:
         config = config_from_args(args)
         stamp = time.strftime("%Y%m%d-%H%M%S")

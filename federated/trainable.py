@@ -47,11 +47,13 @@ import os
 import posixpath
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from federated.config.checks import ExecutionAliasWarning
 from federated.config.run_config import RunConfig, config_values
 from federated.contract.results import PARTIES
 from federated.engine.loaded_data import run_data
@@ -139,6 +141,8 @@ def train_federated(config: dict[str, Any]) -> None:
     import ray
     from ray import tune
 
+    # the sweep's driver said so once, in its notice line, for every trial
+    warnings.simplefilter("ignore", ExecutionAliasWarning)
     run_config = run_config_from_trial(config)
     # a reused actor's earlier trial loaded the same data: taken from this process
     run = FederatedRun(run_config, data=run_data(run_config))

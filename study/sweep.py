@@ -23,6 +23,7 @@ import os
 import shutil
 import sys
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from federated.cli import exit_codes
 from federated.cli.input_checks import InputError, check_address, check_output_folder
 from federated.cli.internal_error import report_internal_error
+from federated.config.checks import ExecutionAliasWarning
 from federated.config.run_config import ConfigError
 from federated.data import DatasetUnavailableError
 from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET, Study
@@ -107,14 +109,17 @@ def main(argv: list[str] | None = None) -> int:
     """Plan, check before Ray, start Ray, start (or resume) the sweep's folder, fit and
     summarise, rerun the best; returns the exit status (README, exit statuses)."""
     args = build_parser().parse_args(argv)
-    if args.list:
-        print(list_studies())
-        return 0
+    # the plan says so in its own notice line (protocol_notices), once
+    warnings.simplefilter("ignore", ExecutionAliasWarning)
     dashboard: str | None = None  # a local Ray's dashboard, kept up after the sweep
     reached = DriverProgress()
     try:
-        with DRIVER_SIGNALS.driving():
-            dashboard = drive(args, reached)
+        if args.list:
+            print(list_studies())
+        else:
+            with DRIVER_SIGNALS.driving():
+                dashboard = drive(args, reached)
+        sys.stdout.flush()  # an unwritable stdout fails here, in reach of the handlers
     except SweepStopError as stop:
         code = stop.code
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM between the phases' own handlers

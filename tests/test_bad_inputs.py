@@ -27,6 +27,7 @@ from federated.cli.input_checks import (
     check_plain_name,
     check_trial_resources,
 )
+from federated.config.checks import ExecutionAliasWarning
 from federated.config.run_config import ConfigError, RunConfig
 from study import sweep
 
@@ -905,3 +906,50 @@ def test_a_camera_under_the_image_floor_is_named_when_it_is_left_out(workdir, ca
     ) in err.splitlines()
     (row,) = [json.loads(line) for line in (workdir / "rows.jsonl").read_text().splitlines()]
     assert row["left_out_parties"] == 1  # the row records what ran
+
+
+# ------------------------------------------------------------------ the Python API and stdout
+def test_a_runconfig_keyword_that_names_no_field_is_one_line_naming_the_fields():
+    with pytest.raises(ConfigError) as caught:
+        RunConfig(foo=1)
+    assert str(caught.value).startswith("invalid config: foo=1 (allowed: a RunConfig field: ")
+    assert "rounds" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_former_execution_name_is_honoured_with_a_warning_in_the_api():
+    with pytest.warns(ExecutionAliasWarning, match="former name of execution='sequential'"):
+        config = RunConfig(execution="fast").resolved()
+    assert config.execution == "sequential"
+
+
+def test_a_plan_written_to_a_full_device_is_one_line():
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "study.sweep", "moon_mu", "--budget", "smoke", "--dry-run"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == (
+        "error: study.sweep could not write its standard output (No space left on device); "
+        "nothing else was affected"
+    )
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_plan_whose_reader_goes_away_ends_quietly():
+    # a plan longer than the pipe's buffer, read one line of (``| head -1``)
+    argv = ["--vary", "mu=" + ",".join(str(k) for k in range(1, 400)), "--dry-run"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "study.sweep", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline().startswith("study adhoc")
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert "error" not in err and "Traceback" not in err

@@ -11,20 +11,39 @@ before the failure stays as it was (its manifest says how far it got).
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 import time
 import traceback
 from pathlib import Path
 
-from federated.cli.exit_codes import INTERNAL_ERROR
+from federated.cli.exit_codes import BROKEN_PIPE, INTERNAL_ERROR
 from federated.runtime.atomic_file import atomic_open
 
 ERRORS_FOLDER = Path.home() / ".cache" / "fedsweep" / "errors"
+# what writing standard output fails with on a full or broken device
+OUTPUT_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EPIPE)
 
 
 def report_internal_error(error: BaseException, command: str) -> int:
     """Print ``error`` as one line on stderr with where its traceback was saved;
-    returns the exit status (:data:`INTERNAL_ERROR`)."""
+    returns the exit status (:data:`INTERNAL_ERROR`).  Standard output that cannot be
+    written is no fault of fedsweep's: a reader that went away (``| head -1``) ends the
+    command quietly with status 141 (128 + SIGPIPE, as the shell's own commands do); a
+    full or failing device (``> /dev/full``) is one line saying so."""
+    if isinstance(error, BrokenPipeError):
+        # what is still buffered for the gone reader must not fail again at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
+    if isinstance(error, OSError) and error.filename is None and error.errno in OUTPUT_ERRNOS:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(
+            f"error: {command} could not write its standard output ({error.strerror}); "
+            "nothing else was affected",
+            file=sys.stderr,
+        )
+        return INTERNAL_ERROR
     text = "".join(traceback.format_exception(error))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     where = ERRORS_FOLDER / f"{command}-{stamp}.txt"

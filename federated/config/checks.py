@@ -14,6 +14,7 @@ The config reaches these functions as a plain object (``Any``): this module sits
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import fields
 from typing import Any
 
@@ -46,6 +47,26 @@ MAX_NOISE_LEVEL = 1.0
 MAX_ROTATION_DEGREES = 180.0
 # execution names of earlier versions, still read from their results and checkpoints
 EXECUTION_ALIASES = {"fast": "sequential"}
+
+
+class ExecutionAliasWarning(FutureWarning):
+    """A config names an execution path by its former name (``fast``); the command lines
+    say so in their own notice line (federated/config/protocol_notices.py) and silence
+    this one, which is for Python callers of :class:`RunConfig`."""
+
+
+def execution_named(execution: str) -> str:
+    """The execution path ``execution`` names, warning (:class:`ExecutionAliasWarning`)
+    where it is a former name rather than renaming the caller's value silently."""
+    if execution in EXECUTION_ALIASES:
+        warnings.warn(
+            f"execution={execution!r} is the former name of "
+            f"execution={EXECUTION_ALIASES[execution]!r}: parties train one at a time",
+            ExecutionAliasWarning,
+            stacklevel=4,
+        )
+    return EXECUTION_ALIASES.get(execution, execution)
+
 
 # The floor every Dirichlet or quantity-skew party gets (redrawn as the reference code
 # does, else constructed: federated/heterogeneity/partition.py); n_parties <= n_train //

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
-from federated.config.checks import EXECUTION_ALIASES, check_types, validate
+from federated.config.checks import check_types, execution_named, validate
 from federated.data.catalog import DatasetSpec
 from federated.params import (
     ConfigError,
@@ -683,6 +683,30 @@ class RunConfig:
 
 
 # ---------------------------------------------------------------------- field helpers
+def _refusing_unknown_fields(init: Any) -> Any:
+    """The dataclass ``__init__``, refusing a keyword that names no field in one line
+    that lists the fields (Python's own ``unexpected keyword argument`` names none)."""
+
+    @functools.wraps(init)
+    def checked_init(self: RunConfig, *args: Any, **kwargs: Any) -> None:
+        names = {f.name for f in fields(RunConfig)}
+        for key, value in kwargs.items():
+            if key not in names:
+                raise ConfigError(
+                    key,
+                    value,
+                    "a RunConfig field: "
+                    + ", ".join(field_types())
+                    + "; a method's parameter by RunConfig.from_dict or method_options",
+                )
+        init(self, *args, **kwargs)
+
+    return checked_init
+
+
+RunConfig.__init__ = _refusing_unknown_fields(RunConfig.__init__)  # type: ignore[method-assign]
+
+
 def field_types() -> dict[str, Any]:
     """Run-level field name -> annotated type (resolved), in declaration order (every
     field but those holding the methods' parameters and the data's spec, :data:`NOT_FLAT`)."""
@@ -782,7 +806,7 @@ def _resolve(c: RunConfig) -> RunConfig:
             DEFAULT_PARTIES if c.n_parties is None and c.partition != "natural" else c.n_parties
         ),
         init=None if c.init is None else absolute_start(c.init),
-        execution=EXECUTION_ALIASES.get(c.execution, c.execution),
+        execution=execution_named(c.execution),
         **method_defaults(c),
     )
     checked = replace(
