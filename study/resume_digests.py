@@ -234,6 +234,21 @@ class DigestRecorder:
             return None
 
 
+def check_key_writable() -> None:
+    """Refuse, in one line before a new sweep starts, a config home where this user's
+    resume key cannot be made: such a sweep could never be resumed (and would only say
+    so when a resume fails)."""
+    try:
+        resume_key(create=True)
+    except (OSError, ResumeDigestError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise InputError(
+            f"the resume key {key_path()} cannot be made ({reason}), so this sweep could "
+            "not be resumed (allowed: a writable $XDG_CONFIG_HOME, an absolute path, or "
+            "~/.config)"
+        ) from None
+
+
 def record_digests(sweep_dir: Path) -> None:
     """Record the digests of ``sweep_dir``'s Tune state as it is now (after a fit ends,
     is interrupted or fails; after a Tuner is built)."""

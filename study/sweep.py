@@ -44,7 +44,7 @@ from study.plan import PlanTooLargeError, SweepPlan
 from study.plan_description import describe_plan, list_studies, plan_warnings
 from study.preflight import check_batches, check_cpus, check_devices, preflight, trial_configs
 from study.resources import Execution, TrialResources, choose_resources
-from study.resume_digests import record_digests
+from study.resume_digests import check_key_writable, record_digests
 from study.resume_discovery import sweep_to_resume
 from study.resume_plan import resume_command, resumed_plan
 from study.seed_batches import SeedTarget, next_batch, parse_seed_target
@@ -340,6 +340,7 @@ def check_before_ray(args: argparse.Namespace, plan: SweepPlan) -> SweepTarget:
                 raise UsageError(
                     f"{sweep_dir} exists: pass --resume to continue it, or another --name"
                 )
+            check_key_writable()  # a sweep --resume could never continue is refused
             try:
                 check_tracker_settings(args.track, args.track_uri)
             except TrackerUnavailableError as err:

@@ -953,3 +953,28 @@ def test_a_plan_whose_reader_goes_away_ends_quietly():
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141
     assert "error" not in err and "Traceback" not in err
+
+
+def test_party_values_of_thousands_of_digits_sort_as_integers():
+    from federated.data.party_field import party_sort_key
+
+    huge = "1" + "0" * 5000  # beyond Python's 4,300-digit int() limit
+    values = ["cam-b", huge, "10", "-3", "2", "-20", "cam-a", "9" * 4999]
+    assert sorted(values, key=party_sort_key) == [
+        "-20", "-3", "2", "10", "9" * 4999, huge, "cam-a", "cam-b"
+    ]  # fmt: skip
+
+
+def test_a_config_home_where_the_resume_key_cannot_be_made_is_refused_before_ray(
+    workdir, capsys, monkeypatch
+):
+    """A sweep --resume could never continue is refused, rather than found out when a
+    resume fails."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/proc/nonexistent")
+    before = snapshot(workdir)
+    assert call("sweep", ["moon_mu", "--budget", "smoke"]) == 2
+    assert_one_error_line(
+        capsys.readouterr().err,
+        "the resume key /proc/nonexistent/fedsweep/resume.key cannot be made (No such file",
+    )
+    assert snapshot(workdir) == before

@@ -18,8 +18,19 @@ from federated.data.folder_layout import MIN_PARTY_IMAGES
 
 
 def party_sort_key(value: str) -> tuple:
-    """Integers by value, before other names in text order."""
-    return (0, int(value), "") if re.fullmatch(r"-?\d+", value) else (1, 0, value)
+    """Integers by value, before other names in text order.  Compared digit by digit, never
+    through ``int()``: a party value of thousands of digits is a name like any other
+    (Python refuses to convert more than 4,300 digits)."""
+    if not re.fullmatch(r"-?\d+", value):
+        return (1, (), value)
+    negative = value.startswith("-")
+    digits = value.lstrip("-").lstrip("0") or "0"
+    if digits == "0":
+        negative = False
+    sign = -1 if negative else 1
+    # by sign, then magnitude (length, then digits), reversed for negative numbers
+    magnitude = (len(digits), *map(int, digits))
+    return (0, (sign, *(sign * d for d in magnitude)), value)
 
 
 class NaturalParties(NamedTuple):
