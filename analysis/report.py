@@ -53,6 +53,7 @@ from analysis.sections.study_group import study_group_section
 from analysis.sections.trials_not_counted import trials_not_counted_section
 from analysis.tables.study_tables import TableOptions, primary_of
 from analysis.tracker_upload import TrackerUploadError, check_report_trackers, upload_report
+from federated.cli.error_reason import error_reason
 from federated.cli.input_checks import InputError, UsageError, check_output_folder
 
 
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     except Exception as err:  # a table or figure failed: one line, and nothing half-done
-        first = (str(err).strip().splitlines() or [""])[0][:200]
+        first = error_reason(err, default="")
         print(
             f"error: the report failed ({type(err).__name__}: {first}); nothing of it was "
             f"written into {out}",

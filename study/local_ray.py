@@ -172,7 +172,7 @@ class LocalRay:
             if self.process.poll() is not None:
                 lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
                 errors = [ln for ln in lines if "Error" in ln or "error" in ln]
-                return ((errors or lines or [f"exit status {self.process.returncode}"])[-1])[:200]
+                return (errors or lines or [f"exit status {self.process.returncode}"])[-1]
             time.sleep(0.2)
         return f"the local Ray did not come up within {START_TIMEOUT_S:.0f} s"
 

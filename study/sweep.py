@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from federated.cli import exit_codes
+from federated.cli.error_reason import error_reason
 from federated.cli.input_checks import InputError, check_address, check_output_folder
 from federated.cli.internal_error import report_internal_error
 from federated.config.checks import ExecutionAliasWarning
@@ -373,7 +374,7 @@ def choose_execution(
         print("error: interrupted before the sweep started; nothing was written", file=sys.stderr)
         raise SweepStopError(exit_codes.INTERRUPTED) from None
     except Exception as err:  # a failed measurement is no reason to stop the sweep
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        first = error_reason(err)
         print(
             f"warning: execution path not measured ({type(err).__name__}: {first}); "
             f"trials train {DEFAULT_PATH}",
@@ -408,7 +409,7 @@ def start_ray(args: argparse.Namespace, target: SweepTarget) -> tuple[Execution,
         print(f"error: {err}", file=sys.stderr)
         raise SweepStopError(exit_codes.BAD_INPUT) from None
     except Exception as err:  # Ray's own start-up failures (a raylet that timed out): one line
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+        first = error_reason(err)
         print(
             f"error: Ray did not start ({first}); nothing was written — on a busy machine, "
             "try again when it is quieter",
@@ -475,7 +476,7 @@ def start_sweep_folder(
         tracking = start_tracking(args.track, target.sweep_dir, args.track_uri, tags)
     except Exception as err:  # whatever the tracker's library raises: one line
         shutil.rmtree(target.sweep_dir, ignore_errors=True)
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        first = error_reason(err)
         print(f"error: --track {','.join(args.track)}: {first}", file=sys.stderr)
         raise SweepStopError(exit_codes.BAD_INPUT) from None
     fit.write_partitions(plan, target.sweep_dir, target.partitions)
@@ -551,7 +552,7 @@ def restored_tuner(sweep_dir: Path, execution: Execution) -> Tuner:
         update_manifest(sweep_dir, status=before.get("status"), driver=before.get("driver"))
         if isinstance(err, KeyboardInterrupt):
             raise
-        first = (str(err).strip().splitlines() or [""])[0][:200]
+        first = error_reason(err, default="")
         print(
             f"error: could not resume {sweep_dir} ({type(err).__name__}: {first}); "
             "its manifest and results are as they were",

@@ -20,9 +20,9 @@ TRIAL_FAILED = "Trial task failed for trial"
 
 def last_error_line(error: BaseException) -> str:
     """The last non-empty line of ``error``'s message (a wrapped error's own message is
-    last), or its type's name; at most 300 characters."""
+    last), or its type's name; whole, never cut."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return (lines[-1] if lines else type(error).__name__)[:300]
+    return lines[-1] if lines else type(error).__name__
 
 
 class OneLineTrialErrors(logging.Filter):

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from federated.cli import exit_codes
+from federated.cli.error_reason import error_reason
 from study.sweep_folder import read_manifest
 
 TRACKERS = ("mlflow", "wandb")
@@ -227,7 +228,7 @@ def _quietly(step: Any, info: dict[str, Any], status: str) -> None:
     try:
         step(info, status)
     except Exception as err:  # whatever MLflow's client raises: one line, the sweep goes on
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        first = error_reason(err)
         print(f"warning: MLflow sweep run not set to {status}: {first}", file=sys.stderr)
 
 

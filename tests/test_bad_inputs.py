@@ -978,3 +978,17 @@ def test_a_config_home_where_the_resume_key_cannot_be_made_is_refused_before_ray
         "the resume key /proc/nonexistent/fedsweep/resume.key cannot be made (No such file",
     )
     assert snapshot(workdir) == before
+
+
+def test_an_error_reason_is_whole_never_cut_mid_word():
+    from federated.cli.error_reason import error_reason
+
+    torch_like = RuntimeError(
+        "Weights only load failed. This file can still be loaded, to do so you have two "
+        "options, do those steps only if you trust the source of the checkpoint.\n(1) ..."
+    )
+    assert error_reason(torch_like) == "Weights only load failed."
+    path = "/a/" + "very-long-folder-name/" * 20 + "coins_0048.png"
+    assert error_reason(OSError(f"cannot identify image file {path!r}")).endswith("0048.png'")
+    assert error_reason(EOFError()) == "EOFError"
+    assert error_reason(ValueError(""), default="") == ""

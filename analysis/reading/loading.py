@@ -211,7 +211,7 @@ def _error_line(trial_dir: Path, manifest_entry: dict[str, Any] | None) -> str |
     text = error_file.read_text(errors="replace")
     lines = [_ANSI.sub("", ln).strip() for ln in text.splitlines()]
     lines = [ln for ln in lines if ln and not set(ln) <= {"^", "~", " "}]
-    return lines[-1][:300] if lines else "error.txt (empty)"
+    return lines[-1] if lines else "error.txt (empty)"
 
 
 def _trial_failed(trial_dir: Path, entry: dict[str, Any] | None, sweep_status: str) -> bool:

@@ -77,6 +77,7 @@ from typing import Any
 
 import numpy as np
 
+from federated.cli.error_reason import error_reason
 from federated.config.run_config import RunConfig
 from federated.contract.builtin_tasks import WRITTEN_BEFORE_THE_CONTRACT
 from federated.contract.metrics import (
@@ -734,7 +735,7 @@ def _read_npz(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
 
 
 def _first_line(err: BaseException) -> str:
-    return (str(err).strip().splitlines() or [""])[0][:120]
+    return error_reason(err, default="")
 
 
 def _whole_scalar(value: np.ndarray) -> bool:

@@ -18,6 +18,7 @@ import time
 import traceback
 from pathlib import Path
 
+from federated.cli.error_reason import error_reason
 from federated.cli.exit_codes import BROKEN_PIPE, INTERNAL_ERROR
 from federated.runtime.atomic_file import atomic_open
 
@@ -54,7 +55,7 @@ def report_internal_error(error: BaseException, command: str) -> int:
         kept = f"traceback in {where}"
     except OSError:  # an unwritable home: the line still says what failed
         kept = "traceback not saved (its folder cannot be written)"
-    message = str(error).splitlines()[0][:200] if str(error) else ""
+    message = error_reason(error, default="")
     print(
         f"error: {command} failed inside fedsweep ({type(error).__name__}: {message}); "
         f"a bug, please report it with the command line; {kept}",

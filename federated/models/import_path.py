@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from federated.cli.error_reason import error_reason
+
 TORCHVISION_PREFIX = "torchvision:"
 _IMPORT_PATH = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 SMALL_INPUT = 64  # pixels a side up to which a torchvision ResNet gets the CIFAR stem
@@ -91,7 +93,7 @@ def resolve_factory(name: str) -> Callable[[ModelSpec], nn.Module]:
     except Exception as err:  # any failure inside the user's module is reported alike
         reason = str(err).splitlines()[0] if str(err) else ""
         raise ModelError(
-            name, f"import of {module_name!r} failed ({type(err).__name__}: {reason})"[:200]
+            name, f"import of {module_name!r} failed ({type(err).__name__}: {reason})"
         ) from None
     factory = getattr(module, attribute, None)
     if not callable(factory):
@@ -108,7 +110,9 @@ def build_encoder(name: str, spec: ModelSpec) -> tuple[nn.Module, int]:
     try:
         encoder = factory(spec)
     except Exception as err:
-        raise ModelError(name, f"the factory raised {type(err).__name__}: {err}"[:200]) from None
+        raise ModelError(
+            name, f"the factory raised {type(err).__name__}: {error_reason(err)}"
+        ) from None
     if not isinstance(encoder, nn.Module):
         raise ModelError(
             name, f"the factory returned {type(encoder).__name__}, not a torch.nn.Module"

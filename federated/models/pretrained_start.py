@@ -49,6 +49,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from federated.cli.error_reason import error_reason
 from federated.models.detection import is_detector
 from federated.models.detector_weights import (
     BACKBONE_BODY,
@@ -234,7 +235,7 @@ def _load(path: Path) -> dict[str, torch.Tensor]:
             reason = "its pickle needs code to load (only tensors, numbers and strings load)"
         elif isinstance(err, EOFError) or reason in ("", type(err).__name__):
             reason = f"it is cut short or damaged ({type(err).__name__})"
-        raise StartError(f"{path} is refused: {reason}"[:300]) from None
+        raise StartError(f"{path} is refused: {reason}") from None
     if not isinstance(state, Mapping) or not state:
         got = type(state).__name__ if not isinstance(state, Mapping) else "an empty mapping"
         raise StartError(
@@ -463,7 +464,7 @@ def _torchvision_file(init: str, model: str) -> Path:
     try:
         _download(weights.url, path)
     except (OSError, ValueError) as err:
-        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:120]
+        reason = error_reason(err)
         raise StartError(
             f"{weights} are not in the torch cache (looked for {path}) and the download "
             f'failed ({reason}): on a machine online, run python -c "import '

@@ -9,6 +9,8 @@ from typing import IO, Any
 
 import torch
 
+from federated.cli.error_reason import error_reason
+
 
 def load_saved_dict(
     source: str | IO[bytes], name: str, what: str, error: type[Exception] = ValueError
@@ -18,7 +20,7 @@ def load_saved_dict(
     try:
         state = torch.load(source, weights_only=True)
     except Exception as err:  # torch raises UnpicklingError, RuntimeError, EOFError...
-        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        reason = error_reason(err)
         raise error(f"{name}: not a fedsweep {what}, refused ({reason})") from None
     if not isinstance(state, dict):
         raise error(f"{name}: not a fedsweep {what}, refused (not a dict)")

@@ -9,6 +9,7 @@ from typing import Any
 
 from ray import tune
 
+from federated.cli.error_reason import error_reason
 from federated.contract.results import (
     RECORDED_DONE,
     RECORDED_ERROR,
@@ -38,7 +39,9 @@ def fit(
         update_manifest(sweep_dir, status="interrupted")
         raise
     except BaseException as err:  # the driver itself failed: say so, keep what was written
-        update_manifest(sweep_dir, status="failed", error=f"{type(err).__name__}: {err}"[:300])
+        update_manifest(
+            sweep_dir, status="failed", error=f"{type(err).__name__}: {error_reason(err)}"
+        )
         raise
     interrupted = signals.received is not None
     trials: dict[str, Any] = {}

@@ -22,6 +22,7 @@ from ray._private.authentication.authentication_token_setup import (
     ensure_token_if_auth_enabled,
 )
 
+from federated.cli.error_reason import error_reason
 from federated.cli.input_checks import check_fits_cluster as check_fits_node
 from study.local_ray import LocalRay
 
@@ -154,7 +155,7 @@ def start_ray(
         atexit.register(end_local_ray)  # after Ray's own exit hook: it runs first
         ray.init(address=_LOCAL.address, **options)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        first = error_reason(err)
         if first.startswith("could not start a local Ray"):
             raise ConnectionError(first) from None
         where = f"join the Ray cluster at {address}" if address else "start a local Ray"
