@@ -159,68 +159,17 @@ def measure(args: argparse.Namespace) -> Benchmark:
     reasons."""
     torch.set_num_threads(args.threads)
     data = load_dataset(args.dataset)
-    pairs = [(BASELINE, model) for model in sorted({m for _, m in PACKED_METHODS})]
-    pairs += list(PACKED_METHODS)
-    runs: dict[tuple[str, str], FederatedRun] = {}
-    for algorithm, model in pairs:
-        run, reason = build_run(run_config(args, algorithm, model), data)
-        if reason:
-            raise RuntimeError(f"{algorithm} on {model} did not pack: {reason}")
-        runs[(algorithm, model)] = run
-    for run in runs.values():
-        for _ in range(args.warmup_rounds):
-            run.run_round()
-    rows: dict[tuple[str, str], list[dict[str, Any]]] = {key: [] for key in runs}
-    for _ in range(args.rounds):
-        for key, run in runs.items():
-            row = run.run_round()
-            if row["diverged"]:
-                raise RuntimeError(f"{key[0]} on {key[1]} diverged; its timing is meaningless")
-            rows[key].append(row)
-
+    runs = packed_runs(args, data)
+    rows = alternating_rows(args, runs)
     # with scoring every k-th round, a round's cost is the mean over k rounds
     typical = median if args.personal_test_every == 1 else mean
-    methods = []
-    for algorithm, model in PACKED_METHODS:
-        own, base = rows[(algorithm, model)], rows[(BASELINE, model)]
-        ratio = typical(own, "round_seconds") / typical(base, "round_seconds")
-        methods.append(
-            MethodRound(
-                algorithm,
-                model,
-                "packed",
-                "",
-                typical(own, "round_seconds"),
-                typical(own, "train_seconds"),
-                typical(own, "eval_seconds"),
-                typical(base, "round_seconds"),
-                typical(base, "train_seconds"),
-                typical(base, "eval_seconds"),
-                ratio,
-                ratio <= TARGET_RATIO,
-                typical(own, "train_seconds") / typical(base, "train_seconds"),
-            )
-        )
+    methods = [
+        packed_method(algorithm, model, rows, typical) for algorithm, model in PACKED_METHODS
+    ]
     for algorithm in SEQUENTIAL_METHODS:
         _, reason = build_run(run_config(args, algorithm, "simple-cnn"), data)
         path = "sequential" if reason else "packed"
-        methods.append(
-            MethodRound(
-                algorithm,
-                "simple-cnn",
-                path,
-                reason,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
-        )
+        methods.append(MethodRound(algorithm, "simple-cnn", path, reason, *([None] * 9)))
     first = next(iter(runs.values()))
     return Benchmark(
         machine=(torch.cuda.get_device_name() if args.device.startswith("cuda") else cpu_model()),
@@ -236,6 +185,64 @@ def measure(args: argparse.Namespace) -> Benchmark:
         personal_test_every=args.personal_test_every,
         statistic="median" if args.personal_test_every == 1 else "mean",
         methods=methods,
+    )
+
+
+def packed_runs(args: argparse.Namespace, data: Any) -> dict[tuple[str, str], FederatedRun]:
+    """Each packed method's run and each model's baseline run, built; a method that does
+    not pack is an error (its timing would be another path's)."""
+    pairs = [(BASELINE, model) for model in sorted({m for _, m in PACKED_METHODS})]
+    pairs += list(PACKED_METHODS)
+    runs: dict[tuple[str, str], FederatedRun] = {}
+    for algorithm, model in pairs:
+        run, reason = build_run(run_config(args, algorithm, model), data)
+        if reason:
+            raise RuntimeError(f"{algorithm} on {model} did not pack: {reason}")
+        runs[(algorithm, model)] = run
+    return runs
+
+
+def alternating_rows(
+    args: argparse.Namespace, runs: dict[tuple[str, str], FederatedRun]
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Each run's rows of ``args.rounds`` measured rounds, after the warm-up rounds, the
+    runs taking turns round by round (so the machine's drift falls on all alike)."""
+    for run in runs.values():
+        for _ in range(args.warmup_rounds):
+            run.run_round()
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = {key: [] for key in runs}
+    for _ in range(args.rounds):
+        for key, run in runs.items():
+            row = run.run_round()
+            if row["diverged"]:
+                raise RuntimeError(f"{key[0]} on {key[1]} diverged; its timing is meaningless")
+            rows[key].append(row)
+    return rows
+
+
+def packed_method(
+    algorithm: str,
+    model: str,
+    rows: dict[tuple[str, str], list[dict[str, Any]]],
+    typical: Any,
+) -> MethodRound:
+    """A packed method's round beside its model's baseline (seconds; their ratio)."""
+    own, base = rows[(algorithm, model)], rows[(BASELINE, model)]
+    ratio = typical(own, "round_seconds") / typical(base, "round_seconds")
+    return MethodRound(
+        algorithm,
+        model,
+        "packed",
+        "",
+        typical(own, "round_seconds"),
+        typical(own, "train_seconds"),
+        typical(own, "eval_seconds"),
+        typical(base, "round_seconds"),
+        typical(base, "train_seconds"),
+        typical(base, "eval_seconds"),
+        ratio,
+        ratio <= TARGET_RATIO,
+        typical(own, "train_seconds") / typical(base, "train_seconds"),
     )
 
 

@@ -119,6 +119,35 @@ def study_from_dict(
     def fail(key: str, value: Any, allowed: str) -> StudyFileError:
         return StudyFileError(source, key, value, allowed)
 
+    header = _header(fail, data)
+    fixed = _fixed(fail, data.get("fixed", {}))
+    dataset = data.get("dataset", fixed.get("dataset", "fmnist"))
+    # [fixed] on the study's dataset, which some of its values depend on (partition =
+    # "natural" needs a folder of parties; a score folder refuses class skews)
+    check_fields(fail, "dataset" if "dataset" in data else "fixed", {"dataset": dataset})
+    # [fixed] with every axis at its first value (a trial of the grid): a fixed value may
+    # need a field an axis sets (the street study: partition = "natural" with the parties
+    # axis's partition_by); a refusal of a fixed field names it
+    context = first_grid_point(data.get("axes"))
+    check_fields(fail, "fixed", {**fixed, "dataset": dataset}, context=context)
+    # what each axis's values are checked beside: [fixed], then what every trial is given
+    known = flat_names()
+    beside = {**fixed, **{k: v for k, v in (given or {}).items() if k in known}}
+    beside["dataset"] = beside.get("dataset", dataset)
+    axes = _axes(fail, data.get("axes"), fixed, beside)
+    return Study(
+        **header,
+        axes=tuple(axes),
+        fixed=dict(fixed),
+        dataset=dataset,
+        report=_report(fail, data.get("report", {})),
+        source=source,
+    )
+
+
+def _header(fail, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The study's top-level keys but its settings and axes: name, words, seeds, the
+    paper's data sets; a key no study file has is refused."""
     for key in data:
         if key not in (*TOP_KEYS, "report"):
             raise fail(key, data[key], "one of the keys " + ", ".join((*TOP_KEYS, "report")))
@@ -136,8 +165,17 @@ def study_from_dict(
     paper_datasets = data.get("paper_datasets", ["cifar10", "cifar100", "tinyimagenet"])
     if not isinstance(paper_datasets, list) or not all(isinstance(d, str) for d in paper_datasets):
         raise fail("paper_datasets", paper_datasets, "a list of dataset names")
+    return dict(
+        name=name,
+        paper=paper,
+        description=description,
+        paper_datasets=tuple(paper_datasets),
+        seeds=seeds,
+    )
 
-    fixed = data.get("fixed", {})
+
+def _fixed(fail, fixed: Any) -> dict[str, Any]:
+    """``[fixed]``: a table of run-level fields and method parameters, no seed."""
     if not isinstance(fixed, dict):
         raise fail("fixed", fixed, "a table of RunConfig fields")
     known = flat_names()  # run-level fields and every registered method's parameters
@@ -146,24 +184,16 @@ def study_from_dict(
             raise fail(f"fixed.{key}", value, "a RunConfig field: " + ", ".join(known))
         if key == "seed":
             raise fail("fixed.seed", value, "no seed here: use the top-level seeds or --seeds")
-    dataset = data.get("dataset", fixed.get("dataset", "fmnist"))
-    # [fixed] on the study's dataset, which some of its values depend on (partition =
-    # "natural" needs a folder of parties; a score folder refuses class skews)
-    check_fields(fail, "dataset" if "dataset" in data else "fixed", {"dataset": dataset})
-    # [fixed] with every axis at its first value (a trial of the grid): a fixed value may
-    # need a field an axis sets (the street study: partition = "natural" with the parties
-    # axis's partition_by); a refusal of a fixed field names it
-    context = first_grid_point(data.get("axes"))
-    check_fields(fail, "fixed", {**fixed, "dataset": dataset}, context=context)
+    return fixed
 
-    raw_axes = data.get("axes")
+
+def _axes(fail, raw_axes: Any, fixed: Mapping[str, Any], beside: Mapping[str, Any]) -> list[Axis]:
+    """The ``[[axes]]`` tables, each checked beside ``beside``; no two set one field, and
+    none a field ``[fixed]`` holds."""
     if not isinstance(raw_axes, list) or not raw_axes:
         raise fail("axes", raw_axes, "at least one [[axes]] table")
     axes: list[Axis] = []
     seen_fields: dict[str, str] = {}
-    # what each axis's values are checked beside: [fixed], then what every trial is given
-    beside = {**fixed, **{k: v for k, v in (given or {}).items() if k in known}}
-    beside["dataset"] = beside.get("dataset", dataset)
     for i, raw in enumerate(raw_axes):
         axis = _axis(fail, f"axes[{i}]", raw, beside)
         if any(a.name == axis.name for a in axes):
@@ -181,19 +211,7 @@ def study_from_dict(
                 )
             seen_fields[field_name] = axis.name
         axes.append(axis)
-    report = _report(fail, data.get("report", {}))
-    return Study(
-        name=name,
-        paper=paper,
-        description=description,
-        axes=tuple(axes),
-        fixed=dict(fixed),
-        paper_datasets=tuple(paper_datasets),
-        dataset=dataset,
-        seeds=seeds,
-        report=report,
-        source=source,
-    )
+    return axes
 
 
 def check_fields(
