@@ -5,7 +5,9 @@ Resume after a hard kill works because Tune snapshots its experiment state and s
 result files to the storage path every second here (``TUNE_GLOBAL_CHECKPOINT_S``, set by
 :mod:`study`, and :data:`SYNC_PERIOD_S`; Tune's defaults are minutes, after which a
 killed driver's restore would restart every trial from round 0); each copy lands whole
-(:mod:`study.tune.whole_file_sync`), so a kill during one cuts no file short.
+(:mod:`study.tune.whole_file_sync`), so a kill during one cuts no file short; a checkpoint
+the snapshot still lists but a killed driver had already deleted is no error on resume
+(:mod:`study.tune.checkpoint_deletion`).
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from ray.tune.schedulers import ASHAScheduler
 from study.plan import OPTUNA_SEED, SweepPlan, trial_dirname
 from study.resources import Execution, TrialResources
 from study.selection import mode_of, primary_stem
-from study.tune import whole_file_sync
+from study.tune import checkpoint_deletion, whole_file_sync
 from study.tune.live_view import LiveView
 from study.tune.optuna_storage import SweepOptunaSearch
 from study.tune.trial_actor import FederatedTrial
 
 SYNC_PERIOD_S = 1
 whole_file_sync.install()
+checkpoint_deletion.install()
 
 
 def trainable_with(resources: TrialResources):
