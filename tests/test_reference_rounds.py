@@ -97,7 +97,7 @@ def differences(got: dict[str, Any], want: dict[str, Any], round_index: int) -> 
     return bad
 
 
-def _comparable(row: dict[str, Any]) -> dict[str, Any]:
+def comparable(row: dict[str, Any]) -> dict[str, Any]:
     """A row's results, NaN as None (JSON has no NaN and NaN != NaN)."""
     out = {}
     for key, value in row.items():
@@ -109,7 +109,7 @@ def _comparable(row: dict[str, Any]) -> dict[str, Any]:
 
 def rows_of(case: str, data: ImageData) -> list[dict[str, Any]]:
     config = RunConfig.from_dict({**BASE, **CASES[case]}).resolved()
-    return [_comparable(row) for row in run_rounds(config, data)]
+    return [comparable(row) for row in run_rounds(config, data)]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
