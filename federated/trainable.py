@@ -46,6 +46,7 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -53,6 +54,7 @@ from typing import Any
 
 import torch
 
+from federated.cli.error_reason import error_reason
 from federated.config.checks import ExecutionAliasWarning
 from federated.config.run_config import RunConfig, config_values
 from federated.contract.results import PARTIES
@@ -136,6 +138,61 @@ def stored_parties(checkpoint: Any) -> bytes | None:
         return None
 
 
+def restore_candidates(checkpoint: Any) -> list[Any]:
+    """Tune's checkpoint to continue from, then the trial's older kept checkpoints in its
+    storage folder, newest first (empty: the trial starts at round 0)."""
+    if checkpoint is None:
+        return []
+    from pyarrow import fs as pyarrow_fs
+    from ray import tune
+
+    filesystem = checkpoint.filesystem or pyarrow_fs.LocalFileSystem()
+    path = str(checkpoint.path).rstrip("/")
+    parent = posixpath.dirname(path)
+    try:
+        found = filesystem.get_file_info(pyarrow_fs.FileSelector(parent))
+    except OSError:
+        found = []
+    older = sorted(
+        (
+            info.path
+            for info in found
+            if info.type == pyarrow_fs.FileType.Directory
+            and posixpath.basename(info.path).startswith("checkpoint_")
+            and info.path.rstrip("/") < path
+        ),
+        reverse=True,
+    )
+    return [checkpoint, *(tune.Checkpoint(p, filesystem=checkpoint.filesystem) for p in older)]
+
+
+def restored_run(
+    run_config: RunConfig, candidates: list[Any], archive: PartyArchive
+) -> tuple[FederatedRun, Any, bytes | None]:
+    """The run continued from the newest of ``candidates`` (Tune checkpoints) whose run
+    state and every party state it indexes read back; the checkpoint used (None: round
+    0) and the ``parties.csv`` it holds.  A damaged or missing file is one warning line
+    naming it and where the trial continues from instead — never a retry that reads the
+    same file again."""
+    for checkpoint in candidates:
+        # a reused actor's earlier trial loaded the same data: taken from this process
+        run = FederatedRun(run_config, data=run_data(run_config))
+        try:
+            with checkpoint.as_directory() as folder:
+                run.load_state_dict(load_run_state(folder), archive)
+                run.party_states.verify_archived()
+                return run, checkpoint, checkpoint_parties(folder)
+        except (CheckpointError, ValueError, OSError) as err:
+            later = "an older checkpoint" if checkpoint is not candidates[-1] else "round 0"
+            print(
+                f"warning: {posixpath.basename(str(checkpoint.path))} of this trial cannot "
+                f"be restored ({error_reason(err)}); continuing from {later}",
+                file=sys.stderr,
+                flush=True,
+            )
+    return FederatedRun(run_config, data=run_data(run_config)), None, None
+
+
 def train_federated(config: dict[str, Any]) -> None:
     """Tune function trainable (see the module docstring)."""
     import ray
@@ -144,17 +201,12 @@ def train_federated(config: dict[str, Any]) -> None:
     # the sweep's driver said so once, in its notice line, for every trial
     warnings.simplefilter("ignore", ExecutionAliasWarning)
     run_config = run_config_from_trial(config)
-    # a reused actor's earlier trial loaded the same data: taken from this process
-    run = FederatedRun(run_config, data=run_data(run_config))
-    checkpoint = tune.get_checkpoint()
     # the parties' states beside Tune's checkpoints, in the trial's storage folder:
     # a trial restarted on another node reads them there
     archive = PartyArchive.for_trial()
-    saved_parties: bytes | None = None
-    if checkpoint is not None:
-        with checkpoint.as_directory() as folder:
-            run.load_state_dict(load_run_state(folder), archive)
-            saved_parties = checkpoint_parties(folder)
+    run, checkpoint, saved_parties = restored_run(
+        run_config, restore_candidates(tune.get_checkpoint()), archive
+    )
     node_id = ray.get_runtime_context().get_node_id()
 
     def previous_parties() -> bytes | None:

@@ -143,3 +143,40 @@ def test_states_that_fit_neither_memory_nor_disk_are_refused_before_work(monkeyp
     with_data_checked(tiny(algorithm="moon", n_parties=3))  # 3 states: 1.5 + 2 hold them
     with pytest.raises(ConfigError, match="for the 4 parties a round trains"):
         with_data_checked(tiny(algorithm="moon", n_parties=4))  # 4 at once > memory
+
+
+def test_a_damaged_party_state_on_restore_continues_from_an_older_checkpoint(
+    synthetic, tmp_path, capsys
+):
+    """A file the newest checkpoint names is damaged: the trial continues from the kept
+    checkpoint before it, in one warning line naming the checkpoint and the file, and its
+    rows equal an uninterrupted run's; with every checkpoint damaged, from round 0."""
+    from ray import tune
+
+    from federated.trainable import restore_candidates, restored_run
+
+    config = tiny(algorithm="scaffold", **{**CROSS_DEVICE, "rounds": 5})
+    straight = results(list(round_loop.run_rounds(config, synthetic)))
+    run = FederatedRun(config, synthetic)
+    archive = PartyArchive(tmp_path / "party_states")
+    for k in (1, 2, 3):
+        run.run_round()
+        save_run_state(run, tmp_path / f"checkpoint_00000{k}", archive)
+    index = load_run_state(tmp_path / "checkpoint_000003")["parties"]["index"].tolist()
+    damaged = archive.path(index.index(3), 3)  # a state only the newest checkpoint names
+    with open(damaged, "wb") as fh:
+        fh.write(b"not a state")
+    newest = tune.Checkpoint(str(tmp_path / "checkpoint_000003"))
+
+    restored, used, _ = restored_run(config, restore_candidates(newest), archive)
+    assert used.path.endswith("checkpoint_000002") and restored.round == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("warning: checkpoint_000003 of this trial cannot be restored (")
+    assert damaged in line and line.endswith("; continuing from an older checkpoint")
+    assert results([restored.run_round() for _ in range(3)]) == straight[2:]
+
+    for k in (1, 2):  # every checkpoint damaged: the trial starts again
+        (tmp_path / f"checkpoint_00000{k}" / "run_state.pt").write_bytes(b"")
+    restored, used, _ = restored_run(config, restore_candidates(newest), archive)
+    assert used is None and restored.round == 0
+    assert capsys.readouterr().err.splitlines()[-1].endswith("continuing from round 0")

@@ -320,6 +320,14 @@ class PartyStates(Sequence[dict[str, Any]]):
                 self._heavy_bytes -= self._sizes.pop(party)
             self._copy[party] = ("archive", int(index[party]))
 
+    def verify_archived(self) -> None:
+        """Read every state a restored checkpoint indexes once, as a check (nothing is
+        kept): a missing or damaged file is a ``ValueError``/``OSError`` naming it now,
+        at the restore, rather than in whichever round first asks for that party."""
+        for party, (kind, where) in list(self._copy.items()):
+            if kind == "archive" and self._archive is not None:
+                self._archive.read(party, where)
+
     def replace(self, states: list[dict[str, Any]]) -> None:
         """Every party's state from a full list (a checkpoint holding them all)."""
         if len(states) != self._n:
