@@ -53,6 +53,7 @@ from federated.config.run_config import (
 from federated.data import DatasetUnavailableError
 from federated.data.folder_layout import dataset_slug
 from federated.data.party_field import left_out_words
+from federated.engine.party_store import SpillSpaceError
 from federated.engine.round_loop import FederatedRun, PackingFallback
 from federated.engine.run_files import RunFiles
 from federated.heterogeneity.partition import PartitionError, size_statistics
@@ -60,6 +61,7 @@ from federated.models.pretrained_start import StartNotice
 from federated.registry import is_plugin, load_method
 from federated.runtime.atomic_file import atomic_open
 from federated.runtime.device import DeviceUnavailableError
+from federated.runtime.owned_temp_files import remove_stale
 
 ROW_FORMATS = (".csv", ".jsonl")  # what write_rows writes, chosen by --out's suffix
 
@@ -270,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
+    remove_stale([config.party_state_dir])  # what killed runs left behind
     try:
         with warnings.catch_warnings(record=True) as notices:
             warnings.simplefilter("always", PackingFallback)
@@ -305,7 +308,11 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     files = RunFiles.beside(out)  # X.parties.csv, X.representations/ next to the rows
     while not run.finished:
-        row = run.run_round()
+        try:
+            row = run.run_round()
+        except SpillSpaceError as err:  # the machine's disk, not fedsweep: one line
+            print(f"error: {err}", file=sys.stderr)
+            return exit_codes.INTERNAL_ERROR
         rows.append({**row, **{k: v for k, v in settings.items() if k not in row}})
         write_rows(out, rows)
         files.record(run)

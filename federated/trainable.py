@@ -60,6 +60,7 @@ from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
 from federated.runtime.atomic_file import atomic_open
 from federated.runtime.idle_cores import IdleCores
+from federated.runtime.owned_temp_files import remove_stale
 from federated.runtime.saved_dict import load_saved_dict
 
 STATE_FILE = "run_state.pt"
@@ -140,12 +141,14 @@ def train_federated(config: dict[str, Any]) -> None:
     from ray import tune
 
     run_config = run_config_from_trial(config)
+    remove_stale([run_config.party_state_dir])  # what killed runs left on this node
     # a reused actor's earlier trial loaded the same data: taken from this process
     run = FederatedRun(run_config, data=run_data(run_config))
     checkpoint = tune.get_checkpoint()
     # the parties' states beside Tune's checkpoints, in the trial's storage folder:
     # a trial restarted on another node reads them there
-    archive = PartyArchive.for_trial()
+    storage = tune.get_context().get_storage()
+    archive = PartyArchive.in_trial_folder(storage.trial_fs_path, storage.storage_filesystem)
     saved_parties: bytes | None = None
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
