@@ -56,7 +56,7 @@ from federated.data.party_field import left_out_words
 from federated.engine.party_store import SpillSpaceError
 from federated.engine.round_loop import FederatedRun, PackingFallback
 from federated.engine.run_files import RunFiles
-from federated.heterogeneity.partition import PartitionError, size_statistics
+from federated.heterogeneity.partition import FloorNotice, PartitionError, size_statistics
 from federated.models.pretrained_start import StartNotice
 from federated.registry import is_plugin, load_method
 from federated.runtime.atomic_file import atomic_open
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     if left_out:
         print(left_out, file=sys.stderr)
     for notice in notices:
-        if issubclass(notice.category, (PackingFallback, StartNotice)):  # one line each
+        if issubclass(notice.category, (PackingFallback, StartNotice, FloorNotice)):  # one line
             print(f"notice: {notice.message}", file=sys.stderr)
         else:
             warnings.showwarning(notice.message, notice.category, notice.filename, notice.lineno)
