@@ -54,13 +54,15 @@ from federated.config.run_config import (
 from federated.data import DatasetUnavailableError
 from federated.data.folder_layout import dataset_slug
 from federated.data.party_field import left_out_words
+from federated.engine.party_store import SpillSpaceError
 from federated.engine.round_loop import FederatedRun, PackingFallback
 from federated.engine.run_files import RunFiles
-from federated.heterogeneity.partition import PartitionError, size_statistics
+from federated.heterogeneity.partition import FloorNotice, PartitionError, size_statistics
 from federated.models.pretrained_start import StartNotice
 from federated.registry import is_plugin, load_method
 from federated.runtime.atomic_file import atomic_open
 from federated.runtime.device import DeviceUnavailableError
+from federated.runtime.owned_temp_files import remove_stale
 
 ROW_FORMATS = (".csv", ".jsonl")  # what write_rows writes, chosen by --out's suffix
 
@@ -273,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, InputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return exit_codes.BAD_INPUT
+    remove_stale([config.party_state_dir])  # what killed runs left behind
     try:
         with warnings.catch_warnings(record=True) as notices:
             warnings.simplefilter("always", PackingFallback)
@@ -291,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     if left_out:
         print(left_out, file=sys.stderr)
     for notice in notices:
-        if issubclass(notice.category, (PackingFallback, StartNotice)):  # one line each
+        if issubclass(notice.category, (PackingFallback, StartNotice, FloorNotice)):  # one line
             print(f"notice: {notice.message}", file=sys.stderr)
         else:
             warnings.showwarning(notice.message, notice.category, notice.filename, notice.lineno)
@@ -308,7 +311,11 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     files = RunFiles.beside(out)  # X.parties.csv, X.representations/ next to the rows
     while not run.finished:
-        row = run.run_round()
+        try:
+            row = run.run_round()
+        except SpillSpaceError as err:  # the machine's disk, not fedsweep: one line
+            print(f"error: {err}", file=sys.stderr)
+            return exit_codes.INTERNAL_ERROR
         rows.append({**row, **{k: v for k, v in settings.items() if k not in row}})
         write_rows(out, rows)
         files.record(run)

@@ -64,6 +64,7 @@ from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
 from federated.runtime.atomic_file import atomic_open
 from federated.runtime.idle_cores import IdleCores
+from federated.runtime.owned_temp_files import remove_stale
 from federated.runtime.saved_dict import load_saved_dict
 
 STATE_FILE = "run_state.pt"
@@ -201,9 +202,11 @@ def train_federated(config: dict[str, Any]) -> None:
     # the sweep's driver said so once, in its notice line, for every trial
     warnings.simplefilter("ignore", ExecutionAliasWarning)
     run_config = run_config_from_trial(config)
+    remove_stale([run_config.party_state_dir])  # what killed runs left on this node
     # the parties' states beside Tune's checkpoints, in the trial's storage folder:
     # a trial restarted on another node reads them there
-    archive = PartyArchive.for_trial()
+    storage = tune.get_context().get_storage()
+    archive = PartyArchive.in_trial_folder(storage.trial_fs_path, storage.storage_filesystem)
     run, checkpoint, saved_parties = restored_run(
         run_config, restore_candidates(tune.get_checkpoint()), archive
     )

@@ -38,6 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from federated.runtime.owned_temp_files import RAY_START_PREFIX, owned_prefix
+
 DASHBOARD_PORT = 8265
 LOOPBACK = "127.0.0.1"
 # The holder prints this once every Ray process is up and the address is written.
@@ -145,7 +147,8 @@ class LocalRay:
     def _launch(cls, dashboard: bool) -> LocalRay:
         """One holder on ports free now, not awaited."""
         gcs_port, api_port = free_port(), dashboard_port(dashboard)
-        fd, name = tempfile.mkstemp(prefix="fedsweep-ray-start-", suffix=".log")
+        # named after this driver: a later start removes it if the driver was killed
+        fd, name = tempfile.mkstemp(prefix=owned_prefix(RAY_START_PREFIX), suffix=".log")
         with os.fdopen(fd, "w") as out:
             process = subprocess.Popen(
                 start_command(gcs_port, api_port, dashboard),

@@ -28,6 +28,7 @@ from federated.data.loading import load_run_data
 from federated.data.party_field import left_out_words
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.heterogeneity.partition import (
+    FloorNotice,
     PartitionError,
     natural_party_names,
     partition_for_run,
@@ -152,11 +153,16 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
         try:
             # a hopeless redraw of the Dirichlet rule divides by zero (numpy warns) before
             # the floor is constructed: the partition, or the one line below, says it all
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
+            with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 parts = partition_for_run(labels, config, parties)
         except PartitionError as err:
             raise PreflightError(f"trial {label}: {err}") from None
+        floor = [w for w in caught if issubclass(w.category, FloorNotice)]
+        for other in (w for w in caught if w not in floor):
+            warnings.showwarning(other.message, other.category, other.filename, other.lineno)
+        for notice in floor:  # said once per distinct partition, and recorded below
+            print(f"notice: {notice.message}", file=sys.stderr)
         task = load_method("task", config.task or data.spec.task)
         seen[key] = {
             **dict(zip(PARTITION_KEYS, key)),
@@ -165,6 +171,8 @@ def partitions(plan: SweepPlan, configs: list[tuple[str, RunConfig]]) -> list[di
             "class_counts": task.party_class_counts(data, parts).tolist(),
             "counted": task.task_spec().counted,
             "party_images": [len(p) for p in parts],
+            # the floor was constructed: sizes follow the draw only beyond it
+            "floor_constructed": bool(floor),
         }
         if data.spec.class_names:  # image folders: the names the heat-map shows
             seen[key]["class_names"] = list(data.spec.class_names)

@@ -36,6 +36,7 @@ from federated.cli.internal_error import report_internal_error
 from federated.config.checks import ExecutionAliasWarning
 from federated.config.run_config import ConfigError
 from federated.data import DatasetUnavailableError
+from federated.runtime.owned_temp_files import remove_stale
 from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET, Study
 from search_spaces.study_file import StudyFileError
 from study.dashboard import dashboard_line, keep_dashboard_up
@@ -194,6 +195,7 @@ def drive(args: argparse.Namespace, reached: DriverProgress) -> str | None:
         print(describe_plan(plan, requested))
         return None
     target = reached.target = check_before_ray(args, plan)
+    remove_stale(t.run_config.party_state_dir for t in plan.trials())  # killed runs' scratch
     for line in plan_warnings(plan):
         print(line, file=sys.stderr)
     # a resumed sweep trains on the path its manifest's overrides recorded

@@ -992,3 +992,65 @@ def test_an_error_reason_is_whole_never_cut_mid_word():
     assert error_reason(OSError(f"cannot identify image file {path!r}")).endswith("0048.png'")
     assert error_reason(EOFError()) == "EOFError"
     assert error_reason(ValueError(""), default="") == ""
+
+
+# ----------------------------------------- the parties' state: memory budget and folder
+def _physical_mib() -> int:
+    from federated.runtime.machine_memory import physical_memory
+
+    return physical_memory() // 2**20
+
+
+@pytest.mark.parametrize("algorithm", ["ditto", "fedavg"])
+@pytest.mark.parametrize("over", [1, 10**9])
+def test_a_party_memory_budget_above_the_machines_memory_is_refused(algorithm, over):
+    """A budget beyond the physical memory would switch the memory refusal off (issue
+    67: ``--party-memory-mib 1000000000`` accepted a 1262.8 GiB run): refused, whatever
+    the method, naming how the machine's memory was read."""
+    from federated.config.data_checks import with_data_checked
+    from tests.conftest import tiny
+
+    mib = _physical_mib() + over
+    with pytest.raises(ConfigError) as caught:
+        with_data_checked(tiny(algorithm=algorithm, party_memory_mib=mib))
+    assert str(caught.value) == (
+        f"invalid config: party_memory_mib={mib} (allowed: at most {_physical_mib()}, this "
+        "machine's physical memory in MiB (MemTotal of /proc/meminfo, else os.sysconf's pages))"
+    )
+
+
+@pytest.mark.parametrize(
+    ("folder", "problem"),
+    [
+        ("/proc/fedsweep-states", "/proc is not writable"),
+        (__file__ + "/states", f"{__file__} is a file, not a folder"),
+        (__file__, f"{__file__} is not a folder"),
+    ],
+    ids=["unwritable", "under-a-file", "a-file"],
+)
+def test_a_party_state_dir_that_cannot_be_written_is_refused(folder, problem):
+    from federated.config.data_checks import with_data_checked
+    from tests.conftest import tiny
+
+    with pytest.raises(ConfigError) as caught:  # FedAvg keeps nothing, but it was written
+        with_data_checked(tiny(party_state_dir=folder))
+    assert str(caught.value) == (
+        f"invalid config: party_state_dir={folder!r} (allowed: a writable folder; {problem})"
+    )
+
+
+def test_an_unwritable_tmpdir_is_refused_for_a_run_that_may_spill_never_swapped(monkeypatch):
+    """Python's tempfile falls back to /tmp when $TMPDIR cannot be written; a run whose
+    parties keep state (and may spill it) is refused instead, one that keeps none runs."""
+    from federated.config.data_checks import with_data_checked
+    from tests.conftest import tiny
+
+    monkeypatch.setenv("TMPDIR", "/proc/fedsweep-tmp")
+    with pytest.raises(ConfigError) as caught:
+        with_data_checked(tiny(algorithm="moon"))
+    assert str(caught.value) == (
+        "invalid config: party_state_dir=None (allowed: a writable folder; the default, the "
+        "temporary folder /proc/fedsweep-tmp ($TMPDIR), cannot be used: /proc is not "
+        "writable; pass --party-state-dir)"
+    )
+    assert with_data_checked(tiny(algorithm="fedavg")).party_state_dir is None

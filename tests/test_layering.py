@@ -122,3 +122,12 @@ def test_every_registered_path_stays_in_its_layer():
         assert paths, prefix
         for path in paths:
             assert module(path).startswith(prefix), (prefix, path)
+
+
+@pytest.mark.parametrize(
+    "path", sorted(ROOT.glob("federated/engine/*.py")), ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_the_engine_never_imports_ray(path):
+    """The engine runs a run; Tune's trial folder reaches it as a value from the
+    trainable (federated/trainable.py), at any import depth, even inside a function."""
+    assert not {m for m in runtime_imports(path) if m == "ray" or m.startswith("ray.")}

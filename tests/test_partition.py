@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -219,3 +220,40 @@ def test_class_counts_and_table6_statistics():
     assert counts.tolist() == [[1, 1, 0], [1, 0, 3]]
     stats = size_statistics(counts)
     assert stats == {"mean": 3.0, "std": 1.0, "min": 2.0}
+
+
+def test_a_constructed_floor_is_said_in_one_line_and_a_drawn_partition_is_silent():
+    """At the config's limit (n = 10 N) every party holds exactly its floor: the run says
+    so (issue 67); a partition the redraws found says nothing."""
+    from federated.heterogeneity.partition import FloorNotice
+
+    labels = np.random.default_rng(1).integers(0, 10, size=60_000)
+    with pytest.warns(FloorNotice) as said, np.errstate(all="ignore"):
+        dirichlet_partition(labels, 6_000, 0.5, _rng())
+    assert [str(w.message) for w in said if w.category is FloorNotice] == [
+        "Dirichlet partition: no draw of Dir(0.5) gave all 6000 parties >= 10 samples, so "
+        "each party first got 10 (60000 of the 60000 samples) and none remain, so every "
+        "party holds exactly 10 (docs/heterogeneity.md, the floor)"
+    ]
+    with pytest.warns(FloorNotice, match="and the other 20000 follow the draw's proportions"):
+        quantity_skew_partition(60_000, 4_000, 0.5, _rng())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FloorNotice)
+        dirichlet_partition(labels, 100, 0.5, _rng())
+
+
+def test_federated_run_says_a_constructed_floor_in_one_notice_line(tmp_path, capsys):
+    from federated import run
+
+    argv = [
+        "--dataset", "synthetic", "--n-parties", "50", "--data-fraction", "0.01",
+        "--test-fraction", "0.01", "--rounds", "1", "--threads", "1",
+        "--out", str(tmp_path / "rows.csv"), "--quiet",
+    ]  # fmt: skip
+    assert run.main(argv) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "floor" in line]
+    assert said == [
+        "notice: Dirichlet partition: no draw of Dir(0.5) gave all 50 parties >= 10 "
+        "samples, so each party first got 10 (500 of the 500 samples) and none remain, so "
+        "every party holds exactly 10 (docs/heterogeneity.md, the floor)"
+    ]

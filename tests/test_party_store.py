@@ -129,7 +129,7 @@ def test_states_that_fit_neither_memory_nor_disk_are_refused_before_work(monkeyp
     the free disk together (MOON: one previous model a party)."""
     state = party_memory.model_state_bytes("simple-cnn", tiny().spec, 32, True)
     monkeypatch.setattr(party_memory, "available_memory", lambda: 3 * state + 1)
-    monkeypatch.setattr(party_memory, "spill_space", lambda: 2 * state)
+    monkeypatch.setattr(party_memory, "spill_space", lambda folder: 2 * state)
     with pytest.raises(ConfigError) as caught:  # 8 states > 1.5 in memory + 2 on disk
         with_data_checked(tiny(algorithm="moon", n_parties=8, sample_fraction=0.375, rounds=3))
     message = str(caught.value)

@@ -37,3 +37,25 @@ def test_a_sweep_dry_run_of_small_parties_is_not_refused(capsys):
     err = capsys.readouterr().err
     assert "warning: trial setting=N=50" in err and "fewer than batch_size=64" in err
     assert "error:" not in err
+
+
+def test_a_constructed_floor_is_said_by_the_driver_and_recorded_in_partitions_json(capsys):
+    """The sweep's partition record (partitions.json's rows) says whether the Dirichlet
+    floor was constructed; the driver says it once per partition (issue 67)."""
+    from search_spaces import BUDGETS, STUDIES
+    from study.plan import SweepPlan
+    from study.preflight import partitions, trial_configs
+
+    def rows(n_parties: int) -> list[dict]:
+        overrides = {"dataset": "synthetic", "n_parties": n_parties, "data_fraction": 0.1}
+        plan = SweepPlan.build(STUDIES["moon_mu"], BUDGETS["smoke"], overrides=overrides)
+        return partitions(plan, trial_configs(plan))
+
+    (at_limit,) = rows(500)  # 5,000 samples, 500 parties of >= 10: the floor is all
+    assert at_limit["floor_constructed"] and set(at_limit["party_images"]) == {10}
+    assert capsys.readouterr().err.startswith(
+        "notice: Dirichlet partition: no draw of Dir(0.5) gave all 500 parties >= 10 "
+        "samples, so each party first got 10 (5000 of the 5000 samples) and none remain"
+    )
+    (drawn,) = rows(10)
+    assert not drawn["floor_constructed"] and capsys.readouterr().err == ""

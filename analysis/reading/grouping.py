@@ -48,6 +48,7 @@ NOT_CONDITIONS = frozenset(
         "finetune_epochs",
         "representations_at",
         "data_root",
+        "party_state_dir",  # where spilled party states wait: a place, not a condition
         "seed",
         "point",
         "study",

@@ -26,7 +26,7 @@ from typing import Any
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
 # Config fields that hold paths: made absolute in the driver, because every Tune trial
 # runs in a working directory of its own.
-PATH_FIELDS = ("data_root",)
+PATH_FIELDS = ("data_root", "party_state_dir")
 ADDRESS_TIMEOUT_S = 3.0
 
 
@@ -151,7 +151,7 @@ def check_address(value: str) -> str:
 
 
 def absolute_paths(values: Mapping[str, Any]) -> dict[str, Any]:
-    """``values`` with path fields (``data_root``) made absolute.
+    """``values`` with path fields (``data_root``, ``party_state_dir``) made absolute.
 
     (``dataset=folder:PATH`` is made absolute where RunConfig resolves it.)"""
     out = dict(values)

@@ -144,6 +144,7 @@ FIELD_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "pack_width",
             "checkpoint_every",
             "party_memory_mib",
+            "party_state_dir",
             "fail_at_round",
         ),
     }
@@ -473,6 +474,14 @@ class RunConfig:
             "MiB of the parties' own state (MOON's previous models, SCAFFOLD's control "
             "variates, personal models) kept in memory between rounds; the rest waits on "
             "this node's disk (default: half the memory available as the run starts)"
+        ),
+    )
+    # execution-only as well: where a state waits never changes it
+    party_state_dir: str | None = field(
+        default=None,
+        metadata=_execution(
+            "folder on this node's disk for the parties' own state beyond party_memory_mib "
+            "(default: the system's temporary folder, $TMPDIR)"
         ),
     )
     fail_at_round: int | None = field(

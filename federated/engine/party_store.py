@@ -10,9 +10,13 @@ disk, keeps:
 * **in memory** the states touched most recently, up to ``budget`` bytes of tensors
   (least recently used first out); states without tensors (a party that has not
   trained, FedAvg's empty ones) always stay;
-* **on this node's disk** (a temporary folder, removed with the store) a state pushed
-  out of memory that no checkpoint holds yet; a state is loaded back only when its
-  party is drawn, scored or checkpointed;
+* **on this node's disk** (a folder in ``party_state_dir``, default the system's
+  temporary folder, removed with the store) a state pushed out of memory that no
+  checkpoint holds yet; a state is loaded back only when its party is drawn, scored or
+  checkpointed.  The folder is named after its process
+  (:mod:`federated.runtime.owned_temp_files`), so what a killed run left there is
+  removed by the next start; a disk that fills while a state is written ends the run
+  in one line naming the folder and the bytes needed (:class:`SpillSpaceError`);
 * **in the checkpoint archive** (:class:`PartyArchive`, a folder in the trial's storage,
   beside Tune's checkpoints, so a trial restarted on another node reads it) one file
   per party and checkpoint round, written once: a checkpoint writes the parties that
@@ -30,6 +34,7 @@ equal an uninterrupted one's.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
@@ -46,6 +51,13 @@ import torch
 
 from federated.contract.results import PARTY_STATES
 from federated.runtime.atomic_file import atomic_open
+from federated.runtime.machine_memory import gib
+from federated.runtime.owned_temp_files import (
+    SPILL_PREFIX,
+    owned_prefix,
+    remove_stale,
+    system_temp_dir,
+)
 from federated.runtime.saved_dict import load_saved_dict
 
 #: an index entry for "the party's initial state" (nothing in the archive)
@@ -66,6 +78,11 @@ def state_bytes(tree: Any) -> int:
     return 0
 
 
+class SpillSpaceError(OSError):
+    """The disk holding the spilled party states is full; the message is one line
+    naming the folder, the bytes the state needed and what to do."""
+
+
 def _read_state(data: bytes | str, name: str) -> dict[str, Any]:
     """A party state written by :func:`torch.save`, read with ``weights_only=True``."""
     source: Any = io.BytesIO(data) if isinstance(data, bytes) else data
@@ -84,13 +101,12 @@ class PartyArchive:
         self.filesystem = None if local else filesystem
 
     @classmethod
-    def for_trial(cls) -> PartyArchive:
-        """The running Tune trial's archive, in its folder in Tune's storage."""
-        from ray import tune
-
-        storage = tune.get_context().get_storage()
-        root = f"{storage.trial_fs_path.rstrip('/')}/{PARTY_STATES}"
-        return cls(root, storage.storage_filesystem)
+    def in_trial_folder(
+        cls, trial_path: str, filesystem: pyarrow.fs.FileSystem | None = None
+    ) -> PartyArchive:
+        """The archive of the trial whose folder is ``trial_path`` on ``filesystem``
+        (Tune's storage, as the trainable finds it: the engine never imports Ray)."""
+        return cls(f"{trial_path.rstrip('/')}/{PARTY_STATES}", filesystem)
 
     def path(self, party: int, version: int) -> str:
         """Where party ``party``'s state of checkpoint round ``version`` is."""
@@ -130,13 +146,36 @@ class PartyArchive:
             pass
 
 
+def no_space_message(folder: Path, party: int, needed: int) -> str:
+    """The one line of a full spill disk: the folder, the bytes of party ``party``'s
+    tensors (``needed``; the file adds well under 1 KiB) and the space left there, and
+    the settings that avoid it."""
+    try:
+        free = f", {gib(shutil.disk_usage(folder).free)} free"
+    except OSError:
+        free = ""
+    return (
+        f"no space left on the disk of {folder} to spill party {party}'s state "
+        f"({needed} bytes needed{free}); free space there, or pass --party-state-dir on a "
+        "disk with room or a larger --party-memory-mib"
+    )
+
+
 class PartyStates(Sequence[dict[str, Any]]):
     """The parties' own states of one run (module docstring): ``states[i]`` is party
     ``i``'s state dict, loaded into memory if it was not there; ``budget`` bytes of
-    tensors at most stay in memory between rounds beside the pinned ones (None: all)."""
+    tensors at most stay in memory between rounds beside the pinned ones (None: all);
+    the others wait in a folder made in ``spill_root`` when the first is pushed out
+    (None: the system's temporary folder)."""
 
-    def __init__(self, initial: list[dict[str, Any]], budget: int | None = None) -> None:
+    def __init__(
+        self,
+        initial: list[dict[str, Any]],
+        budget: int | None = None,
+        spill_root: str | os.PathLike | None = None,
+    ) -> None:
         self.budget = budget
+        self.spill_root = Path(spill_root) if spill_root else system_temp_dir()
         self._n = len(initial)
         # states holding no tensors: never pushed out (a dict of None costs ~0.2 KiB)
         self._light: dict[int, dict[str, Any]] = {}
@@ -255,11 +294,20 @@ class PartyStates(Sequence[dict[str, Any]]):
 
     def _spill_to(self, party: int, state: dict[str, Any]) -> Path:
         if self._spill is None:
-            self._spill = Path(tempfile.mkdtemp(prefix="fedsweep-party-states-"))
+            self.spill_root.mkdir(parents=True, exist_ok=True)
+            remove_stale([self.spill_root])  # what killed runs of this host left there
+            folder = tempfile.mkdtemp(prefix=owned_prefix(SPILL_PREFIX), dir=self.spill_root)
+            self._spill = Path(folder)
             self._finalizer = weakref.finalize(self, shutil.rmtree, self._spill, True)
         path = self._spill / f"{party}.pt"
-        with atomic_open(path, "wb") as fh:
-            torch.save(state, fh)
+        try:
+            with atomic_open(path, "wb") as fh:  # a part written is removed with it
+                torch.save(state, fh)
+        except OSError as err:
+            if err.errno != errno.ENOSPC:
+                raise
+            needed = state_bytes(state)
+            raise SpillSpaceError(no_space_message(self._spill, party, needed)) from None
         self.spilled_bytes += path.stat().st_size
         return path
 

@@ -53,7 +53,7 @@ from federated.execution.trainer import PartyResult
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.heterogeneity.system import RoundWork, draw_round_work
 from federated.models import build_model
-from federated.models.party_memory import memory_budget
+from federated.models.party_memory import memory_budget, spill_folder
 from federated.models.pretrained_start import StartNotice, apply_start
 from federated.registry import load_method
 from federated.runtime.allocator import keep_freed_memory
@@ -106,6 +106,7 @@ class FederatedRun:
         self.party_states = PartyStates(
             [self._initial_party_state(i) for i in range(config.n_parties)],
             memory_budget(config.party_memory_mib),
+            spill_folder(config.party_state_dir),
         )
         # client-level DP (dp_* fields): DP-FedAvg's rule in place of the method's
         # aggregation, on the run's own noise stream; None when off

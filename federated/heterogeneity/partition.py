@@ -33,7 +33,15 @@ beta, seed).  The rules follow the MOON reference code's ``partition_data``
    that runs out of samples handing its excess slots to classes with samples left),
    and the remaining ``n - N x min_size`` samples are split by the draw's proportions
    (label skew keeps the reference's cap: a party already holding ``n / N`` samples gets
-   none of later classes).  Every party then holds >= ``min_size``, whatever N.
+   none of later classes).  Every party then holds >= ``min_size``, whatever N.  The
+   floor takes ``N x min_size`` of the samples, so only the rest follow the draw's
+   quantities: at 2,000 / 3,000 / 5,000 parties of 60,000 Fashion-MNIST-like labels
+   (beta 0.5) the sizes' std is 6.5 / 3.2 / 0.8 around means of 30 / 20 / 12, and at
+   ``N = n / min_size`` (6,000) none remain: every party holds exactly ``min_size``.  No
+   rule that keeps the floor can do otherwise there, since the floor is every sample;
+   below it, sizes already follow the draw beyond the floor.  A constructed floor is
+   said (:class:`FloorNotice`, a warning of one line) at the run and recorded in the
+   sweep's ``partitions.json``.
 
 Every step is vectorised over parties (numpy; one Python loop over classes, never over
 parties or samples): measured on a 2-core machine, 10^5 parties of 10^6 samples take
@@ -43,6 +51,7 @@ the reference loop spent 158 s before it gave up.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -66,6 +75,29 @@ Draw = TypeVar("Draw")
 
 class PartitionError(RuntimeError):
     """No partition satisfying the rule was found."""
+
+
+class FloorNotice(UserWarning):
+    """The floor was constructed (the module docstring's step 3): one line saying how
+    many samples the floor took and that only the rest follow the draw.  A notice, not a
+    fault: ``federated.run`` prints it as ``notice: ...``, a sweep's driver records it in
+    ``partitions.json`` (``floor_constructed``)."""
+
+
+def floor_notice(scheme: str, beta: float, n_parties: int, n: int, min_size: int) -> str:
+    """The line of :class:`FloorNotice` for ``n_parties`` parties out of ``n`` samples."""
+    floored = n_parties * min_size
+    rest = (
+        f"the other {n - floored} follow the draw's proportions, so party sizes follow "
+        f"Dir({beta:g}) only beyond the floor"
+        if floored < n
+        else f"none remain, so every party holds exactly {min_size}"
+    )
+    return (
+        f"{scheme} partition: no draw of Dir({beta:g}) gave all {n_parties} parties >= "
+        f"{min_size} samples, so each party first got {min_size} ({floored} of the {n} "
+        f"samples) and {rest} (docs/heterogeneity.md, the floor)"
+    )
 
 
 def iid_partition(n_samples: int, n_parties: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -254,6 +286,7 @@ def dirichlet_partition(
 
     found = first_redraw(draw)
     if found is None:
+        warnings.warn(floor_notice("Dirichlet", beta, n_parties, n, min_size), FloorNotice, 2)
         return _by_party(n, *_constructed_draw(by_class, n, n_parties, beta, rng, min_size))
     sizes, orders, counts = found
     return _by_party(n, sizes, orders, [np.repeat(parties, c) for c in counts])
@@ -324,6 +357,8 @@ def quantity_skew_partition(
     if q is not None:
         cuts = (np.cumsum(q) * n_samples).astype(int)[:-1]
         return [np.sort(part) for part in np.split(order, cuts)]
+    notice = floor_notice("quantity-skew", beta, n_parties, n_samples, min_size)
+    warnings.warn(notice, FloorNotice, 2)
     q = rng.dirichlet(np.full(n_parties, beta))
     sizes = min_size + proportional_counts(q, n_samples - n_parties * min_size)
     return [np.sort(part) for part in np.split(order, np.cumsum(sizes)[:-1])]

@@ -31,13 +31,15 @@ from __future__ import annotations
 
 import functools
 import shutil
-import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from federated.data.catalog import DatasetSpec
 from federated.params import ConfigError
 from federated.registry import load_method
-from federated.runtime.machine_memory import available_memory, gib
+from federated.runtime.machine_memory import available_memory, gib, physical_memory
+from federated.runtime.owned_temp_files import named_temp_dir, system_temp_dir
+from federated.runtime.writable_folder import folder_problem, nearest_existing
 
 if TYPE_CHECKING:
     import torch
@@ -81,13 +83,48 @@ def memory_budget(party_memory_mib: int | None) -> int | None:
     return None if available is None else available // 2
 
 
-def spill_space() -> int | None:
-    """Free bytes on the disk that holds the states pushed out of memory (the temporary
-    folder's), or None where unknown."""
+def spill_folder(party_state_dir: str | None) -> Path:
+    """Where a run's states pushed out of memory go: ``party_state_dir``, else the
+    system's temporary folder as the environment names it (never another one instead)."""
+    if party_state_dir:
+        return Path(party_state_dir).expanduser().absolute()
+    return system_temp_dir()
+
+
+def spill_space(folder: Path) -> int | None:
+    """Free bytes on the disk that holds ``folder`` (or will: its nearest existing
+    ancestor's), or None where unknown."""
     try:
-        return shutil.disk_usage(tempfile.gettempdir()).free
+        return shutil.disk_usage(nearest_existing(folder)).free
     except OSError:
         return None
+
+
+def check_party_settings(c: Any, keeps_state: bool) -> None:
+    """Refuse (``ConfigError``) a ``party_memory_mib`` above this machine's physical
+    memory, a ``party_state_dir`` that cannot be written, and (``keeps_state``: the run's
+    parties keep state, which may be spilled) a default temporary folder that cannot."""
+    physical = physical_memory()
+    both_known = c.party_memory_mib is not None and physical is not None
+    if both_known and c.party_memory_mib * 2**20 > physical:
+        raise ConfigError(
+            "party_memory_mib",
+            c.party_memory_mib,
+            f"at most {physical // 2**20}, this machine's physical memory in MiB "
+            "(MemTotal of /proc/meminfo, else os.sysconf's pages)",
+        )
+    folder = spill_folder(c.party_state_dir)
+    problem = folder_problem(folder) if c.party_state_dir or keeps_state else None
+    if problem and c.party_state_dir:
+        raise ConfigError("party_state_dir", c.party_state_dir, f"a writable folder; {problem}")
+    if problem:
+        where = named_temp_dir()[1]
+        raise ConfigError(
+            "party_state_dir",
+            None,
+            f"a writable folder; the default, the temporary folder {folder} ({where}), "
+            f"cannot be used: {problem}; pass --party-state-dir",
+        )
 
 
 def party_state_bytes(c: Any, spec: DatasetSpec) -> tuple[int, int] | None:
@@ -118,6 +155,7 @@ def check_party_memory(c: Any, spec: DatasetSpec) -> None:
     not fit (module docstring): one round's parties in the memory available, all of
     them in the memory budget and the free disk together."""
     needed = party_state_bytes(c, spec)
+    check_party_settings(c, keeps_state=needed is not None)
     available = available_memory()
     if needed is None or available is None:
         return
@@ -141,7 +179,7 @@ def check_party_memory(c: Any, spec: DatasetSpec) -> None:
     held = c.n_parties if trains_alone else min(c.n_parties, c.rounds * per_round)
     total = held * per_party
     budget = memory_budget(c.party_memory_mib)
-    disk = spill_space()
+    disk = spill_space(spill_folder(c.party_state_dir))
     if budget is None or disk is None or total <= budget + disk:
         return
     whose = (
@@ -154,6 +192,6 @@ def check_party_memory(c: Any, spec: DatasetSpec) -> None:
         c.n_parties,
         f"parties whose own state fits: {kept}, {gib(total)} for {whose}, "
         f"and this run keeps {gib(budget)} in memory (party_memory_mib) with "
-        f"{gib(disk)} free on this node's disk; pass fewer --n-parties, fewer --rounds "
-        "or a smaller --model",
+        f"{gib(disk)} free on this node's disk (party_state_dir); pass fewer --n-parties, "
+        "fewer --rounds or a smaller --model",
     )

@@ -32,6 +32,22 @@ def available_memory() -> int | None:
         return None
 
 
+def physical_memory() -> int | None:
+    """Bytes of physical memory this machine has (used or not), or None if unknown:
+    ``MemTotal`` of /proc/meminfo, else ``os.sysconf`` pages x page size."""
+    try:
+        with open(MEMINFO, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024  # the file's unit is kB
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def gib(n_bytes: float) -> str:
     """``12.3 GiB`` (MiB below one GiB, KiB below one MiB): sizes in one-line messages."""
     if n_bytes < 2**20:
