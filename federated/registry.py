@@ -53,10 +53,10 @@ TEMPERATURE_SCHEDULE_PATHS: dict[str, str] = {
 # The tasks (federated/tasks/base.py): a new task is one file and one line; the data say
 # which task they are (DatasetSpec.task), a user's own is task=package.module:Class
 TASK_PATHS: dict[str, str] = {
-    "classification": "federated.tasks.classification:Classification",
-    "score": "federated.tasks.score:ScoreTask",
-    "detection": "federated.tasks.detection:Detection",
-    "segmentation": "federated.tasks.segmentation:Segmentation",
+    "classification": "federated.tasks.classification.task:Classification",
+    "score": "federated.tasks.score.task:ScoreTask",
+    "detection": "federated.tasks.detection.task:Detection",
+    "segmentation": "federated.tasks.segmentation.task:Segmentation",
 }
 
 KINDS = {

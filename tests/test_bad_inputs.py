@@ -615,7 +615,7 @@ def test_one_coco_image_under_two_spellings_is_refused(workdir, capsys):
 def test_one_scored_image_under_two_spellings_is_refused(spelling, tmp_path):
     from PIL import Image
 
-    from federated.data.scores_file import ScoresFileError, read_scores
+    from federated.tasks.score.scores_file import ScoresFileError, read_scores
 
     (tmp_path / "train").mkdir()
     lines = ["path,score"]
@@ -654,7 +654,7 @@ def test_an_annotation_integer_beyond_the_int_str_limit_is_one_line(workdir, cap
 def test_a_score_beyond_the_int_str_limit_is_one_short_line(tmp_path):
     from PIL import Image
 
-    from federated.data.scores_file import ScoresFileError, read_scores
+    from federated.tasks.score.scores_file import ScoresFileError, read_scores
 
     (tmp_path / "train").mkdir()
     lines = ["path,score"]

@@ -18,9 +18,9 @@ from PIL import Image
 from federated.config.data_checks import spec_of, with_data_checked
 from federated.config.run_config import ConfigError, RunConfig
 from federated.data import detection_annotations, load_dataset
-from federated.data.detection_annotations import DetectionDataError
 from federated.data.folder_dataset import folder_identity, load_folder
 from federated.data.hub_dataset import HubColumns
+from federated.tasks.detection.annotations import DetectionDataError
 
 STREET_CLASSES = ("basket", "carton", "chair", "electrombile", "gastank", "sunshade", "table")
 

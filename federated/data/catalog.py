@@ -8,10 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# The model a detection data set names by default (its spec's ``default_model``): the
-# small detector that trains at laptop speed (federated/models/detection.py).
-DETECTION_DEFAULT_MODEL = "fcos-tiny"
-
 
 @dataclass(frozen=True)
 class DatasetSpec:
@@ -35,7 +31,7 @@ class DatasetSpec:
         task: ``classification`` (labels are classes), ``score`` (an image folder with
             a scores file: each image's target is its score and attribute scores) or
             ``detection`` (a detection folder: each image's target is its boxes,
-            :class:`~federated.data.box_targets.BoxTargets`).
+            :class:`~federated.tasks.detection.targets.BoxTargets`).
         target_names: a score task's target columns (``score``, then the attributes); a
             detection data set's category names (as ``class_names``); empty for
             classification.

@@ -1,13 +1,17 @@
 """``folder:PATH`` datasets: a folder of images as an :class:`ImageData`, cached on disk.
 
 Which reader loads a folder is decided in one place, :mod:`federated.data.folder_kinds`
-(a detection folder's, another task's own layout's, this module's image-folder reader
-last); :func:`load_folder` and :func:`folder_identity` ask it.  This
-module reads image folders: class folders, or a scores file.
+(each registered kind's reader, the one that recognises every folder last);
+:func:`load_folder` and :func:`folder_identity` ask it.  This module reads the folders
+whose images each carry one target in a layout of files
+(:class:`~federated.data.folder_layout.FolderLayout`): a kind's reader names its layout
+and its targets (an :class:`ImageFolderKind`: classification's class folders, a score
+task's scores file) and loads through :func:`load_image_folder`.
 
 Loading an image folder scans it (:mod:`federated.data.folder_layout`), then takes the first of:
 
-1. memory: this process already loaded the same files with the same settings;
+1. memory: this process already loaded the same files with the same settings
+   (:mod:`federated.data.memory_cache`);
 2. the disk cache: ``<data root>/folder-cache/<path hash>-<key>.pt``, written by an
    earlier load and read with ``torch.load(weights_only=True)``; the key hashes every
    file's relative path, size and mtime plus the image size and hold-out settings, so
@@ -18,8 +22,10 @@ Loading an image folder scans it (:mod:`federated.data.folder_layout`), then tak
 Choices the issue leaves open:
 
 * images are resized to ``image_size`` ("H" or "HxW"; default the most common size);
-* without a ``test/`` folder, ``holdout_fraction`` of each class's training images (a
-  fixed draw, seed 0, the same for every run) becomes the test set;
+* without a ``test/`` folder, ``holdout_fraction`` of the training images of each group
+  the kind's task names (:meth:`~federated.tasks.base.Task.target_groups`: each class,
+  or all of a score task's images as one; a fixed draw, seed 0, the same for every run)
+  becomes the test set;
 * normalisation statistics are per-channel mean and std of the training images;
 * no random augmentation (as for Fashion-MNIST): only normalisation;
 * the default model follows the image size: ``simple-cnn`` (the paper's CIFAR-10 model)
@@ -28,17 +34,18 @@ Choices the issue leaves open:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from federated.contract.builtin_tasks import CLASSIFICATION_TASK, SCORE_TASK
 from federated.data.catalog import DatasetSpec
 from federated.data.folder_cache import FolderLoad, cache_entry_path, write_cache
 from federated.data.folder_decode import (
@@ -57,16 +64,35 @@ from federated.data.folder_layout import (
     ImageFile,
     check_party_size,
     folder_path,
-    scan_folder,
 )
-from federated.data.holdout_draw import holdout_split as _holdout  # hub_dataset's name too
+from federated.data.holdout_draw import holdout_split
 from federated.data.image_data import ImageData
-from federated.data.scores_file import has_scores_file, score_layout
+from federated.data.memory_cache import held, hold
 
 CACHE_FORMAT = 1
-MEMORY_ENTRIES = 2  # loaded folders kept in memory per process (sweep driver, trial)
 
-_memory: dict[str, ImageData] = {}
+
+@dataclass(frozen=True)
+class ImageFolderKind:
+    """What a kind whose folder gives each image one target tells the image-folder
+    loader (its reader module builds one, with :func:`image_folder_reader`).
+
+    Attributes:
+        task: the kind's task name (the spec's ``task``).
+        layout: scans folder ``root`` into its files and their targets (one error line
+            naming the path).
+        targets: the files' targets as one tensor (labels ``(N,)``, scores ``(N, T)``).
+        target_ndim: that tensor's dimensions (a cache entry of another shape is
+            decoded again).
+        groups: the hold-out's groups of the training targets (the task's
+            :meth:`~federated.tasks.base.Task.target_groups`).
+    """
+
+    task: str
+    layout: Callable[[Path], FolderLayout]
+    targets: Callable[[Sequence[ImageFile], FolderLayout], torch.Tensor]
+    target_ndim: int
+    groups: Callable[[torch.Tensor], np.ndarray]
 
 
 def default_model_for(height: int, width: int) -> str:
@@ -102,6 +128,7 @@ def load_folder(
 
 
 def load_image_folder(
+    kind: ImageFolderKind,
     root: Path,
     image_size: str | None = None,
     holdout_fraction: float | None = None,
@@ -110,8 +137,8 @@ def load_image_folder(
     *,
     use_memory: bool = True,
 ) -> FolderLoad:
-    """Load image folder ``root`` (class folders, or a scores file: the module
-    docstring); errors name the path."""
+    """Load image folder ``root`` of ``kind`` (the module docstring); errors name the
+    path."""
     start = time.perf_counter()
     if partition_by is not None:
         fielded = ", or ".join(
@@ -121,7 +148,7 @@ def load_image_folder(
             f"{root}: partition_by={partition_by!r} names {fielded} (allowed here: unset; "
             "this folder's natural parties are its train/<party>/ folders)"
         )
-    layout = folder_layout(root)
+    layout = kind.layout(root)
     if layout.has_test and holdout_fraction is not None:
         raise FolderDataError(
             f"{root / 'test'}: a test folder exists and holdout_fraction={holdout_fraction} "
@@ -136,23 +163,21 @@ def load_image_folder(
     key = _settings_key(fingerprint, image_size, holdout_fraction)
     cache_file = cache_entry_path(root, key, data_root)
 
-    if use_memory and key in _memory:
-        data, source = _memory[key], "memory"
-    else:
-        payload = _read_cache(cache_file, key)
+    data = held(("folder", key)) if use_memory else None
+    source = "memory"
+    if data is None:
+        payload = read_cache(cache_file, key, kind.target_ndim)
         source = "disk cache"
         if payload is None:
-            payload = _decode(layout, image_size, holdout_fraction, key)
+            payload = _decode(kind, layout, image_size, holdout_fraction, key)
             source = "decoded"
         if holdout_fraction is not None:  # the scan counted the parties before it
             _check_parties_after_holdout(layout, payload["train_parties"], holdout_fraction)
         if source == "decoded":
             write_cache(cache_file, payload)
-        data = _image_data(payload, f"folder:{root}")
+        data = image_data(payload, f"folder:{root}", kind.task)
         if use_memory:
-            _memory[key] = data
-            while len(_memory) > MEMORY_ENTRIES:
-                _memory.pop(next(iter(_memory)))
+            hold(("folder", key), data)
     return FolderLoad(data, fingerprint, source, time.perf_counter() - start, cache_file)
 
 
@@ -181,14 +206,14 @@ def folder_identity(name: str) -> dict[str, Any]:
     return folder_reader(root).identity(root)
 
 
-def image_folder_identity(root: Path) -> dict[str, Any]:
-    """What a sweep manifest records of an image folder: its path, content fingerprint,
-    task, image counts, classes, score targets and party folders."""
-    layout = folder_layout(root)
+def image_folder_identity(kind: ImageFolderKind, root: Path) -> dict[str, Any]:
+    """What a sweep manifest records of an image folder of ``kind``: its path, content
+    fingerprint, task, image counts, classes, score targets and party folders."""
+    layout = kind.layout(root)
     return {
         "path": str(root),
         "fingerprint": layout.fingerprint(),
-        "task": (SCORE_TASK if layout.target_names else CLASSIFICATION_TASK).name,
+        "task": kind.task,
         "train_images": len(layout.train),
         "test_images": len(layout.test),
         "classes": list(layout.class_names),
@@ -197,26 +222,28 @@ def image_folder_identity(root: Path) -> dict[str, Any]:
     }
 
 
-def folder_layout(root: Path) -> FolderLayout:
-    """The folder's layout: a score task's when it holds a scores file (read first, so
-    its party folders are never taken for classes), else the class-folder scan."""
-    return score_layout(root) if has_scores_file(root) else scan_folder(root)
-
-
-#: the image-folder kind (class folders, or a scores file): the fallback reader of
-#: :mod:`federated.data.folder_kinds` (``FALLBACK_READER``), asked last, recognising
-#: every folder
-IMAGE_FOLDERS = FolderReader(
-    name="image",
-    recognises=lambda root: True,
-    load=load_image_folder,
-    identity=image_folder_identity,
-)
+def image_folder_reader(
+    kind: ImageFolderKind, name: str, *, recognises: Callable[[Path], bool], last: bool = False
+) -> FolderReader:
+    """The :class:`~federated.data.folder_kinds.FolderReader` of an image-folder ``kind``
+    (``name``: the kind in messages; ``last``: it recognises every folder, asked after
+    the others)."""
+    return FolderReader(
+        name=name,
+        recognises=recognises,
+        load=functools.partial(load_image_folder, kind),
+        identity=functools.partial(image_folder_identity, kind),
+        last=last,
+    )
 
 
 # ------------------------------------------------------------------------ decoding
 def _decode(
-    layout: FolderLayout, image_size: str | None, holdout_fraction: float | None, key: str
+    kind: ImageFolderKind,
+    layout: FolderLayout,
+    image_size: str | None,
+    holdout_fraction: float | None,
+    key: str,
 ) -> dict[str, Any]:
     files = list(layout.train) + list(layout.test)
     check_decode_memory(layout.root, files, image_size)
@@ -226,15 +253,13 @@ def _decode(
     n_train = len(layout.train)
     train_x = stack_resized(images[:n_train], size)
     test_x = stack_resized(images[n_train:], size).reshape(-1, channels, *size)
-    train_y, test_y = _targets(layout.train, layout), _targets(layout.test, layout)
+    train_y, test_y = kind.targets(layout.train, layout), kind.targets(layout.test, layout)
     parties = torch.tensor([f.party for f in layout.train], dtype=torch.int64)
     if holdout_fraction is not None:
-        # a score task has no classes to stratify by: one group, a plain seeded draw
-        groups = np.zeros(n_train, dtype=np.int64) if layout.target_names else train_y.numpy()
-        keep, held = _holdout(groups, holdout_fraction)
-        test_x, test_y = train_x[held], train_y[held]
+        keep, held_out = holdout_split(kind.groups(train_y), holdout_fraction)
+        test_x, test_y = train_x[held_out], train_y[held_out]
         train_x, train_y, parties = train_x[keep], train_y[keep], parties[keep]
-        if len(held) == 0:
+        if len(held_out) == 0:
             raise FolderDataError(
                 f"{layout.root / 'train'}: holdout_fraction={holdout_fraction} holds out no "
                 "image (allowed: a fraction that leaves at least one test image)"
@@ -256,21 +281,15 @@ def _decode(
     }
 
 
-def _targets(files: Sequence[ImageFile], layout: FolderLayout) -> torch.Tensor:
-    """Classification: int64 labels (N,); a score task: float32 targets (N, T)."""
-    if layout.target_names:
-        width = len(layout.target_names)
-        return torch.tensor([f.target for f in files], dtype=torch.float32).reshape(-1, width)
-    return torch.tensor([f.label for f in files], dtype=torch.int64)
-
-
-def _image_data(payload: dict[str, Any], name: str) -> ImageData:
+def image_data(payload: dict[str, Any], name: str, task: str) -> ImageData:
+    """The data set a cached image payload holds (an image folder's or an ``hf:``
+    source's), of the kind ``task``."""
     train_x = payload["train_x"]
     _, c, h, w = train_x.shape
     targets = tuple(payload.get("target_names", ()))
     spec = DatasetSpec(
         name=name,
-        task=(SCORE_TASK if targets else CLASSIFICATION_TASK).name,
+        task=task,
         target_names=targets,
         n_classes=len(payload["class_names"]),
         channels=c,
@@ -293,19 +312,24 @@ def _image_data(payload: dict[str, Any], name: str) -> ImageData:
 
 
 # --------------------------------------------------------------------------- cache
-def _read_cache(path: Path, key: str) -> dict[str, Any] | None:
+def read_cache(path: Path, key: str, target_ndim: int | None) -> dict[str, Any] | None:
+    """The cache entry ``path`` written under ``key`` whose targets have ``target_ndim``
+    dimensions (None: any, the caller checks them); None where it is missing, damaged or
+    foreign (decode again)."""
     if not path.is_file():
         return None
     try:
         payload = torch.load(path, weights_only=True)
     except Exception:  # a truncated or foreign file: decode again and overwrite it
         return None
-    if not isinstance(payload, dict) or payload.get("key") != key or not _payload_ok(payload):
+    if not isinstance(payload, dict) or payload.get("key") != key:
+        return None
+    if not _payload_ok(payload, target_ndim):
         return None
     return payload
 
 
-def _payload_ok(payload: dict[str, Any]) -> bool:
+def _payload_ok(payload: dict[str, Any], target_ndim: int | None) -> bool:
     """Whether a cache entry holds what :func:`_decode` writes (a file with the right key
     but damaged or foreign contents is decoded again, never a traceback later)."""
     x, test_x = payload.get("train_x"), payload.get("test_x")
@@ -321,7 +345,7 @@ def _payload_ok(payload: dict[str, Any]) -> bool:
         and len(payload["test_y"]) == len(test_x)
         and all(isinstance(payload.get(k), list) for k in ("class_names", "party_names"))
         and isinstance(payload.get("target_names", []), list)
-        and payload["train_y"].ndim == (2 if payload.get("target_names") else 1)
+        and payload["train_y"].ndim == (target_ndim or payload["train_y"].ndim)
         and all(
             isinstance(payload.get(k), list) and len(payload[k]) == x.shape[1]
             for k in ("mean", "std")

@@ -17,7 +17,7 @@ The rules:
 
 * **one size**: images are resized to ``image_size`` ("H" or "HxW"; default the most
   common size) by a plain resize (bilinear, antialiased), their masks to the same size by
-  nearest neighbour (:func:`~federated.data.mask_targets.resize_masks`: a class is never
+  nearest neighbour (:func:`~federated.tasks.segmentation.targets.resize_masks`: a class is never
   blended with its neighbour's); grey-scale images beside RGB ones are repeated to three
   channels, an alpha channel is dropped;
 * **test set**: ``test/``; without it, ``holdout_fraction`` of the training images (a
@@ -29,7 +29,7 @@ The rules:
 * **cache**: ``<data root>/folder-cache/<path hash>-<key>.pt`` (``torch.load(
   weights_only=True)``), the key hashing every file's relative path, size and
   modification time, the classes and parties files' contents, the size and the hold-out;
-  masks are held as uint8 ``(N, H, W)`` (:mod:`federated.data.mask_targets`);
+  masks are held as uint8 ``(N, H, W)`` (:mod:`federated.tasks.segmentation.targets`);
 * normalisation: the training images' per-channel mean and std; no random augmentation
   (a crop or flip would have to move the masks too).
 
@@ -67,7 +67,9 @@ from federated.data.folder_kinds import FolderReader
 from federated.data.folder_layout import MIN_PARTY_IMAGES, FolderDataError, ImageFile
 from federated.data.holdout_draw import holdout_split
 from federated.data.image_data import ImageData
-from federated.data.mask_targets import (
+from federated.data.party_field import parties_by_value
+from federated.tasks.segmentation.spec import SEGMENTATION
+from federated.tasks.segmentation.targets import (
     IGNORE_INDEX,
     MAX_CLASSES,
     MaskTargetsError,
@@ -75,12 +77,10 @@ from federated.data.mask_targets import (
     class_pixel_counts,
     resize_masks,
 )
-from federated.data.party_field import parties_by_value
 
-#: the data's task (DatasetSpec.task): federated/tasks/segmentation.py reads these targets
-SEGMENTATION_TASK = "segmentation"
+#: the data's task (DatasetSpec.task): federated/tasks/segmentation/task.py reads these targets
 #: the model a segmentation folder names by default: the small network that trains at
-#: laptop speed (federated/models/segmentation.py)
+#: laptop speed (federated/tasks/segmentation/models.py)
 SEGMENTATION_DEFAULT_MODEL = "unet-tiny"
 CLASSES_JSON, CLASSES_TXT, PARTIES_FILE = "classes.json", "classes.txt", "parties.csv"
 IMAGES, MASKS, TEST = "images", "masks", "test"
@@ -456,7 +456,7 @@ def segmentation_identity(root: Path) -> dict[str, Any]:
         "path": str(layout.root),
         "format": "images+masks",
         "fingerprint": layout.fingerprint,
-        "task": SEGMENTATION_TASK,
+        "task": SEGMENTATION,
         "train_images": len(layout.train),
         "test_images": len(layout.test),
         "classes": list(layout.class_names),
@@ -582,7 +582,7 @@ def _image_data(
     spec = payload_spec(
         payload,
         name=name,
-        task=SEGMENTATION_TASK,
+        task=SEGMENTATION,
         default_model=SEGMENTATION_DEFAULT_MODEL,
         party_names=party_names,
         left_out_parties=left_out,
@@ -642,7 +642,7 @@ def _payload_ok(payload: dict[str, Any]) -> bool:
 
 # ---------------------------------------------------------------------- reader
 READER = FolderReader(
-    name=SEGMENTATION_TASK,
+    name=SEGMENTATION,
     recognises=is_segmentation_folder,
     load=load_segmentation_folder,
     identity=segmentation_identity,

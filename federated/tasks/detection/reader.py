@@ -1,6 +1,6 @@
-"""A detection folder (:mod:`federated.data.detection_layout`) as an :class:`ImageData`:
+"""A detection folder (:mod:`federated.tasks.detection.layout`) as an :class:`ImageData`:
 uint8 images of one size and each image's boxes as a
-:class:`~federated.data.box_targets.BoxTargets`, decoded once into the data root's cache.
+:class:`~federated.tasks.detection.targets.BoxTargets`, decoded once into the data root's cache.
 
 The rules:
 
@@ -37,11 +37,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from federated.contract.builtin_tasks import DETECTION_TASK
-from federated.data.box_targets import BoxTargets, BoxTargetsError
-from federated.data.catalog import DETECTION_DEFAULT_MODEL
-from federated.data.detection_annotations import DetectionDataError
-from federated.data.detection_layout import DetectionLayout, is_detection_folder, scan_detection
 from federated.data.folder_cache import FolderLoad, cache_entry_path, payload_spec, write_cache
 from federated.data.folder_decode import (
     channel_stats,
@@ -56,8 +51,15 @@ from federated.data.folder_layout import MIN_PARTY_IMAGES, ImageFile
 from federated.data.holdout_draw import holdout_split
 from federated.data.image_data import ImageData
 from federated.data.party_field import parties_by_value
+from federated.tasks.detection.annotations import DetectionDataError
+from federated.tasks.detection.layout import DetectionLayout, is_detection_folder, scan_detection
+from federated.tasks.detection.spec import DETECTION
+from federated.tasks.detection.targets import BoxTargets, BoxTargetsError
 
 CACHE_FORMAT = 1
+# the model a detection folder names by default (its spec's ``default_model``): the small
+# detector that trains at laptop speed (federated/tasks/detection/models.py)
+DEFAULT_MODEL = "fcos-tiny"
 MEMORY_ENTRIES = 2  # loaded folders kept in memory per process (sweep driver, trial)
 
 _memory: dict[tuple[str, str | None], ImageData] = {}  # (cache key, partition_by) -> data
@@ -121,7 +123,7 @@ def detection_identity(root: Path) -> dict[str, Any]:
         "path": str(layout.root),
         "format": layout.format,
         "fingerprint": layout.fingerprint,
-        "task": DETECTION_TASK.name,
+        "task": DETECTION,
         "train_images": len(layout.train),
         "test_images": len(layout.test),
         "classes": list(layout.class_names),
@@ -258,8 +260,8 @@ def _image_data(
     spec = payload_spec(
         payload,
         name=name,
-        task=DETECTION_TASK.name,
-        default_model=DETECTION_DEFAULT_MODEL,
+        task=DETECTION,
+        default_model=DEFAULT_MODEL,
         party_names=party_names,
         left_out_parties=left_out,
         target_names=tuple(payload["class_names"]),
@@ -322,7 +324,7 @@ def _payload_ok(payload: dict[str, Any]) -> bool:
 
 # ---------------------------------------------------------------------- reader
 READER = FolderReader(
-    name=DETECTION_TASK.name,
+    name=DETECTION,
     recognises=is_detection_folder,
     load=load_detection_folder,
     identity=detection_identity,
