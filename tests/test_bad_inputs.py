@@ -726,14 +726,14 @@ def hub_home(tmp_path, monkeypatch):
     """``datasets`` caches under the test's folder; no offline switch set."""
     import datasets
 
-    from federated.data import hub_dataset
+    from federated.data import memory_cache
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf" / "datasets")
     for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     datasets.disable_progress_bars()  # building the sources prints none on stderr
-    hub_dataset._memory.clear()
+    memory_cache.forget()
     return tmp_path
 
 
