@@ -24,92 +24,94 @@ The rules:
   hold-out; it holds every image field, so Street-5 and Street-20 share one decoding;
 * normalisation statistics are the training images' per-channel mean and std; no
   random augmentation (a flip would need its boxes flipped too).
+
+What every folder kind's reader does alike (the test-set rule, the size, the hold-out,
+parties by a field, the cache) is :class:`~federated.data.kind_folder.KindFolder`'s; this
+module says what a detection folder's files are.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from federated.data.folder_cache import FolderLoad, cache_entry_path, payload_spec, write_cache
-from federated.data.folder_decode import (
-    channel_stats,
-    check_decode_memory,
-    choose_size,
-    decode_files,
-    parse_image_size,
-    stack_resized,
-)
 from federated.data.folder_kinds import FolderReader
-from federated.data.folder_layout import MIN_PARTY_IMAGES, ImageFile
-from federated.data.holdout_draw import holdout_split
-from federated.data.image_data import ImageData
-from federated.data.party_field import parties_by_value
+from federated.data.kind_folder import KindFolder
 from federated.tasks.detection.annotations import DetectionDataError
 from federated.tasks.detection.layout import DetectionLayout, is_detection_folder, scan_detection
 from federated.tasks.detection.spec import DETECTION
 from federated.tasks.detection.targets import BoxTargets, BoxTargetsError
+from federated.tasks.detection.task import Detection
 
-CACHE_FORMAT = 1
 # the model a detection folder names by default (its spec's ``default_model``): the small
 # detector that trains at laptop speed (federated/tasks/detection/models.py)
 DEFAULT_MODEL = "fcos-tiny"
-MEMORY_ENTRIES = 2  # loaded folders kept in memory per process (sweep driver, trial)
-
-_memory: dict[tuple[str, str | None], ImageData] = {}  # (cache key, partition_by) -> data
 
 
-def load_detection_folder(
-    root: Path,
-    image_size: str | None = None,
-    holdout_fraction: float | None = None,
-    data_root: str | os.PathLike | None = None,
-    partition_by: str | None = None,
-    *,
-    use_memory: bool = True,
-) -> FolderLoad:
-    """Load detection folder ``root`` (see the module docstring); every problem is one
-    :class:`DetectionDataError` line, raised before anything is decoded or written."""
-    start = time.perf_counter()
-    layout = scan_detection(root)
-    test_file = layout.test_file
-    if layout.has_test and holdout_fraction is not None:
-        raise DetectionDataError(
-            f"{test_file}: a test annotation file exists and holdout_fraction="
-            f"{holdout_fraction} is set (allowed: one of the two)"
-        )
-    if not layout.has_test and holdout_fraction is None:
-        raise DetectionDataError(
-            f"{test_file}: no such file (add it, or hold out part of the training images "
-            "with holdout_fraction, e.g. --holdout-fraction 0.2)"
-        )
-    _check_partition_field(layout, partition_by)
-    size = parse_image_size(image_size) if image_size else choose_size(list(layout.sizes))
-    key = _settings_key(layout.fingerprint, size, holdout_fraction)
-    cache_file = cache_entry_path(layout.root, key, data_root)
-    if use_memory and (key, partition_by) in _memory:
-        data = _memory[(key, partition_by)]
-        return FolderLoad(
-            data, layout.fingerprint, "memory", time.perf_counter() - start, cache_file
-        )
-    payload, source = _read_cache(cache_file, key), "disk cache"
-    if payload is None:
-        payload, source = _decode(layout, size, holdout_fraction, key), "decoded"
-    parties, party_names, left_out = _parties(layout, payload, partition_by)
-    if source == "decoded":
-        write_cache(cache_file, payload)
-    data = _image_data(payload, f"folder:{layout.root}", parties, party_names, left_out)
-    if use_memory:
-        _memory[(key, partition_by)] = data
-        while len(_memory) > MEMORY_ENTRIES:
-            _memory.pop(next(iter(_memory)))
-    return FolderLoad(data, layout.fingerprint, source, time.perf_counter() - start, cache_file)
+class DetectionFolder(KindFolder):
+    """A detection folder's files (module docstring)."""
+
+    task = DETECTION
+    default_model = DEFAULT_MODEL
+    error = DetectionDataError
+    test_words = ("a test annotation file exists", "no such file (add it")
+    groups = Detection.target_groups
+
+    def scan(self, root: Path) -> DetectionLayout:
+        return scan_detection(root)
+
+    def test_place(self, layout: DetectionLayout) -> Path:
+        return layout.test_file
+
+    def train_place(self, layout: DetectionLayout) -> Path:
+        return layout.annotation_files[0]
+
+    def sizes(self, layout: DetectionLayout) -> list[tuple[int, int]]:
+        return list(layout.sizes)
+
+    def check_partition_field(self, layout: DetectionLayout, partition_by: str) -> None:
+        check_partition_field(layout, partition_by)
+
+    def party_words(self, layout: DetectionLayout, partition_by: str) -> str:
+        return f"{layout.annotation_files[0]}: image field {partition_by!r}"
+
+    def read_targets(self, layout: DetectionLayout, size: tuple[int, int]) -> BoxTargets:
+        images = (*layout.train, *layout.test)
+        boxes = scaled_boxes(layout, size)
+        return BoxTargets.from_images([(b, image.labels) for b, image in zip(boxes, images)])
+
+    def image_paths(self, layout: DetectionLayout) -> list[str]:
+        return [image.path for image in (*layout.train, *layout.test)]
+
+    def fields(self, layout: DetectionLayout, kept: np.ndarray) -> dict[str, list[str]]:
+        names = layout.field_names()
+        return {n: [layout.train[i].fields.get(n, "") for i in kept] for n in names}
+
+    def stored(self, targets: BoxTargets, rows: np.ndarray) -> dict[str, torch.Tensor]:
+        return targets[torch.as_tensor(rows)].as_tensors()
+
+    def restored(self, stored: dict[str, torch.Tensor]) -> BoxTargets:
+        return BoxTargets.from_tensors(stored)
+
+    def targets_fit(self, payload: dict[str, Any]) -> bool:
+        try:
+            train_y = BoxTargets.from_tensors(payload.get("train_y"))
+            test_y = BoxTargets.from_tensors(payload.get("test_y"))
+        except BoxTargetsError:
+            return False
+        return len(train_y) == len(payload["train_x"]) and len(test_y) == len(payload["test_x"])
+
+    def spec_extras(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"target_names": tuple(payload["class_names"])}
+
+
+DETECTION_FOLDER = DetectionFolder()
+#: :meth:`KindFolder.load` of a detection folder (every problem one
+#: :class:`DetectionDataError` line, raised before anything is decoded or written)
+load_detection_folder = DETECTION_FOLDER.load
 
 
 def detection_identity(root: Path) -> dict[str, Any]:
@@ -136,10 +138,8 @@ def detection_identity(root: Path) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------- checks
-def _check_partition_field(layout: DetectionLayout, partition_by: str | None) -> None:
+def check_partition_field(layout: DetectionLayout, partition_by: str) -> None:
     """``partition_by`` is a field every training image carries."""
-    if partition_by is None:
-        return
     fields = layout.field_names()
     # a field that is there but holds no id (floats, lists...) is named as such, not
     # as missing: the user sees it in the file
@@ -170,11 +170,6 @@ def _check_partition_field(layout: DetectionLayout, partition_by: str | None) ->
             )
 
 
-def _settings_key(fingerprint: str, size: tuple[int, int], holdout: float | None) -> str:
-    text = f"detection|{CACHE_FORMAT}|{fingerprint}|{size[0]}x{size[1]}|{holdout!r}"
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def scaled_boxes(layout: DetectionLayout, size: tuple[int, int]) -> list[np.ndarray]:
     """Each image's boxes (train, then test) in the pixels of ``size`` (height, width),
     float32; a box the scaling makes empty is named."""
@@ -191,135 +186,6 @@ def scaled_boxes(layout: DetectionLayout, size: tuple[int, int]) -> list[np.ndar
             )
         out.append(boxes)
     return out
-
-
-# ------------------------------------------------------------------- decoding
-def _decode(
-    layout: DetectionLayout, size: tuple[int, int], holdout: float | None, key: str
-) -> dict[str, Any]:
-    images = (*layout.train, *layout.test)
-    boxes = scaled_boxes(layout, size)  # before decoding: a refusal costs nothing
-    files = [ImageFile(image.path, -1, -1, 0, 0) for image in images]
-    check_decode_memory(layout.root, files, f"{size[0]}x{size[1]}")
-    decoded = decode_files(files)
-    if any(im.shape[0] == 3 for im in decoded):  # grey beside RGB: three channels each
-        decoded = [im.expand(3, -1, -1) if im.shape[0] == 1 else im for im in decoded]
-    x = stack_resized(decoded, size)
-    targets = BoxTargets.from_images([(b, image.labels) for b, image in zip(boxes, images)])
-    n_train = len(layout.train)
-    train, test = np.arange(n_train), np.arange(n_train, len(images))
-    if holdout is not None:
-        keep, held = holdout_split(np.zeros(n_train, dtype=np.int64), holdout)
-        if len(held) == 0:
-            raise DetectionDataError(
-                f"{layout.annotation_files[0]}: holdout_fraction={holdout} holds out no image "
-                "(allowed: a fraction that leaves at least one test image)"
-            )
-        train, test = keep, held
-    names = layout.field_names()
-    mean, std = channel_stats(x[train])
-    return {
-        "format": CACHE_FORMAT,
-        "key": key,
-        "train_x": x[train].contiguous(),
-        "train_y": targets[torch.as_tensor(train)].as_tensors(),
-        "test_x": x[test].contiguous(),
-        "test_y": targets[torch.as_tensor(test)].as_tensors(),
-        "class_names": list(layout.class_names),
-        "fields": {n: [layout.train[i].fields.get(n, "") for i in train] for n in names},
-        "mean": list(mean),
-        "std": list(std),
-    }
-
-
-def _parties(
-    layout: DetectionLayout, payload: dict[str, Any], partition_by: str | None
-) -> tuple[torch.Tensor | None, list[str], list[tuple[str, int]]]:
-    """Each kept training image's party under ``partition_by`` (-1: a party left out),
-    the parties' names and the values left out (with their image counts)."""
-    if partition_by is None:
-        return None, [], []
-    parties, names, left_out = parties_by_value(
-        np.array(payload["fields"][partition_by], dtype=object)
-    )
-    if len(names) < 2:
-        raise DetectionDataError(
-            f"{layout.annotation_files[0]}: image field {partition_by!r} gives {len(names)} "
-            f"parties of at least {MIN_PARTY_IMAGES} training images (allowed: at least 2)"
-        )
-    return parties, names, left_out
-
-
-def _image_data(
-    payload: dict[str, Any],
-    name: str,
-    parties: torch.Tensor | None,
-    party_names: list[str],
-    left_out: list[tuple[str, int]],
-) -> ImageData:
-    spec = payload_spec(
-        payload,
-        name=name,
-        task=DETECTION,
-        default_model=DEFAULT_MODEL,
-        party_names=party_names,
-        left_out_parties=left_out,
-        target_names=tuple(payload["class_names"]),
-    )
-    train_x = payload["train_x"]
-    return ImageData(
-        spec,
-        train_x,
-        BoxTargets.from_tensors(payload["train_y"]),
-        payload["test_x"],
-        BoxTargets.from_tensors(payload["test_y"]),
-        parties,
-    )
-
-
-# ---------------------------------------------------------------------- cache
-def _read_cache(path: Path, key: str) -> dict[str, Any] | None:
-    """The cache entry at ``path`` when it is this key's and whole, else None (decode
-    again: a truncated, foreign or damaged file is never a traceback later)."""
-    if not path.is_file():
-        return None
-    try:
-        payload = torch.load(path, weights_only=True)
-        ok = (
-            isinstance(payload, dict)
-            and payload.get("key") == key
-            and payload.get("format") == CACHE_FORMAT
-            and _payload_ok(payload)
-        )
-    except Exception:  # an unreadable or foreign file
-        return None
-    return payload if ok else None
-
-
-def _payload_ok(payload: dict[str, Any]) -> bool:
-    x, test_x = payload.get("train_x"), payload.get("test_x")
-    if not (isinstance(x, torch.Tensor) and isinstance(test_x, torch.Tensor)):
-        return False
-    try:
-        train_y = BoxTargets.from_tensors(payload.get("train_y"))
-        test_y = BoxTargets.from_tensors(payload.get("test_y"))
-    except BoxTargetsError:
-        return False
-    fields = payload.get("fields")
-    return (
-        x.dtype == torch.uint8 == test_x.dtype
-        and x.ndim == 4 == test_x.ndim
-        and x.shape[1:] == test_x.shape[1:]
-        and len(train_y) == len(x)
-        and len(test_y) == len(test_x)
-        and isinstance(payload.get("class_names"), list)
-        and isinstance(fields, dict)
-        and all(isinstance(v, list) and len(v) == len(x) for v in fields.values())
-        and all(
-            isinstance(payload.get(k), list) and len(payload[k]) == x.shape[1]
-            for k in ("mean", "std")
-        )
-    )
 
 
 # ---------------------------------------------------------------------- reader
