@@ -117,9 +117,8 @@ def load_folder(
     use_memory: bool = True,
 ) -> FolderLoad:
     """Load dataset ``folder:PATH`` by the reader of its kind
-    (:func:`federated.data.folder_kinds.folder_reader`: a detection folder's, another
-    task's own layout's, else this module's image-folder reader, the module docstring);
-    errors name the path.  ``partition_by`` is read by the kinds whose natural parties
+    (:func:`federated.data.folder_kinds.folder_reader`: the first registered kind's
+    reader that recognises it, class folders last); errors name the path.  ``partition_by`` is read by the kinds whose natural parties
     are a field (a detection folder's image field)."""
     root = folder_path(name)
     return folder_reader(root).load(
