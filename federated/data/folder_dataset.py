@@ -118,8 +118,9 @@ def load_folder(
 ) -> FolderLoad:
     """Load dataset ``folder:PATH`` by the reader of its kind
     (:func:`federated.data.folder_kinds.folder_reader`: the first registered kind's
-    reader that recognises it, class folders last); errors name the path.  ``partition_by`` is read by the kinds whose natural parties
-    are a field (a detection folder's image field)."""
+    reader that recognises it, class folders last); errors name the path.
+    ``partition_by`` is read by the kinds whose natural parties are a field (a detection
+    folder's image field)."""
     root = folder_path(name)
     return folder_reader(root).load(
         root, image_size, holdout_fraction, data_root, partition_by, use_memory=use_memory
