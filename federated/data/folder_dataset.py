@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,13 +45,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from federated.data.catalog import DatasetSpec
-from federated.data.folder_cache import FolderLoad, cache_entry_path, write_cache
+from federated.data.folder_cache import FolderLoad, payload_spec
 from federated.data.folder_decode import (
     channel_stats,
     check_channels,
     check_decode_memory,
     decode_files,
+    header_shape,
     most_common_size,
     parse_image_size,
     stack_resized,
@@ -67,7 +66,7 @@ from federated.data.folder_layout import (
 )
 from federated.data.holdout_draw import holdout_split
 from federated.data.image_data import ImageData
-from federated.data.memory_cache import held, hold
+from federated.data.kind_folder import KindFolder
 
 CACHE_FORMAT = 1
 
@@ -99,14 +98,6 @@ def default_model_for(height: int, width: int) -> str:
     return "simple-cnn" if min(height, width) >= 16 and max(height, width) <= 32 else "resnet50"
 
 
-def _settings_key(
-    layout_fingerprint: str, image_size: str | None, holdout_fraction: float | None
-) -> str:
-    size = "x".join(map(str, parse_image_size(image_size))) if image_size else "auto"
-    text = f"{CACHE_FORMAT}|{layout_fingerprint}|{size}|{holdout_fraction!r}"
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def load_folder(
     name: str,
     image_size: str | None = None,
@@ -127,20 +118,43 @@ def load_folder(
     )
 
 
-def load_image_folder(
-    kind: ImageFolderKind,
-    root: Path,
-    image_size: str | None = None,
-    holdout_fraction: float | None = None,
-    data_root: str | os.PathLike | None = None,
-    partition_by: str | None = None,
-    *,
-    use_memory: bool = True,
-) -> FolderLoad:
-    """Load image folder ``root`` of ``kind`` (the module docstring); errors name the
-    path."""
-    start = time.perf_counter()
-    if partition_by is not None:
+class ImageFolder(KindFolder):
+    """The reading of an image-folder kind (module docstring) on the folder kinds' base
+    (:class:`~federated.data.kind_folder.KindFolder`): the same test-set rule, cache,
+    memory and errors; its parties are party folders (no field), its size is the
+    decoded images' most common one, and all images must share a channel count."""
+
+    test_words = (
+        "a test folder exists",
+        "no such folder (add test/<class>/<image>",
+    )
+
+    def __init__(self, kind: ImageFolderKind) -> None:
+        self.kind = kind
+        self.task = kind.task
+        self.groups = kind.groups
+        self.cache_format = CACHE_FORMAT
+
+    def load(
+        self,
+        root: Path,
+        image_size: str | None = None,
+        holdout_fraction: float | None = None,
+        data_root: str | os.PathLike | None = None,
+        partition_by: str | None = None,
+        *,
+        use_memory: bool = True,
+    ) -> FolderLoad:
+        """:meth:`KindFolder.load`, a ``partition_by`` refused before the scan: an image
+        folder's parties are its party folders."""
+        if partition_by is not None:
+            self.refuse_field(root, partition_by)
+        return super().load(
+            root, image_size, holdout_fraction, data_root, None, use_memory=use_memory
+        )
+
+    def refuse_field(self, root: Path, partition_by: str) -> None:
+        """``partition_by`` names no party folder: one line naming the kinds that read one."""
         fielded = ", or ".join(
             f"{r.party_field} of a {r.name} folder" for r in folder_readers() if r.party_field
         )
@@ -148,37 +162,87 @@ def load_image_folder(
             f"{root}: partition_by={partition_by!r} names {fielded} (allowed here: unset; "
             "this folder's natural parties are its train/<party>/ folders)"
         )
-    layout = kind.layout(root)
-    if layout.has_test and holdout_fraction is not None:
-        raise FolderDataError(
-            f"{root / 'test'}: a test folder exists and holdout_fraction={holdout_fraction} "
-            "is set (allowed: one of the two)"
-        )
-    if not layout.has_test and holdout_fraction is None:
-        raise FolderDataError(
-            f"{root / 'test'}: no such folder (add test/<class>/<image>, or hold out part of "
-            "the training images with holdout_fraction, e.g. --holdout-fraction 0.2)"
-        )
-    fingerprint = layout.fingerprint()
-    key = _settings_key(fingerprint, image_size, holdout_fraction)
-    cache_file = cache_entry_path(root, key, data_root)
 
-    data = held(("folder", key)) if use_memory else None
-    source = "memory"
-    if data is None:
-        payload = read_cache(cache_file, key, kind.target_ndim)
-        source = "disk cache"
-        if payload is None:
-            payload = _decode(kind, layout, image_size, holdout_fraction, key)
-            source = "decoded"
-        if holdout_fraction is not None:  # the scan counted the parties before it
-            _check_parties_after_holdout(layout, payload["train_parties"], holdout_fraction)
-        if source == "decoded":
-            write_cache(cache_file, payload)
-        data = image_data(payload, f"folder:{root}", kind.task)
-        if use_memory:
-            hold(("folder", key), data)
-    return FolderLoad(data, fingerprint, source, time.perf_counter() - start, cache_file)
+    def scan(self, root: Path) -> FolderLayout:
+        return self.kind.layout(root)
+
+    def fingerprint(self, layout: FolderLayout) -> str:
+        return layout.fingerprint()
+
+    def test_place(self, layout: FolderLayout) -> Path:
+        return layout.root / "test"
+
+    def train_place(self, layout: FolderLayout) -> Path:
+        return layout.root / "train"
+
+    def sizes(self, layout: FolderLayout) -> list[tuple[int, int]]:
+        """The sizes the headers declare (an unreadable header left out): what the
+        memory check plans with; the size used is the decoded images' (:meth:`settings`)."""
+        shapes = (header_shape(f.path) for f in (*layout.train, *layout.test))
+        return [(h, w) for _, h, w in filter(None, shapes)]
+
+    def settings(
+        self, layout: FolderLayout, image_size: str | None, holdout: float | None
+    ) -> tuple[tuple[int, int] | None, str]:
+        """The given size (None: the decoded images' most common) and the cache key
+        (the fingerprint, the size setting and the hold-out)."""
+        size = parse_image_size(image_size) if image_size else None
+        key_size = "x".join(map(str, size)) if size else "auto"
+        text = f"{CACHE_FORMAT}|{self.fingerprint(layout)}|{key_size}|{holdout!r}"
+        return size, hashlib.sha256(text.encode()).hexdigest()
+
+    def check_partition_field(self, layout: FolderLayout, partition_by: str) -> None:
+        self.refuse_field(layout.root, partition_by)
+
+    def party_words(self, layout: FolderLayout, partition_by: str) -> str:
+        return f"{layout.root / 'train'}: party folders"
+
+    def read_targets(self, layout: FolderLayout, size: tuple[int, int]) -> torch.Tensor:
+        return self.kind.targets([*layout.train, *layout.test], layout)
+
+    def image_paths(self, layout: FolderLayout) -> list[str]:
+        return [f.path for f in (*layout.train, *layout.test)]
+
+    def fields(self, layout: FolderLayout, kept: np.ndarray) -> dict[str, list[str]]:
+        return {}
+
+    def stored(self, targets: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+        return targets[torch.as_tensor(rows)]
+
+    def restored(self, stored: torch.Tensor) -> torch.Tensor:
+        return stored
+
+    def targets_fit(self, payload: dict[str, Any]) -> bool:
+        return _payload_ok(payload, self.kind.target_ndim)
+
+    def payload_fits(self, payload: dict[str, Any]) -> bool:
+        return self.targets_fit(payload)
+
+    def decode(
+        self, layout: FolderLayout, size: tuple[int, int] | None, holdout: float | None, key: str
+    ) -> dict[str, Any]:
+        return _decode(self.kind, layout, size, holdout, key)
+
+    def parties(
+        self,
+        layout: FolderLayout,
+        payload: dict[str, Any],
+        partition_by: str | None,
+        holdout: float | None,
+    ) -> tuple[torch.Tensor | None, list[str], list[tuple[str, int]]]:
+        """The party folders' parties (checked against what a hold-out left them)."""
+        if holdout is not None:  # the scan counted the parties before it
+            _check_parties_after_holdout(layout, payload["train_parties"], holdout)
+        names = list(payload["party_names"])
+        left_out = [(v, n) for v, n in payload.get("left_out_parties", ())]
+        return (payload["train_parties"] if names else None), names, left_out
+
+    def default_model_of(self, payload: dict[str, Any]) -> str:
+        _, _, h, w = payload["train_x"].shape
+        return default_model_for(h, w)
+
+    def spec_extras(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"target_names": tuple(payload.get("target_names", ()))}
 
 
 def _check_parties_after_holdout(
@@ -231,7 +295,7 @@ def image_folder_reader(
     return FolderReader(
         name=name,
         recognises=recognises,
-        load=functools.partial(load_image_folder, kind),
+        load=ImageFolder(kind).load,
         identity=functools.partial(image_folder_identity, kind),
         last=last,
     )
@@ -241,15 +305,15 @@ def image_folder_reader(
 def _decode(
     kind: ImageFolderKind,
     layout: FolderLayout,
-    image_size: str | None,
+    given: tuple[int, int] | None,
     holdout_fraction: float | None,
     key: str,
 ) -> dict[str, Any]:
     files = list(layout.train) + list(layout.test)
-    check_decode_memory(layout.root, files, image_size)
+    check_decode_memory(layout.root, files, "x".join(map(str, given)) if given else None)
     images = decode_files(files)
     channels = check_channels(images, files)
-    size = parse_image_size(image_size) if image_size else most_common_size(images)
+    size = given or most_common_size(images)
     n_train = len(layout.train)
     train_x = stack_resized(images[:n_train], size)
     test_x = stack_resized(images[n_train:], size).reshape(-1, channels, *size)
@@ -282,32 +346,22 @@ def _decode(
 
 
 def image_data(payload: dict[str, Any], name: str, task: str) -> ImageData:
-    """The data set a cached image payload holds (an image folder's or an ``hf:``
-    source's), of the kind ``task``."""
-    train_x = payload["train_x"]
-    _, c, h, w = train_x.shape
-    targets = tuple(payload.get("target_names", ()))
-    spec = DatasetSpec(
+    """The data set an ``hf:`` source's cached payload holds (the image folders' shape:
+    targets, ``train_parties``, ``party_names``), of the kind ``task``."""
+    _, _, h, w = payload["train_x"].shape
+    spec = payload_spec(
+        payload,
         name=name,
         task=task,
-        target_names=targets,
-        n_classes=len(payload["class_names"]),
-        channels=c,
-        height=h,
-        width=w,
-        train_size=train_x.shape[0],
-        test_size=payload["test_x"].shape[0],
         default_model=default_model_for(h, w),
-        mean=tuple(payload["mean"]),
-        std=tuple(payload["std"]),
-        class_names=tuple(payload["class_names"]),
-        party_names=tuple(payload["party_names"]),
-        # an hf: source's natural parties (an image folder refuses a small party instead)
-        left_out_parties=tuple((v, n) for v, n in payload.get("left_out_parties", ())),
+        party_names=payload["party_names"],
+        target_names=tuple(payload.get("target_names", ())),
+        # an hf: source's natural parties under the floor of images a party needs
+        left_out_parties=[(v, n) for v, n in payload.get("left_out_parties", ())],
     )
     parties = payload["train_parties"] if payload["party_names"] else None
     return ImageData(
-        spec, train_x, payload["train_y"], payload["test_x"], payload["test_y"], parties
+        spec, payload["train_x"], payload["train_y"], payload["test_x"], payload["test_y"], parties
     )
 
 

@@ -61,7 +61,9 @@ from federated.data.party_field import parties_by_value
 class KindFolder(ABC):
     """One folder kind's reading (module docstring): the base's :meth:`load` and the
     kind's hooks.  The layout a kind's :meth:`scan` returns has ``root``, ``train``,
-    ``test``, ``has_test``, ``class_names`` and ``fingerprint``."""
+    ``test``, ``has_test`` and ``class_names``; the hooks with a body are the common
+    case, which the image folders (:mod:`federated.data.folder_dataset`: parties by
+    folder, the size of the decoded images) override."""
 
     #: the kind's task name (the data's ``task``) and first word of its cache key
     task: ClassVar[str]
@@ -132,6 +134,47 @@ class KindFolder(ABC):
         """More of the spec from a cache entry (a detection's ``target_names``)."""
         return {}
 
+    def fingerprint(self, layout: Any) -> str:
+        """The layout's content fingerprint (hex)."""
+        return layout.fingerprint
+
+    def settings(
+        self, layout: Any, image_size: str | None, holdout: float | None
+    ) -> tuple[tuple[int, int], str]:
+        """The image size (given, else the most common of the headers') and the cache
+        key: the kind, the cache format, the fingerprint, the size and the hold-out."""
+        size = parse_image_size(image_size) if image_size else choose_size(self.sizes(layout))
+        text = (
+            f"{self.task}|{self.cache_format}|{self.fingerprint(layout)}|"
+            f"{size[0]}x{size[1]}|{holdout!r}"
+        )
+        return size, hashlib.sha256(text.encode()).hexdigest()
+
+    def payload_fits(self, payload: dict[str, Any]) -> bool:
+        """Whether a cache entry is whole: its images, fields and targets."""
+        return _images_fit(payload) and _fields_fit(payload) and self.targets_fit(payload)
+
+    def parties(
+        self, layout: Any, payload: dict[str, Any], partition_by: str | None, holdout: float | None
+    ) -> tuple[torch.Tensor | None, list[str], list[tuple[str, int]]]:
+        """Each kept training image's party under field ``partition_by`` (-1: a party
+        left out), the parties' names and the values left out (with their image
+        counts); no parties without a field."""
+        if partition_by is None:
+            return None, [], []
+        values = np.array(payload["fields"][partition_by], dtype=object)
+        parties, names, left_out = parties_by_value(values)
+        if len(names) < 2:
+            raise self.error(
+                f"{self.party_words(layout, partition_by)} gives {len(names)} parties of at "
+                f"least {MIN_PARTY_IMAGES} training images (allowed: at least 2)"
+            )
+        return parties, names, left_out
+
+    def default_model_of(self, payload: dict[str, Any]) -> str:
+        """The model the data name by default."""
+        return self.default_model
+
     # ----------------------------------------------------------------- the base's
     def load(
         self,
@@ -149,23 +192,22 @@ class KindFolder(ABC):
         self._check_test_rule(layout, holdout_fraction)
         if partition_by is not None:
             self.check_partition_field(layout, partition_by)
-        size = parse_image_size(image_size) if image_size else choose_size(self.sizes(layout))
-        key = self._key(layout.fingerprint, size, holdout_fraction)
+        size, key = self.settings(layout, image_size, holdout_fraction)
         cache_file = cache_entry_path(layout.root, key, data_root)
         data = held((self.task, key, partition_by)) if use_memory else None
         source = "memory"
         if data is None:
             payload, source = self._read_cache(cache_file, key), "disk cache"
             if payload is None:
-                payload, source = self._decode(layout, size, holdout_fraction, key), "decoded"
-            parties = self._parties(layout, payload, partition_by)
+                payload, source = self.decode(layout, size, holdout_fraction, key), "decoded"
+            parties = self.parties(layout, payload, partition_by, holdout_fraction)
             if source == "decoded":
                 write_cache(cache_file, payload, self.error)
             data = self._image_data(payload, f"folder:{layout.root}", *parties)
             if use_memory:
                 hold((self.task, key, partition_by), data)
         elapsed = time.perf_counter() - start
-        return FolderLoad(data, layout.fingerprint, source, elapsed, cache_file)
+        return FolderLoad(data, self.fingerprint(layout), source, elapsed, cache_file)
 
     def _check_test_rule(self, layout: Any, holdout_fraction: float | None) -> None:
         exists, missing = self.test_words
@@ -180,13 +222,11 @@ class KindFolder(ABC):
                 "images with holdout_fraction, e.g. --holdout-fraction 0.2)"
             )
 
-    def _key(self, fingerprint: str, size: tuple[int, int], holdout: float | None) -> str:
-        text = f"{self.task}|{self.cache_format}|{fingerprint}|{size[0]}x{size[1]}|{holdout!r}"
-        return hashlib.sha256(text.encode()).hexdigest()
-
-    def _decode(
-        self, layout: Any, size: tuple[int, int], holdout: float | None, key: str
+    def decode(
+        self, layout: Any, size: tuple[int, int] | None, holdout: float | None, key: str
     ) -> dict[str, Any]:
+        """Decode every image and target once into a cache entry (the kind's targets
+        read first: a refusal costs nothing)."""
         targets = self.read_targets(layout, size)
         files = [ImageFile(path, -1, -1, 0, 0) for path in self.image_paths(layout)]
         check_decode_memory(layout.root, files, f"{size[0]}x{size[1]}")
@@ -215,22 +255,6 @@ class KindFolder(ABC):
             "std": list(std),
         }
 
-    def _parties(
-        self, layout: Any, payload: dict[str, Any], partition_by: str | None
-    ) -> tuple[torch.Tensor | None, list[str], list[tuple[str, int]]]:
-        """Each kept training image's party under ``partition_by`` (-1: a party left
-        out), the parties' names and the values left out (with their image counts)."""
-        if partition_by is None:
-            return None, [], []
-        values = np.array(payload["fields"][partition_by], dtype=object)
-        parties, names, left_out = parties_by_value(values)
-        if len(names) < 2:
-            raise self.error(
-                f"{self.party_words(layout, partition_by)} gives {len(names)} parties of at "
-                f"least {MIN_PARTY_IMAGES} training images (allowed: at least 2)"
-            )
-        return parties, names, left_out
-
     def _image_data(
         self,
         payload: dict[str, Any],
@@ -243,7 +267,7 @@ class KindFolder(ABC):
             payload,
             name=name,
             task=self.task,
-            default_model=self.default_model,
+            default_model=self.default_model_of(payload),
             party_names=party_names,
             left_out_parties=left_out,
             **self.spec_extras(payload),
@@ -262,8 +286,7 @@ class KindFolder(ABC):
                 isinstance(payload, dict)
                 and payload.get("key") == key
                 and payload.get("format") == self.cache_format
-                and _images_fit(payload)
-                and self.targets_fit(payload)
+                and self.payload_fits(payload)
             )
         except Exception:  # an unreadable or foreign file
             return None
@@ -279,20 +302,25 @@ def _three_channels_beside_rgb(images: Sequence[torch.Tensor]) -> list[torch.Ten
 
 
 def _images_fit(payload: dict[str, Any]) -> bool:
-    """Whether a cache entry's images, classes, fields and statistics are whole."""
+    """Whether a cache entry's images, classes and statistics are whole."""
     x, test_x = payload.get("train_x"), payload.get("test_x")
     if not (isinstance(x, torch.Tensor) and isinstance(test_x, torch.Tensor)):
         return False
-    fields = payload.get("fields")
     return (
         x.dtype == torch.uint8 == test_x.dtype
         and x.ndim == 4 == test_x.ndim
         and x.shape[1:] == test_x.shape[1:]
         and isinstance(payload.get("class_names"), list)
-        and isinstance(fields, dict)
-        and all(isinstance(v, list) and len(v) == len(x) for v in fields.values())
         and all(
             isinstance(payload.get(k), list) and len(payload[k]) == x.shape[1]
             for k in ("mean", "std")
         )
+    )
+
+
+def _fields_fit(payload: dict[str, Any]) -> bool:
+    """Whether a cache entry holds each training image's fields."""
+    fields, n = payload.get("fields"), len(payload["train_x"])
+    return isinstance(fields, dict) and all(
+        isinstance(v, list) and len(v) == n for v in fields.values()
     )
