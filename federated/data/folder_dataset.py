@@ -56,7 +56,7 @@ from federated.data.folder_decode import (
     parse_image_size,
     stack_resized,
 )
-from federated.data.folder_kinds import FolderReader, folder_reader, folder_readers
+from federated.data.folder_kinds import FolderReader, folder_reader
 from federated.data.folder_layout import (
     FolderDataError,
     FolderLayout,
@@ -128,40 +128,13 @@ class ImageFolder(KindFolder):
         "a test folder exists",
         "no such folder (add test/<class>/<image>",
     )
+    party_folders = "its train/<party>/ folders"
 
     def __init__(self, kind: ImageFolderKind) -> None:
         self.kind = kind
         self.task = kind.task
         self.groups = kind.groups
         self.cache_format = CACHE_FORMAT
-
-    def load(
-        self,
-        root: Path,
-        image_size: str | None = None,
-        holdout_fraction: float | None = None,
-        data_root: str | os.PathLike | None = None,
-        partition_by: str | None = None,
-        *,
-        use_memory: bool = True,
-    ) -> FolderLoad:
-        """:meth:`KindFolder.load`, a ``partition_by`` refused before the scan: an image
-        folder's parties are its party folders."""
-        if partition_by is not None:
-            self.refuse_field(root, partition_by)
-        return super().load(
-            root, image_size, holdout_fraction, data_root, None, use_memory=use_memory
-        )
-
-    def refuse_field(self, root: Path, partition_by: str) -> None:
-        """``partition_by`` names no party folder: one line naming the kinds that read one."""
-        fielded = ", or ".join(
-            f"{r.party_field} of a {r.name} folder" for r in folder_readers() if r.party_field
-        )
-        raise FolderDataError(
-            f"{root}: partition_by={partition_by!r} names {fielded} (allowed here: unset; "
-            "this folder's natural parties are its train/<party>/ folders)"
-        )
 
     def scan(self, root: Path) -> FolderLayout:
         return self.kind.layout(root)
@@ -192,10 +165,9 @@ class ImageFolder(KindFolder):
         return size, hashlib.sha256(text.encode()).hexdigest()
 
     def check_partition_field(self, layout: FolderLayout, partition_by: str) -> None:
-        self.refuse_field(layout.root, partition_by)
-
-    def party_words(self, layout: FolderLayout, partition_by: str) -> str:
-        return f"{layout.root / 'train'}: party folders"
+        """An image folder has no field: :attr:`party_folders` already refused
+        ``partition_by`` before the scan, and this says the same of a scanned one."""
+        raise FolderDataError(f"{layout.root}: partition_by={partition_by!r} (allowed: unset)")
 
     def read_targets(self, layout: FolderLayout, size: tuple[int, int]) -> torch.Tensor:
         return self.kind.targets([*layout.train, *layout.test], layout)

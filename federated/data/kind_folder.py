@@ -51,6 +51,7 @@ from federated.data.folder_decode import (
     parse_image_size,
     stack_resized,
 )
+from federated.data.folder_kinds import folder_readers
 from federated.data.folder_layout import MIN_PARTY_IMAGES, FolderDataError, ImageFile
 from federated.data.holdout_draw import holdout_split
 from federated.data.image_data import ImageData, Targets
@@ -78,6 +79,9 @@ class KindFolder(ABC):
     test_words: ClassVar[tuple[str, str]]
     #: the hold-out's groups of the training targets (the task's ``target_groups``)
     groups: ClassVar[Callable[[Any], np.ndarray]]
+    #: where its natural parties come from when they are no field ("its train/<party>/
+    #: folders"): ``partition_by`` is then refused before the scan; None: a field
+    party_folders: ClassVar[str | None] = None
 
     # ------------------------------------------------------------------ the kind's
     @abstractmethod
@@ -100,10 +104,10 @@ class KindFolder(ABC):
     def check_partition_field(self, layout: Any, partition_by: str) -> None:
         """Refuse a ``partition_by`` that is no field every training image carries."""
 
-    @abstractmethod
     def party_words(self, layout: Any, partition_by: str) -> str:
         """Where field ``partition_by`` comes from, for a refusal ("<file>: image field
-        'device1_id'")."""
+        'device1_id'"; by default the folder's)."""
+        return f"{layout.root}: field {partition_by!r}"
 
     @abstractmethod
     def read_targets(self, layout: Any, size: tuple[int, int]) -> Targets:
@@ -188,6 +192,14 @@ class KindFolder(ABC):
     ) -> FolderLoad:
         """Load the kind's folder ``root`` (module docstring)."""
         start = time.perf_counter()
+        if partition_by is not None and self.party_folders is not None:
+            fielded = ", or ".join(
+                f"{r.party_field} of a {r.name} folder" for r in folder_readers() if r.party_field
+            )
+            raise self.error(
+                f"{root}: partition_by={partition_by!r} names {fielded} (allowed here: unset; "
+                f"this folder's natural parties are {self.party_folders})"
+            )
         layout = self.scan(root)
         self._check_test_rule(layout, holdout_fraction)
         if partition_by is not None:
