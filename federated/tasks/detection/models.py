@@ -43,7 +43,7 @@ from torch import nn
 
 from federated.data.catalog import DatasetSpec
 from federated.models.family import ModelFamily
-from federated.models.fedcon import ModelOutput
+from federated.models.fedcon import ModelOutput, projection_head_of
 from federated.models.import_path import ModelError
 from federated.tasks.detection.start import DETECTOR_START
 from federated.tasks.detection.weights import TORCHVISION_DETECTORS
@@ -162,14 +162,7 @@ class DetectionModel(nn.Module):
         # the backbone's output is kept as it passes (one backbone pass per batch)
         detector.backbone.register_forward_hook(self._keep_top)
         feature_dim = self._feature_dim(spec)
-        if projection_head:
-            self.head: nn.Module = nn.Sequential(
-                nn.Linear(feature_dim, feature_dim),
-                nn.ReLU(inplace=True),
-                nn.Linear(feature_dim, out_dim),
-            )
-        else:
-            self.head = nn.Identity()
+        self.head = projection_head_of(feature_dim, out_dim, projection_head)
 
     def _keep_top(self, module: nn.Module, inputs: Any, output: Any) -> None:
         levels = list(output.values()) if isinstance(output, dict) else [output]
