@@ -228,5 +228,5 @@ def build_detector(
     return DetectionModel(detector, spec, out_dim, projection_head)
 
 
-#: detection's family (:attr:`federated.tasks.detection.Detection.model_family`)
+#: detection's family (:attr:`federated.tasks.detection.task.Detection.model_family`)
 DETECTOR_FAMILY = ModelFamily("a detector", DETECTORS, build_detector, start=DETECTOR_START)

@@ -250,5 +250,5 @@ def build_segmenter(
     return SEGMENTATION_MODELS[name](spec, classes, out_dim, projection_head)
 
 
-#: segmentation's family (:attr:`federated.tasks.segmentation.Segmentation.model_family`)
+#: segmentation's family (:attr:`federated.tasks.segmentation.task.Segmentation.model_family`)
 SEGMENTERS = ModelFamily("a segmentation network", SEGMENTATION_MODELS, build_segmenter)
