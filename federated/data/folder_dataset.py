@@ -6,9 +6,11 @@ Which reader loads a folder is decided in one place, :mod:`federated.data.folder
 whose images each carry one target in a layout of files
 (:class:`~federated.data.folder_layout.FolderLayout`): a kind's reader names its layout
 and its targets (an :class:`ImageFolderKind`: classification's class folders, a score
-task's scores file) and loads through :func:`load_image_folder`.
+task's scores file) and reads through :class:`ImageFolder`, the folder kinds' one
+reader base (:class:`~federated.data.kind_folder.KindFolder`) with what image folders
+do otherwise (parties by folder, the decoded images' size, one channel count).
 
-Loading an image folder scans it (:mod:`federated.data.folder_layout`), then takes the first of:
+Loading an image folder scans it (the kind's layout), then takes the first of:
 
 1. memory: this process already loaded the same files with the same settings
    (:mod:`federated.data.memory_cache`);
@@ -95,6 +97,8 @@ class ImageFolderKind:
 
 
 def default_model_for(height: int, width: int) -> str:
+    """The encoder-and-head model image data of ``height`` x ``width`` pixels name by
+    default (the module docstring)."""
     return "simple-cnn" if min(height, width) >= 16 and max(height, width) <= 32 else "resnet50"
 
 
