@@ -8,7 +8,7 @@ existed have neither: they are classification runs reporting accuracy.
 - Classification reports top-1 test accuracy (``acc``), as always: a fraction in the rows,
   a percentage with one decimal in the tables, differences in *points*, a chance level
   (1/classes) below which nothing has learned.
-- A score task (image assessment: a score per image, federated/tasks/score.py) reports its
+- A score task (image assessment: a score per image, federated/tasks/score/task.py) reports its
   primary metric, ``srcc`` by default, else the one the run chose: ``srcc`` / ``plcc``
   (Spearman / Pearson correlation, in [-1, 1], higher is better), ``mae`` / ``rmse`` (the
   error of the predicted score in the score's own units, lower is better), or
@@ -42,15 +42,11 @@ from dataclasses import dataclass, fields
 import pandas as pd
 
 from analysis.naming import percent
-from federated.contract.builtin_tasks import (
-    CLASSIFICATION_TASK,
-    UNTASKED_ROWS,
-    WRITTEN_BEFORE_THE_CONTRACT,
-)
 from federated.contract.metrics import MetricSpec
 from federated.contract.metrics import higher_is_better as contract_higher_is_better
 from federated.contract.results import DAMAGED
 from federated.contract.task_spec import TaskSpec, spec_of_manifest
+from federated.tasks.written_before import UNTASKED_ROWS, WRITTEN_BEFORE_THE_CONTRACT
 
 
 class PrimaryMetricError(ValueError):
@@ -199,7 +195,7 @@ def task_metrics(task: str) -> dict[str, Metric]:
     return {m.stem: _shown(m, spec) for m in spec.metrics} if spec else {}
 
 
-ACCURACY = _shown(CLASSIFICATION_TASK.metrics[0], CLASSIFICATION_TASK)
+ACCURACY = _shown(UNTASKED_ROWS.metrics[0], UNTASKED_ROWS)
 
 
 def metric_of(task: str, stem: str | None = None) -> Metric:

@@ -20,7 +20,7 @@ not; 0 = the strongest level).  The distortions, at level k of L:
   more levels neighbouring ones may share a quality or an error.
 
 Every image is stored as an 8-bit grey PNG of Fashion-MNIST's 28 x 28.  The tree is a
-score-task folder (federated/data/scores_file.py)::
+score-task folder (federated/tasks/score/scores_file.py)::
 
     OUT/scores.csv                 path,score,blur,noise,jpeg
     OUT/train/<party>/<image>.png  parties by distortion (blur, noise, jpeg) or by the
@@ -59,9 +59,9 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout
 from federated.cli.input_checks import OneLineParser  # noqa: E402
 from federated.data.folder_layout import MIN_PARTY_IMAGES  # noqa: E402
 from federated.data.idx import read_idx  # noqa: E402
-from federated.data.scores_file import SCORES_FILE  # noqa: E402
 from federated.export_tree import FMNIST_CLASSES  # noqa: E402
 from federated.runtime.atomic_file import atomic_folder  # noqa: E402
+from federated.tasks.score.scores_file import SCORES_FILE  # noqa: E402
 
 DEFAULT_DATA = Path("/usr/share/datasets/fashion-mnist")
 DISTORTIONS = ("blur", "noise", "jpeg")

@@ -4,7 +4,7 @@
     python examples/build_segmentation_task.py trees/fmnist-seg-64 --size 64 --sites 6
     python examples/build_segmentation_task.py --help
 
-A segmentation folder (federated/data/segmentation_folder.py) whose every pixel is a real
+A segmentation folder (federated/tasks/segmentation/reader.py) whose every pixel is a real
 Fashion-MNIST pixel (read by fedsweep's own loader: Debian's dataset-fashion-mnist, else
 the data root; training images from Fashion-MNIST's training split, test images from its
 test split):
@@ -65,8 +65,8 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout
 
 from federated.cli.input_checks import OneLineParser  # noqa: E402
 from federated.data.folder_layout import MIN_PARTY_IMAGES  # noqa: E402
-from federated.data.mask_targets import IGNORE_INDEX  # noqa: E402
 from federated.runtime.atomic_file import atomic_folder  # noqa: E402
+from federated.tasks.segmentation.targets import IGNORE_INDEX  # noqa: E402
 
 # the task's object classes (1..4; 0 is the background) -> Fashion-MNIST class index:
 # shapes a small network can tell apart at 32 pixels

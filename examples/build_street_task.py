@@ -6,7 +6,7 @@
 
 The Street data set (Luo et al. 2019: 956 images from 26 street cameras, 7 object classes)
 is sent on request only.  This builds a tree in its release format
-(federated/data/street_annotations.py) from real pixels shipped with the project's own
+(federated/tasks/detection/street_annotations.py) from real pixels shipped with the project's own
 dependencies:
 
 - **scenes**: each camera looks at one of three photographs (scikit-learn's
@@ -69,8 +69,8 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout
 
 from federated.cli.input_checks import OneLineParser  # noqa: E402
 from federated.data.folder_layout import MIN_PARTY_IMAGES  # noqa: E402
-from federated.data.street_annotations import STREET_CLASSES, STREET_TEST, STREET_TRAIN  # noqa: E402
 from federated.runtime.atomic_file import atomic_folder  # noqa: E402
+from federated.tasks.detection.street_annotations import STREET_CLASSES, STREET_TEST, STREET_TRAIN  # noqa: E402
 
 # Street class -> Fashion-MNIST class index (0 T-shirt, 1 trouser, 3 dress, 5 sandal,
 # 7 sneaker, 8 bag, 9 ankle boot): shapes a small detector can tell apart

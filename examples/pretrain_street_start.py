@@ -38,7 +38,7 @@ from federated.evaluation.scoring import evaluate  # noqa: E402
 from federated.models import build_model  # noqa: E402
 from federated.models.pretrained_start import SHIPPED_FOLDER  # noqa: E402
 from federated.runtime.atomic_file import atomic_open  # noqa: E402
-from federated.tasks.detection import Detection  # noqa: E402
+from federated.tasks.detection.task import Detection  # noqa: E402
 
 SHIPPED = SHIPPED_FOLDER / "street-fcos-tiny.pt"
 

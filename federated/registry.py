@@ -2,10 +2,10 @@
 
 A new algorithm is one file in :mod:`federated.algorithms` and one line in
 :data:`ALGORITHM_PATHS`; a new server optimizer one file in :mod:`federated.server`
-and one line in :data:`SERVER_OPTIMIZER_PATHS`; a new task one file in
-:mod:`federated.tasks` and one line in :data:`TASK_PATHS`.  A user's own method needs no line at
-all: ``--algorithm package.module:Class`` (or ``server_optimizer=package.module:Class``
-in a study file or sweep) imports it.
+and one line in :data:`SERVER_OPTIMIZER_PATHS`; a new task kind one folder
+``federated/tasks/<kind>/`` and one line in :data:`TASK_PATHS`.  A user's own method
+needs no line at all: ``--algorithm package.module:Class`` (or
+``server_optimizer=package.module:Class`` in a study file or sweep) imports it.
 
 Entries are import paths, not classes, so that :mod:`federated.config.run_config` can look methods
 up without importing torch-side modules at import time, and the torch-side modules
@@ -50,13 +50,14 @@ TEMPERATURE_SCHEDULE_PATHS: dict[str, str] = {
     "annealed": "federated.algorithms.annealed_temperature:AnnealedTemperature",
 }
 
-# The tasks (federated/tasks/base.py): a new task is one file and one line; the data say
-# which task they are (DatasetSpec.task), a user's own is task=package.module:Class
+# The task kinds (federated/tasks/<kind>/, docs/adding-a-task.md): a new kind is one
+# folder and one line; the data say which task they are (DatasetSpec.task), a user's own
+# is task=package.module:Class
 TASK_PATHS: dict[str, str] = {
-    "classification": "federated.tasks.classification:Classification",
-    "score": "federated.tasks.score:ScoreTask",
-    "detection": "federated.tasks.detection:Detection",
-    "segmentation": "federated.tasks.segmentation:Segmentation",
+    "classification": "federated.tasks.classification.task:Classification",
+    "score": "federated.tasks.score.task:ScoreTask",
+    "detection": "federated.tasks.detection.task:Detection",
+    "segmentation": "federated.tasks.segmentation.task:Segmentation",
 }
 
 KINDS = {
@@ -68,6 +69,17 @@ KINDS = {
     ),
     "task": (TASK_PATHS, "federated.tasks.base:Task"),
 }
+
+
+def kind_specs() -> dict[str, Any]:
+    """Each registered kind's torch-free declaration (the ``SPEC`` of the ``spec`` module
+    beside its task module, ``federated/tasks/<kind>/spec.py``) by its registered name,
+    for words that list the kinds (help texts) without importing torch."""
+    specs = {}
+    for name, path in TASK_PATHS.items():
+        package = path.partition(":")[0].rpartition(".")[0]
+        specs[name] = importlib.import_module(package + ".spec").SPEC
+    return specs
 
 
 def is_plugin(name: str) -> bool:

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from federated.config.run_config import RunConfig, config_values
-from federated.contract.builtin_tasks import UNTASKED_ROWS
 from federated.contract.columns import summary_column_names
 from federated.data.folder_layout import absolute_folder_name, dataset_slug
+from federated.tasks.written_before import UNTASKED_ROWS
 from search_spaces import (
     Budget,
     Study,

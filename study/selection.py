@@ -26,11 +26,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from federated.cli.input_checks import InputError
-from federated.contract.builtin_tasks import UNTASKED_ROWS
 from federated.contract.columns import TEST_VALUE
 from federated.contract.metrics import MetricSpec, higher_is_better, metric_stems
 from federated.contract.task_spec import TaskSpec
 from federated.registry import load_method
+from federated.tasks.written_before import UNTASKED_ROWS
 
 #: ``--metric``'s form before the trials' task is known (a validation column), checked
 #: against the task's own metrics once the configs are resolved (:func:`selection_metric`)

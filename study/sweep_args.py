@@ -19,15 +19,21 @@ from federated.cli.input_checks import (
     check_trial_resources,
 )
 from federated.config.run_config import ConfigError, coerce
+from federated.registry import kind_specs
 from search_spaces import BUDGETS, DEFAULT_BUDGET, STUDIES, USER_DEFAULT_BUDGET, Study
 from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import load_study_file
-from study.selection import DEFAULT_METRIC, VALIDATION_PREFIX
+from study.selection import VALIDATION_PREFIX
 from study.tracking import TrackerUnavailableError, check_trackers
 
 # Most fresh seeds --rerun-best reruns the chosen configuration on: far beyond what any
 # table resolves with (the seed forecast stops at tens), so only a typo reaches it.
 MAX_RERUN_BEST = 1_000
+
+
+def _primary_validation_metrics() -> str:
+    """Each registered kind's default ranking metric ("val_acc for classification, ...")."""
+    return ", ".join(f"val_{s.metrics[0].stem} for {name}" for name, s in kind_specs().items())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,7 +96,7 @@ def _add_search_arguments(p: argparse.ArgumentParser) -> None:
         help=f"what ranks trials for Optuna, ASHA and --rerun-best: "
         "a validation metric of the trials' task, val_<metric> or val_loss (default: "
         "val_ of the trials' primary metric, "
-        f"{DEFAULT_METRIC} for classification, val_srcc for a score task; validation, "
+        f"{_primary_validation_metrics()}; validation, "
         "never test)",
     )
     p.add_argument(

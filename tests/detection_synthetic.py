@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 
 from federated.data import ImageData
-from federated.data.box_targets import BoxTargets
 from federated.data.catalog import DatasetSpec
+from federated.tasks.detection.targets import BoxTargets
 
 NAME = "boxes-test"
 CLASSES = ("red", "green", "blue")

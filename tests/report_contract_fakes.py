@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from federated.contract.builtin_tasks import DETECTION_TASK
 from federated.contract.columns import declared_columns
+from federated.tasks.detection.spec import SPEC as DETECTION_TASK
 from search_spaces import BUDGETS
 from search_spaces.adhoc import adhoc_study
 from search_spaces.study_file import study_to_dict

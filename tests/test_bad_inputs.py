@@ -637,7 +637,7 @@ def test_one_coco_image_under_two_spellings_is_refused(workdir, capsys):
 def test_one_scored_image_under_two_spellings_is_refused(spelling, tmp_path):
     from PIL import Image
 
-    from federated.data.scores_file import ScoresFileError, read_scores
+    from federated.tasks.score.scores_file import ScoresFileError, read_scores
 
     (tmp_path / "train").mkdir()
     lines = ["path,score"]
@@ -676,7 +676,7 @@ def test_an_annotation_integer_beyond_the_int_str_limit_is_one_line(workdir, cap
 def test_a_score_beyond_the_int_str_limit_is_one_short_line(tmp_path):
     from PIL import Image
 
-    from federated.data.scores_file import ScoresFileError, read_scores
+    from federated.tasks.score.scores_file import ScoresFileError, read_scores
 
     (tmp_path / "train").mkdir()
     lines = ["path,score"]
@@ -748,14 +748,14 @@ def hub_home(tmp_path, monkeypatch):
     """``datasets`` caches under the test's folder; no offline switch set."""
     import datasets
 
-    from federated.data import hub_dataset
+    from federated.data import memory_cache
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf" / "datasets")
     for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     datasets.disable_progress_bars()  # building the sources prints none on stderr
-    hub_dataset._memory.clear()
+    memory_cache.forget()
     return tmp_path
 
 

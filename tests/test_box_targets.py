@@ -1,4 +1,4 @@
-"""BoxTargets: ragged per-image boxes held flat (federated/data/box_targets.py)."""
+"""BoxTargets: ragged per-image boxes held flat (federated/tasks/detection/targets.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from federated.data.box_targets import BoxTargets, BoxTargetsError
+from federated.tasks.detection.targets import BoxTargets, BoxTargetsError
 
 
 def _three_images() -> BoxTargets:

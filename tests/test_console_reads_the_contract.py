@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-from federated.contract.builtin_tasks import CLASSIFICATION_TASK
 from federated.contract.columns import OWN_TEST_MEAN, TEST_VALUE, summary_column_names
+from federated.tasks.classification.spec import SPEC as CLASSIFICATION_TASK
 from study.selection import primary_stem
 from study.summary_table import format_summary, summary_rows
 from study.tune.tracking_callbacks import SCALAR_PREFIX, hparam_metrics

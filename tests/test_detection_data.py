@@ -1,6 +1,7 @@
 """Detection folders: the Street and COCO readers, one size with exact boxes, natural
 parties from an image field, the cache, and bad input refused in one line before any
-work (federated/data/detection_*.py, coco_annotations.py, street_annotations.py).
+work (federated/tasks/detection/: layout.py, annotations.py, coco_annotations.py,
+street_annotations.py, reader.py).
 
 The Street data set is not downloadable, so its files are written here from the
 release's documented format."""
@@ -17,10 +18,11 @@ from PIL import Image
 
 from federated.config.data_checks import spec_of, with_data_checked
 from federated.config.run_config import ConfigError, RunConfig
-from federated.data import detection_annotations, load_dataset
-from federated.data.detection_annotations import DetectionDataError
+from federated.data import load_dataset
 from federated.data.folder_dataset import folder_identity, load_folder
 from federated.data.hub_dataset import HubColumns
+from federated.tasks.detection import annotations as detection_annotations
+from federated.tasks.detection.annotations import DetectionDataError
 
 STREET_CLASSES = ("basket", "carton", "chair", "electrombile", "gastank", "sunshade", "table")
 

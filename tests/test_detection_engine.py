@@ -15,9 +15,10 @@ import torch
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.execution.choice import PackingFallback
-from federated.models import DETECTORS, build_model
+from federated.models import build_model
 from federated.params import ConfigError
-from federated.tasks.average_precision import ImageBoxes, average_precision
+from federated.tasks.detection.average_precision import ImageBoxes, average_precision
+from federated.tasks.detection.models import DETECTORS
 from tests.detection_synthetic import CLASSES, NAME, boxes_data, register, spec
 
 

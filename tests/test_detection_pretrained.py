@@ -18,15 +18,7 @@ import torchvision.models.detection as tv_detection
 from federated.config.data_checks import with_data_checked
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import FederatedRun
-from federated.models import DETECTORS, build_model
-from federated.models.detector_weights import (
-    BACKBONE_BODY,
-    BACKBONES,
-    CLASS_LAYERS,
-    TORCHVISION_DETECTORS,
-    backbone_tensors,
-    class_layers,
-)
+from federated.models import build_model
 from federated.models.pretrained_start import (
     StartNotice,
     StartWeights,
@@ -36,6 +28,15 @@ from federated.models.pretrained_start import (
     torchvision_cache_file,
 )
 from federated.params import ConfigError
+from federated.tasks.detection.models import DETECTORS
+from federated.tasks.detection.weights import (
+    BACKBONE_BODY,
+    BACKBONES,
+    CLASS_LAYERS,
+    TORCHVISION_DETECTORS,
+    backbone_tensors,
+    class_layers,
+)
 from tests.detection_synthetic import NAME, boxes_data, register, spec
 
 COCO_FASTER_RCNN = "torchvision:FasterRCNN_MobileNet_V3_Large_FPN_Weights.COCO_V1"

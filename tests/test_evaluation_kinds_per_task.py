@@ -18,7 +18,7 @@ from federated.contract.task_needs import CLASS_PER_SAMPLE, unmet_need
 from federated.engine.round_loop import FederatedRun
 from federated.evaluation.party_scores import REWEIGHTING_NEEDS
 from federated.params import ConfigError
-from federated.tasks.classification import Classification
+from federated.tasks.classification.task import Classification
 from tests.conftest import tiny
 from tests.detection_synthetic import NAME, boxes_data, register
 from tests.test_segmentation import load_builder

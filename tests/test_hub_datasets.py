@@ -17,7 +17,7 @@ import torch
 
 from federated.config.data_checks import with_data_checked
 from federated.config.run_config import ConfigError, RunConfig
-from federated.data import hub_dataset
+from federated.data import hub_dataset, memory_cache
 from federated.data.hub_dataset import HubColumns, load_hub
 from federated.heterogeneity.partition import natural_party_names, partition_for_run
 
@@ -66,7 +66,7 @@ def _hf_cache(tmp_path, monkeypatch):
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf" / "datasets")
-    hub_dataset._memory.clear()
+    memory_cache.forget()
 
 
 def _config(stand_in: Path, tmp_path: Path, **fields) -> RunConfig:
@@ -102,7 +102,7 @@ def test_decoded_once_then_read_from_the_disk_cache(stand_in, tmp_path, monkeypa
     columns = HubColumns.of(config)
     first = load_hub(config.dataset, None, HOLDOUT, config.data_root, columns)
     (cache,) = (tmp_path / "root" / "hub-cache").glob("*.pt")
-    hub_dataset._memory.clear()
+    memory_cache.forget()
 
     def no_decoding(*args, **kwargs):
         raise AssertionError("decoded again")

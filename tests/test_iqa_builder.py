@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from federated.data.scores_file import read_scores
+from federated.tasks.score.scores_file import read_scores
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "build_iqa_task.py"
 FMNIST = Path("/usr/share/datasets/fashion-mnist")

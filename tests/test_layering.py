@@ -57,15 +57,14 @@ def test_the_config_does_not_import_method_modules(path):
 PACKAGES = ("federated", "study", "analysis", "search_spaces", "benchmarks")
 #: the modules that import by path, and why each may: the registry (methods, servers,
 #: tasks by name), a user's model or method by ``package.module:Name``, the lazy exports
-#: of ``federated`` and a task's model family and folder reader (paths a task declares),
+#: of ``federated`` and a kind's declared parts (model family, folder reader, Hub column),
 #: the trackers a sweep loads only when asked, and the sweep's check that a plug-in's
 #: module imports before Ray starts
 IMPORTS_BY_PATH = {
     "federated/registry.py",
     "federated/__init__.py",
-    "federated/models/__init__.py",
     "federated/models/import_path.py",
-    "federated/data/folder_kinds.py",
+    "federated/data/kind_parts.py",
     "study/tune/tracking_callbacks.py",
     "study/sweep.py",
 }
@@ -95,9 +94,10 @@ def test_only_the_declared_modules_import_by_path():
 
 
 def test_every_registered_path_stays_in_its_layer():
-    """The registry names methods in their own packages only, and a task's declared model
-    family and folder reader live in the models and data layers: a name resolved through
-    the registry never reaches into another layer's internals."""
+    """The registry names methods in their own packages only, and a kind's declared parts
+    (model family, folder reader, Hub column) live in its own package (or, the shared
+    encoder-and-head family, in the models layer): a name resolved through the registry
+    never reaches into another layer's internals."""
     from federated.registry import (
         ALGORITHM_PATHS,
         SERVER_OPTIMIZER_PATHS,
@@ -113,15 +113,38 @@ def test_every_registered_path_stays_in_its_layer():
         "federated.algorithms.": [*ALGORITHM_PATHS.values(), *TEMPERATURE_SCHEDULE_PATHS.values()],
         "federated.server.": list(SERVER_OPTIMIZER_PATHS.values()),
         "federated.tasks.": list(TASK_PATHS.values()),
-        "federated.models": [load_method("task", t).model_family for t in TASK_PATHS],
-        "federated.data.": [
-            r for t in TASK_PATHS if (r := load_method("task", t).folder_reader) is not None
-        ],
     }
     for prefix, paths in layers.items():
         assert paths, prefix
         for path in paths:
             assert module(path).startswith(prefix), (prefix, path)
+    for name, path in TASK_PATHS.items():
+        kind = module(path).rsplit(".", 1)[0] + "."  # federated.tasks.<kind>.
+        task = load_method("task", name)
+        parts = [task.folder_reader, task.hub_column, task.model_family]
+        for part in filter(None, parts):
+            assert module(part).startswith((kind, "federated.models")), (name, part)
+
+
+def test_a_kind_lives_in_its_own_package():
+    """Outside ``federated/tasks/`` no module imports a kind's package: generic layers
+    ask the registered kinds for their declared parts (docs/adding-a-task.md)."""
+    kinds = {p.partition(":")[0].rsplit(".", 1)[0] for p in TASK_PATHS_VALUES()}
+    outside = [
+        (str(p.relative_to(ROOT)), m)
+        for package in ("federated", "study", "search_spaces", "analysis", "benchmarks")
+        for p in (ROOT / package).rglob("*.py")
+        if not p.is_relative_to(ROOT / "federated" / "tasks")
+        for m in runtime_imports(p)
+        if any(m == k or m.startswith(k + ".") for k in kinds)
+    ]
+    assert outside == []
+
+
+def TASK_PATHS_VALUES() -> list[str]:
+    from federated.registry import TASK_PATHS
+
+    return list(TASK_PATHS.values())
 
 
 @pytest.mark.parametrize(

@@ -22,9 +22,10 @@ from analysis.reading.loading import load_results
 from analysis.report import write_report
 from analysis.stats.trial_statistic import FINAL
 from analysis.tables.study_tables import TableOptions
-from federated.contract.builtin_tasks import DETECTION_TASK, WRITTEN_BEFORE_THE_CONTRACT
 from federated.contract.columns import OWN_TEST, TEST, declared_columns
 from federated.contract.task_spec import TaskSpec, spec_of_manifest
+from federated.tasks.detection.spec import SPEC as DETECTION_TASK
+from federated.tasks.written_before import WRITTEN_BEFORE_THE_CONTRACT
 from search_spaces import BUDGETS
 from search_spaces.adhoc import adhoc_study
 from study.plan import SweepPlan
@@ -246,8 +247,8 @@ def test_defect_1_a_detection_partition_counts_boxes_of_each_class():
     as one class (partitions.json's ``class_counts``, Fig. 5)."""
     from types import SimpleNamespace
 
-    from federated.data.box_targets import BoxTargets
-    from federated.tasks.detection import Detection
+    from federated.tasks.detection.targets import BoxTargets
+    from federated.tasks.detection.task import Detection
 
     # 4 images: classes [0, 1], [1], [2, 2, 1], [] ; parties {0, 2} and {1, 3}
     labels = torch.tensor([0, 1, 1, 2, 2, 1])

@@ -22,7 +22,7 @@ from federated.data.folder_dataset import folder_identity, load_folder
 from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.engine.run_files import party_columns, party_rows
 from federated.tasks.base import build_task
-from federated.tasks.score import ScoreParams, score_metrics
+from federated.tasks.score.task import ScoreParams, score_metrics
 from federated.trainable import load_run_state, save_run_state
 from tests.test_iqa_builder import load_builder
 from tests.test_round_loop import results

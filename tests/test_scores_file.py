@@ -1,4 +1,4 @@
-"""The scores-file reader (federated/data/scores_file.py): typed arrays, and every bad
+"""The scores-file reader (federated/tasks/score/scores_file.py): typed arrays, and every bad
 input one line naming the file, the line and the column (or the image)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from federated.data.folder_layout import FolderDataError
-from federated.data.scores_file import (
+from federated.tasks.score.scores_file import (
     SCORES_FILE,
     ScoresFileError,
     has_scores_file,

@@ -23,19 +23,19 @@ from federated.data.catalog import DatasetSpec
 from federated.data.folder_dataset import folder_identity, load_folder
 from federated.data.folder_kinds import folder_reader, folder_readers
 from federated.data.folder_layout import FolderDataError
-from federated.data.mask_targets import (
+from federated.engine.round_loop import FederatedRun, run_rounds
+from federated.models import build_model, model_family
+from federated.params import ConfigError, NoParams
+from federated.tasks.segmentation.models import SEGMENTATION_MODELS, SEGMENTERS
+from federated.tasks.segmentation.reader import READER, SegmentationDataError
+from federated.tasks.segmentation.targets import (
     IGNORE_INDEX,
     MaskTargetsError,
     collate_masks,
     resize_masks,
     take_masks,
 )
-from federated.data.segmentation_folder import READER, SegmentationDataError
-from federated.engine.round_loop import FederatedRun, run_rounds
-from federated.models import build_model, model_family
-from federated.models.segmentation import SEGMENTATION_MODELS, SEGMENTERS
-from federated.params import ConfigError, NoParams
-from federated.tasks.segmentation import Segmentation, confusion_scores
+from federated.tasks.segmentation.task import Segmentation, confusion_scores
 
 CLASSES = ("background", "square", "bar")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "build_segmentation_task.py"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from federated.data.folder_dataset import load_folder
-from federated.data.street_annotations import STREET_CLASSES
+from federated.tasks.detection.street_annotations import STREET_CLASSES
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "build_street_task.py"
 FMNIST = Path("/usr/share/datasets/fashion-mnist")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from federated.contract.builtin_tasks import CLASSIFICATION_TASK
 from federated.contract.columns import summary_column_names
+from federated.tasks.classification.spec import SPEC as CLASSIFICATION_TASK
 from search_spaces.study import point_label
 from tests.conftest_analysis import OPTUNA_SEARCH_TRIALS
 

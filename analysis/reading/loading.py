@@ -63,7 +63,6 @@ from analysis.reading.trial_files import (
     read_partitions,
     read_result_rows,
 )
-from federated.contract.metrics import current_column
 from federated.contract.results import (
     COMPLETED,
     DAMAGED,
@@ -86,6 +85,7 @@ from federated.contract.results import (
     SWEEP_STATUSES,
     trial_status,
 )
+from federated.tasks.written_before import current_column
 from study.driver_liveness import driver_gone
 
 # re-exported: read from here by the rest of analysis (the words are the contract's)

@@ -79,15 +79,17 @@ import numpy as np
 
 from federated.cli.error_reason import error_reason
 from federated.config.run_config import RunConfig
-from federated.contract.builtin_tasks import WRITTEN_BEFORE_THE_CONTRACT
 from federated.contract.metrics import (
     LOSS,
     MetricSpec,
-    current_column,
-    current_stem,
     party_summary_keys,
 )
 from federated.contract.results import RESULT, representation_file
+from federated.tasks.written_before import (
+    WRITTEN_BEFORE_THE_CONTRACT,
+    current_column,
+    current_stem,
+)
 
 # the built-in tasks' metrics: their columns' types and ranges are checked as rows are
 # read (a plug-in's are its own, unchecked)

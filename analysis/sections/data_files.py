@@ -10,8 +10,8 @@ import pandas as pd
 
 from analysis.primary_metric import ACCURACY, Metric, task_spec_of
 from analysis.reading.loading import Results
-from federated.contract.builtin_tasks import UNTASKED_ROWS
 from federated.contract.columns import COLUMN_FIELDS, PRIVACY_COLUMNS, declared_columns
+from federated.tasks.written_before import UNTASKED_ROWS
 
 
 def data_files_section(primaries: Sequence[Metric] = ()) -> list[str]:

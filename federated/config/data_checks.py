@@ -48,7 +48,7 @@ from federated.config.data_fields import (
     natural_parties_source,
 )
 from federated.config.scoring_cadence import party_scores_every_for
-from federated.contract.metrics import current_stem, metric_stems
+from federated.contract.metrics import metric_stems
 from federated.contract.task_needs import (
     CLASS_PER_SAMPLE,
     TARGETS_UNMOVED_BY_ROTATION,
@@ -72,6 +72,7 @@ from federated.models import (
 from federated.models.pretrained_start import StartError, check_start, start_file
 from federated.params import ConfigError, ModelNames
 from federated.registry import load_method
+from federated.tasks.written_before import current_stem
 
 # What partitions, feature skews and evaluations need of the task (a method declares its
 # own in Algorithm.task_needs): checked by one rule in _check_task.

@@ -46,6 +46,7 @@ from federated.registry import (
     ALGORITHM_PATHS,
     SERVER_OPTIMIZER_PATHS,
     TASK_PATHS,
+    kind_specs,
     load_method,
 )
 
@@ -184,6 +185,18 @@ class FieldGroup(Mapping[str, Any]):
 SPEC_FIELDS = tuple(f for f in FIELD_GROUPS["data"] if f not in ("data_fraction", "test_fraction"))
 
 
+def _metrics_by_task() -> str:
+    """Each registered kind's metrics in words ("classification: acc; score: srcc, ...",
+    lower-is-better ones marked), for the ``primary_metric`` help."""
+    return "; ".join(
+        f"{name}: "
+        + ", ".join(
+            m.stem + ("" if m.higher_is_better else " (lower is better)") for m in spec.metrics
+        )
+        for name, spec in kind_specs().items()
+    )
+
+
 def _help(text: str) -> Any:
     return describe(text)
 
@@ -296,16 +309,17 @@ class RunConfig:
     label_column: str | None = field(
         default=None,
         metadata=_help(
-            "hf: datasets: the target column (class labels, integers or text: classes; "
-            "floats: scores); default label, character, fine_label, labels or the one ClassLabel"
+            "hf: datasets: the target column, whose type decides the task (each task kind "
+            "says which types it reads, docs/own-data-and-models.md); default label, "
+            "character, fine_label, labels or the one ClassLabel"
         ),
     )
     partition_by: str | None = field(
         default=None,
         metadata=_help(
-            "hf: datasets and detection folders under partition=natural: the column or "
-            "image field whose values are the parties (e.g. writer_id, Street's device1_id "
-            "or device2_id); parties under 10 images are left out"
+            "hf: datasets and folders whose natural parties are an image field, under "
+            "partition=natural: the column or field whose values are the parties (e.g. "
+            "writer_id, Street's device1_id or device2_id); parties under 10 images are left out"
         ),
     )
     # --- the evaluation protocol (federated/evaluation/holdout.py and validation.py):
@@ -339,20 +353,19 @@ class RunConfig:
             "outcomes on the party's own images (0: re-weight the pooled test set by class)"
         ),
     )
-    # --- the task (federated/tasks/objective.py): set by the data, recorded with every run
+    # --- the task (federated/tasks/<kind>/): set by the data, recorded with every run
     task: str | None = field(
         default=None,
         metadata=_help(
-            "classification, score (image assessment: a folder with scores.csv) or "
-            "package.module:Class; default: what the dataset is (a task on other targets "
-            "is refused)"
+            f"{', '.join(TASK_PATHS)} or package.module:Class; default: what the dataset "
+            "is (a task on other targets is refused)"
         ),
     )
     primary_metric: str | None = field(
         default=None,
         metadata=_help(
-            "what tables and searches rank by: acc for classification; for score tasks "
-            "srcc (default), plcc, mae, rmse or bin_acc (mae, rmse: lower is better)"
+            "what tables and searches rank by, one of the task's metrics (the first by "
+            f"default): {_metrics_by_task()}"
         ),
     )
     # --- heterogeneity beyond label skew (federated/heterogeneity/feature_skew.py,

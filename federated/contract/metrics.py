@@ -2,28 +2,18 @@
 (``test_<stem>``, ``val_<stem>`` columns), ``study`` ranks trials by them and
 ``analysis`` builds tables on them, without importing torch.
 
-A task (:mod:`federated.tasks`) names its metrics with :class:`MetricSpec` values, its
-primary metric first, inside its declaration
-(:class:`~federated.contract.task_spec.TaskSpec`; the built-in tasks' are
-:mod:`federated.contract.builtin_tasks`); a sweep records the declaration in its
-manifest (``task_spec``) so that a report reads it as data, never by importing the
-task's code.
-
-A column says what it holds: a score task's binary accuracy at its threshold is
-``bin_acc`` (``test_bin_acc``, ``val_bin_acc``, ``party_bin_acc_mean`` ...), never
-``acc``, which is classification's top-1 accuracy.  Score runs written before it had a
-name of its own recorded it as ``acc``; :func:`current_column` reads such a column under
-today's name (:data:`RENAMED_STEMS`).
+A task kind (``federated/tasks/<kind>/``) names its metrics with :class:`MetricSpec`
+values, its primary metric first, inside its declaration
+(:class:`~federated.contract.task_spec.TaskSpec`, the kind's torch-free ``spec.py``); a
+sweep records the declaration in its manifest (``task_spec``) so that a report reads it
+as data, never by importing the task's code.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
-
-CLASSIFICATION, SCORE, DETECTION = "classification", "score", "detection"
 
 
 @dataclass(frozen=True)
@@ -78,51 +68,14 @@ class MetricSpec:
         return low <= value <= high
 
 
-#: a score task's binary accuracy at its threshold (its own name: ``acc`` is top-1)
-BINARY_ACCURACY = "bin_acc"
 FRACTION = (0.0, 1.0)
 CORRELATION = (-1.0, 1.0)
 ERROR = (0.0, math.inf)
-ACCURACY = MetricSpec(
-    "acc", CLASSIFICATION, True, "accuracy", "top-1 test accuracy", True, True, FRACTION
-)
-SCORE_SPECS: tuple[MetricSpec, ...] = (
-    MetricSpec("srcc", SCORE, True, "SRCC", "test SRCC", False, False, CORRELATION),
-    MetricSpec("plcc", SCORE, True, "PLCC", "test PLCC", False, False, CORRELATION),
-    MetricSpec("mae", SCORE, False, "MAE", "test MAE", False, False, ERROR),
-    MetricSpec("rmse", SCORE, False, "RMSE", "test RMSE", False, False, ERROR),
-    MetricSpec(
-        BINARY_ACCURACY,
-        SCORE,
-        True,
-        "binary accuracy",
-        "binary test accuracy at the score threshold",
-        True,
-        False,
-        FRACTION,
-    ),
-)
-#: object detection (federated/tasks/detection.py): COCO's 101-point interpolated AP,
-#: fractions in [0, 1]; mAP@0.5 is the Street paper's metric, mAP@[.5:.95] COCO's
-DETECTION_SPECS: tuple[MetricSpec, ...] = (
-    MetricSpec("map50", DETECTION, True, "mAP@0.5", "test mAP@0.5", False, False, FRACTION),
-    MetricSpec("map", DETECTION, True, "mAP@[.5:.95]", "test mAP@[.5:.95]", False, False, FRACTION),
-)
 #: a loss is always recorded (``test_loss``, ``val_loss``) and always minimised
 LOSS = "loss"
 #: per-party summaries of a task's per-party metric (``party_<stem>_mean`` ...): mean,
 #: population std, the worst party and the mean of the worst ceil(N/10)
 PARTY_SUMMARY_TAILS = ("mean", "std", "min", "worst10")
-#: metric stems that older runs of a built-in task recorded under another name: task ->
-#: {old stem: today's stem} (a score task's binary accuracy was ``acc``)
-RENAMED_STEMS: dict[str, dict[str, str]] = {SCORE: {"acc": BINARY_ACCURACY}}
-# the columns a stem names: test_/val_ values and their spread over parties, the row's
-# per-party summaries and per-party values, parties.csv's columns and a selection
-# record's search_test_<stem>
-_STEM_COLUMN = re.compile(
-    r"^(?P<head>(?:search_)?(?:party_val|party_test|test|val|party)_)(?P<stem>[a-z0-9]+(?:_[a-z0-9]+)*?)"
-    r"(?P<tail>_std|_mean|_min|_worst10|/\d+)?$"
-)
 
 
 def metric_stems(specs: tuple[MetricSpec, ...]) -> tuple[str, ...]:
@@ -147,24 +100,3 @@ def party_summary_keys(stem: str) -> tuple[str, ...]:
     """The row's per-party summary columns of the per-party metric ``stem``:
     ``party_acc_mean``, ``party_acc_std``, ``party_acc_min``, ``party_acc_worst10``."""
     return tuple(f"party_{stem}_{tail}" for tail in PARTY_SUMMARY_TAILS)
-
-
-def current_column(column: str, task: object) -> str:
-    """``column`` of a run of ``task`` under today's name: an older score run's
-    ``test_acc`` is ``test_bin_acc`` (likewise ``val_``, ``party_``, ``party_val_``,
-    ``search_test_``, ``_std``, ``_mean`` ..., ``/<party>``); any other column, and
-    every column of another task, as it is."""
-    renamed = RENAMED_STEMS.get(str(task), {})
-    if not renamed:
-        return column
-    for old, new in renamed.items():
-        match = _STEM_COLUMN.match(column)
-        if match and match["stem"] == old:
-            return f"{match['head']}{new}{match['tail'] or ''}"
-    return column
-
-
-def current_stem(stem: str, task: object) -> str:
-    """A metric name a run of ``task`` recorded (``primary_metric``) under today's name
-    (an older score run's ``acc`` is ``bin_acc``)."""
-    return RENAMED_STEMS.get(str(task), {}).get(stem, stem)

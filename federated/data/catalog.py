@@ -8,10 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# The model a detection data set names by default (its spec's ``default_model``): the
-# small detector that trains at laptop speed (federated/models/detection.py).
-DETECTION_DEFAULT_MODEL = "fcos-tiny"
-
 
 @dataclass(frozen=True)
 class DatasetSpec:
@@ -32,10 +28,10 @@ class DatasetSpec:
         left_out_parties: a field's values (``partition_by``) left out of the natural
             parties, under the floor of training images a party needs, with their image
             counts (warned about before a run or sweep starts).
-        task: ``classification`` (labels are classes), ``score`` (an image folder with
-            a scores file: each image's target is its score and attribute scores) or
-            ``detection`` (a detection folder: each image's target is its boxes,
-            :class:`~federated.data.box_targets.BoxTargets`).
+        task: the kind its targets are (a registered name of
+            :data:`federated.registry.TASK_PATHS`): the built-in data sets hold class
+            labels (``classification``, the default); a folder's or an ``hf:`` column's
+            kind is set by the kind's reader or Hub column (``federated/tasks/<kind>/``).
         target_names: a score task's target columns (``score``, then the attributes); a
             detection data set's category names (as ``class_names``); empty for
             classification.

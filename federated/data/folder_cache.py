@@ -1,5 +1,5 @@
-"""The decoded-tensor cache of ``folder:PATH`` data sets (image, score and detection
-folders): where an entry lives, how it is written, and what a load reports.
+"""The decoded-tensor cache of ``folder:PATH`` data sets (every folder kind's): where an
+entry lives, how it is written, and what a load reports.
 
 An entry is ``<data root>/folder-cache/<path hash>-<key>.pt``: the path hash names the
 folder, the key its contents and settings, so writing a folder's new entry deletes its

@@ -1,13 +1,19 @@
 """``folder:PATH`` datasets: a folder of images as an :class:`ImageData`, cached on disk.
 
 Which reader loads a folder is decided in one place, :mod:`federated.data.folder_kinds`
-(a detection folder's, another task's own layout's, this module's image-folder reader
-last); :func:`load_folder` and :func:`folder_identity` ask it.  This
-module reads image folders: class folders, or a scores file.
+(each registered kind's reader, the one that recognises every folder last);
+:func:`load_folder` and :func:`folder_identity` ask it.  This module reads the folders
+whose images each carry one target in a layout of files
+(:class:`~federated.data.folder_layout.FolderLayout`): a kind's reader names its layout
+and its targets (an :class:`ImageFolderKind`: classification's class folders, a score
+task's scores file) and reads through :class:`ImageFolder`, the folder kinds' one
+reader base (:class:`~federated.data.kind_folder.KindFolder`) with what image folders
+do otherwise (parties by folder, the decoded images' size, one channel count).
 
-Loading an image folder scans it (:mod:`federated.data.folder_layout`), then takes the first of:
+Loading an image folder scans it (the kind's layout), then takes the first of:
 
-1. memory: this process already loaded the same files with the same settings;
+1. memory: this process already loaded the same files with the same settings
+   (:mod:`federated.data.memory_cache`);
 2. the disk cache: ``<data root>/folder-cache/<path hash>-<key>.pt``, written by an
    earlier load and read with ``torch.load(weights_only=True)``; the key hashes every
    file's relative path, size and mtime plus the image size and hold-out settings, so
@@ -18,8 +24,10 @@ Loading an image folder scans it (:mod:`federated.data.folder_layout`), then tak
 Choices the issue leaves open:
 
 * images are resized to ``image_size`` ("H" or "HxW"; default the most common size);
-* without a ``test/`` folder, ``holdout_fraction`` of each class's training images (a
-  fixed draw, seed 0, the same for every run) becomes the test set;
+* without a ``test/`` folder, ``holdout_fraction`` of the training images of each group
+  the kind's task names (:meth:`~federated.tasks.base.Task.target_groups`: each class,
+  or all of a score task's images as one; a fixed draw, seed 0, the same for every run)
+  becomes the test set;
 * normalisation statistics are per-channel mean and std of the training images;
 * no random augmentation (as for Fashion-MNIST): only normalisation;
 * the default model follows the image size: ``simple-cnn`` (the paper's CIFAR-10 model)
@@ -28,57 +36,70 @@ Choices the issue leaves open:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from federated.contract.builtin_tasks import CLASSIFICATION_TASK, SCORE_TASK
-from federated.data.catalog import DatasetSpec
-from federated.data.folder_cache import FolderLoad, cache_entry_path, write_cache
+from federated.data.folder_cache import FolderLoad, payload_spec
 from federated.data.folder_decode import (
     channel_stats,
     check_channels,
     check_decode_memory,
     decode_files,
+    header_shape,
     most_common_size,
     parse_image_size,
     stack_resized,
 )
-from federated.data.folder_kinds import FolderReader, folder_reader, folder_readers
+from federated.data.folder_kinds import FolderReader, folder_reader
 from federated.data.folder_layout import (
     FolderDataError,
     FolderLayout,
     ImageFile,
     check_party_size,
     folder_path,
-    scan_folder,
 )
-from federated.data.holdout_draw import holdout_split as _holdout  # hub_dataset's name too
+from federated.data.holdout_draw import holdout_split
 from federated.data.image_data import ImageData
-from federated.data.scores_file import has_scores_file, score_layout
+from federated.data.kind_folder import KindFolder
 
 CACHE_FORMAT = 1
-MEMORY_ENTRIES = 2  # loaded folders kept in memory per process (sweep driver, trial)
 
-_memory: dict[str, ImageData] = {}
+
+@dataclass(frozen=True)
+class ImageFolderKind:
+    """What a kind whose folder gives each image one target tells the image-folder
+    loader (its reader module builds one, with :func:`image_folder_reader`).
+
+    Attributes:
+        task: the kind's task name (the spec's ``task``).
+        layout: scans folder ``root`` into its files and their targets (one error line
+            naming the path).
+        targets: the files' targets as one tensor (labels ``(N,)``, scores ``(N, T)``).
+        target_ndim: that tensor's dimensions (a cache entry of another shape is
+            decoded again).
+        groups: the hold-out's groups of the training targets (the task's
+            :meth:`~federated.tasks.base.Task.target_groups`).
+    """
+
+    task: str
+    layout: Callable[[Path], FolderLayout]
+    targets: Callable[[Sequence[ImageFile], FolderLayout], torch.Tensor]
+    target_ndim: int
+    groups: Callable[[torch.Tensor], np.ndarray]
 
 
 def default_model_for(height: int, width: int) -> str:
+    """The encoder-and-head model image data of ``height`` x ``width`` pixels name by
+    default (the module docstring)."""
     return "simple-cnn" if min(height, width) >= 16 and max(height, width) <= 32 else "resnet50"
-
-
-def _settings_key(
-    layout_fingerprint: str, image_size: str | None, holdout_fraction: float | None
-) -> str:
-    size = "x".join(map(str, parse_image_size(image_size))) if image_size else "auto"
-    text = f"{CACHE_FORMAT}|{layout_fingerprint}|{size}|{holdout_fraction!r}"
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def load_folder(
@@ -91,69 +112,113 @@ def load_folder(
     use_memory: bool = True,
 ) -> FolderLoad:
     """Load dataset ``folder:PATH`` by the reader of its kind
-    (:func:`federated.data.folder_kinds.folder_reader`: a detection folder's, another
-    task's own layout's, else this module's image-folder reader, the module docstring);
-    errors name the path.  ``partition_by`` is read by the kinds whose natural parties
-    are a field (a detection folder's image field)."""
+    (:func:`federated.data.folder_kinds.folder_reader`: the first registered kind's
+    reader that recognises it, class folders last); errors name the path.
+    ``partition_by`` is read by the kinds whose natural parties are a field (a detection
+    folder's image field)."""
     root = folder_path(name)
     return folder_reader(root).load(
         root, image_size, holdout_fraction, data_root, partition_by, use_memory=use_memory
     )
 
 
-def load_image_folder(
-    root: Path,
-    image_size: str | None = None,
-    holdout_fraction: float | None = None,
-    data_root: str | os.PathLike | None = None,
-    partition_by: str | None = None,
-    *,
-    use_memory: bool = True,
-) -> FolderLoad:
-    """Load image folder ``root`` (class folders, or a scores file: the module
-    docstring); errors name the path."""
-    start = time.perf_counter()
-    if partition_by is not None:
-        fielded = ", or ".join(
-            f"{r.party_field} of a {r.name} folder" for r in folder_readers() if r.party_field
-        )
-        raise FolderDataError(
-            f"{root}: partition_by={partition_by!r} names {fielded} (allowed here: unset; "
-            "this folder's natural parties are its train/<party>/ folders)"
-        )
-    layout = folder_layout(root)
-    if layout.has_test and holdout_fraction is not None:
-        raise FolderDataError(
-            f"{root / 'test'}: a test folder exists and holdout_fraction={holdout_fraction} "
-            "is set (allowed: one of the two)"
-        )
-    if not layout.has_test and holdout_fraction is None:
-        raise FolderDataError(
-            f"{root / 'test'}: no such folder (add test/<class>/<image>, or hold out part of "
-            "the training images with holdout_fraction, e.g. --holdout-fraction 0.2)"
-        )
-    fingerprint = layout.fingerprint()
-    key = _settings_key(fingerprint, image_size, holdout_fraction)
-    cache_file = cache_entry_path(root, key, data_root)
+class ImageFolder(KindFolder):
+    """The reading of an image-folder kind (module docstring) on the folder kinds' base
+    (:class:`~federated.data.kind_folder.KindFolder`): the same test-set rule, cache,
+    memory and errors; its parties are party folders (no field), its size is the
+    decoded images' most common one, and all images must share a channel count."""
 
-    if use_memory and key in _memory:
-        data, source = _memory[key], "memory"
-    else:
-        payload = _read_cache(cache_file, key)
-        source = "disk cache"
-        if payload is None:
-            payload = _decode(layout, image_size, holdout_fraction, key)
-            source = "decoded"
-        if holdout_fraction is not None:  # the scan counted the parties before it
-            _check_parties_after_holdout(layout, payload["train_parties"], holdout_fraction)
-        if source == "decoded":
-            write_cache(cache_file, payload)
-        data = _image_data(payload, f"folder:{root}")
-        if use_memory:
-            _memory[key] = data
-            while len(_memory) > MEMORY_ENTRIES:
-                _memory.pop(next(iter(_memory)))
-    return FolderLoad(data, fingerprint, source, time.perf_counter() - start, cache_file)
+    test_words = (
+        "a test folder exists",
+        "no such folder (add test/<class>/<image>",
+    )
+    party_folders = "its train/<party>/ folders"
+
+    def __init__(self, kind: ImageFolderKind) -> None:
+        self.kind = kind
+        self.task = kind.task
+        self.groups = kind.groups
+        self.cache_format = CACHE_FORMAT
+
+    def scan(self, root: Path) -> FolderLayout:
+        return self.kind.layout(root)
+
+    def fingerprint(self, layout: FolderLayout) -> str:
+        return layout.fingerprint()
+
+    def test_place(self, layout: FolderLayout) -> Path:
+        return layout.root / "test"
+
+    def train_place(self, layout: FolderLayout) -> Path:
+        return layout.root / "train"
+
+    def sizes(self, layout: FolderLayout) -> list[tuple[int, int]]:
+        """The sizes the headers declare (an unreadable header left out): what the
+        memory check plans with; the size used is the decoded images' (:meth:`settings`)."""
+        shapes = (header_shape(f.path) for f in (*layout.train, *layout.test))
+        return [(h, w) for _, h, w in filter(None, shapes)]
+
+    def settings(
+        self, layout: FolderLayout, image_size: str | None, holdout: float | None
+    ) -> tuple[tuple[int, int] | None, str]:
+        """The given size (None: the decoded images' most common) and the cache key
+        (the fingerprint, the size setting and the hold-out)."""
+        size = parse_image_size(image_size) if image_size else None
+        key_size = "x".join(map(str, size)) if size else "auto"
+        text = f"{CACHE_FORMAT}|{self.fingerprint(layout)}|{key_size}|{holdout!r}"
+        return size, hashlib.sha256(text.encode()).hexdigest()
+
+    def check_partition_field(self, layout: FolderLayout, partition_by: str) -> None:
+        """An image folder has no field: :attr:`party_folders` already refused
+        ``partition_by`` before the scan, and this says the same of a scanned one."""
+        raise FolderDataError(f"{layout.root}: partition_by={partition_by!r} (allowed: unset)")
+
+    def read_targets(self, layout: FolderLayout, size: tuple[int, int]) -> torch.Tensor:
+        return self.kind.targets([*layout.train, *layout.test], layout)
+
+    def image_paths(self, layout: FolderLayout) -> list[str]:
+        return [f.path for f in (*layout.train, *layout.test)]
+
+    def fields(self, layout: FolderLayout, kept: np.ndarray) -> dict[str, list[str]]:
+        return {}
+
+    def stored(self, targets: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+        return targets[torch.as_tensor(rows)]
+
+    def restored(self, stored: torch.Tensor) -> torch.Tensor:
+        return stored
+
+    def targets_fit(self, payload: dict[str, Any]) -> bool:
+        return _payload_ok(payload, self.kind.target_ndim)
+
+    def payload_fits(self, payload: dict[str, Any]) -> bool:
+        return self.targets_fit(payload)
+
+    def decode(
+        self, layout: FolderLayout, size: tuple[int, int] | None, holdout: float | None, key: str
+    ) -> dict[str, Any]:
+        return _decode(self.kind, layout, size, holdout, key)
+
+    def parties(
+        self,
+        layout: FolderLayout,
+        payload: dict[str, Any],
+        partition_by: str | None,
+        holdout: float | None,
+    ) -> tuple[torch.Tensor | None, list[str], list[tuple[str, int]]]:
+        """The party folders' parties (checked against what a hold-out left them)."""
+        if holdout is not None:  # the scan counted the parties before it
+            _check_parties_after_holdout(layout, payload["train_parties"], holdout)
+        names = list(payload["party_names"])
+        left_out = [(v, n) for v, n in payload.get("left_out_parties", ())]
+        return (payload["train_parties"] if names else None), names, left_out
+
+    def default_model_of(self, payload: dict[str, Any]) -> str:
+        _, _, h, w = payload["train_x"].shape
+        return default_model_for(h, w)
+
+    def spec_extras(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"target_names": tuple(payload.get("target_names", ()))}
 
 
 def _check_parties_after_holdout(
@@ -181,14 +246,14 @@ def folder_identity(name: str) -> dict[str, Any]:
     return folder_reader(root).identity(root)
 
 
-def image_folder_identity(root: Path) -> dict[str, Any]:
-    """What a sweep manifest records of an image folder: its path, content fingerprint,
-    task, image counts, classes, score targets and party folders."""
-    layout = folder_layout(root)
+def image_folder_identity(kind: ImageFolderKind, root: Path) -> dict[str, Any]:
+    """What a sweep manifest records of an image folder of ``kind``: its path, content
+    fingerprint, task, image counts, classes, score targets and party folders."""
+    layout = kind.layout(root)
     return {
         "path": str(root),
         "fingerprint": layout.fingerprint(),
-        "task": (SCORE_TASK if layout.target_names else CLASSIFICATION_TASK).name,
+        "task": kind.task,
         "train_images": len(layout.train),
         "test_images": len(layout.test),
         "classes": list(layout.class_names),
@@ -197,44 +262,44 @@ def image_folder_identity(root: Path) -> dict[str, Any]:
     }
 
 
-def folder_layout(root: Path) -> FolderLayout:
-    """The folder's layout: a score task's when it holds a scores file (read first, so
-    its party folders are never taken for classes), else the class-folder scan."""
-    return score_layout(root) if has_scores_file(root) else scan_folder(root)
-
-
-#: the image-folder kind (class folders, or a scores file): the fallback reader of
-#: :mod:`federated.data.folder_kinds` (``FALLBACK_READER``), asked last, recognising
-#: every folder
-IMAGE_FOLDERS = FolderReader(
-    name="image",
-    recognises=lambda root: True,
-    load=load_image_folder,
-    identity=image_folder_identity,
-)
+def image_folder_reader(
+    kind: ImageFolderKind, name: str, *, recognises: Callable[[Path], bool], last: bool = False
+) -> FolderReader:
+    """The :class:`~federated.data.folder_kinds.FolderReader` of an image-folder ``kind``
+    (``name``: the kind in messages; ``last``: it recognises every folder, asked after
+    the others)."""
+    return FolderReader(
+        name=name,
+        recognises=recognises,
+        load=ImageFolder(kind).load,
+        identity=functools.partial(image_folder_identity, kind),
+        last=last,
+    )
 
 
 # ------------------------------------------------------------------------ decoding
 def _decode(
-    layout: FolderLayout, image_size: str | None, holdout_fraction: float | None, key: str
+    kind: ImageFolderKind,
+    layout: FolderLayout,
+    given: tuple[int, int] | None,
+    holdout_fraction: float | None,
+    key: str,
 ) -> dict[str, Any]:
     files = list(layout.train) + list(layout.test)
-    check_decode_memory(layout.root, files, image_size)
+    check_decode_memory(layout.root, files, "x".join(map(str, given)) if given else None)
     images = decode_files(files)
     channels = check_channels(images, files)
-    size = parse_image_size(image_size) if image_size else most_common_size(images)
+    size = given or most_common_size(images)
     n_train = len(layout.train)
     train_x = stack_resized(images[:n_train], size)
     test_x = stack_resized(images[n_train:], size).reshape(-1, channels, *size)
-    train_y, test_y = _targets(layout.train, layout), _targets(layout.test, layout)
+    train_y, test_y = kind.targets(layout.train, layout), kind.targets(layout.test, layout)
     parties = torch.tensor([f.party for f in layout.train], dtype=torch.int64)
     if holdout_fraction is not None:
-        # a score task has no classes to stratify by: one group, a plain seeded draw
-        groups = np.zeros(n_train, dtype=np.int64) if layout.target_names else train_y.numpy()
-        keep, held = _holdout(groups, holdout_fraction)
-        test_x, test_y = train_x[held], train_y[held]
+        keep, held_out = holdout_split(kind.groups(train_y), holdout_fraction)
+        test_x, test_y = train_x[held_out], train_y[held_out]
         train_x, train_y, parties = train_x[keep], train_y[keep], parties[keep]
-        if len(held) == 0:
+        if len(held_out) == 0:
             raise FolderDataError(
                 f"{layout.root / 'train'}: holdout_fraction={holdout_fraction} holds out no "
                 "image (allowed: a fraction that leaves at least one test image)"
@@ -256,56 +321,45 @@ def _decode(
     }
 
 
-def _targets(files: Sequence[ImageFile], layout: FolderLayout) -> torch.Tensor:
-    """Classification: int64 labels (N,); a score task: float32 targets (N, T)."""
-    if layout.target_names:
-        width = len(layout.target_names)
-        return torch.tensor([f.target for f in files], dtype=torch.float32).reshape(-1, width)
-    return torch.tensor([f.label for f in files], dtype=torch.int64)
-
-
-def _image_data(payload: dict[str, Any], name: str) -> ImageData:
-    train_x = payload["train_x"]
-    _, c, h, w = train_x.shape
-    targets = tuple(payload.get("target_names", ()))
-    spec = DatasetSpec(
+def image_data(payload: dict[str, Any], name: str, task: str) -> ImageData:
+    """The data set an ``hf:`` source's cached payload holds (the image folders' shape:
+    targets, ``train_parties``, ``party_names``), of the kind ``task``."""
+    _, _, h, w = payload["train_x"].shape
+    spec = payload_spec(
+        payload,
         name=name,
-        task=(SCORE_TASK if targets else CLASSIFICATION_TASK).name,
-        target_names=targets,
-        n_classes=len(payload["class_names"]),
-        channels=c,
-        height=h,
-        width=w,
-        train_size=train_x.shape[0],
-        test_size=payload["test_x"].shape[0],
+        task=task,
         default_model=default_model_for(h, w),
-        mean=tuple(payload["mean"]),
-        std=tuple(payload["std"]),
-        class_names=tuple(payload["class_names"]),
-        party_names=tuple(payload["party_names"]),
-        # an hf: source's natural parties (an image folder refuses a small party instead)
-        left_out_parties=tuple((v, n) for v, n in payload.get("left_out_parties", ())),
+        party_names=payload["party_names"],
+        target_names=tuple(payload.get("target_names", ())),
+        # an hf: source's natural parties under the floor of images a party needs
+        left_out_parties=[(v, n) for v, n in payload.get("left_out_parties", ())],
     )
     parties = payload["train_parties"] if payload["party_names"] else None
     return ImageData(
-        spec, train_x, payload["train_y"], payload["test_x"], payload["test_y"], parties
+        spec, payload["train_x"], payload["train_y"], payload["test_x"], payload["test_y"], parties
     )
 
 
 # --------------------------------------------------------------------------- cache
-def _read_cache(path: Path, key: str) -> dict[str, Any] | None:
+def read_cache(path: Path, key: str, target_ndim: int | None) -> dict[str, Any] | None:
+    """The cache entry ``path`` written under ``key`` whose targets have ``target_ndim``
+    dimensions (None: any, the caller checks them); None where it is missing, damaged or
+    foreign (decode again)."""
     if not path.is_file():
         return None
     try:
         payload = torch.load(path, weights_only=True)
     except Exception:  # a truncated or foreign file: decode again and overwrite it
         return None
-    if not isinstance(payload, dict) or payload.get("key") != key or not _payload_ok(payload):
+    if not isinstance(payload, dict) or payload.get("key") != key:
+        return None
+    if not _payload_ok(payload, target_ndim):
         return None
     return payload
 
 
-def _payload_ok(payload: dict[str, Any]) -> bool:
+def _payload_ok(payload: dict[str, Any], target_ndim: int | None) -> bool:
     """Whether a cache entry holds what :func:`_decode` writes (a file with the right key
     but damaged or foreign contents is decoded again, never a traceback later)."""
     x, test_x = payload.get("train_x"), payload.get("test_x")
@@ -321,7 +375,7 @@ def _payload_ok(payload: dict[str, Any]) -> bool:
         and len(payload["test_y"]) == len(test_x)
         and all(isinstance(payload.get(k), list) for k in ("class_names", "party_names"))
         and isinstance(payload.get("target_names", []), list)
-        and payload["train_y"].ndim == (2 if payload.get("target_names") else 1)
+        and payload["train_y"].ndim == (target_ndim or payload["train_y"].ndim)
         and all(
             isinstance(payload.get(k), list) and len(payload[k]) == x.shape[1]
             for k in ("mean", "std")

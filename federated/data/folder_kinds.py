@@ -1,43 +1,32 @@
-"""The one place a ``folder:PATH`` data set's kind is decided: ask each folder reader.
+"""The one place a ``folder:PATH`` data set's kind is decided: ask each kind's folder reader.
 
-A folder's kind is what its files say: class folders or a scores file
-(:mod:`federated.data.folder_dataset`), a detection annotation file
-(:mod:`federated.data.detection_folder`), images with masks
-(:mod:`federated.data.segmentation_folder`) ...  Each kind has one reader, a
-:class:`FolderReader`: how it recognises a folder, loads it and describes it to a sweep's
-manifest.  The readers are asked in order and the first that recognises
-the folder reads it:
-
-1. every registered task's own reader (:data:`federated.registry.TASK_PATHS`, in that
-   order, each reader once): a task whose data are a folder layout of their own names its
-   reader by import path (:attr:`federated.tasks.base.Task.folder_reader`), so a new task
-   with a new layout is new files and its one line in ``TASK_PATHS``;
-2. the image-folder reader (:data:`FALLBACK_READER`: class folders, or a scores file),
-   last: it recognises every folder, and names what is missing when none of the layouts
-   is there.
-
-Import paths, not classes: the data layer does not import the tasks (nor the tasks their
-readers), so neither side imports the other's modules at import time.
+A folder's kind is what its files say: class folders
+(:mod:`federated.tasks.classification.reader`), a scores file
+(:mod:`federated.tasks.score.reader`), a detection annotation file
+(:mod:`federated.tasks.detection.reader`), images with masks
+(:mod:`federated.tasks.segmentation.reader`) ...  Each kind has one reader, a
+:class:`FolderReader`, in its own package, named by its task class
+(:attr:`federated.tasks.base.Task.folder_reader`): how it recognises a folder, loads it
+and describes it to a sweep's manifest.  The readers are asked in the registry's order
+(:data:`federated.registry.TASK_PATHS`, each reader once) and the first that recognises
+the folder reads it; a reader that recognises every folder (``last``: classification's
+class folders, which names what is missing when no layout is there) is asked after all
+the others.  So a new kind with a new layout is its own folder and its one line in
+``TASK_PATHS``.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from federated.registry import TASK_PATHS, load_method
+from federated.data.kind_parts import kind_parts
 
 if TYPE_CHECKING:
     from federated.data.folder_cache import FolderLoad
-
-#: the reader asked last, which recognises every folder (class folders or a scores file)
-FALLBACK_READER = "federated.data.folder_dataset:IMAGE_FOLDERS"
-
 
 #: how a reader loads a folder: (root, image_size, holdout_fraction, data_root,
 #: partition_by, *, use_memory) -> FolderLoad, through the data root's cache; every
@@ -64,6 +53,7 @@ class FolderReader:
             (``partition=dirichlet`` on data without classes names it).
         party_field: what ``partition_by`` names in such a folder ("an image field");
             None: the kind reads no ``partition_by``.
+        last: it recognises every folder (class folders): asked after the others.
     """
 
     name: str
@@ -72,33 +62,18 @@ class FolderReader:
     identity: Callable[[Path], dict[str, Any]]
     natural_parties: str = PARTY_FOLDERS
     party_field: str | None = None
-
-
-def _imported(path: str) -> Any:
-    module, _, attribute = path.partition(":")
-    return getattr(importlib.import_module(module), attribute)
-
-
-@functools.cache
-def _readers(tasks: tuple[tuple[str, str], ...]) -> tuple[FolderReader, ...]:
-    found: dict[str, FolderReader] = {}
-    for name, _ in tasks:
-        path = getattr(load_method("task", name), "folder_reader", None)
-        if path and path not in found:
-            found[path] = _imported(path)
-    fallback = _imported(FALLBACK_READER)
-    return (*(r for r in found.values() if r is not fallback), fallback)
+    last: bool = False
 
 
 def folder_readers() -> tuple[FolderReader, ...]:
-    """The readers in the order they are asked: the registered tasks' own, then the
-    image-folder reader (module docstring).  Built once per registry content."""
-    return _readers(tuple(TASK_PATHS.items()))
+    """The readers in the order they are asked: the registered kinds' own, the one that
+    recognises every folder last (module docstring)."""
+    readers: tuple[FolderReader, ...] = kind_parts("folder_reader")
+    return (*(r for r in readers if not r.last), *(r for r in readers if r.last))
 
 
 def folder_reader(root: str | os.PathLike) -> FolderReader:
-    """The reader of folder ``root``: the first that recognises it (the image-folder
-    reader, asked last, recognises every folder)."""
+    """The reader of folder ``root``: the first that recognises it (the one asked last
+    recognises every folder)."""
     root = Path(root)
-    readers = folder_readers()
-    return next((r for r in readers[:-1] if r.recognises(root)), readers[-1])
+    return next(r for r in folder_readers() if r.last or r.recognises(root))

@@ -49,7 +49,7 @@ class ImageFile:
     party: int  # -1 outside the party layout
     size: int  # bytes
     mtime_ns: int
-    # a score task's targets (score, then attributes; federated/data/scores_file.py);
+    # a score task's targets (score, then attributes; federated/tasks/score/scores_file.py);
     # empty in a classification folder
     target: tuple[float, ...] = ()
 
@@ -143,7 +143,7 @@ def dataset_slug(name: str) -> str:
 
 
 LAYOUTS = "layout: train/<class>/<image> or train/<party>/<class>/<image>"
-# what makes a folder a detection folder (federated/data/detection_layout.py), for messages
+# what makes a folder a detection folder (federated/tasks/detection/layout.py), for messages
 DETECTION_FILES = "annotations/train.json and images/, or train_label.json and Images/"
 
 

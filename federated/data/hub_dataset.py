@@ -15,24 +15,28 @@ scripts, and local sources go through ``load_from_disk`` or the packaged ``parqu
 
 Columns: the image column is ``image_column``, else ``image`` or ``img``, else the one
 column of images; the target is ``label_column``, else ``label``, ``character``,
-``fine_label`` or ``labels``, else the one class-label column.  A class-label, integer or
-text target is a classification task (classes in the feature's order, else sorted); a
-float target is a score task.  ``partition_by`` names a column whose values are the natural
-parties (``--partition natural --partition-by writer_id``).
+``fine_label`` or ``labels``, else the one class-label column.  The column's type decides
+the kind: each registered kind's :class:`~federated.data.hub_column.HubColumn` is asked in
+turn (a class-label, integer or text target is a classification task, classes in the
+feature's order, else sorted; a float target is a score task).  ``partition_by`` names a
+column whose values are the natural parties (``--partition natural --partition-by
+writer_id``).
 
 Splits: ``train``, and ``test`` when the source has one.  A source with one split (FEMNIST)
 has no test set of its own (``spec.test_from_parties``): a run's test set is the union of its
 parties' local test splits (``party_test_fraction``, which must then be above 0;
 federated/engine/party_data.py), LEAF's rule for FEMNIST.  A ``holdout_fraction`` the user
-writes is honoured instead: a fixed, class-stratified test set, as for image folders.
+writes is honoured instead: a fixed test set, drawn within the groups the kind's task
+names (each class for classification), as for image folders.
 
-Loading takes the first of: this process's memory; the disk cache
-``<data root>/hub-cache/<source hash>-<key>.pt`` (``torch.load(weights_only=True)``; the key
-hashes the source's ``datasets`` fingerprints, a local source's file sizes and mtimes, the
-columns and the image settings); decoding every image once and writing that cache.  Images
-are decoded with the first rows' channel count (grey-scale when all of them are, else RGB;
-others converted) and resized to ``image_size`` or the first rows' most common size, as
-image folders are; memory is planned before decoding.
+Loading takes the first of: this process's memory (:mod:`federated.data.memory_cache`);
+the disk cache ``<data root>/hub-cache/<source hash>-<key>.pt``
+(``torch.load(weights_only=True)``; the key hashes the source's ``datasets``
+fingerprints, a local source's file sizes and mtimes, the columns and the image
+settings); decoding every image once and writing that cache.  Images are decoded with
+the first rows' channel count (grey-scale when all of them are, else RGB; others
+converted) and resized to ``image_size`` or the first rows' most common size, as image
+folders are; memory is planned before decoding.
 
 A Hub name with no network and no cached copy fails before any work, in one line naming
 the data set and where it looked (``HF_HUB_OFFLINE=1``, or huggingface.co unreachable in
@@ -64,7 +68,7 @@ from federated.cli.hub_source import (
 
 # the image folders' rules, shared so both sources hold and cache data alike
 from federated.data.folder_cache import write_cache
-from federated.data.folder_dataset import _holdout, _image_data, _read_cache, parse_image_size
+from federated.data.folder_dataset import image_data, parse_image_size, read_cache
 from federated.data.folder_decode import (
     channel_stats,
     choose_size,
@@ -74,11 +78,15 @@ from federated.data.folder_decode import (
     to_uint8,
 )
 from federated.data.folder_layout import MIN_PARTY_IMAGES
+from federated.data.holdout_draw import holdout_split
+from federated.data.hub_column import ColumnTargets, HubColumn
 from federated.data.image_data import (
     DatasetUnavailableError,
     ImageData,
     resolve_data_root,
 )
+from federated.data.kind_parts import kind_parts
+from federated.data.memory_cache import held, hold
 from federated.data.party_field import NaturalParties, parties_by_value
 from federated.runtime.machine_memory import available_memory, gib
 
@@ -88,13 +96,8 @@ IMAGE_COLUMNS = ("image", "img")
 LABEL_COLUMNS = ("label", "character", "fine_label", "labels")
 SAMPLE_ROWS = 256  # rows whose images set the channel count and default size
 BATCH_ROWS = 4096  # rows read from Arrow at a time while decoding
-MEMORY_ENTRIES = 2
 # a manifest's test_set for a one-split source: the union of the parties' local test splits
 TEST_FROM_PARTIES = "parties"
-
-_memory: dict[tuple, ImageData] = {}
-# each load's cache key and the columns it chose (detected or named), for the manifest
-_keys: dict[tuple, tuple[str, HubColumns]] = {}
 
 
 class HubDataError(DatasetUnavailableError):
@@ -253,34 +256,22 @@ def check_filled(name: str, splits: dict[str, Any], column: str, field: str) -> 
             )
 
 
-def _targets(name: str, splits: dict[str, Any], label: str) -> tuple[dict, list[str], bool]:
-    """Each split's targets (int64 classes or float32 scores), the class names, and
-    whether the task is a score task."""
-    ds = _datasets()
+def hub_columns() -> tuple[HubColumn, ...]:
+    """Each registered kind's reading of a target column, in the registry's order."""
+    return kind_parts("hub_column")
+
+
+def _targets(name: str, splits: dict[str, Any], label: str) -> tuple[HubColumn, ColumnTargets]:
+    """The kind whose column reading decodes ``label`` (the first that does) and each
+    split's targets; one line naming what the kinds accept where none does."""
     feature = splits["train"].features[label]
     raw = {key: _values(split, label) for key, split in splits.items()}
-    if isinstance(feature, ds.ClassLabel):
-        return (
-            {k: torch.from_numpy(v.astype(np.int64)) for k, v in raw.items()},
-            feature.names,
-            False,
-        )
-    dtype = getattr(feature, "dtype", "")
-    if dtype.startswith("float"):
-        return (
-            {k: torch.from_numpy(v.astype(np.float32)).reshape(-1, 1) for k, v in raw.items()},
-            [],
-            True,
-        )
-    if not (dtype.startswith(("int", "uint")) or dtype in ("string", "large_string")):
-        raise HubDataError(
-            f"dataset {name!r}: column {label!r} holds {feature!r} (allowed: class labels, "
-            "integers or text for classes, floats for scores)"
-        )
-    classes = sorted({v for values in raw.values() for v in values.tolist()})
-    index = {c: i for i, c in enumerate(classes)}
-    labels = {k: torch.tensor([index[v] for v in values.tolist()]) for k, values in raw.items()}
-    return labels, [str(c) for c in classes], False
+    for column in hub_columns():
+        decoded = column.decode(feature, raw, label)
+        if decoded is not None:
+            return column, decoded
+    allowed = ", ".join(c.accepts for c in hub_columns())
+    raise HubDataError(f"dataset {name!r}: column {label!r} holds {feature!r} (allowed: {allowed})")
 
 
 # ------------------------------------------------------------------------ images
@@ -417,9 +408,22 @@ def load_hub(
     columns: HubColumns = HubColumns(),
 ) -> ImageData:
     """Load ``hf:SOURCE`` (see the module docstring); errors are one line naming it."""
-    memory_key = (name, image_size, holdout_fraction, str(data_root), columns)
-    if memory_key in _memory:
-        return _memory[memory_key]
+    return _load_hub(name, image_size, holdout_fraction, data_root, columns)[0]
+
+
+def _load_hub(
+    name: str,
+    image_size: str | None,
+    holdout_fraction: float | None,
+    data_root: str | os.PathLike | None,
+    columns: HubColumns,
+) -> tuple[ImageData, str, HubColumns]:
+    """:func:`load_hub`'s data with its cache key and the columns it chose (detected or
+    named), for the manifest."""
+    memory_key = ("hub", name, image_size, holdout_fraction, str(data_root), columns)
+    loaded = held(memory_key)
+    if loaded is not None:
+        return loaded
     splits = open_source(name)
     if "train" not in splits:
         raise HubDataError(f"dataset {name!r}: no 'train' split (splits: {', '.join(splits)})")
@@ -431,19 +435,26 @@ def load_hub(
         )
     chosen = choose_columns(name, splits["train"].features, columns)
     key = _source_key(name, splits, chosen, image_size, holdout_fraction)
-    _keys[memory_key] = key, chosen
     cache_file = _cache_file(name, key, data_root)
-    payload = _read_cache(cache_file, key)
+    payload = _cached(cache_file, key)
     if payload is None:
         payload = _decode(name, splits, chosen, image_size, holdout_fraction, key)
         write_cache(cache_file, payload, HubDataError)
-    data = _image_data(payload, name)  # a score task by its target names
+    data = image_data(payload, name, payload["task"])
     if "test" not in splits and holdout_fraction is None:  # the parties' splits test
         data = replace(data, spec=replace(data.spec, test_from_parties=True))
-    _memory[memory_key] = data
-    while len(_memory) > MEMORY_ENTRIES:
-        _memory.pop(next(iter(_memory)))
-    return data
+    return hold(memory_key, (data, key, chosen))
+
+
+def _cached(path: Path, key: str) -> dict[str, Any] | None:
+    """The cache entry ``path`` under ``key`` whose targets are those of the kind it
+    names (``task``); None: decode again."""
+    payload = read_cache(path, key, None)
+    if payload is None:
+        return None
+    ndim = payload["train_y"].ndim
+    kinds = [c for c in hub_columns() if c.task == payload.get("task") and c.target_ndim == ndim]
+    return payload if kinds else None
 
 
 def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key) -> dict:
@@ -453,7 +464,8 @@ def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key
     train = splits["train"]
     channels, size = _sample_shape(name, train, columns.image, image_size)
     check_memory(name, sum(len(s) for s in splits.values()), channels, size)
-    targets, class_names, score = _targets(name, splits, columns.label)
+    kind, decoded = _targets(name, splits, columns.label)
+    targets = decoded.targets
     train_x = _decode_split(name, "train", train, columns.image, channels, size)
     train_y = targets["train"]
     party_values = _values(train, columns.partition_by) if columns.partition_by else np.empty(0)
@@ -463,14 +475,13 @@ def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key
     elif holdout_fraction is None:  # no test set of its own: the parties' splits are it
         test_x, test_y = train_x[:0], train_y[:0]
     else:
-        groups = np.zeros(len(train_y), np.int64) if score else train_y.numpy()
-        keep, held = _holdout(groups, holdout_fraction)
-        if len(held) == 0:
+        keep, held_out = holdout_split(kind.groups(train_y), holdout_fraction)
+        if len(held_out) == 0:
             raise HubDataError(
                 f"dataset {name!r}: holdout_fraction={holdout_fraction} holds out no image "
                 "(allowed: a fraction that leaves at least one test image)"
             )
-        test_x, test_y = train_x[held], train_y[held]
+        test_x, test_y = train_x[held_out], train_y[held_out]
         train_x, train_y = train_x[keep], train_y[keep]
         party_values = party_values[keep] if columns.partition_by else party_values
     parties, party_names = torch.zeros(len(train_y), dtype=torch.int64), []
@@ -481,15 +492,16 @@ def _decode(name, splits, columns: HubColumns, image_size, holdout_fraction, key
     return {
         "format": CACHE_FORMAT,
         "key": key,
+        "task": kind.task,
         "train_x": train_x.contiguous(),
         "train_y": train_y,
         "train_parties": parties,
         "test_x": test_x.contiguous(),
         "test_y": test_y,
-        "class_names": list(class_names),
+        "class_names": list(decoded.class_names),
         "party_names": party_names,
         "left_out_parties": [[v, n] for v, n in left_out],
-        "target_names": [columns.label] if score else [],
+        "target_names": list(decoded.target_names),
         "mean": list(mean),
         "std": list(std),
     }
@@ -500,18 +512,13 @@ def hub_identity(config: Any) -> dict[str, Any]:
     columns, the cache key (which data and settings were decoded), the sizes and where the
     test set comes from (``test_set``: ``split``, ``holdout`` or :data:`TEST_FROM_PARTIES`).  The
     sweep's plan has loaded it in this process: read from memory."""
-    columns = HubColumns.of(config)
-    data = load_hub(
-        config.dataset, config.image_size, config.holdout_fraction, config.data_root, columns
-    )
-    memory_key = (
+    data, key, chosen = _load_hub(
         config.dataset,
         config.image_size,
         config.holdout_fraction,
-        str(config.data_root),
-        columns,
+        config.data_root,
+        HubColumns.of(config),
     )
-    key, chosen = _keys[memory_key]
     return {
         "source": config.dataset,
         "columns": {"image": chosen.image, "label": chosen.label, "party": chosen.partition_by},

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import torch
 
-from federated.data.box_targets import BoxTargets
 from federated.data.catalog import DatasetSpec
 from federated.runtime.atomic_file import atomic_open
 
@@ -19,11 +19,22 @@ class DatasetUnavailableError(RuntimeError):
     """The dataset is not on disk and could not be downloaded."""
 
 
+class Targets(Protocol):
+    """N samples' targets in the container their kind declares (``federated/tasks/<kind>/``):
+    a tensor (labels, scores, masks) or a kind's own (a detection's boxes); the data layer
+    only counts them and takes rows of them."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: Any) -> Any: ...
+
+
 @dataclass(frozen=True)
 class ImageData:
-    """A dataset in memory: uint8 images (N, C, H, W) of one size and their targets:
-    int64 labels (N,) (classification), float32 scores (N, T) (a score task) or a
-    :class:`~federated.data.box_targets.BoxTargets` of each image's boxes (detection).
+    """A dataset in memory: uint8 images (N, C, H, W) of one size and their targets, in
+    the container of the run's kind (:class:`Targets`: int64 labels (N,) for
+    classification, float32 scores (N, T) for a score task, each image's boxes for
+    detection ..., each kind's ``targets`` module).
 
     ``train_parties`` (int64 (N,), data with natural parties only: one folder per party,
     an ``hf:`` column, a detection image's camera field) is each training sample's
@@ -32,9 +43,9 @@ class ImageData:
 
     spec: DatasetSpec
     train_x: torch.Tensor
-    train_y: torch.Tensor | BoxTargets
+    train_y: Targets
     test_x: torch.Tensor
-    test_y: torch.Tensor | BoxTargets
+    test_y: Targets
     train_parties: torch.Tensor | None = None
 
 

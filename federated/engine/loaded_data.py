@@ -3,19 +3,16 @@
 A sweep's trials run one after another in the same Ray actor when actors are reused
 (study/tune/tuners.py), and they read the same data set: the second trial takes the
 decoded :class:`~federated.data.ImageData` the first one loaded instead of reading and
-decoding the files again.  Folders and ``hf:`` data sets are held by their own loaders,
+decoding the files again.  Every data set is held in the one memory cache
+(:mod:`federated.data.memory_cache`): folders and ``hf:`` data sets by their loaders,
 keyed by their content and every setting of the load (the party field of a natural
-partition among them), so a changed folder is read again; a built-in data set is held
-here, keyed by its name, its resolved data folder and that folder's modification time.
-One built-in data set is held at a time (a worker that moves to another drops the
-first).  Runs only read it: on the CPU a run gathers its batches from these tensors
-themselves; on an accelerator it copies the rows it uses to the device
-(:mod:`federated.engine.party_data`).
+partition among them), so a changed folder is read again; a built-in data set here,
+keyed by its name, its resolved data folder and that folder's modification time.  Runs
+only read it: on the CPU a run gathers its batches from these tensors themselves; on an
+accelerator it copies the rows it uses to the device (:mod:`federated.engine.party_data`).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from federated.config.run_config import RunConfig
 from federated.data import ImageData
@@ -23,8 +20,7 @@ from federated.data.folder_layout import is_folder_dataset
 from federated.data.hub_dataset import is_hub_dataset
 from federated.data.image_data import resolve_data_root
 from federated.data.loading import load_run_data
-
-_HELD: dict[tuple[Any, ...], ImageData] = {}
+from federated.data.memory_cache import held, hold
 
 
 def source_fingerprint(config: RunConfig) -> str:
@@ -45,12 +41,9 @@ def run_data(config: RunConfig) -> ImageData:
         # (the party field among them): one cache, the loader's
         return load_run_data(config)
     key = (
+        "built-in",
         config.dataset,
         str(resolve_data_root(config.data_root)),
         source_fingerprint(config),
     )
-    data = _HELD.get(key)
-    if data is None:
-        _HELD.clear()  # one data set at a time: a worker's memory holds one
-        data = _HELD[key] = load_run_data(config)
-    return data
+    return held(key) or hold(key, load_run_data(config))

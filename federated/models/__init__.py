@@ -4,27 +4,26 @@ data's task trains (:attr:`federated.tasks.base.Task.model_family`,
 
 For classification and score data (:data:`ENCODER_HEAD`, a :class:`FedConModel`) ``name``
 is a built-in encoder (:data:`MODELS`) or an import path (``package.module:factory``,
-``torchvision:NAME``; :mod:`federated.models.import_path`); for detection data a detector
-(:data:`~federated.models.detection.DETECTORS`); another task's family names its own.
+``torchvision:NAME``; :mod:`federated.models.import_path`); every other kind's family
+lives in its own package (``federated/tasks/<kind>/models.py``) and names its own models.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from federated.data.catalog import DatasetSpec
+from federated.data.kind_parts import imported, kind_parts
 from federated.models.cnn_transformer import CNNTransformer
-from federated.models.detection import DETECTORS, is_detector
 from federated.models.family import ModelFamily
 from federated.models.fedcon import FedConModel, ModelOutput
 from federated.models.import_path import ModelError, ModelSpec, build_encoder, is_import_path
 from federated.models.resnet import RESNET50_FEATURES, cifar_resnet50
 from federated.models.simple_cnn import SimpleCNN, SimpleCNNBN
-from federated.registry import TASK_PATHS, load_method
+from federated.registry import load_method
 
 
 def _simple_cnn(spec: DatasetSpec) -> tuple[nn.Module, int]:
@@ -69,23 +68,17 @@ def _encoder_and_head(
 ENCODER_HEAD = ModelFamily("an encoder and a head", MODELS, _encoder_and_head, import_paths=True)
 
 
-def _imported(path: str) -> ModelFamily:
-    module, _, attribute = path.partition(":")
-    return getattr(importlib.import_module(module), attribute)
-
-
 def model_family(spec: DatasetSpec) -> ModelFamily:
     """The family of networks data ``spec`` train: its task's
     (:attr:`~federated.tasks.base.Task.model_family`, imported by path: the tasks import
     this package)."""
-    return _imported(load_method("task", spec.task).model_family)
+    return imported(load_method("task", spec.task).model_family)
 
 
 def model_families() -> tuple[ModelFamily, ...]:
     """Every registered task's family, each once (:data:`federated.registry.TASK_PATHS`
     order)."""
-    paths = dict.fromkeys(load_method("task", name).model_family for name in TASK_PATHS)
-    return tuple(_imported(path) for path in paths)
+    return kind_parts("model_family")
 
 
 def build_model(
@@ -125,7 +118,6 @@ def check_model(name: str, spec: DatasetSpec) -> None:
 
 
 __all__ = [
-    "DETECTORS",
     "ENCODER_HEAD",
     "MODELS",
     "FedConModel",
@@ -135,7 +127,6 @@ __all__ = [
     "ModelSpec",
     "build_model",
     "check_model",
-    "is_detector",
     "is_import_path",
     "model_families",
     "model_family",

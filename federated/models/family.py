@@ -4,8 +4,8 @@ A task says which family its models belong to (:attr:`federated.tasks.base.Task.
 an import path to a :class:`ModelFamily`): classification and score tasks train an
 encoder and a head (:class:`~federated.models.fedcon.FedConModel`, named models or any
 import-path encoder), detection a detector that computes its own loss
-(:mod:`federated.models.detection`), segmentation a dense-prediction network
-(:mod:`federated.models.segmentation`).  :func:`federated.models.build_model` builds the
+(:mod:`federated.tasks.detection.models`), segmentation a dense-prediction network
+(:mod:`federated.tasks.segmentation.models`).  :func:`federated.models.build_model` builds the
 name in the data's task's family, and the config refuses a name from another family in
 one line listing the family's own.
 """
@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
 from federated.data.catalog import DatasetSpec
 from federated.models.import_path import ModelError
+
+if TYPE_CHECKING:
+    from federated.models.pretrained_start import StartMapping
 
 #: (name, data spec, head width, MOON's out_dim, projection head on) -> a fresh model
 FamilyBuilder = Callable[[str, DatasetSpec, int, int, bool], nn.Module]
@@ -36,12 +39,15 @@ class ModelFamily:
         builder: builds one of them (or an import path, where ``import_paths``).
         import_paths: whether ``package.module:factory`` and ``torchvision:NAME`` name
             models of this family (an encoder under a head).
+        start: how a pretrained start maps onto its models (a detector's weight
+            layout); None: as an encoder under a head.
     """
 
     kind: str
     names: Mapping[str, Any]
     builder: FamilyBuilder
     import_paths: bool = False
+    start: StartMapping | None = None
 
     def allowed(self) -> str:
         """The names a model field may take, in words."""

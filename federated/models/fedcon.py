@@ -23,6 +23,19 @@ class ModelOutput(NamedTuple):
     logits: torch.Tensor  # (B, n_classes)
 
 
+def projection_head_of(feature_dim: int, out_dim: int, enabled: bool) -> nn.Module:
+    """MOON's projection head over ``feature_dim`` features: Linear, ReLU, Linear to
+    ``out_dim`` (drawn from torch's RNG, in that order); the identity when not
+    ``enabled``.  Every family's models carry it under the name ``head``."""
+    if not enabled:
+        return nn.Identity()
+    return nn.Sequential(
+        nn.Linear(feature_dim, feature_dim),
+        nn.ReLU(inplace=True),
+        nn.Linear(feature_dim, out_dim),
+    )
+
+
 class FedConModel(nn.Module):
     """Encoder + optional projection head + output layer."""
 
@@ -36,16 +49,8 @@ class FedConModel(nn.Module):
     ) -> None:
         super().__init__()
         self.encoder = encoder
-        if projection_head:
-            self.head: nn.Module = nn.Sequential(
-                nn.Linear(feature_dim, feature_dim),
-                nn.ReLU(inplace=True),
-                nn.Linear(feature_dim, out_dim),
-            )
-            rep_dim = out_dim
-        else:
-            self.head = nn.Identity()
-            rep_dim = feature_dim
+        self.head = projection_head_of(feature_dim, out_dim, projection_head)
+        rep_dim = out_dim if projection_head else feature_dim
         self.classifier = nn.Linear(rep_dim, n_classes)
 
     def forward(self, x: torch.Tensor) -> ModelOutput:

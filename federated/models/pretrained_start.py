@@ -9,8 +9,9 @@
 * ``fedsweep:NAME``, a start shipped with fedsweep (``federated/models/starts/NAME.pt``,
   made by ``examples/pretrain_start.py``);
 * ``torchvision:WEIGHTS`` (``DEFAULT``, ``IMAGENET1K_V1``, ...), the named weights of the
-  run's ``model=torchvision:ARCH``, or of a torchvision detector (its COCO weights or its
-  backbone's ImageNet ones, :mod:`federated.models.detector_weights`), read from the torch cache
+  run's ``model=torchvision:ARCH``, or of another family's model as the family maps it
+  (a torchvision detector's COCO weights or its backbone's ImageNet ones:
+  :attr:`~federated.models.family.ModelFamily.start`), read from the torch cache
   (``$TORCH_HOME/hub/checkpoints``, default ``~/.cache/torch/hub/checkpoints``) and
   downloaded into it where they are missing and the machine is online.
 
@@ -27,9 +28,12 @@ their ImageNet classifier is dropped (fedsweep's output layer replaces it) and t
 layers fedsweep adapts to the data (a first convolution for other channels, the CIFAR
 stem on small images) keep their fresh initialisation, named in the same notice, except a
 grey-scale first convolution of the same kernel, which takes the RGB kernels' sum.
-A detector's start (any kind) may differ from the model in its class layers (another
-class count: COCO's 91 against the task's), which then stay fresh, named in the notice;
-a backbone's weights leave every layer outside the backbone fresh, named by module.
+A family with a weight layout of its own names its tensors itself
+(:attr:`~federated.models.family.ModelFamily.start`, e.g.
+:mod:`federated.tasks.detection.start`): its class layers may then differ from the
+model's (another class count: COCO's 91 against the task's), which stay fresh, named in
+the notice; a backbone's weights leave every layer outside the backbone fresh, named by
+module.
 
 Applying a start draws no random numbers: the model is built from the run's ``init``
 stream exactly as without a start, then the matched tensors are copied in, so every other
@@ -45,21 +49,12 @@ import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 
 from federated.cli.error_reason import error_reason
-from federated.models.detection import is_detector
-from federated.models.detector_weights import (
-    BACKBONE_BODY,
-    DETECTOR_PREFIX,
-    DetectorWeightsError,
-    backbone_tensors,
-    class_layers,
-    detector_weights,
-    is_backbone_weights,
-)
 from federated.models.import_path import TORCHVISION_PREFIX
 from federated.runtime.atomic_file import atomic_open
 
@@ -106,6 +101,20 @@ class StartWeights:
     adapted: frozenset[str] = frozenset()
     class_layers: frozenset[str] = frozenset()
     covers: str = ""
+
+
+class StartMapping(Protocol):
+    """How a pretrained start meets a family's models where the encoder-and-head reading
+    (:mod:`federated.models.pretrained_start`) does not fit: a detector's weight layout."""
+
+    def named_weights(self, wanted: str, model: str) -> Any:
+        """The torchvision weights enum member ``wanted`` (``DEFAULT`` ...) names for
+        ``model``; :class:`~federated.models.pretrained_start.StartError` else."""
+
+    def weights(
+        self, init: str, model: str, tensors: dict[str, torch.Tensor], path: Path
+    ) -> StartWeights:
+        """Start ``init``'s ``tensors`` (read from ``path``), named as ``model`` names them."""
 
 
 @dataclass(frozen=True)
@@ -266,8 +275,9 @@ def start_weights(init: str, model: str) -> StartWeights:
     where the start is an encoder's); :class:`StartError` where they cannot be read."""
     path = start_file(init, model)
     tensors = read_state_dict(path)
-    if is_detector(model):
-        return _detector_start(init, model, tensors, path)
+    own = _family_start(model)
+    if own is not None:
+        return own.weights(init, model, tensors, path)
     if start_kind(init) == "torchvision":
         arch = model[len(TORCHVISION_PREFIX) :]
         classifier = _torchvision_classifier(arch)
@@ -283,26 +293,12 @@ def start_weights(init: str, model: str) -> StartWeights:
     return StartWeights({ENCODER_PREFIX + k: v for k, v in tensors.items()}, path, True)
 
 
-def _detector_start(
-    init: str, model: str, tensors: dict[str, torch.Tensor], path: Path
-) -> StartWeights:
-    """A detector's start: a fedsweep detector's state dict (``detector.*``, ``head.*``),
-    a bare torchvision detector's (named as torchvision names it: ``detector.`` added),
-    or a backbone's ImageNet weights (renamed into the backbone's body)."""
-    classes = class_layers(model)
-    if start_kind(init) == "torchvision" and is_backbone_weights(
-        _torchvision_weights(init, model), model
-    ):
-        return StartWeights(
-            backbone_tensors(tensors, model),
-            path,
-            encoder_only=False,
-            class_layers=classes,
-            covers=BACKBONE_BODY,
-        )
-    if not any(k.startswith((DETECTOR_PREFIX, *HEAD_PREFIXES)) for k in tensors):
-        tensors = {DETECTOR_PREFIX + k: v for k, v in tensors.items()}
-    return StartWeights(tensors, path, encoder_only=False, class_layers=classes)
+def _family_start(model: str) -> StartMapping | None:
+    """The start mapping of the family whose model ``model`` is, where it declares its
+    own (a detector's); None: an encoder under a head."""
+    from federated.models import model_families  # the kinds' families import this module
+
+    return next((f.start for f in model_families() if model in f.names and f.start), None)
 
 
 # ------------------------------------------------------------------------ matching
@@ -428,11 +424,9 @@ def _torchvision_weights(init: str, model: str):
     import torchvision.models
 
     wanted = init[len(TORCHVISION_PREFIX) :]
-    if is_detector(model):
-        try:
-            return detector_weights(wanted, model)
-        except DetectorWeightsError as err:
-            raise StartError(str(err)) from None
+    own = _family_start(model)
+    if own is not None:
+        return own.named_weights(wanted, model)
     if not model.startswith(TORCHVISION_PREFIX):
         raise StartError(
             f"named torchvision weights need model=torchvision:ARCH (the model is {model})"

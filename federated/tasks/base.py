@@ -42,6 +42,7 @@ from federated.registry import load_method
 
 if TYPE_CHECKING:
     from federated.data import DatasetSpec, ImageData
+    from federated.data.image_data import Targets
 
 NAN = float("nan")
 
@@ -115,6 +116,9 @@ class Task(ABC):
     #: reader whether a ``folder:PATH`` is of its kind; None: its data are no folder
     #: layout of their own (class folders, a scores file)
     folder_reader: ClassVar[str | None] = None
+    #: how an ``hf:`` target column becomes its targets (import path of a
+    #: :class:`~federated.data.hub_column.HubColumn`); None: it reads no Hub data
+    hub_column: ClassVar[str | None] = None
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         self.params = params
@@ -125,6 +129,13 @@ class Task(ABC):
     def head_size(cls, spec: DatasetSpec) -> int:
         """Width of the model's head for the data ``spec``: one value per target."""
         return len(spec.target_names)
+
+    @classmethod
+    def target_groups(cls, targets: Targets) -> np.ndarray:
+        """What a fixed hold-out of ``targets`` (a data set without a test split) draws
+        within, one int per sample: one group by default (a plain seeded draw); the
+        class labels where the task has classes (a stratified draw)."""
+        return np.zeros(len(targets), dtype=np.int64)
 
     @classmethod
     def partition_groups(cls, data: ImageData) -> tuple[np.ndarray, int]:

@@ -1,4 +1,4 @@
-"""Starts for the detectors (:mod:`federated.models.detection`): which torchvision weights
+"""Starts for the detectors (:mod:`federated.tasks.detection.models`): which torchvision weights
 each one takes, how their tensors are named in fedsweep's model, and which layers hold
 one output per class.
 
@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 # fedsweep's name -> torchvision's builder (torchvision.models.detection); the one table
-# federated.models.detection builds its torchvision detectors from
+# federated.tasks.detection.models builds its torchvision detectors from
 TORCHVISION_DETECTORS = {
     "fasterrcnn-mobilenet-v3": "fasterrcnn_mobilenet_v3_large_fpn",
     "ssdlite320": "ssdlite320_mobilenet_v3_large",

@@ -1,7 +1,7 @@
 """Score tasks (image assessment): a score per image, and named attribute scores.
 
 Targets are float (N, T): the score, then the attributes (an image folder with a scores
-file, :mod:`federated.data.scores_file`); the head outputs T values.  The loss
+file, :mod:`federated.tasks.score.scores_file`); the head outputs T values.  The loss
 (``score_loss``) is the mean over the T targets of the squared error (``mse``, the
 default), the absolute error (``l1``) or the Huber loss (``huber``, quadratic within
 :data:`HUBER_DELTA` score units: a tenth of a 0..1 scale, linear beyond).  The metrics
@@ -11,7 +11,7 @@ correlation) and ``bin_acc``, the binary accuracy at ``score_threshold``: the sh
 of images whose prediction and score fall on the same side of it (both >= it, or both
 below).  Its columns say so (``test_bin_acc``, ``val_bin_acc``): ``acc`` is
 classification's top-1 accuracy; score runs written before recorded it as ``acc``
-(:data:`federated.contract.metrics.RENAMED_STEMS` reads them).
+(:data:`federated.tasks.written_before.RENAMED_STEMS` reads them).
 
 A score task has no classes: partitions group all samples as one (natural, IID and
 quantity partitions apply), and per-party outcomes come from the parties' own local
@@ -32,12 +32,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from federated.contract.builtin_tasks import SCORE_TASK
-from federated.contract.metrics import BINARY_ACCURACY, LOSS
+from federated.contract.metrics import LOSS
 from federated.data.folder_layout import folder_path, is_folder_dataset
-from federated.data.scores_file import SCORES_FILE, has_scores_file, read_scores
 from federated.params import ConfigError, MethodParams, describe, one_of
 from federated.tasks.base import Scores, Task, per_party_mean
+from federated.tasks.score.scores_file import SCORES_FILE, has_scores_file, read_scores
+from federated.tasks.score.spec import BINARY_ACCURACY, SPEC
 
 SCORE_LOSSES = ("mse", "l1", "huber")
 HUBER_DELTA = 0.1  # score units: a tenth of a 0..1 scale
@@ -72,8 +72,10 @@ class ScoreTask(Task):
     name = "score"
     targets = "score"
     Params = ScoreParams
-    contract = SCORE_TASK
-    metrics = SCORE_TASK.metrics
+    contract = SPEC
+    metrics = SPEC.metrics
+    folder_reader = "federated.tasks.score.reader:READER"
+    hub_column = "federated.tasks.score.hub_column:HUB_COLUMN"
     params: ScoreParams
 
     @classmethod

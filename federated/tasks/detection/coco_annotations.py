@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from federated.data.detection_annotations import (
+from federated.tasks.detection.annotations import (
     AnnotatedImage,
     DetectionDataError,
     check_degenerate,

@@ -46,7 +46,7 @@ from torch import nn
 
 from federated.data.catalog import DatasetSpec
 from federated.models.family import ModelFamily
-from federated.models.fedcon import ModelOutput
+from federated.models.fedcon import ModelOutput, projection_head_of
 from federated.models.import_path import ModelError
 
 # the small U-Net's channels per level (full size, 1/2, 1/4)
@@ -82,14 +82,7 @@ class SegmentationModel(nn.Module, ABC):
         super().__init__()
         self.encoder = encoder
         self.classifier = classifier
-        if projection_head:
-            self.head: nn.Module = nn.Sequential(
-                nn.Linear(feature_dim, feature_dim),
-                nn.ReLU(inplace=True),
-                nn.Linear(feature_dim, out_dim),
-            )
-        else:
-            self.head = nn.Identity()
+        self.head = projection_head_of(feature_dim, out_dim, projection_head)
 
     @abstractmethod
     def top(self, levels: Any) -> torch.Tensor:
@@ -257,5 +250,5 @@ def build_segmenter(
     return SEGMENTATION_MODELS[name](spec, classes, out_dim, projection_head)
 
 
-#: segmentation's family (:attr:`federated.tasks.segmentation.Segmentation.model_family`)
+#: segmentation's family (:attr:`federated.tasks.segmentation.task.Segmentation.model_family`)
 SEGMENTERS = ModelFamily("a segmentation network", SEGMENTATION_MODELS, build_segmenter)

@@ -1,43 +1,9 @@
-"""A segmentation folder: images and one mask each (a class per pixel) as an
-:class:`~federated.data.image_data.ImageData`, decoded once into the data root's cache.
-
-Layout (a ``folder:PATH`` is one when PATH holds both ``images/`` and ``masks/``)::
-
-    PATH/classes.json             a JSON list of class names: class i is the i-th
-                                  (or PATH/classes.txt: one name a line)
-    PATH/images/<stem>.<ext>      training images (.png, .jpg, .jpeg, .gif, .webp)
-    PATH/masks/<stem>.png         each image's mask: the same stem and size, one channel
-                                  (8-bit grey or palette PNG), each pixel's value its class
-                                  index, 255 = ignore (unlabelled: no loss, no metric)
-    PATH/test/images/, PATH/test/masks/   the test set (optional: else holdout_fraction)
-    PATH/parties.csv              optional: a header ``stem,<field>,...`` and one row per
-                                  training image; ``partition_by`` names a field
-
-The rules:
-
-* **one size**: images are resized to ``image_size`` ("H" or "HxW"; default the most
-  common size) by a plain resize (bilinear, antialiased), their masks to the same size by
-  nearest neighbour (:func:`~federated.data.mask_targets.resize_masks`: a class is never
-  blended with its neighbour's); grey-scale images beside RGB ones are repeated to three
-  channels, an alpha channel is dropped;
-* **test set**: ``test/``; without it, ``holdout_fraction`` of the training images (a
-  fixed draw, seed 0) becomes the test set; both, or neither, is an error;
-* **natural parties**: ``partition_by`` names a column of ``parties.csv`` (a site, a
-  scanner, a background); its values are the parties, sorted (numbers numerically), a
-  party under :data:`~federated.data.folder_layout.MIN_PARTY_IMAGES` training images is
-  left out, as for a detection folder's image field; every training image needs a value;
-* **cache**: ``<data root>/folder-cache/<path hash>-<key>.pt`` (``torch.load(
-  weights_only=True)``), the key hashing every file's relative path, size and
-  modification time, the classes and parties files' contents, the size and the hold-out;
-  masks are held as uint8 ``(N, H, W)`` (:mod:`federated.data.mask_targets`);
-* normalisation: the training images' per-channel mean and std; no random augmentation
-  (a crop or flip would have to move the masks too).
-
-Everything is parsed (``json.loads``, ``csv``), never executed; every problem is one
-:class:`SegmentationDataError` line naming the file, raised before anything is written:
-a missing mask or image, a mask of another size than its image, a mask that is not one
-channel, a pixel value beyond the classes, a malformed classes or parties file.
-"""
+"""A segmentation folder's layout, scanned and checked (nothing decoded): its classes,
+its images with their masks (by stem, sizes from the headers), the fields of
+``parties.csv`` and the content fingerprint (the layout and rules:
+:mod:`federated.tasks.segmentation.reader`).  Everything is parsed (``json.loads``,
+``csv``), never executed; every problem is one :class:`SegmentationDataError` line
+naming the file."""
 
 from __future__ import annotations
 
@@ -46,42 +12,12 @@ import hashlib
 import io
 import json
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-import torch
+from federated.data.folder_layout import FolderDataError
+from federated.tasks.segmentation.targets import IGNORE_INDEX, MAX_CLASSES
 
-from federated.data.folder_cache import FolderLoad, cache_entry_path, payload_spec, write_cache
-from federated.data.folder_decode import (
-    channel_stats,
-    check_decode_memory,
-    choose_size,
-    decode_files,
-    parse_image_size,
-    stack_resized,
-)
-from federated.data.folder_kinds import FolderReader
-from federated.data.folder_layout import MIN_PARTY_IMAGES, FolderDataError, ImageFile
-from federated.data.holdout_draw import holdout_split
-from federated.data.image_data import ImageData
-from federated.data.mask_targets import (
-    IGNORE_INDEX,
-    MAX_CLASSES,
-    MaskTargetsError,
-    check_mask_values,
-    class_pixel_counts,
-    resize_masks,
-)
-from federated.data.party_field import parties_by_value
-
-#: the data's task (DatasetSpec.task): federated/tasks/segmentation.py reads these targets
-SEGMENTATION_TASK = "segmentation"
-#: the model a segmentation folder names by default: the small network that trains at
-#: laptop speed (federated/models/segmentation.py)
-SEGMENTATION_DEFAULT_MODEL = "unet-tiny"
 CLASSES_JSON, CLASSES_TXT, PARTIES_FILE = "classes.json", "classes.txt", "parties.csv"
 IMAGES, MASKS, TEST = "images", "masks", "test"
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
@@ -89,10 +25,6 @@ MASK_SUFFIX = ".png"  # lossless: a JPEG would blur class indices into one anoth
 MASK_MODES = ("L", "P")  # one 8-bit channel: grey values or palette indices (VOC's)
 # the largest classes or parties file read (bytes): a listing, never megabytes of it
 MAX_LIST_BYTES = 64 * 2**20
-CACHE_FORMAT = 1
-MEMORY_ENTRIES = 2  # loaded folders kept in memory per process (sweep driver, trial)
-
-_memory: dict[tuple[str, str | None], ImageData] = {}  # (cache key, partition_by) -> data
 
 
 class SegmentationDataError(FolderDataError):
@@ -397,79 +329,10 @@ def scan_segmentation(root: str | os.PathLike) -> SegmentationLayout:
 
 
 # ------------------------------------------------------------------- loading
-def load_segmentation_folder(
-    root: Path,
-    image_size: str | None = None,
-    holdout_fraction: float | None = None,
-    data_root: str | os.PathLike | None = None,
-    partition_by: str | None = None,
-    *,
-    use_memory: bool = True,
-) -> FolderLoad:
-    """Load segmentation folder ``root`` (module docstring); every problem one
-    :class:`SegmentationDataError` line, raised before anything is written."""
-    start = time.perf_counter()
-    layout = scan_segmentation(root)
-    if layout.has_test and holdout_fraction is not None:
-        raise SegmentationDataError(
-            f"{layout.test_dir}: a test folder exists and holdout_fraction={holdout_fraction} "
-            "is set (allowed: one of the two)"
-        )
-    if not layout.has_test and holdout_fraction is None:
-        raise SegmentationDataError(
-            f"{layout.test_dir}: no such folder (add test/images/ and test/masks/, or hold out "
-            "part of the training images with holdout_fraction, e.g. --holdout-fraction 0.2)"
-        )
-    _check_partition_field(layout, partition_by)
-    size = (
-        parse_image_size(image_size)
-        if image_size
-        else choose_size([item.size for item in (*layout.train, *layout.test)])
-    )
-    key = _settings_key(layout.fingerprint, size, holdout_fraction)
-    cache_file = cache_entry_path(layout.root, key, data_root)
-    if use_memory and (key, partition_by) in _memory:
-        data = _memory[(key, partition_by)]
-        return FolderLoad(
-            data, layout.fingerprint, "memory", time.perf_counter() - start, cache_file
-        )
-    payload, source = _read_cache(cache_file, key), "disk cache"
-    if payload is None:
-        payload, source = _decode(layout, size, holdout_fraction, key), "decoded"
-    parties, party_names, left_out = _parties(layout, payload, partition_by)
-    if source == "decoded":
-        write_cache(cache_file, payload, SegmentationDataError)
-    data = _image_data(payload, f"folder:{layout.root}", parties, party_names, left_out)
-    if use_memory:
-        _memory[(key, partition_by)] = data
-        while len(_memory) > MEMORY_ENTRIES:
-            _memory.pop(next(iter(_memory)))
-    return FolderLoad(data, layout.fingerprint, source, time.perf_counter() - start, cache_file)
 
 
-def segmentation_identity(root: Path) -> dict[str, Any]:
-    """What a sweep's manifest records of a segmentation folder: its path, format,
-    content fingerprint, image counts, classes and the fields of ``parties.csv`` with
-    their number of distinct values."""
-    layout = scan_segmentation(root)
-    return {
-        "path": str(layout.root),
-        "format": "images+masks",
-        "fingerprint": layout.fingerprint,
-        "task": SEGMENTATION_TASK,
-        "train_images": len(layout.train),
-        "test_images": len(layout.test),
-        "classes": list(layout.class_names),
-        "party_fields": {
-            name: len(set(values) - {""}) for name, values in sorted(layout.fields.items())
-        },
-    }
-
-
-def _check_partition_field(layout: SegmentationLayout, partition_by: str | None) -> None:
+def check_partition_field(layout: SegmentationLayout, partition_by: str) -> None:
     """``partition_by`` is a field of ``parties.csv`` every training image has a value of."""
-    if partition_by is None:
-        return
     where = layout.root / PARTIES_FILE
     if not layout.fields:
         raise SegmentationDataError(
@@ -487,167 +350,3 @@ def _check_partition_field(layout: SegmentationLayout, partition_by: str | None)
                 f"{item.image}: no {partition_by} in {PARTIES_FILE} (allowed: every training "
                 f"image names its party under partition_by={partition_by})"
             )
-
-
-def _settings_key(fingerprint: str, size: tuple[int, int], holdout: float | None) -> str:
-    text = f"segmentation|{CACHE_FORMAT}|{fingerprint}|{size[0]}x{size[1]}|{holdout!r}"
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def read_mask(item: MaskedImage, n_classes: int) -> torch.Tensor:
-    """Image ``item``'s mask as uint8 (H, W) class indices, every value checked."""
-    from PIL import Image
-
-    try:
-        with Image.open(item.mask) as mask:
-            if mask.mode not in MASK_MODES:  # changed since the scan
-                raise SegmentationDataError(
-                    f"{item.mask}: a {mask.mode} image (allowed: one channel of class indices, "
-                    "an 8-bit grey or palette PNG)"
-                )
-            # a palette PNG's array is its palette indices: VOC's masks are stored so
-            values = np.array(mask, dtype=np.uint8)
-    except OSError as err:
-        raise SegmentationDataError(f"{item.mask}: not a readable image ({err})") from None
-    try:
-        check_mask_values(values, n_classes, str(item.mask))
-    except MaskTargetsError as err:
-        raise SegmentationDataError(str(err)) from None
-    return torch.from_numpy(values)
-
-
-def _decode(
-    layout: SegmentationLayout, size: tuple[int, int], holdout: float | None, key: str
-) -> dict[str, Any]:
-    items = (*layout.train, *layout.test)
-    n_classes = len(layout.class_names)
-    # masks first: a bad pixel value is refused before any image is decoded
-    masks = torch.stack([resize_masks(read_mask(item, n_classes), size) for item in items])
-    files = [ImageFile(str(item.image), -1, -1, 0, 0) for item in items]
-    check_decode_memory(layout.root, files, f"{size[0]}x{size[1]}")
-    decoded = decode_files(files)
-    if any(im.shape[0] == 3 for im in decoded):  # grey beside RGB: three channels each
-        decoded = [im.expand(3, -1, -1) if im.shape[0] == 1 else im for im in decoded]
-    x = stack_resized(decoded, size)
-    n_train = len(layout.train)
-    train, test = np.arange(n_train), np.arange(n_train, len(items))
-    if holdout is not None:
-        keep, held = holdout_split(np.zeros(n_train, dtype=np.int64), holdout)
-        if len(held) == 0:
-            raise SegmentationDataError(
-                f"{layout.root / IMAGES}: holdout_fraction={holdout} holds out no image "
-                "(allowed: a fraction that leaves at least one test image)"
-            )
-        train, test = keep, held
-    mean, std = channel_stats(x[train])
-    return {
-        "format": CACHE_FORMAT,
-        "key": key,
-        "train_x": x[train].contiguous(),
-        "train_y": masks[train].contiguous(),
-        "test_x": x[test].contiguous(),
-        "test_y": masks[test].contiguous(),
-        "class_names": list(layout.class_names),
-        "fields": {name: [values[i] for i in train] for name, values in layout.fields.items()},
-        "mean": list(mean),
-        "std": list(std),
-    }
-
-
-def _parties(
-    layout: SegmentationLayout, payload: dict[str, Any], partition_by: str | None
-) -> tuple[torch.Tensor | None, list[str], list[tuple[str, int]]]:
-    """Each kept training image's party under ``partition_by`` (-1: a party left out),
-    the parties' names and the values left out (with their image counts)."""
-    if partition_by is None:
-        return None, [], []
-    parties, names, left_out = parties_by_value(
-        np.array(payload["fields"][partition_by], dtype=object)
-    )
-    if len(names) < 2:
-        raise SegmentationDataError(
-            f"{layout.root / PARTIES_FILE}: field {partition_by!r} gives {len(names)} parties "
-            f"of at least {MIN_PARTY_IMAGES} training images (allowed: at least 2)"
-        )
-    return parties, names, left_out
-
-
-def _image_data(
-    payload: dict[str, Any],
-    name: str,
-    parties: torch.Tensor | None,
-    party_names: list[str],
-    left_out: list[tuple[str, int]],
-) -> ImageData:
-    spec = payload_spec(
-        payload,
-        name=name,
-        task=SEGMENTATION_TASK,
-        default_model=SEGMENTATION_DEFAULT_MODEL,
-        party_names=party_names,
-        left_out_parties=left_out,
-    )
-    train_x = payload["train_x"]
-    return ImageData(
-        spec, train_x, payload["train_y"], payload["test_x"], payload["test_y"], parties
-    )
-
-
-def train_pixels_per_class(data: ImageData) -> list[int]:
-    """The training masks' pixels of each class (ignored pixels left out)."""
-    return [int(v) for v in class_pixel_counts(data.train_y, data.spec.n_classes)]
-
-
-# ---------------------------------------------------------------------- cache
-def _read_cache(path: Path, key: str) -> dict[str, Any] | None:
-    """The cache entry at ``path`` when it is this key's and whole, else None (decode
-    again: a truncated, foreign or damaged file is never a traceback later)."""
-    if not path.is_file():
-        return None
-    try:
-        payload = torch.load(path, weights_only=True)
-        ok = (
-            isinstance(payload, dict)
-            and payload.get("key") == key
-            and payload.get("format") == CACHE_FORMAT
-            and _payload_ok(payload)
-        )
-    except Exception:  # an unreadable or foreign file
-        return None
-    return payload if ok else None
-
-
-def _payload_ok(payload: dict[str, Any]) -> bool:
-    x, test_x = payload.get("train_x"), payload.get("test_x")
-    y, test_y = payload.get("train_y"), payload.get("test_y")
-    if not all(isinstance(t, torch.Tensor) for t in (x, test_x, y, test_y)):
-        return False
-    fields = payload.get("fields")
-    return (
-        x.dtype == torch.uint8 == test_x.dtype == y.dtype == test_y.dtype
-        and x.ndim == 4 == test_x.ndim
-        and y.ndim == 3 == test_y.ndim
-        and x.shape[1:] == test_x.shape[1:]
-        and tuple(y.shape) == (x.shape[0], *x.shape[2:])
-        and tuple(test_y.shape) == (test_x.shape[0], *test_x.shape[2:])
-        and isinstance(payload.get("class_names"), list)
-        and isinstance(fields, dict)
-        and all(isinstance(v, list) and len(v) == len(x) for v in fields.values())
-        and all(
-            isinstance(payload.get(k), list) and len(payload[k]) == x.shape[1]
-            for k in ("mean", "std")
-        )
-    )
-
-
-# ---------------------------------------------------------------------- reader
-READER = FolderReader(
-    name=SEGMENTATION_TASK,
-    recognises=is_segmentation_folder,
-    load=load_segmentation_folder,
-    identity=segmentation_identity,
-    natural_parties=(
-        "a column of parties.csv: partition=natural with partition_by=FIELD, e.g. a site's id"
-    ),
-    party_field="a column of parties.csv",
-)

@@ -1,7 +1,8 @@
 """Finding a detection folder's annotations and images, checked, before anything is decoded.
 
 A ``folder:PATH`` data set is a detection folder when PATH holds one of two layouts
-(:mod:`federated.data.coco_annotations`, :mod:`federated.data.street_annotations`)::
+(:mod:`~federated.tasks.detection.coco_annotations`,
+:mod:`~federated.tasks.detection.street_annotations`)::
 
     COCO-style                          Street (the release's own files)
     PATH/annotations/train.json         PATH/train_label.json
@@ -10,7 +11,7 @@ A ``folder:PATH`` data set is a detection folder when PATH holds one of two layo
 
 Both at once is refused (which would be read is not obvious).  The scan reads the
 annotation files and every listed image's header (its pixel size, nothing decoded) and
-refuses, in one :class:`~federated.data.detection_annotations.DetectionDataError` line naming
+refuses, in one :class:`~federated.tasks.detection.annotations.DetectionDataError` line naming
 the file and the entry: malformed, non-UTF-8 or oversized JSON, an unknown category, a
 duplicate id or image, a missing or unreadable image, a declared size that is not the
 file's, an empty box or one outside its image, and a training set without any box.
@@ -25,14 +26,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from federated.data.coco_annotations import COCO_TEST, COCO_TRAIN, is_coco_folder, read_coco_split
-from federated.data.detection_annotations import (
+from federated.data.folder_decode import check_decode_size, header_shape
+from federated.tasks.detection.annotations import (
     AnnotatedImage,
     DetectionDataError,
     check_box_inside,
 )
-from federated.data.folder_decode import check_decode_size, header_shape
-from federated.data.street_annotations import (
+from federated.tasks.detection.coco_annotations import (
+    COCO_TEST,
+    COCO_TRAIN,
+    is_coco_folder,
+    read_coco_split,
+)
+from federated.tasks.detection.street_annotations import (
     STREET_CLASSES_FILE,
     STREET_TEST,
     STREET_TRAIN,

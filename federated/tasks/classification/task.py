@@ -18,8 +18,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from federated.contract.builtin_tasks import CLASSIFICATION_TASK
 from federated.tasks.base import Scores, Task, per_party_mean
+from federated.tasks.classification.spec import SPEC
 
 if TYPE_CHECKING:
     from federated.data import DatasetSpec, ImageData
@@ -27,18 +27,25 @@ if TYPE_CHECKING:
 
 class Classification(Task):
     name = "classification"
-    contract = CLASSIFICATION_TASK
-    metrics = CLASSIFICATION_TASK.metrics
+    contract = SPEC
+    metrics = SPEC.metrics
     has_classes = True
+    folder_reader = "federated.tasks.classification.reader:READER"
+    hub_column = "federated.tasks.classification.hub_column:HUB_COLUMN"
 
     @classmethod
     def head_size(cls, spec: DatasetSpec) -> int:
         return spec.n_classes
 
     @classmethod
+    def target_groups(cls, targets: torch.Tensor) -> np.ndarray:
+        """The class labels: a hold-out is stratified by class."""
+        return targets.numpy()
+
+    @classmethod
     def partition_groups(cls, data: ImageData) -> tuple[np.ndarray, int]:
         """The class labels: every partition (Dirichlet, k labels ...) applies."""
-        return data.train_y.numpy(), data.spec.n_classes
+        return cls.target_groups(data.train_y), data.spec.n_classes
 
     def per_sample_loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(outputs, targets, reduction="none")

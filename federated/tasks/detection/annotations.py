@@ -1,5 +1,5 @@
-"""What the detection readers (:mod:`federated.data.coco_annotations`,
-:mod:`federated.data.street_annotations`) hand over, and the rules they share.
+"""What the detection readers (:mod:`federated.tasks.detection.coco_annotations`,
+:mod:`federated.tasks.detection.street_annotations`) hand over, and the rules they share.
 
 A reader turns an annotation file into :class:`AnnotatedImage` records: the image file,
 its boxes as pixel ``[x1, y1, x2, y2]`` of the original image, their class indices and the

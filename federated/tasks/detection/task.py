@@ -1,13 +1,13 @@
 """Object detection: boxes per image, the detector's own loss, COCO's average precision.
 
-Targets are :class:`~federated.data.box_targets.BoxTargets` (ragged: any number of boxes
+Targets are :class:`~federated.tasks.detection.targets.BoxTargets` (ragged: any number of boxes
 per image, none included), taken for a batch by index (:meth:`Detection.take_targets`).
-The model is a detector (:mod:`federated.models.detection`): in training it is given the
+The model is a detector (:mod:`federated.tasks.detection.models`): in training it is given the
 batch's boxes and returns its own loss components (Faster R-CNN's classifier, box
 regression, objectness and RPN box terms; FCOS's classification, box and centre-ness
 terms), and the loss is their sum, the supervised part of every method's objective.
 
-Metrics (:mod:`federated.tasks.average_precision`, pycocotools): ``map50``, mAP at IoU
+Metrics (:mod:`federated.tasks.detection.average_precision`, pycocotools): ``map50``, mAP at IoU
 0.5 (the primary metric: the Street paper's), ``map``, COCO's mAP@[.5:.95], and per
 class AP at IoU 0.5 (``ap50/<class>`` columns of the test set and of validation), all
 with COCO's 101-point interpolation.  A detector computes its loss only from training
@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from federated.contract.builtin_tasks import DETECTION_TASK
-from federated.data.box_targets import BoxTargets
 from federated.models.fedcon import ModelOutput
 from federated.params import MethodParams
-from federated.tasks.average_precision import ImageBoxes, average_precision
 from federated.tasks.base import Scores, Task
+from federated.tasks.detection.average_precision import ImageBoxes, average_precision
+from federated.tasks.detection.spec import SPEC
+from federated.tasks.detection.targets import BoxTargets
 
 if TYPE_CHECKING:
     from federated.data import DatasetSpec, ImageData
@@ -49,12 +49,12 @@ CLASS_AP = "ap50"
 class Detection(Task):
     name = "detection"
     targets = "detection"
-    contract = DETECTION_TASK
-    metrics = DETECTION_TASK.metrics
+    contract = SPEC
+    metrics = SPEC.metrics
     targets_in_pixels = True
     evaluates_loss = False
-    model_family = "federated.models.detection:DETECTOR_FAMILY"
-    folder_reader = "federated.data.detection_folder:READER"
+    model_family = "federated.tasks.detection.models:DETECTOR_FAMILY"
+    folder_reader = "federated.tasks.detection.reader:READER"
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         super().__init__(params, spec)

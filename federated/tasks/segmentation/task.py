@@ -1,9 +1,9 @@
 """Semantic segmentation: a class per pixel, pixel cross-entropy, IoU from a confusion matrix.
 
-Targets are masks (:mod:`federated.data.mask_targets`): held as uint8 ``(N, H, W)``, a
+Targets are masks (:mod:`federated.tasks.segmentation.targets`): held as uint8 ``(N, H, W)``, a
 batch's taken as int64 ``(B, H, W)`` (:meth:`Segmentation.take_targets`), each value a
 class index or 255 (unlabelled: no loss, no metric).  The model is a segmentation
-network (:mod:`federated.models.segmentation`) scoring every class at every pixel,
+network (:mod:`federated.tasks.segmentation.models`) scoring every class at every pixel,
 ``(B, C, H, W)``.
 
 **Loss**: pixel cross-entropy with ignore index 255.  One image's loss is the mean over
@@ -45,39 +45,21 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from federated.contract.metrics import FRACTION, LOSS, MetricSpec
-from federated.contract.task_spec import TaskSpec
-from federated.data.mask_targets import (
+from federated.contract.metrics import LOSS
+from federated.params import MethodParams
+from federated.tasks.base import Scores, Task, per_party_mean
+from federated.tasks.segmentation.spec import SEGMENTATION, SPEC
+from federated.tasks.segmentation.targets import (
     IGNORE_INDEX,
     class_pixel_counts,
     pixel_moving_augmentation,
     take_masks,
 )
-from federated.params import MethodParams
-from federated.tasks.base import Scores, Task, per_party_mean
 
 if TYPE_CHECKING:
     from federated.data import DatasetSpec, ImageData
 
 NAN = float("nan")
-SEGMENTATION = "segmentation"
-#: fractions in [0, 1], shown as percentages (segmentation papers' convention)
-SEGMENTATION_SPECS: tuple[MetricSpec, ...] = (
-    MetricSpec("miou", SEGMENTATION, True, "mIoU", "test mIoU", True, False, FRACTION),
-    MetricSpec("dice", SEGMENTATION, True, "mean Dice", "test mean Dice", True, False, FRACTION),
-    MetricSpec(
-        "pixel_acc",
-        SEGMENTATION,
-        True,
-        "pixel accuracy",
-        "test pixel accuracy",
-        True,
-        False,
-        FRACTION,
-    ),
-)
-#: the report's declaration: its per-class counts are pixels of each class
-SEGMENTATION_TASK = TaskSpec(SEGMENTATION, SEGMENTATION_SPECS, counted="pixels")
 #: the per-class columns' stem: ``test_iou/<class name>``
 CLASS_IOU = "iou"
 
@@ -85,11 +67,11 @@ CLASS_IOU = "iou"
 class Segmentation(Task):
     name = SEGMENTATION
     targets = SEGMENTATION
-    contract = SEGMENTATION_TASK
-    metrics = SEGMENTATION_TASK.metrics
+    contract = SPEC
+    metrics = SPEC.metrics
     targets_in_pixels = True
-    model_family = "federated.models.segmentation:SEGMENTERS"
-    folder_reader = "federated.data.segmentation_folder:READER"
+    model_family = "federated.tasks.segmentation.models:SEGMENTERS"
+    folder_reader = "federated.tasks.segmentation.reader:READER"
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         super().__init__(params, spec)

@@ -26,7 +26,7 @@ Every detector is built with ``weights=None, weights_backbone=None``: torchvisio
 builders otherwise download ImageNet weights.  A pretrained start is the run's ``init``
 (:mod:`federated.models.pretrained_start`): a state-dict file of the same detector, a
 shipped start, or torchvision's COCO or backbone weights from the torch cache
-(:mod:`federated.models.detector_weights`), copied into this same architecture.
+(:mod:`federated.tasks.detection.weights`), copied into this same architecture.
 Without backbone weights torchvision's detectors use trainable ``BatchNorm2d`` (running
 statistics and a ``num_batches_tracked`` counter are buffers of the state).
 """
@@ -42,10 +42,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from federated.data.catalog import DatasetSpec
-from federated.models.detector_weights import TORCHVISION_DETECTORS
 from federated.models.family import ModelFamily
-from federated.models.fedcon import ModelOutput
+from federated.models.fedcon import ModelOutput, projection_head_of
 from federated.models.import_path import ModelError
+from federated.tasks.detection.start import DETECTOR_START
+from federated.tasks.detection.weights import TORCHVISION_DETECTORS
 
 # the small FCOS: channels of its two feature levels (GroupNorm in FCOS's head needs a
 # multiple of 32) and its levels' strides in pixels
@@ -161,14 +162,7 @@ class DetectionModel(nn.Module):
         # the backbone's output is kept as it passes (one backbone pass per batch)
         detector.backbone.register_forward_hook(self._keep_top)
         feature_dim = self._feature_dim(spec)
-        if projection_head:
-            self.head: nn.Module = nn.Sequential(
-                nn.Linear(feature_dim, feature_dim),
-                nn.ReLU(inplace=True),
-                nn.Linear(feature_dim, out_dim),
-            )
-        else:
-            self.head = nn.Identity()
+        self.head = projection_head_of(feature_dim, out_dim, projection_head)
 
     def _keep_top(self, module: nn.Module, inputs: Any, output: Any) -> None:
         levels = list(output.values()) if isinstance(output, dict) else [output]
@@ -234,5 +228,5 @@ def build_detector(
     return DetectionModel(detector, spec, out_dim, projection_head)
 
 
-#: detection's family (:attr:`federated.tasks.detection.Detection.model_family`)
-DETECTOR_FAMILY = ModelFamily("a detector", DETECTORS, build_detector)
+#: detection's family (:attr:`federated.tasks.detection.task.Detection.model_family`)
+DETECTOR_FAMILY = ModelFamily("a detector", DETECTORS, build_detector, start=DETECTOR_START)
