@@ -530,3 +530,47 @@ def test_a_run_is_the_same_for_the_same_seed_and_another_for_another(tree, tmp_p
     other = _metrics(list(run_rounds(_config(tree, tmp_path, algorithm="moon", seed=1))))
     assert json.dumps(first) == json.dumps(second)  # NaN-aware, bit for bit
     assert json.dumps(first) != json.dumps(other)
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A small real PNG whose IHDR chunk is rewritten to declare ``width`` x ``height``
+    (its pixels stay few: a header that promises more than the file holds)."""
+    import io
+    import struct
+    import zlib
+
+    buffer = io.BytesIO()
+    Image.new("L", (4, 4)).save(buffer, format="PNG")
+    data = bytearray(buffer.getvalue())
+    body = b"IHDR" + struct.pack(">II", width, height) + bytes(data[24:29])
+    data[12:29] = body
+    data[29:33] = struct.pack(">I", zlib.crc32(body))
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        ("empty-image", "images/train003.png: an empty file (0 bytes; allowed: an image)"),
+        ("huge-image", "images/train003.png: 9000x9000 pixels (allowed: at most 67,108,864"),
+        ("huge-mask", "masks/train003.png: 20000x20000 pixels (allowed: at most 67,108,864"),
+        (
+            "jpeg-mask",
+            "masks/train003.png: its bytes are JPEG, not PNG (a lossy codec alters class labels",
+        ),
+    ],
+)
+def test_a_damaged_segmentation_file_is_one_line_naming_it(tmp_path, damage, words):
+    root = write_folder(tmp_path / "seg")
+    image, mask = root / "images" / "train003.png", root / "masks" / "train003.png"
+    if damage == "empty-image":
+        image.write_bytes(b"")
+    elif damage == "huge-image":
+        image.write_bytes(_png_header(9000, 9000))
+    elif damage == "huge-mask":
+        mask.write_bytes(_png_header(20000, 20000))
+    else:  # a JPEG under the mask's .png name
+        Image.open(mask).convert("L").save(mask, format="JPEG")
+    with pytest.raises(SegmentationDataError) as caught:
+        load_folder(f"folder:{root}", data_root=tmp_path / "data")
+    assert words in str(caught.value) and "\n" not in str(caught.value)

@@ -10,6 +10,7 @@ whose size differs from the target are resized with antialiasing (bilinear, torc
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from typing import BinaryIO
 
 import torch
 
+from federated.cli.error_reason import error_reason
 from federated.data.folder_layout import FolderDataError, ImageFile
 from federated.runtime.machine_memory import available_memory, gib
 
@@ -86,8 +88,13 @@ def decode_files(files: Sequence[ImageFile]) -> list[torch.Tensor]:
         try:
             image = decode_image(read_file(item.path), mode=ImageReadMode.UNCHANGED)
         except (RuntimeError, ValueError, OSError) as err:
-            reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
-            raise FolderDataError(f"{item.path}: not a readable image ({reason})") from None
+            if os.path.getsize(item.path) == 0:
+                raise FolderDataError(
+                    f"{item.path}: an empty file (0 bytes; allowed: an image)"
+                ) from None
+            raise FolderDataError(
+                f"{item.path}: not a readable image ({error_reason(err)})"
+            ) from None
         if image.ndim == 4:  # an animated GIF: its first frame
             image = image[0]
         if image.shape[0] in (2, 4):  # grey + alpha, RGB + alpha

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from federated.cli.error_reason import error_reason
 from federated.cli.hub_source import (
     HUB_PREFIX,
     HubSourceError,
@@ -165,9 +166,8 @@ def open_source(name: str) -> dict[str, Any]:
     except HubDataError:
         raise
     except Exception as err:  # DatasetNotFoundError, ConnectionError, arrow errors ...
-        text = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise HubDataError(
-            f"dataset {name!r} cannot be loaded ({type(err).__name__}: {text[:200]})"
+            f"dataset {name!r} cannot be loaded ({type(err).__name__}: {error_reason(err, '')})"
         ) from None
     return dict(loaded) if isinstance(loaded, ds.DatasetDict) else {"train": loaded}
 
@@ -276,7 +276,7 @@ def _targets(name: str, splits: dict[str, Any], label: str) -> tuple[HubColumn, 
 
 # ------------------------------------------------------------------------ images
 def _unreadable(name: str, split: str, row: int, err: BaseException) -> HubDataError:
-    reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+    reason = error_reason(err)
     return HubDataError(
         f"dataset {name!r}: split {split!r} row {row}: not a readable image ({reason})"
     )

@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from federated.cli.error_reason import error_reason
+from federated.data.folder_decode import declared_size, oversize
 from federated.data.folder_layout import FolderDataError
 from federated.tasks.segmentation.targets import IGNORE_INDEX, MAX_CLASSES
 
@@ -160,17 +162,32 @@ def _listing(folder: Path) -> list[os.DirEntry]:
         raise SegmentationDataError(f"{folder}: cannot be listed ({err.strerror or err})") from None
 
 
-def _header(path: Path) -> tuple[tuple[int, int], str]:
-    """(height, width) and Pillow's mode from the file's header (nothing decoded)."""
+def _header(path: Path, lossless: bool = False) -> tuple[tuple[int, int], str]:
+    """(height, width) and Pillow's mode from the file's header (nothing decoded); an
+    empty file, one beyond the decode limit and, with ``lossless`` (a mask), one whose
+    bytes are not PNG whatever its name are refused in one line naming it."""
     from PIL import Image, UnidentifiedImageError
 
+    if path.stat().st_size == 0:
+        raise SegmentationDataError(f"{path}: an empty file (0 bytes; allowed: an image)")
+    problem = oversize(declared_size(str(path)))
+    if problem:
+        raise SegmentationDataError(f"{path}: {problem}")
     try:
         with Image.open(path) as image:
             width, height = image.size
-            return (height, width), image.mode
+            written_as = image.format
+            mode = image.mode
     except (OSError, ValueError, UnidentifiedImageError, Image.DecompressionBombError) as err:
-        reason = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
-        raise SegmentationDataError(f"{path}: not a readable image ({reason})") from None
+        raise SegmentationDataError(f"{path}: not a readable image ({error_reason(err)})") from None
+    if lossless and written_as != "PNG":
+        # a lossy codec moves labels at class edges: JPEG altered 147 of 256 pixels of a
+        # mask in one check, which then trains on labels nobody drew
+        raise SegmentationDataError(
+            f"{path}: its bytes are {written_as}, not PNG (a lossy codec alters class labels; "
+            "allowed: masks saved as PNG)"
+        )
+    return (height, width), mode
 
 
 def _stat(path: Path) -> tuple[int, int]:
@@ -223,7 +240,7 @@ def scan_split(folder: Path) -> tuple[MaskedImage, ...]:
                 "the same stem)"
             )
         size, _ = _header(image)
-        mask_size, mode = _header(mask)
+        mask_size, mode = _header(mask, lossless=True)
         if mode not in MASK_MODES:
             raise SegmentationDataError(
                 f"{mask}: a {mode} image (allowed: one channel of class indices, an 8-bit grey "
