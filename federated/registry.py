@@ -57,6 +57,7 @@ TASK_PATHS: dict[str, str] = {
     "score": "federated.tasks.score:ScoreTask",
     "detection": "federated.tasks.detection:Detection",
     "segmentation": "federated.tasks.segmentation:Segmentation",
+    "multilabel": "federated.tasks.multilabel.task:MultiLabel",
 }
 
 KINDS = {

@@ -1,0 +1,215 @@
+"""Build a federated multi-label classification task from real Fashion-MNIST pixels, offline.
+
+    python examples/build_multilabel_task.py trees/fmnist-multilabel        # 32 x 32, 240 + 60
+    python examples/build_multilabel_task.py trees/fmnist-ml --sites 6 --objects 4
+    python examples/build_multilabel_task.py --help
+
+A multi-label folder (federated/tasks/multilabel/folder.py) whose every pixel is a real
+Fashion-MNIST pixel (read by fedsweep's own loader: Debian's dataset-fashion-mnist, else
+the data root; training images from Fashion-MNIST's training split, test images from its
+test split), made with the segmentation builder's pieces
+(examples/build_segmentation_task.py: the sites, their backgrounds, the pasting):
+
+- **labels**: four Fashion-MNIST classes, t-shirt (Fashion-MNIST 0), trouser (1),
+  sneaker (7), bag (8); an image's label set is the classes of the items it shows;
+- **items**: 1 to ``--objects`` items an image (default 3, at most 4), of distinct labels,
+  each in its own cell of a 2 x 2 grid (so no item hides another), scaled to 70-100% of
+  the cell, coloured (its grey levels shade a random colour) and pasted with its grey
+  level as opacity;
+- **backgrounds from other real images**: site k's are 2 x 2 mosaics of Fashion-MNIST
+  items of one class that is no label (pullover, dress, coat, sandal, shirt, ankle boot),
+  upsampled, dimmed to a third and tinted with the site's colour (input skew);
+- **parties by site**: ``labels.csv``'s ``site`` (0..K-1); each site draws its items'
+  labels from its own Dirichlet(``--alpha``) mix (label-set skew) and holds an unequal
+  number of training images (at least 12).  Test images come from every site alike.
+
+Written::
+
+    OUT/classes.json              ["t-shirt", "trouser", "sneaker", "bag"]
+    OUT/images/<stem>.png         RGB PNG
+    OUT/labels.csv                stem,labels,site: labels joined by ';'
+    OUT/test/images/, OUT/test/labels.csv (stem,labels)
+    OUT/build.json                the settings and each site's background, tint, label mix
+                                  and image count
+
+Everything is drawn from one seeded generator, so a seed gives the same tree.  The tree
+is written into a hidden temporary folder beside OUT and renamed to OUT at the end: OUT
+is complete or absent.  Bad input is one ``error:`` line, exit 2.  Train on it with
+``--dataset folder:OUT --partition natural --partition-by site``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+HERE = Path(__file__).resolve().parent
+for where in (HERE.parent, HERE):  # run as a script from a checkout
+    if str(where) not in sys.path:
+        sys.path.insert(0, str(where))
+
+from build_segmentation_task import (  # noqa: E402
+    BACKGROUND_CLASSES,
+    OBJECT_CLASSES,
+    BuildError,
+    Site,
+    _bounded,
+    background,
+    check_args,
+    fashion_items,
+    paste,
+    plan_sites,
+)
+
+from federated.cli.input_checks import OneLineParser  # noqa: E402
+from federated.runtime.atomic_file import atomic_folder  # noqa: E402
+
+#: the labels: the segmentation builder's object classes (label name -> Fashion-MNIST class)
+LABELS = OBJECT_CLASSES
+GRID = 2  # cells a side: an item each, none over another
+ITEM_SIDE = (0.7, 1.0)  # of the cell's side
+MIX_FLOOR = 1e-3  # added to a site's label mix: a draw of distinct labels needs every label
+
+
+def draw_image(
+    site: Site,
+    items: tuple[np.ndarray, np.ndarray],
+    pools: dict[int, np.ndarray],
+    args: argparse.Namespace,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """One image of ``site``, uint8 (size, size, 3), and its labels (sorted by label)."""
+    size = args.size
+    scene = background(site, items[0], pools[BACKGROUND_CLASSES[site.background]], size, rng)
+    count = int(rng.integers(1, args.objects + 1))
+    mix = np.asarray(site.class_mix) + MIX_FLOOR
+    chosen = rng.choice(len(LABELS), size=count, replace=False, p=mix / mix.sum())
+    cells = rng.choice(GRID * GRID, size=count, replace=False)
+    cell = size // GRID
+    unused = np.zeros((size, size), dtype=np.uint8)  # paste() also writes a mask
+    names = list(LABELS)
+    for label, place in zip(chosen, cells):
+        pool = pools[LABELS[names[label]]]
+        item = items[0][int(pool[rng.integers(len(pool))])]
+        side = max(2, round(cell * rng.uniform(*ITEM_SIDE)))
+        row, column = divmod(int(place), GRID)
+        left, top = (column * cell + int(rng.integers(0, cell - side + 1)),
+                     row * cell + int(rng.integers(0, cell - side + 1)))  # fmt: skip
+        paste(scene, unused, item, 1, (left, top, side), rng.uniform(110, 255, 3))
+    labels = tuple(names[k] for k in sorted(int(c) for c in chosen))
+    return np.clip(np.rint(scene), 0, 255).astype(np.uint8), labels
+
+
+def build(args: argparse.Namespace) -> int:
+    """Check everything, build into a temporary folder, rename it to OUT; returns the
+    number of images written."""
+    out = check_args(args)
+    items = fashion_items(args.data_root)
+    rng = np.random.default_rng(args.seed)
+    sites = plan_sites(args, rng)
+    plan = [("train", site) for site in sites for _ in range(site.train_images)]
+    plan += [("test", sites[int(rng.integers(len(sites)))]) for _ in range(args.test_images)]
+    with atomic_folder(out) as staging:
+        _write(staging, args, plan, sites, items, rng)
+    return len(plan)
+
+
+def _write(
+    staging: Path,
+    args: argparse.Namespace,
+    plan: list[tuple[str, Site]],
+    sites: list[Site],
+    items: dict[str, tuple[np.ndarray, np.ndarray]],
+    rng: np.random.Generator,
+) -> None:
+    """Every image of ``plan`` (in order: the stems are its positions), the labels files,
+    the classes and the build record, into ``staging``."""
+    for folder in ("images", "test/images"):
+        (staging / folder).mkdir(parents=True)
+    pools = {
+        split: {k: np.flatnonzero(labels == k) for k in range(10)}
+        for split, (_, labels) in items.items()
+    }
+    rows = {"train": ["stem,labels,site"], "test": ["stem,labels"]}
+    for number, (split, site) in enumerate(plan):
+        stem = f"{number:05d}"
+        pixels, labels = draw_image(site, items[split], pools[split], args, rng)
+        where = staging if split == "train" else staging / "test"
+        Image.fromarray(pixels, "RGB").save(where / "images" / f"{stem}.png")
+        site_cell = f",{site.index}" if split == "train" else ""
+        rows[split].append(f"{stem},{';'.join(labels)}{site_cell}")
+    for split, where in (("train", staging), ("test", staging / "test")):
+        (where / "labels.csv").write_text("\n".join(rows[split]) + "\n", encoding="utf-8")
+    (staging / "classes.json").write_text(json.dumps(list(LABELS)) + "\n", encoding="utf-8")
+    settings = {
+        "source": "Fashion-MNIST items pasted on mosaics of other Fashion-MNIST items",
+        **{k: getattr(args, k) for k in ("size", "train_images", "test_images", "sites")},
+        **{k: getattr(args, k) for k in ("objects", "alpha", "seed")},
+        "labels": {name: {"fashion_mnist_class": k} for name, k in LABELS.items()},
+        "site_list": [
+            {**asdict(site), "background_fashion_mnist_class": BACKGROUND_CLASSES[site.background]}
+            for site in sites
+        ],
+    }
+    (staging / "build.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = OneLineParser(
+        prog="build_multilabel_task.py",
+        description="Build a federated multi-label classification task (images, the set of "
+        "items each shows, parties by site) from real Fashion-MNIST pixels.",
+    )
+    parser.add_argument("out", metavar="OUT", help="the folder to create (must not exist)")
+    parser.add_argument(
+        "--size", type=_bounded(int, 16, 256), default=32, help="image side in pixels (default 32)"
+    )
+    parser.add_argument(
+        "--train-images", type=_bounded(int, 1, 100_000), default=240,
+        help="training images (default 240)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--test-images", type=_bounded(int, 1, 100_000), default=60,
+        help="test images (default 60)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sites", type=_bounded(int, 2, len(BACKGROUND_CLASSES)), default=4,
+        help=f"sites, the parties (default 4, at most {len(BACKGROUND_CLASSES)}: one "
+        "background class each)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--objects", type=_bounded(int, 1, GRID * GRID), default=3,
+        help=f"most items an image (default 3; at least 1, at most {GRID * GRID})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--alpha", type=_bounded(float, 0.01, 1000), default=0.5,
+        help="Dirichlet concentration of each site's label mix (smaller: more skewed; "
+        "default 0.5)",
+    )  # fmt: skip
+    parser.add_argument("--seed", type=_bounded(int, 0, 2**31 - 1), default=0, help="default 0")
+    parser.add_argument(
+        "--data-root", default=None,
+        help="where fedsweep looks for Fashion-MNIST besides Debian's dataset-fashion-mnist",
+    )  # fmt: skip
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        written = build(args)
+    except (BuildError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {written} images to {Path(args.out).expanduser().absolute()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
