@@ -37,7 +37,6 @@ MULTILABEL_TASK = TaskSpec(
     MULTILABEL,
     MULTILABEL_SPECS,
     reported_beside=(F1_MICRO,),
-    final_words="final mAP",
     reading_note=(
         " Multi-label classification reports the mean over labels of each label's average "
         "precision (mAP; a label without a positive image in a split is left out of its "
