@@ -4,7 +4,7 @@
     python examples/build_multilabel_task.py trees/fmnist-ml --sites 6 --objects 4
     python examples/build_multilabel_task.py --help
 
-A multi-label folder (federated/tasks/multilabel/folder.py) whose every pixel is a real
+A multi-label folder (federated/tasks/multilabel/reader.py) whose every pixel is a real
 Fashion-MNIST pixel (read by fedsweep's own loader: Debian's dataset-fashion-mnist, else
 the data root; training images from Fashion-MNIST's training split, test images from its
 test split), made with the segmentation builder's pieces

@@ -28,7 +28,7 @@ from federated.data.folder_kinds import folder_reader
 from federated.data.folder_layout import FolderDataError
 from federated.engine.round_loop import run_rounds
 from federated.params import ConfigError, NoParams
-from federated.tasks.multilabel.folder import READER
+from federated.tasks.multilabel.reader import READER
 from federated.tasks.multilabel.scores import f1_scores, label_average_precision
 from federated.tasks.multilabel.task import MultiLabel
 

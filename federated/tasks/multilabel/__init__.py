@@ -12,9 +12,10 @@ its task):
   party) and the scores AP needs, read back once;
 * :mod:`.task` — the task: multi-hot targets, binary cross-entropy on the logits, what
   partitions group by and what they count;
-* :mod:`.labels_file` and :mod:`.folder` — the folder layout (``images/`` and
-  ``labels.csv``), its checks, parties by a field, the decoded cache and the
-  :class:`~federated.data.folder_kinds.FolderReader` the task names.
+* :mod:`.labels_file`, :mod:`.layout` and :mod:`.reader` — the folder layout
+  (``images/`` and ``labels.csv``), its checks, parties by a field, the decoded cache and
+  the :class:`~federated.data.folder_kinds.FolderReader` the task names.
 
-The layout, the metrics and what was run: docs/multilabel.md.
+Imports nothing: the report reads :mod:`.spec` without torch.  The layout, the metrics
+and what was run: docs/multilabel.md.
 """

@@ -1,6 +1,6 @@
 """A multi-label folder's layout, read and checked without decoding a pixel.
 
-The layout and its rules: :mod:`federated.tasks.multilabel.folder`.  The scan lists
+The layout and its rules: :mod:`federated.tasks.multilabel.reader`.  The scan lists
 ``images/`` (and ``test/images/``), reads each image's size from its header, pairs every
 image with its row of ``labels.csv`` (:mod:`.labels_file`) and fingerprints what it read:
 every image's relative path, size and modification time, and the classes and labels

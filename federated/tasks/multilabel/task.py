@@ -43,7 +43,7 @@ class MultiLabel(Task):
     targets = MULTILABEL
     contract = MULTILABEL_TASK
     metrics = MULTILABEL_TASK.metrics
-    folder_reader = "federated.tasks.multilabel.folder:READER"
+    folder_reader = "federated.tasks.multilabel.reader:READER"
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         super().__init__(params, spec)
