@@ -125,6 +125,19 @@ def test_the_metrics_agree_with_scikit_learn_on_random_labels_with_ties():
     assert ours["f1_macro"] == pytest.approx(expected)
 
 
+def test_a_diverged_model_scores_nan_and_the_run_is_marked_diverged():
+    task = _task()
+    accumulator = task.accumulator()
+    logits = LOGITS.clone()
+    logits[1, 0] = float("nan")
+    accumulator.update(logits, TRUTH, None)
+    scores = accumulator.compute()
+    assert math.isnan(scores.values["ap/a"]) and scores.values["ap/b"] == pytest.approx(7 / 12)
+    assert math.isnan(scores.values["loss"]) and task.diverged(scores)
+    one = label_average_precision(np.array([[0.9], [0.1]]), np.array([[1], [0]]))
+    assert one.tolist() == [1.0]  # a single label: scikit-learn's scalar fills its place
+
+
 def test_the_loss_is_binary_cross_entropy_on_the_logits_and_a_batch_its_mean():
     task = _task()
     per_image = task.per_sample_loss(LOGITS, TRUTH)

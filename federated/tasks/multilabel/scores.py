@@ -25,18 +25,19 @@ NAN = float("nan")
 
 
 def label_average_precision(scores: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """Each label's AP, (L,) float64, NaN for a label without a positive image;
-    ``scores`` (N, L) any monotone score (logits or probabilities), ``truth`` (N, L) 0/1."""
+    """Each label's AP, (L,) float64, NaN for a label without a positive image and for
+    one with a non-finite score (a diverged model ranks nothing); ``scores`` (N, L) any
+    monotone score (logits or probabilities), ``truth`` (N, L) 0/1."""
     truth = np.asarray(truth) > 0.5
+    scores = np.asarray(scores, dtype=np.float64)
     ap = np.full(truth.shape[1], NAN)
-    positive = truth.any(axis=0)
-    if len(truth) and positive.any():
+    ranked = truth.any(axis=0) & np.isfinite(scores).all(axis=0)
+    if len(truth) and ranked.any():
         # scikit-learn imports in about a second: only multi-label trials pay it
         from sklearn.metrics import average_precision_score
 
-        ap[positive] = average_precision_score(
-            truth[:, positive], np.asarray(scores, dtype=np.float64)[:, positive], average=None
-        )
+        # one label's AP comes back as a number, several as an array: both fill ap[ranked]
+        ap[ranked] = average_precision_score(truth[:, ranked], scores[:, ranked], average=None)
     return ap
 
 
