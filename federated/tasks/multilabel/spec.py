@@ -33,7 +33,7 @@ MULTILABEL_SPECS: tuple[MetricSpec, ...] = (
 )
 
 #: the report's declaration: a partition counts, per party, the images carrying each label
-MULTILABEL_TASK = TaskSpec(
+SPEC = TaskSpec(
     MULTILABEL,
     MULTILABEL_SPECS,
     reported_beside=(F1_MICRO,),

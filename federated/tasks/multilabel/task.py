@@ -31,7 +31,7 @@ from federated.params import MethodParams
 from federated.tasks.base import Task
 from federated.tasks.multilabel.accumulator import MultiLabelAccumulator, per_image_loss
 from federated.tasks.multilabel.scores import NAN
-from federated.tasks.multilabel.spec import LABEL_AP, MULTILABEL, MULTILABEL_TASK
+from federated.tasks.multilabel.spec import LABEL_AP, MULTILABEL, SPEC
 from federated.tasks.multilabel.targets import images_per_label
 
 if TYPE_CHECKING:
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
 class MultiLabel(Task):
     name = MULTILABEL
     targets = MULTILABEL
-    contract = MULTILABEL_TASK
-    metrics = MULTILABEL_TASK.metrics
+    contract = SPEC
+    metrics = SPEC.metrics
     folder_reader = "federated.tasks.multilabel.reader:READER"
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
