@@ -106,58 +106,85 @@ def draw_image(
     return np.clip(np.rint(scene), 0, 255).astype(np.uint8), labels
 
 
+def plan_images(
+    args: argparse.Namespace, rng: np.random.Generator
+) -> tuple[list[Site], list[tuple[str, Site]]]:
+    """The sites, then every image's split and site in stem order: each site's training
+    images, then the test images, each from a site drawn at random."""
+    sites = plan_sites(args, rng)
+    train = [("train", site) for site in sites for _ in range(site.train_images)]
+    test = [("test", sites[int(rng.integers(len(sites)))]) for _ in range(args.test_images)]
+    return sites, train + test
+
+
 def build(args: argparse.Namespace) -> int:
     """Check everything, build into a temporary folder, rename it to OUT; returns the
     number of images written."""
     out = check_args(args)
     items = fashion_items(args.data_root)
     rng = np.random.default_rng(args.seed)
-    sites = plan_sites(args, rng)
-    plan = [("train", site) for site in sites for _ in range(site.train_images)]
-    plan += [("test", sites[int(rng.integers(len(sites)))]) for _ in range(args.test_images)]
+    sites, plan = plan_images(args, rng)
     with atomic_folder(out) as staging:
-        _write(staging, args, plan, sites, items, rng)
+        _write_images(staging, args, plan, items, rng)
+        _write_record(staging, args, sites)
     return len(plan)
 
 
-def _write(
+def _write_images(
     staging: Path,
     args: argparse.Namespace,
     plan: list[tuple[str, Site]],
-    sites: list[Site],
     items: dict[str, tuple[np.ndarray, np.ndarray]],
     rng: np.random.Generator,
 ) -> None:
-    """Every image of ``plan`` (in order: the stems are its positions), the labels files,
-    the classes and the build record, into ``staging``."""
-    for folder in ("images", "test/images"):
-        (staging / folder).mkdir(parents=True)
+    """Every image of ``plan`` (the stems are its positions) and each split's labels file."""
     pools = {
         split: {k: np.flatnonzero(labels == k) for k in range(10)}
         for split, (_, labels) in items.items()
     }
     rows = {"train": ["stem,labels,site"], "test": ["stem,labels"]}
+    folders = {"train": staging, "test": staging / "test"}
+    for folder in folders.values():
+        (folder / "images").mkdir(parents=True)
     for number, (split, site) in enumerate(plan):
-        stem = f"{number:05d}"
         pixels, labels = draw_image(site, items[split], pools[split], args, rng)
-        where = staging if split == "train" else staging / "test"
-        Image.fromarray(pixels, "RGB").save(where / "images" / f"{stem}.png")
-        site_cell = f",{site.index}" if split == "train" else ""
-        rows[split].append(f"{stem},{';'.join(labels)}{site_cell}")
-    for split, where in (("train", staging), ("test", staging / "test")):
-        (where / "labels.csv").write_text("\n".join(rows[split]) + "\n", encoding="utf-8")
+        Image.fromarray(pixels, "RGB").save(folders[split] / "images" / f"{number:05d}.png")
+        cells = [f"{number:05d}", ";".join(labels)] + ([str(site.index)] * (split == "train"))
+        rows[split].append(",".join(cells))
+    for split, folder in folders.items():
+        (folder / "labels.csv").write_text("\n".join(rows[split]) + "\n", encoding="utf-8")
+
+
+def _write_record(staging: Path, args: argparse.Namespace, sites: list[Site]) -> None:
+    """The label names and ``build.json``: the settings and each site's background class,
+    tint, label mix and training images."""
     (staging / "classes.json").write_text(json.dumps(list(LABELS)) + "\n", encoding="utf-8")
-    settings = {
+    flags = ("size", "train_images", "test_images", "sites", "objects", "alpha", "seed")
+    record = {
         "source": "Fashion-MNIST items pasted on mosaics of other Fashion-MNIST items",
-        **{k: getattr(args, k) for k in ("size", "train_images", "test_images", "sites")},
-        **{k: getattr(args, k) for k in ("objects", "alpha", "seed")},
+        **{flag: getattr(args, flag) for flag in flags},
         "labels": {name: {"fashion_mnist_class": k} for name, k in LABELS.items()},
         "site_list": [
-            {**asdict(site), "background_fashion_mnist_class": BACKGROUND_CLASSES[site.background]}
+            asdict(site) | {"background_fashion_mnist_class": BACKGROUND_CLASSES[site.background]}
             for site in sites
         ],
     }
-    (staging / "build.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+    (staging / "build.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+#: the numeric flags: (flag, number kind, lowest, highest, default, what it sets)
+FLAGS = (
+    ("--size", int, 16, 256, 32, "image side in pixels"),
+    ("--train-images", int, 1, 100_000, 240, "training images"),
+    ("--test-images", int, 1, 100_000, 60, "test images"),
+    ("--sites", int, 2, len(BACKGROUND_CLASSES), 4,
+     f"sites, the parties (at most {len(BACKGROUND_CLASSES)}: one background class each)"),
+    ("--objects", int, 1, GRID * GRID, 3,
+     f"most items an image (at least 1, at most {GRID * GRID}: a cell each)"),
+    ("--alpha", float, 0.01, 1000, 0.5,
+     "Dirichlet concentration of each site's label mix (smaller: more skewed)"),
+    ("--seed", int, 0, 2**31 - 1, 0, "the generator's seed"),
+)  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -167,47 +194,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "items each shows, parties by site) from real Fashion-MNIST pixels.",
     )
     parser.add_argument("out", metavar="OUT", help="the folder to create (must not exist)")
+    for flag, kind, low, high, default, words in FLAGS:
+        parser.add_argument(
+            flag,
+            type=_bounded(kind, low, high),
+            default=default,
+            help=f"{words} (default {default})",
+        )
     parser.add_argument(
-        "--size", type=_bounded(int, 16, 256), default=32, help="image side in pixels (default 32)"
-    )
-    parser.add_argument(
-        "--train-images", type=_bounded(int, 1, 100_000), default=240,
-        help="training images (default 240)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--test-images", type=_bounded(int, 1, 100_000), default=60,
-        help="test images (default 60)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--sites", type=_bounded(int, 2, len(BACKGROUND_CLASSES)), default=4,
-        help=f"sites, the parties (default 4, at most {len(BACKGROUND_CLASSES)}: one "
-        "background class each)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--objects", type=_bounded(int, 1, GRID * GRID), default=3,
-        help=f"most items an image (default 3; at least 1, at most {GRID * GRID})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--alpha", type=_bounded(float, 0.01, 1000), default=0.5,
-        help="Dirichlet concentration of each site's label mix (smaller: more skewed; "
-        "default 0.5)",
-    )  # fmt: skip
-    parser.add_argument("--seed", type=_bounded(int, 0, 2**31 - 1), default=0, help="default 0")
-    parser.add_argument(
-        "--data-root", default=None,
+        "--data-root",
         help="where fedsweep looks for Fashion-MNIST besides Debian's dataset-fashion-mnist",
-    )  # fmt: skip
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Build OUT; bad input is one ``error:`` line and exit status 2."""
     args = parse_args(argv)
     try:
-        written = build(args)
+        print(f"wrote {build(args)} images to {Path(args.out).expanduser().absolute()}")
     except (BuildError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"wrote {written} images to {Path(args.out).expanduser().absolute()}")
     return 0
 
 
