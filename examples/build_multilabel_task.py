@@ -188,6 +188,7 @@ FLAGS = (
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line; a bad flag value exits with one ``error:`` line (status 2)."""
     parser = OneLineParser(
         prog="build_multilabel_task.py",
         description="Build a federated multi-label classification task (images, the set of "

@@ -98,6 +98,8 @@ class MultiLabelAccumulator:
         )
 
     def compute(self) -> Scores:
+        """The split's scores (fractions; the loss in nats per label and image): pooled,
+        with each label's AP, or per party with the pooled values beside them."""
         if self.counts is None:
             return self._nothing()
         logits, truth, owners, counts, loss, images = self._read_back()

@@ -53,6 +53,7 @@ class MultiLabelLayout:
 
     @property
     def has_test(self) -> bool:
+        """Whether the folder has a test split of its own (``test/``)."""
         return bool(self.test)
 
 

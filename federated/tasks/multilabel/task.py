@@ -68,6 +68,7 @@ class MultiLabel(Task):
         return F.binary_cross_entropy_with_logits(outputs.float(), targets.float())
 
     def accumulator(self, n_parties: int | None = None) -> MultiLabelAccumulator:
+        """A fresh accumulator: pooled, or summing per party (``n_parties``)."""
         return MultiLabelAccumulator(self.label_names, n_parties)
 
     def label_stems(self) -> tuple[str, ...]:
@@ -75,4 +76,5 @@ class MultiLabel(Task):
         return tuple(f"{LABEL_AP}/{name}" for name in self.label_names)
 
     def no_scores(self) -> dict[str, float]:
+        """Every recorded stem and every label's AP stem as NaN."""
         return dict.fromkeys((*self.recorded_stems(), *self.label_stems()), NAN)
