@@ -58,6 +58,7 @@ TASK_PATHS: dict[str, str] = {
     "score": "federated.tasks.score.task:ScoreTask",
     "detection": "federated.tasks.detection.task:Detection",
     "segmentation": "federated.tasks.segmentation.task:Segmentation",
+    "multilabel": "federated.tasks.multilabel.task:MultiLabel",
 }
 
 KINDS = {

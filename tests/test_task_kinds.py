@@ -51,8 +51,8 @@ def test_every_kind_declares_its_report_spec_beside_its_task():
 
 def test_the_class_folders_are_asked_last_and_each_reader_once():
     names = [r.name for r in folder_readers()]
-    assert names == ["image", "detection", "segmentation", "image"]
-    assert [r.last for r in folder_readers()] == [False, False, False, True]
+    assert names == ["image", "detection", "segmentation", "multi-label", "image"]
+    assert [r.last for r in folder_readers()] == [False, False, False, False, True]
     assert [c.task for c in kind_parts("hub_column")] == ["classification", "score"]
 
 
