@@ -34,6 +34,7 @@ from federated.config.run_config import RunConfig
 from federated.data import Augmenter, ImageData
 from federated.engine.party_data import PartyData
 from federated.engine.party_store import PartyArchive, PartyStates
+from federated.engine.round_hooks import round_hooks
 from federated.engine.round_row import RoundRow, work_columns
 from federated.engine.run_state import (
     EXECUTION_FIELDS,
@@ -60,7 +61,6 @@ from federated.runtime.allocator import keep_freed_memory
 from federated.runtime.device import resolve_device, set_threads
 from federated.runtime.seeding import RunRandomness, stream_seed
 from federated.server import aggregation_weights
-from federated.server.privacy import ClientPrivacy
 from federated.tasks.base import Scores, build_task
 
 NAN = float("nan")
@@ -107,9 +107,6 @@ class FederatedRun:
             [self._initial_party_state(i) for i in range(config.n_parties)],
             memory_budget(config.party_memory_mib),
         )
-        # client-level DP (dp_* fields): DP-FedAvg's rule in place of the method's
-        # aggregation, on the run's own noise stream; None when off
-        self.privacy = ClientPrivacy.from_config(config, self.rng.privacy)
         self.augmenter = Augmenter(self.spec, self.device)
         self.feature_skew = FeatureSkew.from_config(config)
         self._measure_model()
@@ -130,6 +127,16 @@ class FederatedRun:
         )
         self.evaluation = RoundEvaluation.for_run(
             config, self.data, self.task, self.augmenter, self.rng.evaluation
+        )
+        # the cross-cutting features (DP, the probe, the store's pinning): hooks on the
+        # round, built from the config in one place (federated/engine/round_hooks.py)
+        self.hooks = round_hooks(
+            config,
+            self.rng.privacy,
+            self.evaluation.probe,
+            self.party_states,
+            self.global_model,
+            self._float_keys,
         )
 
     def _initial_model(self, config: RunConfig) -> torch.nn.Module:
@@ -349,11 +356,11 @@ class FederatedRun:
             execution_path=self.trainer.path,
         )
         row.cum_bytes = self.cum_bytes
-        self.party_states.pin(reporting)  # in memory while they train
+        self.hooks.before_round(reporting)
         try:
             return self._trained_round(row, work, plan, start)
         finally:
-            self.party_states.changed(reporting)  # their states changed in place
+            self.hooks.after_round(reporting)
 
     def _trained_round(
         self, row: RoundRow, work: RoundWork, plan: list[PartyBatches], start: float
@@ -362,15 +369,13 @@ class FederatedRun:
         reporting = work.reporting
         self.global_model.eval()
         weights = aggregation_weights([self.party_sizes[i] for i in reporting])
-        # both execution paths hand their contributions to this one aggregator, so
-        # DP-FedAvg's clipping applies to either (federated/server/privacy.py)
-        aggregator = (
-            self.algorithm.aggregator(self.server_state, self.global_model)
-            if self.privacy is None
-            else self.privacy.aggregator(self.global_model.state_dict(), self._float_keys)
+        # both execution paths hand their contributions to this one aggregator, so a
+        # hook's wrapper (DP-FedAvg's clipping) applies to either
+        aggregator = self.hooks.aggregator(
+            lambda: self.algorithm.aggregator(self.server_state, self.global_model)
         )
         jobs: list[LocalJob] = []
-        probe_seconds = 0.0  # Fig. 2's forward passes: not training time
+        hook_seconds = 0.0  # the hooks' own work (the probe's forward passes)
         for (job, result), weight in zip(self._local_trainings(reporting, plan), weights):
             extras = self.algorithm.end_local(job)
             self.own.finish(job.model, job.state, job.personal)
@@ -378,10 +383,7 @@ class FederatedRun:
             row.results.append(result)
             if not result.finite:
                 return self._diverged(row, start)
-            if self.probe is not None and len(jobs) == 1:  # the first reporting party
-                probe_seconds += self.probe.capture(
-                    row.round, job.party, self.global_model, job.model
-                )
+            hook_seconds += self.hooks.after_local(job, row.round, len(jobs) - 1)
             aggregator.add(
                 Contribution(
                     party=job.party,
@@ -392,18 +394,20 @@ class FederatedRun:
                     extras=extras,
                 )
             )
-        # a round where nobody reported leaves the global model as it was
-        combined = aggregator.result() if jobs else None
+        # a round where nobody reported leaves the global model as it was, unless the
+        # aggregator releases one anyway (DP under Poisson sampling: noise alone)
+        combined = aggregator.result() if jobs or aggregator.releases_empty else None
         if combined is not None:
             self._server_step(combined)
-        if self.privacy is not None:
-            row.extra.update(self.privacy.end_round())
+        self.hooks.after_server_step(self.global_model)
+        released = self.hooks.row_fields()
+        row.extra.update(released)
         row.extra.update(work_columns(work, row.results))
         if self.config.partition_by:
             # what ran: the natural parties left out under the size floor are in no
             # round (partitions.json names them; docs/heterogeneity.md)
             row.extra["left_out_parties"] = len(self.spec.left_out_parties)
-        row.train_seconds = time.perf_counter() - start - probe_seconds
+        row.train_seconds = time.perf_counter() - start - hook_seconds
         # cores beyond the trial's own that its packs used (use_idle_cores)
         row.extra["spare_core_seconds"] = self.trainer.spare_core_seconds
 
@@ -414,7 +418,7 @@ class FederatedRun:
         row.test = results.test
         row.eval_seconds = time.perf_counter() - t
         if results.diverged:
-            return self._diverged(row, start)
+            return self._diverged(row, start, released)
         row.extra.update(results.columns)
         row.extra.update(self.validation_columns())
         row.extra.update(self.party_scorer.columns(row.round))
@@ -437,7 +441,11 @@ class FederatedRun:
         for k in self._other_keys:
             state[k].copy_(combined[k])
 
-    def _diverged(self, row: RoundRow, start: float) -> RoundRow:
+    def _diverged(
+        self, row: RoundRow, start: float, released: dict[str, Any] | None = None
+    ) -> RoundRow:
+        """The row of a round that diverged; ``released``: the hooks' columns of a round
+        whose model was released before it diverged (its epsilon was spent)."""
         return RoundRow(
             round=row.round,
             parties=row.parties,
@@ -452,6 +460,7 @@ class FederatedRun:
             extra={
                 **self.evaluation.no_validation_columns(),
                 **self.evaluation.no_fairness_columns(),
+                **(released or {}),
             },
         )
 
@@ -479,8 +488,8 @@ class FederatedRun:
             "parties": parties,
             "rng": self.rng.state_dict(),
             "validation": validation_state(self.last_validation),
-            # the accountant (round count, parameters) and adaptive clipping's norm
-            "privacy": None if self.privacy is None else self.privacy.state_dict(),
+            # the hooks' own (DP: the accountant and adaptive clipping's norm)
+            **self.hooks.state_for_checkpoint(),
         }
 
     def load_state_dict(self, state: dict[str, Any], archive: PartyArchive | None = None) -> None:
@@ -505,10 +514,8 @@ class FederatedRun:
         self.rng.load_state_dict(state["rng"])
         # a checkpoint from before federated evaluation holds none (nor did its run)
         self.evaluation.last_validation = validation_from_state(state.get("validation"))
-        if self.privacy is not None:
-            # check_compatible above held the dp_* fields equal: the checkpoint is a DP
-            # run's, holding its accountant
-            self.privacy.load_state_dict(state["privacy"])
+        # check_compatible above held the config equal: the checkpoint's hooks are these
+        self.hooks.restore(state)
 
 
 def validation_state(last: tuple[int, Scores] | None) -> dict[str, Any] | None:

@@ -176,6 +176,16 @@ class ClientPrivacy:
             "dp_clipped_fraction": math.nan if mean is None else mean.clipped_fraction(),
         }
 
+    def divergence_words(self) -> str:
+        """The settings a divergence under DP names: the clip norm of the round that
+        diverged (adaptive clipping's where it moves) and the noise multiplier, since an
+        absurd C (noise z·C/m beyond float range) or sigma is the likeliest cause."""
+        s = self.settings
+        clip = f"dp_clip_norm={self.round_clip_norm:g}"
+        if s.adaptive:
+            clip += " (adaptive: the diverged round's)"
+        return f"{clip}, dp_noise_multiplier={s.noise_multiplier:.4g}"
+
     def state_dict(self) -> dict[str, Any]:
         """The accountant (round count and its parameters) and the clip norm: plain values."""
         return {"rounds": self.rounds, "clip_norm": self.clip_norm, **self.settings.accounting()}
