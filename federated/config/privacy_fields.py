@@ -3,13 +3,15 @@ their defaults and every check of them, in one place.
 
 :func:`check_privacy` is called once, from :func:`federated.config.checks.validate`, and
 raises :class:`ConfigError` with one line naming the field: a negative or absurd noise,
-a clip norm <= 0, epsilon <= 0, delta outside (0, 1/n_parties), noise without clipping,
+a clip norm <= 0, epsilon <= 0, delta outside (0, 1/n_parties), an accountant the
+party sampling does not allow, noise without clipping,
 both a noise multiplier and a target epsilon, a target the planned rounds cannot meet
 with a noise multiplier up to :data:`~federated.privacy_accountant.MAX_NOISE_MULTIPLIER`,
 adaptive clipping whose noise the clipped count alone would exceed, and a method whose
 uploads DP-FedAvg would leave unprotected (``Algorithm.dp_obstacle``, a declaration).
 :func:`privacy_defaults` is the part of resolution that completes them: delta =
-1/N^1.1 and adaptive clipping's first norm 0.1, only where the run uses them.
+min(1e-5, 1/(10 N)), adaptive clipping's first norm 0.1 and the accountant (PLD under
+Poisson sampling, RDP under fixed-size), only where the run uses them.
 
 The config reaches these functions as a plain object (``Any``), as in
 :mod:`federated.config.checks`.
@@ -21,6 +23,7 @@ from typing import Any
 
 from federated.params import ConfigError, one_of, positive
 from federated.privacy_accountant import (
+    ACCOUNTANTS,
     ADAPTIVE_INITIAL_CLIP_NORM,
     MAX_NOISE_MULTIPLIER,
     clipped_count_std,
@@ -48,16 +51,28 @@ def privacy_on(c: Any) -> bool:
 
 
 def privacy_defaults(c: Any) -> dict[str, Any]:
-    """``dp_delta`` and ``dp_clip_norm`` completed where the run uses them and the user
-    left them None (``c`` has its parties counted): delta = 1/N^1.1 under noise, the
-    first clip norm 0.1 under adaptive clipping; otherwise as written."""
+    """``dp_delta``, ``dp_clip_norm`` and ``dp_accountant`` completed where the run uses
+    them and the user left them None (``c`` has its parties counted): delta =
+    min(1e-5, 1/(10 N)) under noise, the first clip norm 0.1 under adaptive clipping,
+    the sampling's first accountant (PLD under Poisson, RDP under fixed) under DP;
+    otherwise as written."""
     delta = c.dp_delta
     if delta is None and noise_on(c):
         delta = default_delta(c.n_parties)
     clip = c.dp_clip_norm
     if clip is None and c.dp_clipping == "adaptive":
         clip = ADAPTIVE_INITIAL_CLIP_NORM
-    return {"dp_delta": delta, "dp_clip_norm": clip}
+    accountant = c.dp_accountant
+    if accountant is None and privacy_on(c):
+        accountant = run_accountant(c)
+    return {"dp_delta": delta, "dp_clip_norm": clip, "dp_accountant": accountant}
+
+
+def run_accountant(c: Any) -> str:
+    """The accountant of ``c``: the one given, else its party sampling's default."""
+    if c.dp_accountant is not None:
+        return str(c.dp_accountant)
+    return ACCOUNTANTS[c.party_sampling][0]
 
 
 def run_noise_multiplier(c: Any) -> float:
@@ -68,7 +83,13 @@ def run_noise_multiplier(c: Any) -> float:
         return float(c.dp_noise_multiplier)
     delta = c.dp_delta if c.dp_delta is not None else default_delta(c.n_parties)
     sigma = noise_for_epsilon(
-        float(c.dp_target_epsilon), float(delta), c.rounds, c.n_parties, c.parties_per_round
+        float(c.dp_target_epsilon),
+        float(delta),
+        c.rounds,
+        c.n_parties,
+        c.parties_per_round,
+        c.party_sampling,
+        run_accountant(c),
     )
     return float("nan") if sigma is None else sigma
 
@@ -78,6 +99,16 @@ def check_privacy(c: Any) -> None:
     counted, rounds checked) whose value is not allowed; nothing when DP is off and its
     fields hold their defaults."""
     one_of("dp_clipping", c.dp_clipping, DP_CLIPPINGS)
+    if c.dp_accountant is not None:
+        allowed = ACCOUNTANTS[c.party_sampling]
+        if c.dp_accountant not in allowed:
+            raise ConfigError(
+                "dp_accountant",
+                c.dp_accountant,
+                f"{' or '.join(allowed)} with party_sampling={c.party_sampling} "
+                "(dp_accounting's PLD accountant composes Poisson-sampled rounds, not "
+                "fixed-size draws: set party_sampling=poisson for pld)",
+            )
     if not c.dp_noise_multiplier >= 0:
         raise ConfigError("dp_noise_multiplier", c.dp_noise_multiplier, "a number >= 0 (0: none)")
     if c.dp_noise_multiplier > MAX_NOISE_MULTIPLIER:

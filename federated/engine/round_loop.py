@@ -33,6 +33,7 @@ from federated.config.inert_settings import inert_settings
 from federated.config.run_config import RunConfig
 from federated.data import Augmenter, ImageData
 from federated.engine.party_data import PartyData
+from federated.engine.party_draw import draw_parties
 from federated.engine.party_store import PartyArchive, PartyStates
 from federated.engine.round_hooks import round_hooks
 from federated.engine.round_row import RoundRow, work_columns
@@ -225,12 +226,19 @@ class FederatedRun:
 
     # ------------------------------------------------------------------------ rounds
     def draw_parties(self) -> list[int]:
-        """This round's parties, sorted; all of them for personal models or fraction 1."""
-        n = self.config.n_parties
-        k = self.config.parties_per_round
-        if self.own.trains_alone or k >= n:
-            return list(range(n))
-        return sorted(int(i) for i in self.rng.sampling.choice(n, size=k, replace=False))
+        """This round's parties, sorted (``party_sampling``,
+        :mod:`federated.engine.party_draw`); all of them for personal models or fraction 1."""
+        c = self.config
+        if self.own.trains_alone:
+            return list(range(c.n_parties))
+        return draw_parties(
+            c.party_sampling,
+            c.seed,
+            self.round,
+            c.n_parties,
+            c.parties_per_round,
+            self.rng.sampling,
+        )
 
     @property
     def spreads_packs(self) -> bool:
