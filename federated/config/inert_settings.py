@@ -78,6 +78,18 @@ def _without_batchnorm(c: RunConfig) -> bool:
     return names is not None and not any(n.endswith(".running_mean") for n in names.state)
 
 
+def _privacy_on(c: RunConfig) -> bool:
+    from federated.config.privacy_fields import privacy_on
+
+    return privacy_on(c)
+
+
+def _noise_on(c: RunConfig) -> bool:
+    from federated.config.privacy_fields import noise_on
+
+    return noise_on(c)
+
+
 def _stragglers_per_round(c: RunConfig) -> int:
     """Stragglers among a round's drawn parties (federated/heterogeneity/system.py)."""
     return round(c.parties_per_round * c.straggler_fraction)
@@ -159,6 +171,24 @@ RULES = (
         ("batchnorm",),
         lambda c: c.batchnorm == "local" and _without_batchnorm(c),
         lambda c: f"model={c.model} has no BatchNorm statistics for parties to keep",
+    ),
+    InertRule(
+        ("dp_delta",),
+        lambda c: not _noise_on(c),
+        lambda c: (
+            "no noise (dp_noise_multiplier=0, no dp_target_epsilon): there is no "
+            "(epsilon, delta) guarantee for delta to state"
+        ),
+    ),
+    InertRule(
+        ("dp_clip_quantile",),
+        lambda c: c.dp_clipping != "adaptive",
+        lambda c: f"dp_clipping={c.dp_clipping}: only adaptive clipping follows a quantile",
+    ),
+    InertRule(
+        ("dp_accountant",),
+        lambda c: not _privacy_on(c),
+        lambda c: "DP-FedAvg is off (no dp_clip_norm, noise or target epsilon): nothing to account",
     ),
     InertRule(
         ("out_dim",),
