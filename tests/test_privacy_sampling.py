@@ -23,6 +23,7 @@ from federated.privacy_accountant import (
     epsilon_after,
     noise_for_epsilon,
 )
+from federated.server.privacy import PrivacySettings
 from federated.trainable import load_run_state, save_run_state
 from tests.conftest import HALF_TINY_DATA, tiny
 from tests.test_round_loop import results
@@ -85,7 +86,8 @@ def test_row_epsilon_equals_dp_accounting_called_directly(
 def test_the_accountant_defaults_to_pld_under_poisson_and_rdp_under_fixed():
     def accountant(**values):
         base = dict(rounds=3, dp_noise_multiplier=1.0, dp_clip_norm=1.0)
-        return RunConfig.from_dict({**base, **values}).resolved().dp_accountant
+        config = RunConfig.from_dict({**base, **values}).resolved()
+        return PrivacySettings.from_config(config).accountant
 
     assert accountant(party_sampling="poisson") == "pld"
     assert accountant() == "rdp"

@@ -10,8 +10,9 @@ with a noise multiplier up to :data:`~federated.privacy_accountant.MAX_NOISE_MUL
 adaptive clipping whose noise the clipped count alone would exceed, and a method whose
 uploads DP-FedAvg would leave unprotected (``Algorithm.dp_obstacle``, a declaration).
 :func:`privacy_defaults` is the part of resolution that completes them: delta =
-min(1e-5, 1/(10 N)), adaptive clipping's first norm 0.1 and the accountant (PLD under
-Poisson sampling, RDP under fixed-size), only where the run uses them.
+min(1e-5, 1/(10 N)) and adaptive clipping's first norm 0.1, only where the run uses
+them; :func:`run_accountant` is the accountant (unset: PLD under Poisson sampling, RDP
+under fixed-size).
 
 The config reaches these functions as a plain object (``Any``), as in
 :mod:`federated.config.checks`.
@@ -51,21 +52,18 @@ def privacy_on(c: Any) -> bool:
 
 
 def privacy_defaults(c: Any) -> dict[str, Any]:
-    """``dp_delta``, ``dp_clip_norm`` and ``dp_accountant`` completed where the run uses
-    them and the user left them None (``c`` has its parties counted): delta =
-    min(1e-5, 1/(10 N)) under noise, the first clip norm 0.1 under adaptive clipping,
-    the sampling's first accountant (PLD under Poisson, RDP under fixed) under DP;
-    otherwise as written."""
+    """``dp_delta`` and ``dp_clip_norm`` completed where the run uses them and the user
+    left them None (``c`` has its parties counted): delta = min(1e-5, 1/(10 N)) under
+    noise, the first clip norm 0.1 under adaptive clipping; otherwise as written.
+    ``dp_accountant`` stays None where unset (:func:`run_accountant` reads the
+    sampling's default), so checkpoints made before the field compare equal."""
     delta = c.dp_delta
     if delta is None and noise_on(c):
         delta = default_delta(c.n_parties)
     clip = c.dp_clip_norm
     if clip is None and c.dp_clipping == "adaptive":
         clip = ADAPTIVE_INITIAL_CLIP_NORM
-    accountant = c.dp_accountant
-    if accountant is None and privacy_on(c):
-        accountant = run_accountant(c)
-    return {"dp_delta": delta, "dp_clip_norm": clip, "dp_accountant": accountant}
+    return {"dp_delta": delta, "dp_clip_norm": clip}
 
 
 def run_accountant(c: Any) -> str:
