@@ -60,3 +60,14 @@ def test_delta_default_bound_and_warning():
     assert line.startswith("warning: dp_delta=0.005 is above 1/(10 x n_parties)=0.001")
     with pytest.raises(ConfigError, match=r"dp_delta=0\.01 \(allowed: a number in \(0, 1/n"):
         config(**noised, dp_delta=0.01)
+
+
+def test_poisson_sampling_is_inert_where_every_party_is_drawn():
+    (line,) = inert_settings(config(party_sampling="poisson"))  # 10 of 10 parties
+    assert line == (
+        "warning: party_sampling='poisson' has no effect: all 10 parties are drawn every "
+        "round (sample_fraction=1): there is no draw to make"
+    )
+    (line,) = inert_settings(config(party_sampling="poisson", algorithm="solo"))
+    assert line.startswith("warning: party_sampling='poisson' has no effect: algorithm=solo")
+    assert inert_settings(config(party_sampling="poisson", sample_fraction=0.5)) == []

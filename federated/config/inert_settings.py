@@ -97,7 +97,7 @@ def _stragglers_per_round(c: RunConfig) -> int:
 
 RULES = (
     InertRule(
-        ("server_optimizer", *SERVER_PARAMETERS, "sample_fraction"),
+        ("server_optimizer", *SERVER_PARAMETERS, "sample_fraction", "party_sampling"),
         lambda c: load_method("algorithm", c.algorithm).own_state.trains_alone,
         lambda c: f"algorithm={c.algorithm} trains every party alone: there is no server update",
     ),
@@ -171,6 +171,14 @@ RULES = (
         ("batchnorm",),
         lambda c: c.batchnorm == "local" and _without_batchnorm(c),
         lambda c: f"model={c.model} has no BatchNorm statistics for parties to keep",
+    ),
+    InertRule(
+        ("party_sampling",),
+        lambda c: c.parties_per_round >= c.n_parties,
+        lambda c: (
+            f"all {c.n_parties} parties are drawn every round (sample_fraction="
+            f"{c.sample_fraction:g}): there is no draw to make"
+        ),
     ),
     InertRule(
         ("dp_delta",),

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from federated.config.run_config import RunConfig
     from federated.engine.party_store import PartyStates
     from federated.evaluation.representations import RepresentationProbe
+    from federated.runtime.seeding import RunRandomness
     from federated.server.privacy import ClientPrivacy
 
 AggregatorFactory = Callable[[], Aggregator]
@@ -245,7 +246,7 @@ def clamp_running_variances(model: torch.nn.Module, keys: list[str]) -> None:
 
 def round_hooks(
     config: RunConfig,
-    privacy_stream: torch.Generator,
+    rng: RunRandomness,
     probe: RepresentationProbe | None,
     party_states: PartyStates,
     global_model: torch.nn.Module,
@@ -253,14 +254,14 @@ def round_hooks(
 ) -> RoundHooks:
     """A run's hooks, built from its config in this one place: the party store's
     pinning, the representation probe (``probe``: the evaluation's, None when off),
-    client-level DP (the ``dp_*`` fields; noise from ``privacy_stream``), in that
-    order."""
+    client-level DP (the ``dp_*`` fields; noise from the run's ``privacy`` stream of
+    ``rng``), in that order."""
     from federated.server.privacy import ClientPrivacy
 
     hooks: list[RoundHook] = [PinTrainingParties(party_states)]
     if probe is not None:
         hooks.append(ProbeFirstParty(probe, global_model))
-    privacy = ClientPrivacy.from_config(config, privacy_stream)
+    privacy = ClientPrivacy.from_config(config, rng.privacy)
     if privacy is not None:
         hooks.append(PrivateAggregation(privacy, global_model, moved_float_keys))
     return RoundHooks(hooks)

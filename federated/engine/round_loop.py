@@ -133,7 +133,7 @@ class FederatedRun:
         # round, built from the config in one place (federated/engine/round_hooks.py)
         self.hooks = round_hooks(
             config,
-            self.rng.privacy,
+            self.rng,
             self.evaluation.probe,
             self.party_states,
             self.global_model,
