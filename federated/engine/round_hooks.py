@@ -13,7 +13,7 @@ order a round reaches them (docs/architecture.md, "The round"):
     method's own): a wrapper in the manner of Flower's
     ``DifferentialPrivacyServerSideFixedClipping(strategy)`` or pfl-research's
     postprocessors.  DP-FedAvg's takes the method's place (its rule is the aggregation);
-``after_local(job, model, index)``
+``after_local(job, round_number, index)``
     one party finished training (``index`` its place among the round's reporting
     parties); returns the seconds the hook spent, which are not training time;
 ``after_server_step(model)``
