@@ -278,6 +278,21 @@ def epsilon_after(
     return accounting.epsilon(rounds, noise_multiplier, delta)
 
 
+def record_epsilon(epochs: int, noise_multiplier: float, delta: float) -> float:
+    """Record-level epsilon of one party after ``epochs`` local epochs of DP-SGD
+    (``dp_level=record``): in an epoch each record is in exactly one batch of a random
+    permutation drawn independently of the data, so under replace-one neighbours (one
+    record replaced) the epoch is one Gaussian mechanism on that batch's clipped sum,
+    sensitivity 2C, multiplier sigma/2 — no amplification by sampling is claimed; the
+    epochs compose by RDP (0 epochs: 0.0)."""
+    from dp_accounting import GaussianDpEvent, NeighboringRelation
+
+    if epochs <= 0:
+        return 0.0
+    event = GaussianDpEvent(accountant_multiplier(noise_multiplier, "fixed"))
+    return composed_epsilon(event, epochs, delta, NeighboringRelation.REPLACE_ONE)
+
+
 @functools.cache
 def noise_for_epsilon(
     target_epsilon: float,

@@ -195,7 +195,7 @@ RULES = (
     ),
     InertRule(
         ("dp_accountant",),
-        lambda c: not _privacy_on(c),
+        lambda c: not _privacy_on(c) and c.dp_level != "record",
         lambda c: "DP-FedAvg is off (no dp_clip_norm, noise or target epsilon): nothing to account",
     ),
     InertRule(

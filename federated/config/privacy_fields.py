@@ -34,6 +34,7 @@ from federated.privacy_accountant import (
 from federated.registry import load_method
 
 DP_CLIPPINGS = ("fixed", "adaptive")
+DP_LEVELS = ("party", "record")
 
 
 def clipping_on(c: Any) -> bool:
@@ -46,9 +47,15 @@ def noise_on(c: Any) -> bool:
     return c.dp_noise_multiplier > 0 or c.dp_target_epsilon is not None
 
 
+def record_level(c: Any) -> bool:
+    """Whether DP-SGD inside each party protects each record (``dp_level=record``)."""
+    return c.dp_level == "record"
+
+
 def privacy_on(c: Any) -> bool:
-    """Whether DP-FedAvg's rule replaces the method's aggregation (clipping, noise or both)."""
-    return clipping_on(c) or noise_on(c)
+    """Whether DP-FedAvg's rule replaces the method's aggregation (clipping, noise or
+    both, at the party level)."""
+    return not record_level(c) and (clipping_on(c) or noise_on(c))
 
 
 def privacy_defaults(c: Any) -> dict[str, Any]:
@@ -137,6 +144,10 @@ def check_privacy(c: Any) -> None:
             f"a number in (0, 1/n_parties={limit:.4g}): a delta of 1/N or more allows "
             "releasing one party's data outright",
         )
+    one_of("dp_level", c.dp_level, DP_LEVELS)
+    if record_level(c):
+        _check_record_level(c)
+        return
     if not privacy_on(c):
         return
     if noise_on(c) and not clipping_on(c):
@@ -150,6 +161,31 @@ def check_privacy(c: Any) -> None:
     _check_method(c)
     if noise_on(c):
         _check_noise(c)
+
+
+def _check_record_level(c: Any) -> None:
+    """DP-SGD inside each party: a clip norm and a noise multiplier given (no target
+    epsilon, fixed clipping, the RDP accountant), and a method whose local objective is
+    the supervised loss alone (``Algorithm.per_sample_objective``, a declaration)."""
+    needs = "under dp_level=record"
+    if c.dp_clip_norm is None:
+        raise ConfigError("dp_clip_norm", None, f"a per-sample clip norm > 0 {needs}")
+    if c.dp_target_epsilon is not None:
+        raise ConfigError(
+            "dp_target_epsilon", c.dp_target_epsilon, f"unset {needs} (give dp_noise_multiplier)"
+        )
+    if not c.dp_noise_multiplier > 0:
+        raise ConfigError("dp_noise_multiplier", c.dp_noise_multiplier, f"a number > 0 {needs}")
+    one_of("dp_clipping", c.dp_clipping, ("fixed",))
+    if c.dp_accountant not in (None, "rdp"):
+        raise ConfigError("dp_accountant", c.dp_accountant, f"rdp {needs}")
+    if not load_method("algorithm", c.algorithm).per_sample_objective:
+        raise ConfigError(
+            "algorithm",
+            c.algorithm,
+            f"a method whose local objective is the supervised loss alone (fedavg) {needs}: "
+            f"{c.algorithm}'s objective has no per-sample gradient DP-SGD can clip",
+        )
 
 
 def _check_method(c: Any) -> None:

@@ -142,6 +142,7 @@ FIELD_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "dp_target_epsilon",
             "dp_delta",
             "dp_accountant",
+            "dp_level",
         ),
         # where and how it runs (execution_fields() says which never change results)
         "execution": (
@@ -452,6 +453,14 @@ class RunConfig:
         metadata=_help(
             "DP-FedAvg's delta, in (0, 1/n_parties); default min(1e-5, 1/(10 n_parties)) "
             "when noise is on"
+        ),
+    )
+    dp_level: str = field(
+        default="party",
+        metadata=_help(
+            "party: DP-FedAvg protects each party's data at the server; record: DP-SGD "
+            "inside each party protects each record (per-sample clipping to dp_clip_norm, "
+            "noise dp_noise_multiplier x C per local step)"
         ),
     )
     dp_accountant: str | None = field(

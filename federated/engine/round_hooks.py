@@ -35,11 +35,14 @@ feature is off is not in it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from federated.execution.batch_plan import batches_per_epoch
+from federated.privacy_accountant import record_epsilon
 from federated.server.aggregation import Aggregator
 
 if TYPE_CHECKING:
@@ -81,6 +84,10 @@ class RoundHook:
 
     def after_round(self, parties: list[int]) -> None:
         """The round is over (finished, diverged or raised)."""
+
+    def party_values(self) -> dict[str, list[float]]:
+        """Per-party columns of ``parties.csv``: name -> one value per party."""
+        return {}
 
     def divergence_words(self) -> str:
         """The settings of this hook a divergence message names (``""``: none)."""
@@ -127,6 +134,12 @@ class RoundHooks:
     def after_round(self, parties: list[int]) -> None:
         for hook in self.hooks:
             hook.after_round(parties)
+
+    def party_values(self) -> dict[str, list[float]]:
+        values: dict[str, list[float]] = {}
+        for hook in self.hooks:
+            values.update(hook.party_values())
+        return values
 
     def divergence_words(self) -> str:
         """``" with a=1, b=2"`` naming what the hooks say a divergence may come from."""
@@ -218,6 +231,58 @@ class PrivateAggregation(RoundHook):
         self.privacy.load_state_dict(state)
 
 
+class RecordAccountant(RoundHook):
+    """Record-level DP-SGD's accountants, one per party (``dp_level=record``): each
+    party's local epochs counted as it trains (a partial epoch counts whole), its epsilon
+    :func:`~federated.privacy_accountant.record_epsilon` of them; the row states the
+    worst party's, ``parties.csv`` each party's; the counts cross checkpoints."""
+
+    state_key = "record_privacy"
+
+    def __init__(
+        self, noise_multiplier: float, clip_norm: float, delta: float, sizes: list[int], batch: int
+    ) -> None:
+        self.noise_multiplier = noise_multiplier
+        self.clip_norm = clip_norm
+        self.delta = delta
+        self.per_epoch = [batches_per_epoch(n, batch) for n in sizes]
+        self.epochs = [0] * len(sizes)
+
+    def after_local(self, job: LocalJob, round_number: int, index: int) -> float:
+        self.epochs[job.party] += math.ceil(job.steps / self.per_epoch[job.party])
+        return 0.0
+
+    def _epsilon(self, epochs: int) -> float:
+        return record_epsilon(epochs, self.noise_multiplier, self.delta)
+
+    def row_fields(self) -> dict[str, Any]:
+        return {
+            "dp_epsilon": self._epsilon(max(self.epochs)),  # epsilon grows with epochs
+            "dp_epsilon_accountant": "rdp",
+            "dp_epsilon_neighbours": "replace-one record",
+            "dp_epsilon_sampling": "shuffled batches",
+        }
+
+    def party_values(self) -> dict[str, list[float]]:
+        return {"party_dp_epsilon": [self._epsilon(e) for e in self.epochs]}
+
+    def divergence_words(self) -> str:
+        return (
+            f"dp_clip_norm={self.clip_norm:g}, dp_noise_multiplier="
+            f"{self.noise_multiplier:.4g} (dp_level=record)"
+        )
+
+    def state_for_checkpoint(self) -> dict[str, Any]:
+        return {
+            "epochs": list(self.epochs),
+            "noise_multiplier": self.noise_multiplier,
+            "delta": self.delta,
+        }
+
+    def restore(self, state: Any) -> None:
+        self.epochs = [int(e) for e in state["epochs"]]
+
+
 def running_variance_keys(model: torch.nn.Module, keys: Iterable[str]) -> list[str]:
     """The BatchNorm ``running_var`` entries of ``model`` among ``keys`` (those the
     server moves): a layer's running variance, found by the layer's type."""
@@ -251,9 +316,11 @@ def round_hooks(
     party_states: PartyStates,
     global_model: torch.nn.Module,
     moved_float_keys: list[str],
+    party_sizes: list[int],
 ) -> RoundHooks:
     """A run's hooks, built from its config in this one place: the party store's
     pinning, the representation probe (``probe``: the evaluation's, None when off),
+    record-level DP-SGD's accountants (``dp_level=record``; ``party_sizes`` in records),
     client-level DP (the ``dp_*`` fields; noise from the run's ``privacy`` stream of
     ``rng``), in that order."""
     from federated.server.privacy import ClientPrivacy
@@ -261,6 +328,17 @@ def round_hooks(
     hooks: list[RoundHook] = [PinTrainingParties(party_states)]
     if probe is not None:
         hooks.append(ProbeFirstParty(probe, global_model))
+    if config.dp_level == "record":
+        sizes = list(party_sizes)
+        hooks.append(
+            RecordAccountant(
+                float(config.dp_noise_multiplier),
+                float(config.dp_clip_norm),
+                float(config.dp_delta),
+                sizes,
+                config.batch_size,
+            )
+        )
     privacy = ClientPrivacy.from_config(config, rng.privacy)
     if privacy is not None:
         hooks.append(PrivateAggregation(privacy, global_model, moved_float_keys))

@@ -138,6 +138,7 @@ class FederatedRun:
             self.party_states,
             self.global_model,
             self._float_keys,
+            self.party_sizes,
         )
 
     def _initial_model(self, config: RunConfig) -> torch.nn.Module:

@@ -70,7 +70,8 @@ def party_columns(run: Any) -> tuple[str, ...]:
         columns += tuple(f"party_val_{m}" for m in extra)
     if run.local_tester is not None:
         columns += LOCAL_TEST_COLUMNS + tuple(f"party_test_{m}" for m in extra)
-    return columns
+    # the round's hooks' own (record-level DP: each party's epsilon, party_dp_epsilon)
+    return columns + tuple(run.hooks.party_values())
 
 
 class RunFiles:
@@ -199,6 +200,7 @@ def party_rows(run: Any, round_number: int, scored: bool, validated: bool) -> li
     columns = party_columns(run)
     stem, extra = run.evaluation.spread_stem, run.evaluation.extra_stems
     rows = []
+    hooked = run.hooks.party_values()
     for party in range(len(run.party_sizes)):
         row = {
             "round": round_number,
@@ -217,5 +219,6 @@ def party_rows(run: Any, round_number: int, scored: bool, validated: bool) -> li
             for m in extra:
                 values = run.local_test_metrics.get(m) if scored else None
                 row[f"party_test_{m}"] = float(values[party]) if values is not None else NAN
+        row.update({name: values[party] for name, values in hooked.items()})
         rows.append(row)
     return rows
