@@ -17,8 +17,10 @@ For a Tune trial they live in its trial folder (``study/sweep_folder.py``), for
                                   for a task's other metrics m (a score task's mae,
                                   rmse, srcc, plcc) also party_val_<m> and
                                   party_test_<m> (the party's own images;
-                                  federated/tasks/); each scored round's rows are
-                                  appended after the round
+                                  federated/tasks/); under dp_level=record also
+                                  party_dp_epsilon (the party's record-level epsilon
+                                  so far, docs/privacy.md); each scored round's rows
+                                  are appended after the round
     representations/round_NNNN.npz   federated/evaluation/representations.py
 
 ``parties.csv`` grows by appending: a scored round costs its N rows, not the whole file
