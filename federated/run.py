@@ -321,7 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         files.record(run)
         if not args.quiet:
             print(format_row(row, config.rounds, hidden), flush=True)
-    status = f"diverged at round {run.round} (non-finite loss)" if run.diverged else "completed"
+    status = (
+        f"diverged at round {run.round} (non-finite loss){run.hooks.divergence_words()}"
+        if run.diverged
+        else "completed"
+    )
     print(end_line(status, rows, f"test_{run.config.primary_metric}", out))
     return exit_codes.DIVERGED if run.diverged else exit_codes.OK
 

@@ -403,7 +403,7 @@ def test_methods_that_send_only_their_model_are_allowed(algorithm):
     config = RunConfig.from_dict(
         dict(algorithm=algorithm, rounds=5, dp_noise_multiplier=1.0, dp_clip_norm=1.0)
     ).resolved()
-    assert config.dp_delta == pytest.approx(10**-1.1)
+    assert config.dp_delta == 1e-5  # min(1e-5, 1/(10 N)) at N = 10
 
 
 # ------------------------------------------------------------------------ a real run
@@ -432,7 +432,7 @@ def test_a_private_fashion_mnist_fedavg_run_trains_and_spends_epsilon(fmnist):
     assert all(math.isfinite(r["test_loss"]) and math.isfinite(r["train_loss"]) for r in rows)
     epsilons = [r["dp_epsilon"] for r in rows]
     assert epsilons[0] < epsilons[1] < epsilons[2]
-    delta = 100**-1.1
+    delta = 1e-5  # the default at N = 100: min(1e-5, 1/(10 N))
     assert epsilons == [epsilon_after(k, 100, 50, 1.0, delta) for k in (1, 2, 3)]
     assert all(r["dp_noise_std"] == pytest.approx(1.0 * 1.0 / 50) for r in rows)
 
@@ -441,5 +441,13 @@ def test_a_run_without_privacy_writes_no_privacy_column(synthetic):
     """The privacy columns are DP-FedAvg's: a plain run's rows stay as they were."""
     row = FederatedRun(tiny(rounds=1), synthetic).run_round()
     names = {column.column for column in PRIVACY_COLUMNS}
-    assert names == {"dp_epsilon", "dp_round_clip_norm", "dp_noise_std", "dp_clipped_fraction"}
+    assert names == {
+        "dp_epsilon",
+        "dp_epsilon_accountant",
+        "dp_epsilon_neighbours",
+        "dp_epsilon_sampling",
+        "dp_round_clip_norm",
+        "dp_noise_std",
+        "dp_clipped_fraction",
+    }
     assert names.isdisjoint(row)

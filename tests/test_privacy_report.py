@@ -175,3 +175,31 @@ def test_no_interaction_without_a_noiseless_cell():
     trials = interaction_trials([48, 49, 50], [70, 70.5, 71.5])
     noisy = trials[trials["dp_noise_multiplier"] > 0]
     assert privacy_interactions(noisy, KEYS3, "reported", ACCURACY) == []
+
+
+def test_the_privacy_note_names_the_accounting_and_level_the_rows_recorded():
+    from analysis.reading.loading import COMPLETED, _privacy_columns
+    from analysis.tables.privacy import ACCOUNTANT, privacy_words
+
+    row = {
+        "dp_epsilon": 2.35,
+        "dp_epsilon_accountant": "pld",
+        "dp_epsilon_neighbours": "add-remove",
+        "dp_epsilon_sampling": "poisson",
+    }
+    loaded = _privacy_columns([row])
+    assert loaded == {
+        "final_dp_epsilon": 2.35,
+        "dp_accounting": "pld, add-remove neighbours, poisson sampling",
+    }
+    trials = pd.DataFrame(
+        [{"status": COMPLETED, "dp_delta": 1e-5, "dp_level": "party", "m": 1, **loaded}]
+    )
+    tail, (note,), _ = privacy_words(trials, ["m"])
+    assert tail == "client-level DP: ε = 2.35, δ = 1e-05"
+    assert note.endswith(
+        "(dp-accounting: pld, add-remove neighbours, poisson sampling; docs/privacy.md)."
+    )
+    record = trials.assign(dp_level="record").drop(columns="dp_accounting")
+    tail, (note,), _ = privacy_words(record, ["m"])
+    assert tail.startswith("record-level DP") and note.endswith(f"({ACCOUNTANT}).")

@@ -424,11 +424,20 @@ def _missing_rounds(
     return []
 
 
-def _privacy_columns(result_rows: list[dict[str, Any]]) -> dict[str, float]:
+def _privacy_columns(result_rows: list[dict[str, Any]]) -> dict[str, Any]:
     """A DP trial's ε spent by its last round (``final_dp_epsilon``, from the rows'
-    ``dp_epsilon``; inf without noise); nothing for a trial whose rows record none."""
-    spent = [_number(r.get("dp_epsilon")) for r in result_rows if "dp_epsilon" in r]
-    return {"final_dp_epsilon": spent[-1]} if spent else {}
+    ``dp_epsilon``; inf without noise) and what computed it (``dp_accounting``: the
+    rows' accountant, neighbouring relation and sampling, where they record them);
+    nothing for a trial whose rows record no ε."""
+    spent = [r for r in result_rows if "dp_epsilon" in r]
+    if not spent:
+        return {}
+    last = spent[-1]
+    out: dict[str, Any] = {"final_dp_epsilon": _number(last.get("dp_epsilon"))}
+    how = [last.get(f"dp_epsilon_{k}") for k in ("accountant", "neighbours", "sampling")]
+    if all(isinstance(v, str) for v in how):
+        out["dp_accounting"] = "{}, {} neighbours, {} sampling".format(*how)
+    return out
 
 
 def _execution_path(result_rows: list[dict[str, Any]]) -> str | None:

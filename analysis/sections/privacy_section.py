@@ -22,7 +22,7 @@ from analysis.stats.privacy_interaction import (
 )
 from analysis.stats.trial_statistic import REPORTED
 from analysis.tables.formats import to_markdown, write_table
-from analysis.tables.privacy import ACCOUNTANT, EPSILON
+from analysis.tables.privacy import EPSILON, accountant_words
 from analysis.tables.privacy_rounds import clipped_fractions, epsilon_curves
 from analysis.tables.study_tables import TableOptions, metric_text, primary_of, reported_group
 from analysis.tables.table import Table, key_order, no_bold, row_label
@@ -62,7 +62,8 @@ def privacy_section(
         caption = (
             f"test {metric.name} vs the ε spent after each round on {where}{log}; one line "
             f"per cell, a marker per round, line = mean over {seeds} seed(s), band = ±1 std "
-            f"over seeds (ddof 1); cells without noise (ε = ∞) are not drawn; {ACCOUNTANT}"
+            f"over seeds (ddof 1); cells without noise (ε = ∞) are not drawn; "
+            f"{accountant_words(done)}"
         )
         lines += figure_block(paths, out, caption)
 

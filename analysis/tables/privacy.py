@@ -20,10 +20,22 @@ from analysis.reading.loading import COMPLETED
 
 #: the trial column loading fills from the last round's ``dp_epsilon``
 EPSILON = "final_dp_epsilon"
+#: the trial column naming what computed it (accountant, neighbours, sampling)
+ACCOUNTING = "dp_accounting"
+#: what a sweep recorded before its rows named the accountant: the only one there was
 ACCOUNTANT = (
     "dp-accounting's Rényi-DP accountant, fixed-size cohorts drawn without replacement, "
     "replace-one neighbours; docs/privacy.md"
 )
+
+
+def accountant_words(trials: pd.DataFrame) -> str:
+    """What computed the ε of ``trials``: each recorded accounting (dp-accounting's
+    ``rdp``/``pld``, the neighbouring relation, the sampling), else :data:`ACCOUNTANT`."""
+    recorded = trials[ACCOUNTING].dropna().unique() if ACCOUNTING in trials else []
+    if len(recorded) == 0:
+        return ACCOUNTANT
+    return "dp-accounting: " + "; ".join(sorted(str(r) for r in recorded)) + "; docs/privacy.md"
 
 
 def _shown(value: float) -> str:
@@ -52,19 +64,23 @@ def privacy_words(
         else pd.DataFrame()
     )
     values = counted["dp_epsilon"]
+    accountant = accountant_words(counted)
+    levels = set(counted["dp_level"].dropna()) if "dp_level" in counted else set()
+    # each record protected (DP-SGD in each party) or each party (DP-FedAvg)
+    level = "record-level" if levels == {"record"} else "client-level"
     if values.round(2).nunique() == 1:
         epsilon = _shown(float(values.iloc[0]))
-        tail = f"client-level DP: ε = {epsilon}, δ = {delta}"
+        tail = f"{level} DP: ε = {epsilon}, δ = {delta}"
         note = (
-            f"Privacy: every cell's trials are client-level (ε, δ)-DP by their last round, "
-            f"ε = {epsilon}, δ = {delta} ({ACCOUNTANT})."
+            f"Privacy: every cell's trials are {level} (ε, δ)-DP by their last round, "
+            f"ε = {epsilon}, δ = {delta} ({accountant})."
         )
         return tail, [note], per_cell
     low, high = float(values.min()), float(values.max())
-    tail = f"client-level DP: ε {_shown(low)}–{_shown(high)}, δ = {delta}"
+    tail = f"{level} DP: ε {_shown(low)}–{_shown(high)}, δ = {delta}"
     note = (
         f"Privacy: ε differs between cells, from {_shown(low)} to {_shown(high)} by the last "
-        f"round, δ = {delta} ({ACCOUNTANT}); each cell's ε (mean over its seeds) is the "
+        f"round, δ = {delta} ({accountant}); each cell's ε (mean over its seeds) is the "
         "CSV's dp_epsilon column."
     )
     return tail, [note], per_cell

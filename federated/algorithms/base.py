@@ -139,6 +139,10 @@ class Algorithm:
     # aggregation, which protects a party only if its model's shared entries are all it
     # sends the server.  None says so; otherwise the reason it does not, which the config
     # refuses in one line ("<name> <reason>").  A method that has not said is refused.
+    # Record-level DP-SGD (dp_level=record) replaces the local step's gradient by the
+    # clipped, noised mean of per-sample gradients of the supervised loss: right only for
+    # a method whose local objective is that loss and nothing else
+    per_sample_objective: ClassVar[bool] = False
     dp_obstacle: ClassVar[str | None] = (
         "does not declare dp_obstacle = None (that it sends the server its model's shared "
         "entries and nothing else)"

@@ -11,3 +11,4 @@ class FedAvg(Algorithm):
     name = "fedavg"
     packable = True
     dp_obstacle = None  # sends its weights only
+    per_sample_objective = True  # the supervised loss alone: DP-SGD's per-sample gradient

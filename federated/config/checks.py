@@ -31,6 +31,7 @@ from federated.params import (
     type_hints,
     unit_interval,
 )
+from federated.privacy_accountant import SAMPLINGS
 from federated.registry import load_method
 
 PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
@@ -110,6 +111,7 @@ def validate(c: Any) -> None:
     check_types(c)
     load_method("algorithm", c.algorithm)
     one_of("partition", c.partition, PARTITIONS)
+    one_of("party_sampling", c.party_sampling, SAMPLINGS)
     check_dataset_fields(c)
     load_method("server_optimizer", c.server_optimizer)
     one_of("execution", EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)

@@ -78,6 +78,18 @@ def _without_batchnorm(c: RunConfig) -> bool:
     return names is not None and not any(n.endswith(".running_mean") for n in names.state)
 
 
+def _privacy_on(c: RunConfig) -> bool:
+    from federated.config.privacy_fields import privacy_on
+
+    return privacy_on(c)
+
+
+def _noise_on(c: RunConfig) -> bool:
+    from federated.config.privacy_fields import noise_on
+
+    return noise_on(c)
+
+
 def _stragglers_per_round(c: RunConfig) -> int:
     """Stragglers among a round's drawn parties (federated/heterogeneity/system.py)."""
     return round(c.parties_per_round * c.straggler_fraction)
@@ -85,7 +97,7 @@ def _stragglers_per_round(c: RunConfig) -> int:
 
 RULES = (
     InertRule(
-        ("server_optimizer", *SERVER_PARAMETERS, "sample_fraction"),
+        ("server_optimizer", *SERVER_PARAMETERS, "sample_fraction", "party_sampling"),
         lambda c: load_method("algorithm", c.algorithm).own_state.trains_alone,
         lambda c: f"algorithm={c.algorithm} trains every party alone: there is no server update",
     ),
@@ -159,6 +171,32 @@ RULES = (
         ("batchnorm",),
         lambda c: c.batchnorm == "local" and _without_batchnorm(c),
         lambda c: f"model={c.model} has no BatchNorm statistics for parties to keep",
+    ),
+    InertRule(
+        ("party_sampling",),
+        lambda c: c.parties_per_round >= c.n_parties,
+        lambda c: (
+            f"all {c.n_parties} parties are drawn every round (sample_fraction="
+            f"{c.sample_fraction:g}): there is no draw to make"
+        ),
+    ),
+    InertRule(
+        ("dp_delta",),
+        lambda c: not _noise_on(c),
+        lambda c: (
+            "no noise (dp_noise_multiplier=0, no dp_target_epsilon): there is no "
+            "(epsilon, delta) guarantee for delta to state"
+        ),
+    ),
+    InertRule(
+        ("dp_clip_quantile",),
+        lambda c: c.dp_clipping != "adaptive",
+        lambda c: f"dp_clipping={c.dp_clipping}: only adaptive clipping follows a quantile",
+    ),
+    InertRule(
+        ("dp_accountant",),
+        lambda c: not _privacy_on(c) and c.dp_level != "record",
+        lambda c: "DP-FedAvg is off (no dp_clip_norm, noise or target epsilon): nothing to account",
     ),
     InertRule(
         ("out_dim",),

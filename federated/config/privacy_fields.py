@@ -3,13 +3,16 @@ their defaults and every check of them, in one place.
 
 :func:`check_privacy` is called once, from :func:`federated.config.checks.validate`, and
 raises :class:`ConfigError` with one line naming the field: a negative or absurd noise,
-a clip norm <= 0, epsilon <= 0, delta outside (0, 1/n_parties), noise without clipping,
+a clip norm <= 0, epsilon <= 0, delta outside (0, 1/n_parties), an accountant the
+party sampling does not allow, noise without clipping,
 both a noise multiplier and a target epsilon, a target the planned rounds cannot meet
 with a noise multiplier up to :data:`~federated.privacy_accountant.MAX_NOISE_MULTIPLIER`,
 adaptive clipping whose noise the clipped count alone would exceed, and a method whose
 uploads DP-FedAvg would leave unprotected (``Algorithm.dp_obstacle``, a declaration).
 :func:`privacy_defaults` is the part of resolution that completes them: delta =
-1/N^1.1 and adaptive clipping's first norm 0.1, only where the run uses them.
+min(1e-5, 1/(10 N)) and adaptive clipping's first norm 0.1, only where the run uses
+them; :func:`run_accountant` is the accountant (unset: PLD under Poisson sampling, RDP
+under fixed-size).
 
 The config reaches these functions as a plain object (``Any``), as in
 :mod:`federated.config.checks`.
@@ -21,6 +24,7 @@ from typing import Any
 
 from federated.params import ConfigError, one_of, positive
 from federated.privacy_accountant import (
+    ACCOUNTANTS,
     ADAPTIVE_INITIAL_CLIP_NORM,
     MAX_NOISE_MULTIPLIER,
     clipped_count_std,
@@ -30,6 +34,7 @@ from federated.privacy_accountant import (
 from federated.registry import load_method
 
 DP_CLIPPINGS = ("fixed", "adaptive")
+DP_LEVELS = ("party", "record")
 
 
 def clipping_on(c: Any) -> bool:
@@ -42,15 +47,23 @@ def noise_on(c: Any) -> bool:
     return c.dp_noise_multiplier > 0 or c.dp_target_epsilon is not None
 
 
+def record_level(c: Any) -> bool:
+    """Whether DP-SGD inside each party protects each record (``dp_level=record``)."""
+    return c.dp_level == "record"
+
+
 def privacy_on(c: Any) -> bool:
-    """Whether DP-FedAvg's rule replaces the method's aggregation (clipping, noise or both)."""
-    return clipping_on(c) or noise_on(c)
+    """Whether DP-FedAvg's rule replaces the method's aggregation (clipping, noise or
+    both, at the party level)."""
+    return not record_level(c) and (clipping_on(c) or noise_on(c))
 
 
 def privacy_defaults(c: Any) -> dict[str, Any]:
     """``dp_delta`` and ``dp_clip_norm`` completed where the run uses them and the user
-    left them None (``c`` has its parties counted): delta = 1/N^1.1 under noise, the
-    first clip norm 0.1 under adaptive clipping; otherwise as written."""
+    left them None (``c`` has its parties counted): delta = min(1e-5, 1/(10 N)) under
+    noise, the first clip norm 0.1 under adaptive clipping; otherwise as written.
+    ``dp_accountant`` stays None where unset (:func:`run_accountant` reads the
+    sampling's default), so checkpoints made before the field compare equal."""
     delta = c.dp_delta
     if delta is None and noise_on(c):
         delta = default_delta(c.n_parties)
@@ -58,6 +71,13 @@ def privacy_defaults(c: Any) -> dict[str, Any]:
     if clip is None and c.dp_clipping == "adaptive":
         clip = ADAPTIVE_INITIAL_CLIP_NORM
     return {"dp_delta": delta, "dp_clip_norm": clip}
+
+
+def run_accountant(c: Any) -> str:
+    """The accountant of ``c``: the one given, else its party sampling's default."""
+    if c.dp_accountant is not None:
+        return str(c.dp_accountant)
+    return ACCOUNTANTS[c.party_sampling][0]
 
 
 def run_noise_multiplier(c: Any) -> float:
@@ -68,7 +88,13 @@ def run_noise_multiplier(c: Any) -> float:
         return float(c.dp_noise_multiplier)
     delta = c.dp_delta if c.dp_delta is not None else default_delta(c.n_parties)
     sigma = noise_for_epsilon(
-        float(c.dp_target_epsilon), float(delta), c.rounds, c.n_parties, c.parties_per_round
+        float(c.dp_target_epsilon),
+        float(delta),
+        c.rounds,
+        c.n_parties,
+        c.parties_per_round,
+        c.party_sampling,
+        run_accountant(c),
     )
     return float("nan") if sigma is None else sigma
 
@@ -78,6 +104,16 @@ def check_privacy(c: Any) -> None:
     counted, rounds checked) whose value is not allowed; nothing when DP is off and its
     fields hold their defaults."""
     one_of("dp_clipping", c.dp_clipping, DP_CLIPPINGS)
+    if c.dp_accountant is not None:
+        allowed = ACCOUNTANTS[c.party_sampling]
+        if c.dp_accountant not in allowed:
+            raise ConfigError(
+                "dp_accountant",
+                c.dp_accountant,
+                f"{' or '.join(allowed)} with party_sampling={c.party_sampling} "
+                "(dp_accounting's PLD accountant composes Poisson-sampled rounds, not "
+                "fixed-size draws: set party_sampling=poisson for pld)",
+            )
     if not c.dp_noise_multiplier >= 0:
         raise ConfigError("dp_noise_multiplier", c.dp_noise_multiplier, "a number >= 0 (0: none)")
     if c.dp_noise_multiplier > MAX_NOISE_MULTIPLIER:
@@ -108,6 +144,10 @@ def check_privacy(c: Any) -> None:
             f"a number in (0, 1/n_parties={limit:.4g}): a delta of 1/N or more allows "
             "releasing one party's data outright",
         )
+    one_of("dp_level", c.dp_level, DP_LEVELS)
+    if record_level(c):
+        _check_record_level(c)
+        return
     if not privacy_on(c):
         return
     if noise_on(c) and not clipping_on(c):
@@ -121,6 +161,31 @@ def check_privacy(c: Any) -> None:
     _check_method(c)
     if noise_on(c):
         _check_noise(c)
+
+
+def _check_record_level(c: Any) -> None:
+    """DP-SGD inside each party: a clip norm and a noise multiplier given (no target
+    epsilon, fixed clipping, the RDP accountant), and a method whose local objective is
+    the supervised loss alone (``Algorithm.per_sample_objective``, a declaration)."""
+    needs = "under dp_level=record"
+    if c.dp_clip_norm is None:
+        raise ConfigError("dp_clip_norm", None, f"a per-sample clip norm > 0 {needs}")
+    if c.dp_target_epsilon is not None:
+        raise ConfigError(
+            "dp_target_epsilon", c.dp_target_epsilon, f"unset {needs} (give dp_noise_multiplier)"
+        )
+    if not c.dp_noise_multiplier > 0:
+        raise ConfigError("dp_noise_multiplier", c.dp_noise_multiplier, f"a number > 0 {needs}")
+    one_of("dp_clipping", c.dp_clipping, ("fixed",))
+    if c.dp_accountant not in (None, "rdp"):
+        raise ConfigError("dp_accountant", c.dp_accountant, f"rdp {needs}")
+    if not load_method("algorithm", c.algorithm).per_sample_objective:
+        raise ConfigError(
+            "algorithm",
+            c.algorithm,
+            f"a method whose local objective is the supervised loss alone (fedavg) {needs}: "
+            f"{c.algorithm}'s objective has no per-sample gradient DP-SGD can clip",
+        )
 
 
 def _check_method(c: Any) -> None:

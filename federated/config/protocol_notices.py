@@ -7,6 +7,8 @@ something other than what their words suggest:
 
 * ``execution=fast``, an earlier name kept so old studies run: it runs ``sequential``,
   and says so rather than rename the user's value silently;
+* a noised run's ``dp_delta`` above 1/(10 N): allowed (1/N and above are refused) but
+  weaker than a privacy review accepts;
 * a personalised method (each party evaluated with a model of its own) without local
   test splits (``party_test_fraction=0``): its per-party scores are its parties' models
   on the pooled test set re-weighted by each party's class mix, not on images of the
@@ -46,4 +48,24 @@ def protocol_notices(config: RunConfig, written: Mapping[str, Any]) -> list[str]
             "party's score is its model on the pooled test set re-weighted by its class mix "
             "(set party_test_fraction, e.g. 0.2, to score each on images of its own)"
         )
+    lines.extend(delta_notices(config))
     return lines
+
+
+def delta_notices(config: RunConfig) -> list[str]:
+    """A ``warning:`` line where a noised run's delta is above 1/(10 N): allowed (below
+    1/N, which is refused), but weaker than a privacy review accepts (docs/privacy.md,
+    "delta")."""
+    from federated.config.privacy_fields import noise_on
+    from federated.privacy_accountant import DELTA_WARNING_FACTOR
+
+    if config.dp_delta is None or not noise_on(config):
+        return []
+    bound = 1.0 / (DELTA_WARNING_FACTOR * config.n_parties)
+    if config.dp_delta <= bound:
+        return []
+    return [
+        f"warning: dp_delta={config.dp_delta:g} is above 1/(10 x n_parties)={bound:.3g}: "
+        "the guarantee may fail outright with probability delta, which a privacy review "
+        "expects well below 1/N (the default is min(1e-5, 1/(10 N)))"
+    ]

@@ -96,7 +96,14 @@ FIELD_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "test_fraction",
         ),
         # how the training set is split into parties and drawn each round
-        "partition": ("n_parties", "partition", "beta", "labels_per_party", "sample_fraction"),
+        "partition": (
+            "n_parties",
+            "partition",
+            "beta",
+            "labels_per_party",
+            "sample_fraction",
+            "party_sampling",
+        ),
         # heterogeneity beyond label skew: features and system
         "heterogeneity": (
             "feature_skew",
@@ -135,6 +142,8 @@ FIELD_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "dp_clip_quantile",
             "dp_target_epsilon",
             "dp_delta",
+            "dp_accountant",
+            "dp_level",
         ),
         # where and how it runs (execution_fields() says which never change results)
         "execution": (
@@ -247,6 +256,14 @@ class RunConfig:
     )
     sample_fraction: float = field(
         default=1.0, metadata=_help("fraction of parties drawn each round")
+    )
+    party_sampling: str = field(
+        default="fixed",
+        metadata=_help(
+            "fixed: round(N x sample_fraction) parties drawn without replacement each "
+            "round; poisson: each party independently with probability "
+            "round(N x sample_fraction)/N (DP-FedAvg's sampling)"
+        ),
     )
     partition: str = field(default="dirichlet", metadata=_help("non-IID partition scheme"))
     beta: float = field(
@@ -448,7 +465,23 @@ class RunConfig:
     dp_delta: float | None = field(
         default=None,
         metadata=_help(
-            "DP-FedAvg's delta, in (0, 1/n_parties); default 1/n_parties^1.1 when noise is on"
+            "DP-FedAvg's delta, in (0, 1/n_parties); default min(1e-5, 1/(10 n_parties)) "
+            "when noise is on"
+        ),
+    )
+    dp_level: str = field(
+        default="party",
+        metadata=_help(
+            "party: DP-FedAvg protects each party's data at the server; record: DP-SGD "
+            "inside each party protects each record (per-sample clipping to dp_clip_norm, "
+            "noise dp_noise_multiplier x C per local step)"
+        ),
+    )
+    dp_accountant: str | None = field(
+        default=None,
+        metadata=_help(
+            "DP-FedAvg's accountant: rdp (Renyi DP) or pld (privacy loss distributions, "
+            "party_sampling=poisson only); default pld under poisson, rdp under fixed"
         ),
     )
     # --- execution (never changes results on a given device)

@@ -193,7 +193,40 @@ PRIVACY_COLUMNS: tuple[RunColumn, ...] = (
         UPDATES,
         GLOBAL,
         DP_ROUNDS,
-        "the accountant's epsilon after this round, all rounds so far composed",
+        "the accountant's epsilon after this round, all rounds so far composed (under "
+        "dp_level=record the worst party's)",
+    ),
+    RunColumn(
+        "dp_epsilon_accountant",
+        "accountant",
+        "name: rdp (Renyi DP) or pld (privacy loss distributions)",
+        None,
+        UPDATES,
+        GLOBAL,
+        DP_ROUNDS,
+        "the dp-accounting accountant dp_epsilon was computed by",
+    ),
+    RunColumn(
+        "dp_epsilon_neighbours",
+        "neighbouring relation",
+        "name: replace-one or add-remove (party level), replace-one record (record level)",
+        None,
+        UPDATES,
+        GLOBAL,
+        DP_ROUNDS,
+        "the neighbouring federations dp_epsilon's guarantee is stated for (one party's "
+        "data replaced; one party's data added or removed)",
+    ),
+    RunColumn(
+        "dp_epsilon_sampling",
+        "party sampling",
+        "name: fixed or poisson (party level), shuffled batches (record level)",
+        None,
+        UPDATES,
+        GLOBAL,
+        DP_ROUNDS,
+        "how each round's parties were drawn (party_sampling), or under dp_level=record "
+        "how each party's batches were, which dp_epsilon accounts",
     ),
     RunColumn(
         "dp_round_clip_norm",

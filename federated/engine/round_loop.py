@@ -33,7 +33,9 @@ from federated.config.inert_settings import inert_settings
 from federated.config.run_config import RunConfig
 from federated.data import Augmenter, ImageData
 from federated.engine.party_data import PartyData
+from federated.engine.party_draw import draw_parties
 from federated.engine.party_store import PartyArchive, PartyStates
+from federated.engine.round_hooks import round_hooks
 from federated.engine.round_row import RoundRow, work_columns
 from federated.engine.run_state import (
     EXECUTION_FIELDS,
@@ -60,7 +62,6 @@ from federated.runtime.allocator import keep_freed_memory
 from federated.runtime.device import resolve_device, set_threads
 from federated.runtime.seeding import RunRandomness, stream_seed
 from federated.server import aggregation_weights
-from federated.server.privacy import ClientPrivacy
 from federated.tasks.base import Scores, build_task
 
 NAN = float("nan")
@@ -108,9 +109,6 @@ class FederatedRun:
             memory_budget(config.party_memory_mib),
             spill_folder(config.party_state_dir),
         )
-        # client-level DP (dp_* fields): DP-FedAvg's rule in place of the method's
-        # aggregation, on the run's own noise stream; None when off
-        self.privacy = ClientPrivacy.from_config(config, self.rng.privacy)
         self.augmenter = Augmenter(self.spec, self.device)
         self.feature_skew = FeatureSkew.from_config(config)
         self._measure_model()
@@ -131,6 +129,17 @@ class FederatedRun:
         )
         self.evaluation = RoundEvaluation.for_run(
             config, self.data, self.task, self.augmenter, self.rng.evaluation
+        )
+        # the cross-cutting features (DP, the probe, the store's pinning): hooks on the
+        # round, built from the config in one place (federated/engine/round_hooks.py)
+        self.hooks = round_hooks(
+            config,
+            self.rng,
+            self.evaluation.probe,
+            self.party_states,
+            self.global_model,
+            self._float_keys,
+            self.party_sizes,
         )
 
     def _initial_model(self, config: RunConfig) -> torch.nn.Module:
@@ -219,12 +228,19 @@ class FederatedRun:
 
     # ------------------------------------------------------------------------ rounds
     def draw_parties(self) -> list[int]:
-        """This round's parties, sorted; all of them for personal models or fraction 1."""
-        n = self.config.n_parties
-        k = self.config.parties_per_round
-        if self.own.trains_alone or k >= n:
-            return list(range(n))
-        return sorted(int(i) for i in self.rng.sampling.choice(n, size=k, replace=False))
+        """This round's parties, sorted (``party_sampling``,
+        :mod:`federated.engine.party_draw`); all of them for personal models or fraction 1."""
+        c = self.config
+        if self.own.trains_alone:
+            return list(range(c.n_parties))
+        return draw_parties(
+            c.party_sampling,
+            c.seed,
+            self.round,
+            c.n_parties,
+            c.parties_per_round,
+            self.rng.sampling,
+        )
 
     @property
     def spreads_packs(self) -> bool:
@@ -350,11 +366,11 @@ class FederatedRun:
             execution_path=self.trainer.path,
         )
         row.cum_bytes = self.cum_bytes
-        self.party_states.pin(reporting)  # in memory while they train
+        self.hooks.before_round(reporting)
         try:
             return self._trained_round(row, work, plan, start)
         finally:
-            self.party_states.changed(reporting)  # their states changed in place
+            self.hooks.after_round(reporting)
 
     def _trained_round(
         self, row: RoundRow, work: RoundWork, plan: list[PartyBatches], start: float
@@ -363,15 +379,13 @@ class FederatedRun:
         reporting = work.reporting
         self.global_model.eval()
         weights = aggregation_weights([self.party_sizes[i] for i in reporting])
-        # both execution paths hand their contributions to this one aggregator, so
-        # DP-FedAvg's clipping applies to either (federated/server/privacy.py)
-        aggregator = (
-            self.algorithm.aggregator(self.server_state, self.global_model)
-            if self.privacy is None
-            else self.privacy.aggregator(self.global_model.state_dict(), self._float_keys)
+        # both execution paths hand their contributions to this one aggregator, so a
+        # hook's wrapper (DP-FedAvg's clipping) applies to either
+        aggregator = self.hooks.aggregator(
+            lambda: self.algorithm.aggregator(self.server_state, self.global_model)
         )
         jobs: list[LocalJob] = []
-        probe_seconds = 0.0  # Fig. 2's forward passes: not training time
+        hook_seconds = 0.0  # the hooks' own work (the probe's forward passes)
         for (job, result), weight in zip(self._local_trainings(reporting, plan), weights):
             extras = self.algorithm.end_local(job)
             self.own.finish(job.model, job.state, job.personal)
@@ -379,10 +393,7 @@ class FederatedRun:
             row.results.append(result)
             if not result.finite:
                 return self._diverged(row, start)
-            if self.probe is not None and len(jobs) == 1:  # the first reporting party
-                probe_seconds += self.probe.capture(
-                    row.round, job.party, self.global_model, job.model
-                )
+            hook_seconds += self.hooks.after_local(job, row.round, len(jobs) - 1)
             aggregator.add(
                 Contribution(
                     party=job.party,
@@ -393,18 +404,20 @@ class FederatedRun:
                     extras=extras,
                 )
             )
-        # a round where nobody reported leaves the global model as it was
-        combined = aggregator.result() if jobs else None
+        # a round where nobody reported leaves the global model as it was, unless the
+        # aggregator releases one anyway (DP under Poisson sampling: noise alone)
+        combined = aggregator.result() if jobs or aggregator.releases_empty else None
         if combined is not None:
             self._server_step(combined)
-        if self.privacy is not None:
-            row.extra.update(self.privacy.end_round())
+        self.hooks.after_server_step(self.global_model)
+        released = self.hooks.row_fields()
+        row.extra.update(released)
         row.extra.update(work_columns(work, row.results))
         if self.config.partition_by:
             # what ran: the natural parties left out under the size floor are in no
             # round (partitions.json names them; docs/heterogeneity.md)
             row.extra["left_out_parties"] = len(self.spec.left_out_parties)
-        row.train_seconds = time.perf_counter() - start - probe_seconds
+        row.train_seconds = time.perf_counter() - start - hook_seconds
         # cores beyond the trial's own that its packs used (use_idle_cores)
         row.extra["spare_core_seconds"] = self.trainer.spare_core_seconds
 
@@ -415,7 +428,7 @@ class FederatedRun:
         row.test = results.test
         row.eval_seconds = time.perf_counter() - t
         if results.diverged:
-            return self._diverged(row, start)
+            return self._diverged(row, start, released)
         row.extra.update(results.columns)
         row.extra.update(self.validation_columns())
         row.extra.update(self.party_scorer.columns(row.round))
@@ -438,7 +451,11 @@ class FederatedRun:
         for k in self._other_keys:
             state[k].copy_(combined[k])
 
-    def _diverged(self, row: RoundRow, start: float) -> RoundRow:
+    def _diverged(
+        self, row: RoundRow, start: float, released: dict[str, Any] | None = None
+    ) -> RoundRow:
+        """The row of a round that diverged; ``released``: the hooks' columns of a round
+        whose model was released before it diverged (its epsilon was spent)."""
         return RoundRow(
             round=row.round,
             parties=row.parties,
@@ -453,6 +470,7 @@ class FederatedRun:
             extra={
                 **self.evaluation.no_validation_columns(),
                 **self.evaluation.no_fairness_columns(),
+                **(released or {}),
             },
         )
 
@@ -480,8 +498,8 @@ class FederatedRun:
             "parties": parties,
             "rng": self.rng.state_dict(),
             "validation": validation_state(self.last_validation),
-            # the accountant (round count, parameters) and adaptive clipping's norm
-            "privacy": None if self.privacy is None else self.privacy.state_dict(),
+            # the hooks' own (DP: the accountant and adaptive clipping's norm)
+            **self.hooks.state_for_checkpoint(),
         }
 
     def load_state_dict(self, state: dict[str, Any], archive: PartyArchive | None = None) -> None:
@@ -506,10 +524,8 @@ class FederatedRun:
         self.rng.load_state_dict(state["rng"])
         # a checkpoint from before federated evaluation holds none (nor did its run)
         self.evaluation.last_validation = validation_from_state(state.get("validation"))
-        if self.privacy is not None:
-            # check_compatible above held the dp_* fields equal: the checkpoint is a DP
-            # run's, holding its accountant
-            self.privacy.load_state_dict(state["privacy"])
+        # check_compatible above held the config equal: the checkpoint's hooks are these
+        self.hooks.restore(state)
 
 
 def validation_state(last: tuple[int, Scores] | None) -> dict[str, Any] | None:

@@ -17,8 +17,10 @@ For a Tune trial they live in its trial folder (``study/sweep_folder.py``), for
                                   for a task's other metrics m (a score task's mae,
                                   rmse, srcc, plcc) also party_val_<m> and
                                   party_test_<m> (the party's own images;
-                                  federated/tasks/); each scored round's rows are
-                                  appended after the round
+                                  federated/tasks/); under dp_level=record also
+                                  party_dp_epsilon (the party's record-level epsilon
+                                  so far, docs/privacy.md); each scored round's rows
+                                  are appended after the round
     representations/round_NNNN.npz   federated/evaluation/representations.py
 
 ``parties.csv`` grows by appending: a scored round costs its N rows, not the whole file
@@ -70,7 +72,8 @@ def party_columns(run: Any) -> tuple[str, ...]:
         columns += tuple(f"party_val_{m}" for m in extra)
     if run.local_tester is not None:
         columns += LOCAL_TEST_COLUMNS + tuple(f"party_test_{m}" for m in extra)
-    return columns
+    # the round's hooks' own (record-level DP: each party's epsilon, party_dp_epsilon)
+    return columns + tuple(run.hooks.party_values())
 
 
 class RunFiles:
@@ -199,6 +202,7 @@ def party_rows(run: Any, round_number: int, scored: bool, validated: bool) -> li
     columns = party_columns(run)
     stem, extra = run.evaluation.spread_stem, run.evaluation.extra_stems
     rows = []
+    hooked = run.hooks.party_values()
     for party in range(len(run.party_sizes)):
         row = {
             "round": round_number,
@@ -217,5 +221,6 @@ def party_rows(run: Any, round_number: int, scored: bool, validated: bool) -> li
             for m in extra:
                 values = run.local_test_metrics.get(m) if scored else None
                 row[f"party_test_{m}"] = float(values[party]) if values is not None else NAN
+        row.update({name: values[party] for name, values in hooked.items()})
         rows.append(row)
     return rows

@@ -14,10 +14,16 @@ from federated.config.run_config import RunConfig
 from federated.data import Augmenter, DatasetSpec
 from federated.execution.packed import PackedTrainer
 from federated.execution.packed_model import packing_obstacle
+from federated.execution.record_private import (
+    RecordNoise,
+    RecordPrivateReference,
+    RecordPrivateSequential,
+)
 from federated.execution.sequential import ReferenceTrainer, SequentialTrainer
 from federated.execution.trainer import LocalTrainer, TrainingSetup
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.models import FedConModel
+from federated.params import ConfigError
 from federated.sgd_rule import SgdRule
 
 
@@ -42,7 +48,8 @@ def local_trainer(
     setup = TrainingSetup(algorithm, own, global_model, augmenter, rule, images, labels, skew)
     if config.execution == "packed":
         reason = (
-            algorithm.task.packing_obstacle()
+            _record_level_obstacle(config)
+            or algorithm.task.packing_obstacle()
             or algorithm.packing_obstacle()
             or packing_obstacle(global_model, spec.shape)
         )
@@ -54,7 +61,37 @@ def local_trainer(
             PackingFallback,
             stacklevel=4,
         )
-    kind = ReferenceTrainer if config.execution == "reference" else SequentialTrainer
     # the sequential paths' one working model, trained in place party after party
     working = copy.deepcopy(global_model).requires_grad_(True)
+    if config.dp_level == "record":
+        _check_no_batchnorm(config, global_model)
+        private = (
+            RecordPrivateReference if config.execution == "reference" else RecordPrivateSequential
+        )
+        trainer = private(setup, working)
+        trainer.record_noise = RecordNoise(
+            float(config.dp_clip_norm), float(config.dp_noise_multiplier), config.seed
+        )
+        return trainer
+    kind = ReferenceTrainer if config.execution == "reference" else SequentialTrainer
     return kind(setup, working)
+
+
+def _check_no_batchnorm(config: RunConfig, model: torch.nn.Module) -> None:
+    """Record-level DP-SGD needs each sample's gradient on its own, which BatchNorm's
+    batch statistics do not allow (Opacus refuses it likewise): one line, before any
+    training."""
+    if any(isinstance(m, torch.nn.modules.batchnorm._NormBase) for m in model.modules()):
+        raise ConfigError(
+            "model",
+            config.model,
+            "a model without BatchNorm under dp_level=record (a sample's gradient through "
+            "batch statistics depends on the whole batch; use GroupNorm, or simple-cnn)",
+        )
+
+
+def _record_level_obstacle(config: RunConfig) -> str | None:
+    """Why record-level DP-SGD cannot train packed (each sample's gradient is its own)."""
+    if config.dp_level != "record":
+        return None
+    return "dp_level=record takes each sample's gradient on its own"

@@ -71,7 +71,9 @@ def _channels_last(x: torch.Tensor) -> bool:
 
 def max_pool2x2(x: torch.Tensor) -> torch.Tensor:
     """``F.max_pool2d(x, 2)`` for NCHW tensors (odd sizes drop the last row/column)."""
-    if x.device.type != "cpu" or _channels_last(x):
+    # under a torch.func transform (record-level DP's per-sample gradients, vmap over
+    # grad) the autograd.Function below cannot run: max_pool2d, the same values
+    if x.device.type != "cpu" or _channels_last(x) or torch._C._are_functorch_transforms_active():
         return F.max_pool2d(x, 2)
     h, w = x.shape[-2] // 2 * 2, x.shape[-1] // 2 * 2
     if (h, w) != tuple(x.shape[-2:]):

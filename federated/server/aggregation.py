@@ -70,6 +70,10 @@ def weighted_average(
 class Aggregator:
     """Combines one round's contributions, added one party at a time in draw order."""
 
+    #: whether :meth:`result` is taken in a round where nobody reported (a mechanism that
+    #: releases every round, such as DP-FedAvg under Poisson sampling's empty cohorts)
+    releases_empty: bool = False
+
     def add(self, contribution: Contribution) -> None:
         """Take in one party's contribution (its tensors are valid during this call only)."""
         raise NotImplementedError

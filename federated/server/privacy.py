@@ -44,11 +44,16 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from federated.config.privacy_fields import noise_on, privacy_on, run_noise_multiplier
+from federated.config.privacy_fields import (
+    noise_on,
+    privacy_on,
+    run_accountant,
+    run_noise_multiplier,
+)
 from federated.privacy_accountant import (
     ADAPTIVE_CLIP_LR,
+    Accounting,
     clipped_count_std,
-    epsilon_after,
     update_noise_multiplier,
 )
 from federated.server.aggregation import Aggregator
@@ -69,6 +74,8 @@ class PrivacySettings:
     n_parties: int  # N
     per_round: int  # m, the parties drawn each round: the expected cohort
     delta: float | None  # the accountant's delta (None: no noise, no guarantee)
+    sampling: str = "fixed"  # how parties are drawn: fixed or poisson
+    accountant: str = "rdp"  # rdp or pld (privacy_accountant.ACCOUNTANTS)
 
     @classmethod
     def from_config(cls, config: RunConfig) -> PrivacySettings | None:
@@ -83,6 +90,8 @@ class PrivacySettings:
             n_parties=int(config.n_parties),
             per_round=int(config.parties_per_round),
             delta=None if config.dp_delta is None else float(config.dp_delta),
+            sampling=config.party_sampling,
+            accountant=run_accountant(config),
         )
 
     def accounting(self) -> dict[str, Any]:
@@ -93,7 +102,17 @@ class PrivacySettings:
             "n_parties": self.n_parties,
             "per_round": self.per_round,
             "adaptive": self.adaptive,
+            "sampling": self.sampling,
+            "accountant": self.accountant,
         }
+
+    def accounting_of(self) -> Accounting:
+        """The accountant's view of the run (sampling, neighbours, accountant)."""
+        return Accounting(self.n_parties, self.per_round, self.sampling, self.accountant)
+
+
+#: the accounting of a checkpoint written before party sampling was a setting
+BEFORE_SAMPLING = {"sampling": "fixed", "accountant": "rdp"}
 
 
 class ClientPrivacy:
@@ -155,12 +174,14 @@ class ClientPrivacy:
         s = self.settings
         if s.delta is None:
             return math.inf
-        return epsilon_after(self.rounds, s.n_parties, s.per_round, s.noise_multiplier, s.delta)
+        return s.accounting_of().epsilon(self.rounds, s.noise_multiplier, s.delta)
 
     def end_round(self) -> dict[str, float]:
         """Count one more round (every round counts, one where nobody reported too: the
         accountant charges each round it could have released) and return the row's
-        privacy columns: ``dp_epsilon`` (spent so far; inf without noise),
+        privacy columns: ``dp_epsilon`` (spent so far; inf without noise), what it was
+        computed by (``dp_epsilon_accountant``: rdp or pld; ``dp_epsilon_neighbours``:
+        replace-one or add-remove; ``dp_epsilon_sampling``: fixed or poisson),
         ``dp_round_clip_norm`` (the round's C), ``dp_noise_std`` (the standard
         deviation of the noise on each entry of the mean, in weight units: z·C/m) and
         ``dp_clipped_fraction`` (the share of this round's reported updates whose norm
@@ -169,12 +190,26 @@ class ClientPrivacy:
         self.rounds += 1
         clip = self.round_clip_norm
         mean, self.round_mean = self.round_mean, None
+        accounting = self.settings.accounting_of()
         return {
             "dp_epsilon": self.epsilon(),
+            "dp_epsilon_accountant": accounting.accountant,
+            "dp_epsilon_neighbours": accounting.neighbours,
+            "dp_epsilon_sampling": accounting.sampling,
             "dp_round_clip_norm": clip,
             "dp_noise_std": self.update_multiplier * clip / self.settings.per_round,
             "dp_clipped_fraction": math.nan if mean is None else mean.clipped_fraction(),
         }
+
+    def divergence_words(self) -> str:
+        """The settings a divergence under DP names: the clip norm of the round that
+        diverged (adaptive clipping's where it moves) and the noise multiplier, since an
+        absurd C (noise z·C/m beyond float range) or sigma is the likeliest cause."""
+        s = self.settings
+        clip = f"dp_clip_norm={self.round_clip_norm:g}"
+        if s.adaptive:
+            clip += " (adaptive: the diverged round's)"
+        return f"{clip}, dp_noise_multiplier={s.noise_multiplier:.4g}"
 
     def state_dict(self) -> dict[str, Any]:
         """The accountant (round count and its parameters) and the clip norm: plain values."""
@@ -185,7 +220,8 @@ class ClientPrivacy:
         noise solved by another ``dp-accounting`` version would change every epsilon)."""
         mine = self.settings.accounting()
         for key, value in mine.items():
-            if state.get(key) != value:
+            # a checkpoint from before party sampling was a setting: fixed, RDP
+            if state.get(key, BEFORE_SAMPLING.get(key)) != value:
                 raise ValueError(
                     f"checkpoint's privacy accounting was made with {key}={state.get(key)!r}, "
                     f"this run has {key}={value!r}"
@@ -206,6 +242,9 @@ class PrivateMean(Aggregator):
         keys: Sequence[str],
     ) -> None:
         self.privacy = privacy
+        # under Poisson sampling an empty cohort is part of the mechanism: the round
+        # still releases the noise alone (skipping it would tell that nobody was drawn)
+        self.releases_empty = privacy.settings.sampling == "poisson"
         self.clip_norm = privacy.clip_norm  # fixed for the round
         self.global_state = global_state
         self.keys = list(keys)
