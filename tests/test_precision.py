@@ -190,3 +190,29 @@ def test_state_stays_float32_under_bf16(algorithm, server_key, party_key, synthe
     kept = [run.party_states[i][party_key] for i in range(run.config.n_parties)]
     floats = _dtypes(kept) - {torch.int64}
     assert floats == {torch.float32}
+
+
+def test_a_sweep_sets_it_and_a_caption_names_it():
+    """``--set precision=bf16-mixed`` reaches every trial's config (the manifest's and the
+    dry run's source); a table of such trials names it in its caption, fp32 says nothing."""
+    import pandas as pd
+
+    from analysis.tables.table import precision_words
+    from search_spaces import BUDGETS, STUDIES
+    from study.plan import SweepPlan
+
+    plan = SweepPlan.build(
+        STUDIES["moon_mu"],
+        BUDGETS["smoke"],
+        dataset="fmnist",
+        search="grid",
+        seeds=[0],
+        overrides={"precision": BF16},
+    )
+    assert {t.config["precision"] for t in plan.trials()} == {BF16}
+    assert {t.run_config.precision for t in plan.trials()} == {BF16}
+    assert precision_words(pd.DataFrame({"precision": [BF16, BF16]})) == " — bf16-mixed"
+    assert precision_words(pd.DataFrame({"precision": ["fp32", BF16]})) == (
+        " — bf16-mixed and fp32 (mixed precisions)"
+    )
+    assert precision_words(pd.DataFrame({"precision": ["fp32"]})) == ""
