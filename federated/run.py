@@ -60,6 +60,7 @@ from federated.models.pretrained_start import StartNotice
 from federated.registry import is_plugin, load_method
 from federated.runtime.atomic_file import atomic_open
 from federated.runtime.device import DeviceUnavailableError
+from federated.runtime.precision import EmulatedPrecisionWarning
 
 ROW_FORMATS = (".csv", ".jsonl")  # what write_rows writes, chosen by --out's suffix
 
@@ -288,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     if left_out:
         print(left_out, file=sys.stderr)
     for notice in notices:
-        if issubclass(notice.category, (PackingFallback, StartNotice)):  # one line each
+        one_line = (PackingFallback, StartNotice, EmulatedPrecisionWarning)
+        if issubclass(notice.category, one_line):  # one line each
             print(f"notice: {notice.message}", file=sys.stderr)
         else:
             warnings.showwarning(notice.message, notice.category, notice.filename, notice.lineno)

@@ -243,3 +243,21 @@ def test_a_detector_trains_and_scores_under_bf16(algorithm, monkeypatch):
     rows = list(run_rounds(config, data))
     assert all(r["precision"] == BF16 and not r["diverged"] for r in rows)
     assert 0.0 <= rows[-1]["test_map50"] <= 1.0
+
+
+def test_the_command_line_refuses_it_in_one_line(tmp_path, monkeypatch, capsys):
+    """``python -m federated.run --precision bf16-mixed`` on a CPU without bfloat16: one
+    ``error:`` line, the bad-input exit status, nothing written."""
+    from federated.cli import exit_codes
+    from federated.run import main
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Old CPU\nflags\t\t: fpu avx2\n\n")
+    monkeypatch.setattr(cpu_name, "CPUINFO", cpuinfo)
+    out = tmp_path / "rows.csv"
+    argv = ["--precision", BF16, "--rounds", "1", "--out", str(out)]
+    assert main([*argv, "--data-root", str(tmp_path / "none")]) == exit_codes.BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: precision='bf16-mixed' but this processor (Old CPU)")
+    assert "\n" not in err
+    assert not out.exists()
