@@ -129,10 +129,9 @@ def fedsweep_columns(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main_rows(options: Options, progress: Progress) -> tuple[list[dict[str, Any]], float]:
-    """One row per (dataset, algorithm), and the matmul peak (GFLOP/s)."""
-    iso = {"threads": options.threads, "isolation": options.isolation}
-    peak = progress(
+def matmul_peak(options: Options, progress: Progress, iso: dict[str, Any]) -> float:
+    """The matmul peak of ``options``' device and threads (GFLOP/s)."""
+    return progress(
         f"matmul peak ({options.matmul_size}^2, {options.threads} thread(s))",
         lambda: measure(
             "matmul_peak",
@@ -145,80 +144,111 @@ def main_rows(options: Options, progress: Progress) -> tuple[list[dict[str, Any]
             **iso,
         ),
     )["gflops"]
-    rows = []
-    for dataset in options.datasets:
-        flops = forward_flops_per_sample(dataset)
-        for algorithm in options.algorithms:
-            case = base_case(options, algorithm, dataset)
-            name = f"{dataset} {algorithm}"
-            fed = progress(
-                f"fedsweep packed {name}", lambda c=case: measure("fedsweep", c.to_dict(), **iso)
-            )
-            seq_case = replace(case, execution="sequential")
-            seq = progress(
-                f"fedsweep sequential {name}",
-                lambda c=seq_case: measure("fedsweep", c.to_dict(), **iso),
-            )
-            paths = progress(
-                f"packed and sequential alternating {name}",
-                lambda c=case: measure("executions", c.to_dict(), **iso),
-            )
-            row: dict[str, Any] = {
-                "dataset": dataset,
-                "algorithm": algorithm,
+
+
+def straightforward_columns(
+    options: Options, progress: Progress, case: Case, fed: dict[str, Any], iso: dict[str, Any]
+) -> dict[str, Any]:
+    """The straightforward loop of ``case`` beside fedsweep's measurement ``fed``."""
+    plain_case = replace(case, rounds=options.straightforward_rounds, warmup_rounds=0)
+    plain = progress(
+        f"straightforward {case.dataset} {case.algorithm}",
+        lambda: measure("straightforward", plain_case.to_dict(), **iso),
+    )
+    return {
+        "sf_round_s": plain["round_s"],
+        "sf_eval_s": plain["eval_s"],
+        "sf_samples_per_s": plain["samples_per_s"],
+        "sf_peak_mem_mib": plain["peak_rss_bytes"] / MIB,
+        # the issue's target: training samples/s (local training and aggregation)
+        # against the plain loop's
+        "train_speedup": fed["samples_per_s"] / plain["samples_per_s"],
+        # what a researcher waits for, shown beside it: samples trained per second of a
+        # whole round, the plain loop's evaluations included
+        "speedup": (fed["samples_round"] / fed["round_s"])
+        / (plain["samples_round"] / plain["round_s"]),
+    }
+
+
+def bare_columns(
+    options: Options,
+    progress: Progress,
+    case: Case,
+    fed: dict[str, Any],
+    peak: float,
+    iso: dict[str, Any],
+) -> dict[str, Any]:
+    """The bare model step of ``case`` and the FLOP rates: fedsweep's against the bare
+    step's and the matmul ``peak``."""
+    bare = progress(
+        f"bare step {case.dataset} {case.algorithm}",
+        lambda: measure(
+            "bare_step",
+            {
+                "algorithm": case.algorithm,
+                "dataset": case.dataset,
                 "device": options.device,
                 "threads": options.threads,
-                "parties": options.parties,
-                "local_epochs": options.local_epochs,
-                **fedsweep_columns(fed),
-                **sequential_columns(paths, fed, seq, options.parties),
-            }
-            if options.straightforward:
-                plain_case = replace(case, rounds=options.straightforward_rounds, warmup_rounds=0)
-                plain = progress(
-                    f"straightforward {name}",
-                    lambda c=plain_case: measure("straightforward", c.to_dict(), **iso),
-                )
-                row.update(
-                    sf_round_s=plain["round_s"],
-                    sf_eval_s=plain["eval_s"],
-                    sf_samples_per_s=plain["samples_per_s"],
-                    sf_peak_mem_mib=plain["peak_rss_bytes"] / MIB,
-                    # the issue's target: training samples/s (local training and
-                    # aggregation) against the plain loop's
-                    train_speedup=fed["samples_per_s"] / plain["samples_per_s"],
-                    # what a researcher waits for, shown beside it: samples trained per
-                    # second of a whole round, the plain loop's evaluations included
-                    speedup=(fed["samples_round"] / fed["round_s"])
-                    / (plain["samples_round"] / plain["round_s"]),
-                )
-            bare = progress(
-                f"bare step {name}",
-                lambda a=algorithm, d=dataset: measure(
-                    "bare_step",
-                    {
-                        "algorithm": a,
-                        "dataset": d,
-                        "device": options.device,
-                        "threads": options.threads,
-                        "seconds": options.bare_seconds,
-                    },
-                    **iso,
-                ),
-            )
-            train_flops = train_flops_per_sample(algorithm, flops["forward"], flops["projection"])
-            gflops = train_flops * fed["samples_per_s"] / 1e9
-            row.update(
-                bare_samples_per_s=bare["samples_per_s"],
-                bare_faults_per_step=bare["faults_per_step"],
-                bare_fraction=fed["samples_per_s"] / bare["samples_per_s"],
-                fwd_mflop=flops["forward"] / 1e6,
-                train_mflop=train_flops / 1e6,
-                gflops=gflops,
-                peak_gflops=peak,
-                peak_fraction=gflops / peak,
-            )
-            rows.append(row)
+                "seconds": options.bare_seconds,
+            },
+            **iso,
+        ),
+    )
+    flops = forward_flops_per_sample(case.dataset)
+    train_flops = train_flops_per_sample(case.algorithm, flops["forward"], flops["projection"])
+    gflops = train_flops * fed["samples_per_s"] / 1e9
+    return {
+        "bare_samples_per_s": bare["samples_per_s"],
+        "bare_faults_per_step": bare["faults_per_step"],
+        "bare_fraction": fed["samples_per_s"] / bare["samples_per_s"],
+        "fwd_mflop": flops["forward"] / 1e6,
+        "train_mflop": train_flops / 1e6,
+        "gflops": gflops,
+        "peak_gflops": peak,
+        "peak_fraction": gflops / peak,
+    }
+
+
+def main_row(
+    options: Options, progress: Progress, case: Case, peak: float, iso: dict[str, Any]
+) -> dict[str, Any]:
+    """One (dataset, algorithm) row: fedsweep packed and sequential, the paths
+    alternating, the straightforward loop (unless skipped) and the bare step."""
+    name = f"{case.dataset} {case.algorithm}"
+    fed = progress(f"fedsweep packed {name}", lambda: measure("fedsweep", case.to_dict(), **iso))
+    seq_case = replace(case, execution="sequential")
+    seq = progress(
+        f"fedsweep sequential {name}", lambda: measure("fedsweep", seq_case.to_dict(), **iso)
+    )
+    paths = progress(
+        f"packed and sequential alternating {name}",
+        lambda: measure("executions", case.to_dict(), **iso),
+    )
+    row: dict[str, Any] = {
+        "dataset": case.dataset,
+        "algorithm": case.algorithm,
+        "device": options.device,
+        "threads": options.threads,
+        "parties": options.parties,
+        "local_epochs": options.local_epochs,
+        **fedsweep_columns(fed),
+        **sequential_columns(paths, fed, seq, options.parties),
+    }
+    if options.straightforward:
+        row.update(straightforward_columns(options, progress, case, fed, iso))
+    row.update(bare_columns(options, progress, case, fed, peak, iso))
+    return row
+
+
+def main_rows(options: Options, progress: Progress) -> tuple[list[dict[str, Any]], float]:
+    """One row per (dataset, algorithm), and the matmul peak (GFLOP/s)."""
+    iso = {"threads": options.threads, "isolation": options.isolation}
+    peak = matmul_peak(options, progress, iso)
+    rows = [
+        main_row(options, progress, base_case(options, algorithm, dataset), peak, iso)
+        for dataset in options.datasets
+        for algorithm in options.algorithms
+    ]
     for row in rows:
         fedavg = [r for r in rows if r["dataset"] == row["dataset"] and r["algorithm"] == "fedavg"]
         row["vs_fedavg"] = row["round_s"] / fedavg[0]["round_s"] if fedavg else math.nan

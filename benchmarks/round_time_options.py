@@ -127,14 +127,8 @@ def _device(text: str) -> str:
     return text
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command line; a mode-dependent option left out is ``None`` until
-    :func:`resolve_options` fills it in."""
-    p = argparse.ArgumentParser(
-        prog="python -m benchmarks.round_time",
-        description="Time fedsweep's rounds against the straightforward loop, the bare model "
-        "step and the matmul peak; check issue 6's targets.",
-    )
+def _add_round_options(p: argparse.ArgumentParser) -> None:
+    """What the main table measures: device, methods, data, rounds and their sizes."""
     p.add_argument("--device", type=_device, default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument(
         "--algorithms",
@@ -161,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bare-seconds", type=float, help="timing of each bare step (3; quick 0.2)")
     p.add_argument("--matmul-size", type=int, help="matmul peak: n of n x n (2048; quick 256)")
     p.add_argument("--matmul-repeats", type=int, help="matmul peak: best of (5; quick 2)")
+
+
+def _add_scaling_and_side_options(p: argparse.ArgumentParser) -> None:
+    """The scaling table's cases and the side-by-side sweeps'."""
     p.add_argument(
         "--scaling-algorithms",
         type=lambda s: _list(s, ALGORITHMS),
@@ -186,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
         "trials at once; on cuda k trials per GPU with --gpus-per-trial 1/k "
         "(default: cpu 1,default; cuda 1,2,4,8)",
     )
+
+
+def _add_mode_options(p: argparse.ArgumentParser) -> None:
+    """How it runs and where its files go: isolation, output, rendering, the mode and
+    what it skips."""
     p.add_argument("--isolation", choices=ISOLATIONS, help="process (default) or inline (quick)")
     p.add_argument(
         "--out",
@@ -207,6 +210,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--side-by-side", action="store_true", help="run the side-by-side sweeps in --quick too"
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; a mode-dependent option left out is ``None`` until
+    :func:`resolve_options` fills it in."""
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.round_time",
+        description="Time fedsweep's rounds against the straightforward loop, the bare model "
+        "step and the matmul peak; check issue 6's targets.",
+    )
+    _add_round_options(p)
+    _add_scaling_and_side_options(p)
+    _add_mode_options(p)
     return p
 
 

@@ -63,6 +63,7 @@ from federated.registry import is_plugin, load_method
 from federated.runtime.atomic_file import atomic_open
 from federated.runtime.device import DeviceUnavailableError
 from federated.runtime.owned_temp_files import remove_stale
+from federated.runtime.precision import EmulatedPrecisionWarning
 
 ROW_FORMATS = (".csv", ".jsonl")  # what write_rows writes, chosen by --out's suffix
 
@@ -294,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     if left_out:
         print(left_out, file=sys.stderr)
     for notice in notices:
-        if issubclass(notice.category, (PackingFallback, StartNotice, FloorNotice)):  # one line
+        one_line = (PackingFallback, StartNotice, FloorNotice, EmulatedPrecisionWarning)
+        if issubclass(notice.category, one_line):  # one line each
             print(f"notice: {notice.message}", file=sys.stderr)
         else:
             warnings.showwarning(notice.message, notice.category, notice.filename, notice.lineno)

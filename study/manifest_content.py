@@ -53,6 +53,8 @@ def manifest_for(plan: SweepPlan, name: str, execution: Execution, **extra: Any)
         # what happens to BatchNorm statistics, per algorithm (federated/algorithms/
         # batchnorm_rule.py): averaged or local, as every trial's row records it
         "batchnorm": batchnorm_rules(plan),
+        # the trials' arithmetic (fp32, bf16-mixed): it changes results, so it is said
+        "precision": sorted({str(t.config["precision"]) for t in plan.trials()}),
         # floats' significant digits in the trials' point labels (full values: params.json)
         "label_digits": plan.label_digits,
         "axes": [a.name for a in plan.study.axes],

@@ -53,7 +53,7 @@ def describe_plan(plan: SweepPlan, resources: TrialResources) -> str:
             f"  {i:>3}. {trial.label:<40} seed={trial.seed}  {c['algorithm']} {c['model']} "
             f"N={c['n_parties']} frac={c['sample_fraction']:g} rounds={c['rounds']} "
             f"E={c['local_epochs']} "
-            f"data={c['data_fraction']:g}"
+            f"data={c['data_fraction']:g} {c['precision']}"
             # the weight and temperature of the methods that declare them (MOON, FedProx)
             + "".join(f" {k}={c[k]:g}" for k in ("mu", "tau") if k in c)
         )

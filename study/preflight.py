@@ -36,6 +36,7 @@ from federated.heterogeneity.partition import (
 )
 from federated.registry import load_method
 from federated.runtime.device import DeviceUnavailableError, resolve_device
+from federated.runtime.precision import precision_for_run
 from study.plan import SweepPlan
 
 # The fields a trial's partition depends on (with the dataset's own samples).
@@ -74,10 +75,11 @@ def trial_configs(plan: SweepPlan) -> list[tuple[str, RunConfig]]:
 
 
 def check_devices(configs: list[tuple[str, RunConfig]]) -> None:
-    """``device=cuda`` where this machine has no CUDA (a local Ray runs trials here)."""
-    for device in sorted({c.device for _, c in configs}):
+    """``device=cuda`` where this machine has no CUDA, ``precision=bf16-mixed`` where its
+    processor has no bfloat16 (a local Ray runs trials here)."""
+    for device, precision in sorted({(c.device, c.precision) for _, c in configs}):
         try:
-            resolve_device(device)
+            precision_for_run(precision, resolve_device(device))
         except DeviceUnavailableError as err:
             raise PreflightError(str(err)) from None
 

@@ -192,3 +192,37 @@ def test_annealed_tau_reads_the_host_three_times_per_step(synthetic):
     run.run_round()
     syncs, steps = _synchronisations_in_one_local_training(run, party=0)
     assert steps <= syncs <= 3 * steps + 3
+
+
+@pytest.mark.parametrize("execution", ["packed", "sequential"])
+def test_bf16_mixed_trains_the_cifar_moon_round_on_cuda(synthetic, execution):
+    """precision=bf16-mixed on the CIFAR-shaped MOON round, both paths: it runs (the GPU
+    has bfloat16), repeats bit for bit, records its precision, keeps the model and MOON's
+    previous models float32, and its losses stay within 2% of float32's (cuDNN made
+    deterministic for the repeat, as for the checkpoint test)."""
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    config = cuda(algorithm="moon", rounds=2, execution=execution, data_fraction=0.08)
+    bf16 = config.replace(precision="bf16-mixed")
+    first = list(run_rounds(bf16, synthetic))
+    again = list(run_rounds(bf16, synthetic))
+    fp32 = list(run_rounds(config, synthetic))
+    assert finite_rows(first)
+    assert {r["precision"] for r in first} == {"bf16-mixed"}
+    assert [r["train_loss"] for r in first] == [r["train_loss"] for r in again]
+    for bf, fp in zip(first, fp32):
+        assert bf["train_loss"] == pytest.approx(fp["train_loss"], rel=2e-2)
+    run = FederatedRun(bf16, synthetic)
+    run.run_round()
+    run.run_round()
+    assert {v.dtype for v in run.global_model.state_dict().values()} <= {
+        torch.float32,
+        torch.int64,
+    }
+    prev = [
+        t
+        for i in range(run.config.n_parties)
+        for s in run.party_states[i]["prev"]
+        for t in s.values()
+    ]
+    assert {t.dtype for t in prev} <= {torch.float32, torch.int64}

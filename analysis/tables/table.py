@@ -594,6 +594,17 @@ def _with_claims(
     return title, notes
 
 
+def precision_words(trials: pd.DataFrame) -> str:
+    """The caption's word on arithmetic where a trial ran other than fp32 (the default
+    says nothing): `` — bf16-mixed``, or both precisions named where they mix."""
+    if "precision" not in trials:
+        return ""
+    used = sorted({str(p) for p in trials["precision"].dropna()} - {""})
+    if used in ([], ["fp32"]):
+        return ""
+    return " — " + " and ".join(used) + (" (mixed precisions)" if len(used) > 1 else "")
+
+
 def accuracy_table(
     trials: pd.DataFrame,
     *,
@@ -648,6 +659,7 @@ def accuracy_table(
         keys = [k for k in by if k in per_cell and k in data]
         if keys and not data.empty:
             data = data.merge(per_cell[[*keys, "dp_epsilon"]], on=keys, how="left")
+    title += precision_words(trials)
     header = " · ".join(parameter_name(k) for k in rows)
     return Table(
         name, title, grid.display, grid.bold, data, header, notes, _resolvable(grid), metric

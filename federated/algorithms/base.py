@@ -58,6 +58,7 @@ from federated.algorithms.personal_model import tensors_to_cpu as tensors_to_cpu
 from federated.contract.task_needs import TaskNeed
 from federated.models import FedConModel, ModelOutput
 from federated.params import MethodParams, NoParams
+from federated.runtime.precision import float32
 from federated.server.aggregation import Aggregator, WeightedMean
 from federated.server.contribution import Contribution as Contribution  # re-exported
 from federated.tasks.base import Task, build_task
@@ -194,8 +195,9 @@ class Algorithm:
     def supervised_loss(self, out: ModelOutput, y: torch.Tensor) -> torch.Tensor:
         """The task's loss on the head (:meth:`federated.tasks.base.Task.loss`):
         cross-entropy on class labels, the run's ``score_loss`` on score targets.  Logged
-        as ``ce`` (``train_loss``) whichever it is."""
-        return self.task.loss(out.logits, y)
+        as ``ce`` (``train_loss``) whichever it is; on float32 outputs (a bf16-mixed
+        run's head computes in bfloat16: federated/runtime/precision.py)."""
+        return self.task.loss(float32(out.logits), y)
 
     def after_backward(self, job: LocalJob) -> dict[str, torch.Tensor]:
         """Adjust gradients before the SGD step; returns extra loss parts to log."""

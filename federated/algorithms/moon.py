@@ -43,6 +43,7 @@ from federated.params import (
     positive,
 )
 from federated.registry import TEMPERATURE_SCHEDULE_PATHS, load_method
+from federated.runtime.precision import float32, full_precision
 
 # where an annealed temperature lives: one local training, or the party's whole run
 TAU_SCOPES = ("round", "run")
@@ -163,10 +164,14 @@ class Moon(Algorithm):
         ce = self.supervised_loss(out, y)
         if not job.info["negatives"]:
             return LossTerms(ce, {"ce": ce.detach()})
-        z_glob = job.frozen.global_projection(x)
-        z_prevs = job.frozen.projections("prev", x)
-        similarities = contrastive_similarities(out.projection, z_glob, z_prevs)
-        con = contrastive_loss_from_similarities(similarities, job.scratch["temperature"].value)
+        # the similarities and l_con in float32 whatever the run's precision: cosines of
+        # bfloat16 projections (8 mantissa bits) blur the margins tau = 0.5 divides
+        with full_precision(job.device):
+            z_glob = float32(job.frozen.global_projection(x))
+            z_prevs = float32(job.frozen.projections("prev", x))
+            similarities = contrastive_similarities(float32(out.projection), z_glob, z_prevs)
+            tau = job.scratch["temperature"].value
+            con = contrastive_loss_from_similarities(similarities, tau)
         job.scratch["similarities"] = similarities.detach()
         return LossTerms(ce + self.params.mu * con, {"ce": ce.detach(), "con": con.detach()})
 

@@ -33,6 +33,7 @@ from federated.params import (
 )
 from federated.privacy_accountant import SAMPLINGS
 from federated.registry import load_method
+from federated.runtime.precision import PRECISIONS
 
 PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
 # what happens to BatchNorm running statistics (federated/algorithms/batchnorm_rule.py)
@@ -115,6 +116,7 @@ def validate(c: Any) -> None:
     check_dataset_fields(c)
     load_method("server_optimizer", c.server_optimizer)
     one_of("execution", EXECUTION_ALIASES.get(c.execution, c.execution), EXECUTIONS)
+    one_of("precision", c.precision, PRECISIONS)
     _check_batchnorm(c)
     _check_counts(c)
     _check_fractions_and_rates(c)

@@ -152,6 +152,7 @@ FIELD_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "eval_batch_size",
             "execution",
             "pack_width",
+            "precision",
             "checkpoint_every",
             "party_memory_mib",
             "party_state_dir",
@@ -507,6 +508,15 @@ class RunConfig:
         metadata=_help(
             "packed execution: parties per packed network; default 4 on a CPU (wider packs "
             "fall out of cache), every drawn party on a GPU"
+        ),
+    )
+    # not execution-only: bfloat16 arithmetic changes the float results (docs/speed.md)
+    precision: str = field(
+        default="fp32",
+        metadata=_help(
+            "fp32, or bf16-mixed: forward passes and losses under bfloat16 autocast; weights, "
+            "optimizer, the methods' state and aggregation float32 (refused on a processor "
+            "without bfloat16: federated/runtime/precision.py)"
         ),
     )
     checkpoint_every: int = field(

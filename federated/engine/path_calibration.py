@@ -11,7 +11,7 @@ some repeats, and the fastest is the least disturbed.
 The faster path is chosen; the result is cached per machine and shape in
 ``~/.cache/fedsweep/execution-paths.json`` (keyed by CPU model and identity, torch
 version, threads, device, model, input shape, batch size, method, parties per round,
-pack width and what sets the party sizes), so
+pack width, precision and what sets the party sizes), so
 the next sweep of the same shape reuses it.
 
 Tests inject a timing table (``measure=``) to exercise both outcomes without timing
@@ -66,7 +66,8 @@ def default_cache_file() -> Path:
 def calibration_key(config: RunConfig) -> dict[str, Any]:
     """What a timing depends on: the machine (CPU model and identity, torch version,
     threads, device) and the run's shape (model, input shape, batch size, method, parties
-    per round, pack width, and the partition's fields that set the party sizes).
+    per round, pack width, precision, and the partition's fields that set the party
+    sizes).
     ``config`` is resolved."""
     from federated.config.data_checks import spec_of
 
@@ -85,6 +86,9 @@ def calibration_key(config: RunConfig) -> dict[str, Any]:
         "algorithm": config.algorithm,
         "parties_per_round": config.parties_per_round,
         "pack_width": config.pack_width,
+        # bfloat16 kernels time apart from float32 ones: a bf16-mixed trial is never
+        # given a float32 timing (nor the other way round)
+        "precision": config.precision,
         # what sets the party sizes, which set how many parties a pack holds (a round of
         # many small parties packs badly: issue 53), but not the seed's draw of them
         "party_sizes": {

@@ -60,6 +60,7 @@ from federated.models.pretrained_start import StartNotice, apply_start
 from federated.registry import load_method
 from federated.runtime.allocator import keep_freed_memory
 from federated.runtime.device import resolve_device, set_threads
+from federated.runtime.precision import precision_for_run
 from federated.runtime.seeding import RunRandomness, stream_seed
 from federated.server import aggregation_weights
 from federated.tasks.base import Scores, build_task
@@ -85,6 +86,8 @@ class FederatedRun:
         set_threads(config.threads)
         keep_freed_memory()
         self.device = resolve_device(config.device)
+        # bf16-mixed on a device without bfloat16: refused before any data load
+        precision_for_run(config.precision, self.device)
         if data is None:
             data = load_checked_data(config)
         # the one check of the config against its data and model, before anything else
@@ -364,6 +367,7 @@ class FederatedRun:
             parties=len(drawn),
             results=[],
             execution_path=self.trainer.path,
+            precision=self.config.precision,
         )
         row.cum_bytes = self.cum_bytes
         self.hooks.before_round(reporting)
@@ -465,6 +469,7 @@ class FederatedRun:
             cum_bytes=self.cum_bytes,
             diverged=True,
             execution_path=row.execution_path,
+            precision=row.precision,
             # every metric key the run's other rows carry, NaN: a sweep's ranking metric
             # is in every row (Tune's strict check), and NaN is never read as a value
             extra={

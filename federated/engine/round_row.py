@@ -17,6 +17,8 @@ Keys of :meth:`RoundRow.as_dict`, in this order (stable across rounds of a run):
 ``samples_per_second`` samples_this_round / train_seconds
 ``bytes_up``, ``bytes_down``, ``cum_bytes``  payload bytes (model state + method extras)
 ``diverged``         True on the round whose loss became NaN/inf; the run stops there
+``execution_path``   the path the parties trained on (packed, sequential, reference)
+``precision``        the run's arithmetic: fp32 or bf16-mixed (federated/runtime/precision.py)
 ==================== ========================================================
 
 then the round's work (:func:`work_columns`, :mod:`federated.heterogeneity.system`):
@@ -102,6 +104,8 @@ class RoundRow:
     # the path the parties trained on (packed, sequential, reference): what ran, which a
     # method or model that cannot pack makes sequential whatever ``execution`` asked
     execution_path: str = ""
+    # the run's arithmetic (fp32, bf16-mixed): it changes results, so every row says it
+    precision: str = ""
 
     @property
     def samples(self) -> int:
@@ -124,5 +128,6 @@ class RoundRow:
             "cum_bytes": self.cum_bytes,
             "diverged": self.diverged,
             "execution_path": self.execution_path,
+            "precision": self.precision,
             **self.extra,
         }

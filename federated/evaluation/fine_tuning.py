@@ -34,6 +34,7 @@ import torch
 
 from federated.data import Augmenter
 from federated.execution.batch_plan import draw_party_batches
+from federated.runtime.precision import FLOAT32, Precision, float32
 from federated.runtime.seeding import STREAMS
 from federated.sgd_rule import SgdRule
 from federated.tasks.base import Task
@@ -60,8 +61,11 @@ class FineTuner:
         batch_size: int,
         rule: SgdRule,
         seed: int,
+        precision: Precision = FLOAT32,
     ) -> None:
-        """``rule``: the run's local solver (its ``lr``, ``momentum``, ``weight_decay``)."""
+        """``rule``: the run's local solver (its ``lr``, ``momentum``, ``weight_decay``);
+        ``precision``: the run's (each step's forward pass and loss under its autocast)."""
+        self.precision = precision
         self.epochs = epochs
         self.task = task
         self.augmenter = augmenter
@@ -97,7 +101,8 @@ class FineTuner:
             rows, _ = plan.rows(step, step + 1)  # drawn augmentation left unapplied
             x = self.augmenter.train_batch(images.index_select(0, rows), None)
             y = self.task.take_targets(targets, rows)
-            loss = self.task.loss(self.task.forward(work, x, y).logits, y)
+            with self.precision.autocast():
+                loss = self.task.loss(float32(self.task.forward(work, x, y).logits), y)
             for p in params:
                 p.grad = None
             loss.backward()

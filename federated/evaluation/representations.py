@@ -35,6 +35,7 @@ import torch
 from federated.contract.results import REPRESENTATIONS, representation_file
 from federated.evaluation.scoring import evaluate
 from federated.runtime.atomic_file import atomic_open
+from federated.runtime.precision import FLOAT32, Precision
 
 PROBE_SIZE = 2000
 PROBE_SEED = 2021
@@ -63,14 +64,25 @@ class ProjectionCollector:
 
 
 def projections(
-    model: torch.nn.Module, images: torch.Tensor, augmenter: Any, batch_size: int
+    model: torch.nn.Module,
+    images: torch.Tensor,
+    augmenter: Any,
+    batch_size: int,
+    precision: Precision = FLOAT32,
 ) -> np.ndarray:
     """(n, d) float32 ``z`` of ``model`` on uint8 ``images`` (normalised only), in eval
     mode, the model's mode put back (a party's packed ``job.model`` included): the
     evaluation loop (:func:`~federated.evaluation.scoring.evaluate`) collecting the
     model's ``projection``."""
     return evaluate(
-        model, images, images, augmenter, batch_size, ProjectionCollector(), output="projection"
+        model,
+        images,
+        images,
+        augmenter,
+        batch_size,
+        ProjectionCollector(),
+        output="projection",
+        precision=precision,
     )
 
 
@@ -88,8 +100,10 @@ class RepresentationProbe:
         test_y: torch.Tensor,
         augmenter: Any,
         batch_size: int,
+        precision: Precision = FLOAT32,
     ) -> None:
         self.rounds = frozenset(rounds)
+        self.precision = precision
         self.indices = probe_indices(test_y.shape[0])
         index = self.indices.to(test_y.device)
         self.images = test_x.index_select(0, index)
@@ -115,10 +129,13 @@ class RepresentationProbe:
             "party": np.int64(party),
             "labels": self.labels.astype(np.int64),
             "indices": self.indices.numpy().astype(np.int64),
-            "global_z": projections(global_model, self.images, self.augmenter, self.batch_size),
-            "local_z": projections(local_model, self.images, self.augmenter, self.batch_size),
+            "global_z": self._projections(global_model),
+            "local_z": self._projections(local_model),
         }
         return time.perf_counter() - start
+
+    def _projections(self, model: torch.nn.Module) -> np.ndarray:
+        return projections(model, self.images, self.augmenter, self.batch_size, self.precision)
 
 
 def save_representations(folder: str | os.PathLike, capture: dict[str, Any]) -> Path:

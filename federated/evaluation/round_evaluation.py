@@ -60,6 +60,7 @@ from federated.evaluation.representations import RepresentationProbe
 from federated.evaluation.scoring import evaluate
 from federated.evaluation.shared_stages import SharedStages
 from federated.evaluation.validation import SplitEvaluator, combined_scores
+from federated.runtime.precision import FLOAT32, Precision
 from federated.sgd_rule import SgdRule
 from federated.tasks.base import Scores, Task
 
@@ -118,8 +119,12 @@ class RoundEvaluation:
         tuner: FineTuner | None = None,
         personal_test_every: int = 1,
         probe: RepresentationProbe | None = None,
+        precision: Precision = FLOAT32,
     ) -> None:
         self.task = task
+        #: the run's precision: the pooled test set's passes enter its autocast (the
+        #: validator, local tester, fine-tuner and probe hold it too)
+        self.precision = precision
         #: Fig. 2's representation probe, which the round loop asks during training
         #: (None: ``representations_at`` is unset)
         self.probe = probe
@@ -171,6 +176,7 @@ class RoundEvaluation:
         Per-party outcomes re-weight the test set by each party's class mix where the
         task meets :data:`~federated.evaluation.party_scores.REWEIGHTING_NEEDS`; a task
         that does not has them from the parties' own local test splits, or none."""
+        precision = Precision(config.precision, data.test_x.device.type)
         reweights = unmet_need(type(task), REWEIGHTING_NEEDS) is None
         per_party = reweights or bool(config.party_test_fraction)
         scorer = PartyScorer(
@@ -184,9 +190,11 @@ class RoundEvaluation:
         if data.validation is not None:
             draws = config.eval_fraction < 1 and config.val_split == "party"
             validator = SplitEvaluator(
-                data.validation, task, config.eval_fraction, rng if draws else None
+                data.validation, task, config.eval_fraction, rng if draws else None, precision
             )
-        local_tester = None if data.local_test is None else SplitEvaluator(data.local_test, task)
+        local_tester = None
+        if data.local_test is not None:
+            local_tester = SplitEvaluator(data.local_test, task, precision=precision)
         tuner = None
         if config.finetune_epochs:
             tuner = FineTuner(
@@ -197,12 +205,13 @@ class RoundEvaluation:
                 config.batch_size,
                 SgdRule(config.lr, config.momentum, config.weight_decay),
                 config.seed,
+                precision,
             )
         probe = None
         rounds = parse_rounds(config.representations_at, config.rounds)
         if rounds:
             probe = RepresentationProbe(
-                rounds, data.test_x, data.test_y, augmenter, config.eval_batch_size
+                rounds, data.test_x, data.test_y, augmenter, config.eval_batch_size, precision
             )
         return cls(
             task,
@@ -217,6 +226,7 @@ class RoundEvaluation:
             tuner,
             config.personal_test_every,
             probe,
+            precision,
         )
 
     # ------------------------------------------------------------------ timing
@@ -247,6 +257,7 @@ class RoundEvaluation:
             self.batch_size,
             self.task.accumulator(),
             shared=shared,
+            precision=self.precision,
         )
 
     def evaluate(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from federated.data import Augmenter
+from federated.runtime.precision import FLOAT32, Precision, float32
 from federated.tasks.base import MetricAccumulator
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ def evaluate(
     owner: torch.Tensor | None = None,
     shared: SharedStages | None = None,
     output: str = "logits",
+    precision: Precision = FLOAT32,
 ) -> Any:
     """``model`` on ``images`` (uint8 NCHW) and their ``targets``, ``batch_size`` images
     per forward pass; ``owner``: each image's party (int64, on the device), for a
@@ -53,22 +55,24 @@ def evaluate(
     leading stages over these very ``images`` (module docstring); ``output``: the
     field of the model's :class:`~federated.models.fedcon.ModelOutput` the accumulator
     takes (``logits``; the representation probe's collector takes ``projection``, and
-    no cache).  Returns what the accumulator computes (a task's: its
-    :class:`~federated.tasks.base.Scores`)."""
+    no cache); ``precision``: the run's (forward passes under its autocast, the
+    accumulator fed float32 outputs).  Returns what the accumulator computes (a task's:
+    its :class:`~federated.tasks.base.Scores`)."""
     was_training = model.training
     model.eval()
     stages = None if shared is None or output != "logits" else shared.run_for(model)
     for index, start in enumerate(batch_starts(images.shape[0], batch_size)):
         stop = start + batch_size
-        if stages is None:
-            outputs = getattr(model(augmenter.normalize(images[start:stop])), output)
-        else:
-            x = stages.kept(index)
-            if x is None:
-                x = stages.leading(index, augmenter.normalize(images[start:stop]))
-            outputs = stages.rest(x)
+        with precision.autocast():
+            if stages is None:
+                outputs = getattr(model(augmenter.normalize(images[start:stop])), output)
+            else:
+                x = stages.kept(index)
+                if x is None:
+                    x = stages.leading(index, augmenter.normalize(images[start:stop]))
+                outputs = stages.rest(x)
         accumulator.update(
-            outputs, targets[start:stop], None if owner is None else owner[start:stop]
+            float32(outputs), targets[start:stop], None if owner is None else owner[start:stop]
         )
     model.train(was_training)
     return accumulator.compute()

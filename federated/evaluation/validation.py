@@ -23,6 +23,7 @@ import torch
 from federated.data import Augmenter
 from federated.evaluation.holdout import PartySplit
 from federated.evaluation.scoring import evaluate
+from federated.runtime.precision import FLOAT32, Precision
 from federated.tasks.base import Scores, Task
 
 NAN = float("nan")
@@ -41,8 +42,10 @@ class SplitEvaluator:
         task: Task,
         fraction: float = 1.0,
         rng: np.random.Generator | None = None,
+        precision: Precision = FLOAT32,
     ) -> None:
         self.split = split
+        self.precision = precision  # the run's: its forward passes' autocast
         self.task = task
         self.fraction = fraction
         self.rng = rng
@@ -74,7 +77,9 @@ class SplitEvaluator:
             rows = chosen.to(owner.device)[owner]
             x, y, owner = x[rows], self.task.take_targets(y, rows), owner[rows]
         accumulator = self.task.accumulator(len(split.sizes))
-        return evaluate(model, x, y, augmenter, batch_size, accumulator, owner)
+        return evaluate(
+            model, x, y, augmenter, batch_size, accumulator, owner, precision=self.precision
+        )
 
 
 def combined_scores(parts: dict[int, Scores], sizes: list[int], names: tuple[str, ...]) -> Scores:

@@ -24,6 +24,7 @@ from federated.execution.trainer import LocalTrainer, TrainingSetup
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.models import FedConModel
 from federated.params import ConfigError
+from federated.runtime.precision import Precision
 from federated.sgd_rule import SgdRule
 
 
@@ -45,7 +46,10 @@ def local_trainer(
     """The run's trainer.  ``packed`` whose method or model cannot pack says why, once
     (:class:`PackingFallback`), and trains sequentially."""
     rule = SgdRule(config.lr, config.momentum, config.weight_decay)
-    setup = TrainingSetup(algorithm, own, global_model, augmenter, rule, images, labels, skew)
+    precision = Precision(config.precision, images.device.type)
+    setup = TrainingSetup(
+        algorithm, own, global_model, augmenter, rule, images, labels, skew, precision
+    )
     if config.execution == "packed":
         reason = (
             _record_level_obstacle(config)

@@ -228,15 +228,17 @@ class PackedTrainer:
                 w, batch, *self.setup.labels.shape[1:]
             )
             frozen.begin_step(folded, w)
-            outputs = unfold_output(packed.net(folded), w)
-            channels = folded.shape[1] // w
-            totals = []
-            for slot in range(w):
-                job = slot_jobs[slot]
-                x = folded[:, slot * channels : (slot + 1) * channels]  # the party's batch
-                terms = algorithm.loss(job, outputs[slot], x, ys[slot])
-                totals.append(terms.total)
-                sums[slot].add(terms.parts)
+            # the forward pass and the losses (frozen models included); not backward
+            with self.setup.precision.autocast():
+                outputs = unfold_output(packed.net(folded), w)
+                channels = folded.shape[1] // w
+                totals = []
+                for slot in range(w):
+                    job = slot_jobs[slot]
+                    x = folded[:, slot * channels : (slot + 1) * channels]  # the party's batch
+                    terms = algorithm.loss(job, outputs[slot], x, ys[slot])
+                    totals.append(terms.total)
+                    sums[slot].add(terms.parts)
             for p in params:
                 p.grad = None
             torch.stack(totals).sum().backward()

@@ -100,7 +100,8 @@ class SequentialTrainer:
     ) -> dict[str, torch.Tensor]:
         """One SGD step on the batch (x, y); returns the loss parts, still on the device."""
         algorithm = self.setup.algorithm
-        terms = algorithm.loss(job, algorithm.task.forward(job.model, x, y), x, y)
+        with self.setup.precision.autocast():  # the forward pass and the loss; not backward
+            terms = algorithm.loss(job, algorithm.task.forward(job.model, x, y), x, y)
         for p in params:
             p.grad = None
         terms.total.backward()

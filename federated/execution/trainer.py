@@ -25,6 +25,7 @@ from federated.data import Augmenter
 from federated.execution.batch_plan import PartyBatches
 from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.models import FedConModel
+from federated.runtime.precision import FLOAT32, Precision
 from federated.sgd_rule import SgdRule
 
 
@@ -53,6 +54,8 @@ class TrainingSetup:
     images: torch.Tensor  # the run's laid-out uint8 training images: the plan's rows
     labels: torch.Tensor
     skew: FeatureSkew | None = None  # feature skew; trainers add its noise per step
+    #: the context every step's forward pass and loss run in (bf16 autocast or none)
+    precision: Precision = FLOAT32
 
     @property
     def noise(self) -> FeatureSkew | None:

@@ -26,12 +26,9 @@ def cpu_model() -> str:
 VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile")
 
 
-def cpu_identity() -> str:
-    """The processor beyond its marketing name: ``family/model/stepping`` and the vector
-    extensions torch's kernels use (:data:`VECTOR_FLAGS`), e.g. ``25/17/1 avx2
-    avx512f``.  Virtual machines often name a Zen 3 and a Zen 4 both just "AMD EPYC",
-    and the faster execution path differs between them (issue 53); empty where
-    ``/proc/cpuinfo`` is missing."""
+def first_processor() -> dict[str, str]:
+    """The first processor's block of ``/proc/cpuinfo`` (every core's), lower-case
+    names; empty where the file is missing or unreadable."""
     fields: dict[str, str] = {}
     try:
         for line in CPUINFO.read_text(errors="replace").splitlines():
@@ -40,6 +37,25 @@ def cpu_identity() -> str:
             name, _, value = line.partition(":")
             fields.setdefault(name.strip().lower(), value.strip())
     except OSError:
+        return {}
+    return fields
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's instruction-set flags: x86's ``flags``, Arm's ``Features`` (empty where
+    ``/proc/cpuinfo`` is missing)."""
+    fields = first_processor()
+    return frozenset((fields.get("flags") or fields.get("features") or "").split())
+
+
+def cpu_identity() -> str:
+    """The processor beyond its marketing name: ``family/model/stepping`` and the vector
+    extensions torch's kernels use (:data:`VECTOR_FLAGS`), e.g. ``25/17/1 avx2
+    avx512f``.  Virtual machines often name a Zen 3 and a Zen 4 both just "AMD EPYC",
+    and the faster execution path differs between them (issue 53); empty where
+    ``/proc/cpuinfo`` is missing."""
+    fields = first_processor()
+    if not fields:
         return ""
     numbers = "/".join(fields.get(k, "?") for k in ("cpu family", "model", "stepping"))
     flags = set(fields.get("flags", "").split())
