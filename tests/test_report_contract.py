@@ -73,13 +73,24 @@ def test_every_task_declares_itself_and_the_declaration_survives_json():
 def test_a_percentage_metric_speaks_its_own_name_in_differences_and_axes():
     """A segmentation report once said its mIoU differences were "accuracy points" and
     drew "accuracy (%)" on its axes: a percentage's words are its own metric's."""
-    from analysis.primary_metric import metric_of, record_task_spec
+    from analysis.folder_task import sweep_task
+    from analysis.primary_metric import metric_of
     from federated.registry import load_method
 
-    # what a segmentation sweep's manifest makes known to the report
-    record_task_spec({"task_spec": load_method("task", "segmentation").task_spec().to_dict()})
+    # what a segmentation sweep's manifest declares to the report
+    segmentation = load_method("task", "segmentation").task_spec().to_dict()
+    declared = {
+        task: sweep_task({"task_spec": spec})
+        for task, spec in (
+            ("classification", load_method("task", "classification").task_spec().to_dict()),
+            ("segmentation", segmentation),
+        )
+    }
     words = {
-        (task, stem): (metric_of(task, stem).diff_words, metric_of(task, stem).axis_label)
+        (task, stem): (
+            metric_of(declared[task], stem).diff_words,
+            metric_of(declared[task], stem).axis_label,
+        )
         for task, stem in (("classification", "acc"), ("segmentation", "miou"))
     }
     assert words == {

@@ -44,7 +44,7 @@ def optuna_section(
         "final_value",
         metric,
         ranked="ranked_value" if validated else None,
-        higher_ranks=higher_is_better(ranked) if validated else metric.higher_is_better,
+        higher_ranks=higher_is_better(ranked, metric) if validated else metric.higher_is_better,
     )
     study = group.study or "runs"
     what = metric.name

@@ -16,7 +16,7 @@ import pandas as pd
 
 from analysis.figures.plots import save_figure
 from analysis.naming import percent
-from analysis.primary_metric import Metric, sweep_metric
+from analysis.primary_metric import Metric, metrics_of, sweep_metric
 from analysis.reading.loading import Results, Sweep
 from analysis.reading.trial_files import RerunRecord, read_rerun_record
 from analysis.sections.markdown import figure_block, unique_stem
@@ -151,7 +151,7 @@ def _one_sweep(
         ]
     if outcomes.empty:
         return [*lines, "No trial has results yet.", ""]
-    outcomes["best_so_far"] = best_so_far(outcomes, metric).to_numpy()
+    outcomes["best_so_far"] = best_so_far(outcomes, metric, test).to_numpy()
     stem = unique_stem(f"selection_{sweep.path.name}", used)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     csv = out / "tables" / f"{stem}.csv"
@@ -169,7 +169,7 @@ def _one_sweep(
     if choice:
         lines += [
             f"- chosen on {metric}: **{choice['point']}** "
-            f"({metric} {_metric(metric, choice['value'])}, "
+            f"({metric} {_metric(metric, choice['value'], test)}, "
             f"search-time test {test.name} {_value(test, choice['test'])})",
             f"- best test {test.name} in hindsight (not a choice any tuner could make): "
             f"{choice['hindsight_point']}, {_value(test, choice['hindsight_test'])}; "
@@ -219,8 +219,14 @@ def _ranked_on(metric: str, test: Metric) -> str:
     return f"test {test.name}" if metric == test.column else f"`{metric}`"
 
 
-def _metric(metric: str, value: float) -> str:
-    return f"{percent(value, 2)}%" if metric.endswith("acc") else f"{value:.4f}"
+def _metric(metric: str, value: float, test: Metric) -> str:
+    """A value of the ranking column ``metric`` (``val_<stem>`` of ``test``'s task): a
+    percentage with two decimals where its metric is declared one, else four decimals
+    (a loss, a correlation, an error)."""
+    stem = metric.split("_", 1)[1] if metric.startswith(("val_", "test_")) else metric
+    declared = metrics_of(test.task_spec) if test.task_spec else {test.stem: test}
+    ranked = declared.get(stem)
+    return f"{percent(value, 2)}%" if ranked and ranked.percent else f"{value:.4f}"
 
 
 def _number(test: Metric, value: float) -> str:

@@ -51,9 +51,10 @@ from analysis.stats.search import best_exclusions
 NOISE_DRAWS = 200
 
 
-def _sign(metric: str) -> float:
-    """+1 when a larger value of the ranking ``metric`` is better, else -1."""
-    return 1.0 if higher_is_better(metric) else -1.0
+def _sign(metric: str, test: Metric) -> float:
+    """+1 when a larger value of the ranking ``metric`` (a column of ``test``'s task) is
+    better, else -1."""
+    return 1.0 if higher_is_better(metric, test) else -1.0
 
 
 def party_column(metric: str) -> str | None:
@@ -134,10 +135,11 @@ def _number(value: object) -> float:
         return math.nan
 
 
-def best_so_far(outcomes: pd.DataFrame, metric: str) -> pd.Series:
+def best_so_far(outcomes: pd.DataFrame, metric: str, test: Metric = ACCURACY) -> pd.Series:
     """The best ranking value after each trial over the :func:`compared` ones (NaN
-    before the first; a trial left out carries the best before it)."""
-    sign = _sign(metric)
+    before the first; a trial left out carries the best before it); ``metric`` a column
+    of ``test``'s task."""
+    sign = _sign(metric, test)
     values = outcomes["value"].where(compared(outcomes))
     return ((values * sign).cummax() * sign).ffill()
 
@@ -158,7 +160,7 @@ def point_choice(
     means = point_means(outcomes, test)
     if means.empty:
         return {}
-    chosen = (means["value"] * _sign(metric)).idxmax()
+    chosen = (means["value"] * _sign(metric, test)).idxmax()
     tests = means[test.column]
     best = (tests * test.sign).idxmax()
     return {
@@ -242,7 +244,7 @@ def evaluation_noise(
     if not full:
         return pd.DataFrame(columns=["k", "changed", "regret", "regret_hindsight"])
     tests = point_means(usable, test)[test.column]
-    sign = _sign(metric)
+    sign = _sign(metric, test)
     rng = np.random.default_rng(seed)
     rows = []
     for k in ks:

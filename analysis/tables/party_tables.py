@@ -20,11 +20,12 @@ parties with their own (personalised methods, SOLO): the rows record which
 - :func:`party_distribution_figure`: per method/setting, the final round's per-party
   accuracies (all seeds' parties pooled): box and points.
 
-A score task (:mod:`analysis.primary_metric`) scores each party on its own local test
-split (``party_test_fraction``; it has no classes to re-weight by): its table and figure
-are on its primary metric, from parties.csv's ``party_test_<metric>`` columns (the
-``party_acc_*`` row columns when the primary is the binary accuracy), and the worst 10%
-are the worst in the metric's direction (the highest MAE).
+Every column is read by its declared family (:mod:`federated.contract.columns`), for
+every task alike: a metric's table reads the rows' ``party_<stem>_mean`` and
+``party_<stem>_worst10`` where its rows hold them (the task's per-party metric), else
+its parties.csv's ``party_test_<stem>`` (or ``party_<stem>``) values (a score task's
+SRCC, scored on each party's own local test split), and the worst 10% are the worst in
+the metric's direction (the highest MAE).
 """
 
 from __future__ import annotations
@@ -40,29 +41,44 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from analysis.folder_task import TASK_SPEC
 from analysis.primary_metric import ACCURACY, Metric
 from analysis.reading.loading import COMPLETED, Results
 from analysis.reading.summary import excluded_trials
 from analysis.reading.trial_files import DamagedFileError, read_parties
 from analysis.stats.seed_plan import DEFAULT_TARGET
 from analysis.tables.table import Table, accuracy_table, key_order, row_label
+from federated.contract.columns import (
+    OWN_TEST_MEAN,
+    OWN_TEST_STD,
+    OWN_TEST_WEIGHTED,
+    OWN_TEST_WORST,
+    PARTY_FILE_OWN_TEST,
+    PARTY_FILE_SCORE,
+    PARTY_MEAN,
+    PARTY_WORST,
+)
 from federated.contract.results import INTERRUPTED, PARTIES, RUNNING, STATUSES
 
 PARTIES_FILE = PARTIES
 METRIC_COLUMN = "party_metric"  # the table's column axis (analysis/naming.py: self-describing)
 MEAN, WORST = "mean over parties", "worst 10% of parties"
 NOT_COUNTED_NOTE = "Not counted:"  # how analysis.tables.table opens its note of left-out trials
-SOURCES = {MEAN: "party_acc_mean", WORST: "party_acc_worst10"}
+#: a trial's final per-party outcomes, under these names whatever its metric: the row's
+#: declared summaries (:data:`SUMMARIES`) where its rows hold them, else computed from
+#: its parties.csv
+SOURCES = {MEAN: "party_mean", WORST: "party_worst10"}
+SUMMARIES = {MEAN: PARTY_MEAN, WORST: PARTY_WORST}
 # the fairness block's sample-weighted mean over the parties' own local test splits
 # (federated/evaluation/fairness.py): a third row where the trials have those splits
 WEIGHTED = "sample-weighted over own test samples"
-OWN_SPLIT_SOURCES = {WEIGHTED: "party_test_acc"}
+OWN_SPLIT_SOURCES = {WEIGHTED: OWN_TEST_WEIGHTED}
 # the fairness block's spread and worst decile over the same splits: a small table beside
 # the per-party table (:func:`fairness_table`), without a "best" (a low std is not a win)
 FAIRNESS_SOURCES = {
-    "mean over parties (own test splits)": "party_test_acc_mean",
-    "worst 10% of parties (own test splits)": "party_test_acc_worst10",
-    "std over parties (own test splits)": "party_test_acc_std",
+    "mean over parties (own test splits)": OWN_TEST_MEAN,
+    "worst 10% of parties (own test splits)": OWN_TEST_WORST,
+    "std over parties (own test splits)": OWN_TEST_STD,
 }
 # Which model a trial evaluated its parties with is recorded in its rows: a round scored
 # with each party's own model (personalised methods, SOLO, local BatchNorm) writes the
@@ -72,29 +88,35 @@ OWN_MODEL_SPREAD = "test_{stem}_std"
 GLOBAL_MODEL, OWN_MODEL = "the global model", "each party's own model"
 
 
-def final_party_columns(rounds: pd.DataFrame) -> pd.DataFrame:
-    """Per trial (``sweep``, ``trial``), the last scored round's ``party_acc_mean`` and
-    ``party_acc_worst10`` (fractions), the fairness block's ``party_test_acc*`` columns
-    where the rows have them, and that round (``party_round``)."""
-    columns = list(SOURCES.values())
-    if rounds.empty or not set(columns) <= set(rounds):
-        return pd.DataFrame(columns=["sweep", "trial", "party_round", *columns])
-    own_split = [*OWN_SPLIT_SOURCES.values(), *FAIRNESS_SOURCES.values()]
-    columns += [c for c in own_split if c in rounds]
+def final_party_columns(rounds: pd.DataFrame, stem: str) -> pd.DataFrame:
+    """Per trial (``sweep``, ``trial``), the last scored round's declared per-party
+    summaries of the metric ``stem`` (``party_<stem>_mean`` and ``_worst10`` as
+    :data:`SOURCES`' names), the fairness block's ``party_test_<stem>*`` columns where
+    the rows have them (under their own names), and that round (``party_round``);
+    empty where the rows hold no such summary (a metric scored per party only in
+    parties.csv: :func:`final_party_metric_columns`)."""
+    summaries = {SUMMARIES[k].column(stem): v for k, v in SOURCES.items()}
+    if rounds.empty or not set(summaries) <= set(rounds):
+        return pd.DataFrame(columns=["sweep", "trial", "party_round", *SOURCES.values()])
+    own_split = [f.column(stem) for f in (*OWN_SPLIT_SOURCES.values(), *FAIRNESS_SOURCES.values())]
+    columns = [*summaries, *(c for c in own_split if c in rounds)]
     scored = rounds[["sweep", "trial", "round", *columns]].copy()
     for column in columns:
         scored[column] = pd.to_numeric(scored[column], errors="coerce")
-    scored = scored[scored["party_acc_mean"].notna()]
+    scored = scored[scored[next(iter(summaries))].notna()]
     last = scored.sort_values("round").groupby(["sweep", "trial"], sort=False).tail(1)
-    return last.rename(columns={"round": "party_round"}).reset_index(drop=True)
+    last = last.rename(columns={"round": "party_round", **summaries})
+    return last.reset_index(drop=True)
 
 
 def party_metric_column(metric: Metric, parties: pd.DataFrame | None = None) -> str:
     """parties.csv's per-party column of ``metric``: the own-test-split
-    ``party_test_<metric>`` where ``parties`` has it (a score task's SRCC ...), else the
-    task's per-party metric ``party_<metric>`` (``party_acc``, ``party_bin_acc``)."""
-    own_test = f"party_test_{metric.stem}"
-    return own_test if parties is not None and own_test in parties else f"party_{metric.stem}"
+    ``party_test_<stem>`` where ``parties`` has it, else the scored value
+    ``party_<stem>`` (the declared families, :mod:`federated.contract.columns`)."""
+    own_test = PARTY_FILE_OWN_TEST.column(metric.stem)
+    if parties is not None and own_test in parties:
+        return own_test
+    return PARTY_FILE_SCORE.column(metric.stem)
 
 
 def final_party_metric_columns(parties: pd.DataFrame, metric: Metric) -> pd.DataFrame:
@@ -195,11 +217,11 @@ def per_party_table(
     parties: pd.DataFrame | None = None,
 ) -> Table | None:
     """Mean over parties and worst 10% of parties per ``rows`` (× ``columns``) cell, or
-    None when no trial has per-party scores.  ``metric``: accuracy reads the rows'
-    ``party_acc_*`` columns; a score metric reads ``parties`` (:func:`party_frame`)."""
-    if metric.stem == "acc":
-        final = final_party_columns(rounds)
-    else:
+    None when no trial has per-party scores.  ``metric``'s declared per-party summaries
+    in the rows where they hold them (:func:`final_party_columns`), else computed from
+    ``parties`` (:func:`party_frame`); the own-split block where some trial measured it."""
+    final = final_party_columns(rounds, metric.stem)
+    if final.empty:
         own = parties if parties is not None else pd.DataFrame()
         final = final_party_metric_columns(own, metric)
     if final.empty:
@@ -208,10 +230,10 @@ def per_party_table(
     if merged.empty:
         return None
     sources = dict(SOURCES)
-    if metric.stem == "acc":  # the own-split block where some trial measured it
-        sources.update(
-            {k: c for k, c in OWN_SPLIT_SOURCES.items() if c in merged and merged[c].notna().any()}
-        )
+    for label, family in OWN_SPLIT_SOURCES.items():
+        column = family.column(metric.stem)
+        if column in merged and merged[column].notna().any():
+            sources[label] = column
     long = pd.concat(
         [
             merged.assign(**{METRIC_COLUMN: label, "party_value": merged[src]})
@@ -348,16 +370,18 @@ def fairness_table(
     columns: Sequence[str] = (),
     name: str,
     classes: Mapping[str, int] | None = None,
+    metric: Metric = ACCURACY,
 ) -> Table | None:
     """The fairness block over the parties' own local test splits
     (federated/evaluation/fairness.py) per ``rows`` (x ``columns``) cell at the final
     scored round: the mean over parties, the worst decile and the std over parties
-    (accuracy, %), mean ± std over seeds, no "best"; None when no trial recorded it."""
-    final = final_party_columns(rounds)
+    (``metric``'s units), mean ± std over seeds, no "best"; None when no trial recorded it."""
+    final = final_party_columns(rounds, metric.stem)
     merged = trials.merge(final, on=["sweep", "trial"], how="inner")
+    named = {label: family.column(metric.stem) for label, family in FAIRNESS_SOURCES.items()}
     sources = {
         label: c
-        for label, c in FAIRNESS_SOURCES.items()
+        for label, c in named.items()
         if c in merged and pd.to_numeric(merged[c], errors="coerce").notna().any()
     }
     if merged.empty or not sources:
@@ -371,24 +395,29 @@ def fairness_table(
         ],
         ignore_index=True,
     )
-    evaluated, which = evaluated_model_words(merged, rounds, rows, ACCURACY.stem)
+    evaluated, which = evaluated_model_words(merged, rounds, rows, metric.stem)
+    mean = OWN_TEST_MEAN.column(metric.stem)
+    worst = "highest" if not metric.higher_is_better else "lowest"
     table = accuracy_table(
         long,
         rows=list(rows),
         columns=[*columns, METRIC_COLUMN],
         value="party_value",
         name=name,
-        title=f"Fairness over the parties' own test splits: {evaluated}, accuracy (%)",
-        metric_text="final scored round's fairness block (party_test_acc_mean, _worst10, _std)",
+        title=(
+            f"Fairness over the parties' own test splits: {evaluated}, {metric.name}{metric.unit}"
+        ),
+        metric_text=f"final scored round's fairness block ({mean}, _worst10, _std)",
         best=None,
         classes=classes,
-        resolve_target=ACCURACY.target(DEFAULT_TARGET),
+        metric=metric,
+        resolve_target=metric.target(DEFAULT_TARGET),
     )
     table.notes = [n for n in table.notes if not n.startswith(NOT_COUNTED_NOTE)]
     table.notes.append(
-        "Each party's accuracy on its own local test split (party_test_fraction); worst 10% = "
-        "mean of the ceil(N/10) lowest parties; std = the spread over parties (population "
-        "std), lower is more even."
+        f"Each party's {metric.name} on its own local test split (party_test_fraction); "
+        f"worst 10% = mean of the ceil(N/10) {worst} parties; std = the spread over parties "
+        "(population std), lower is more even."
     )
     if which is not None:
         table.notes.append(which)
@@ -465,6 +494,7 @@ def party_frame(results: Results, not_counted: list[str] | None = None) -> pd.Da
             rows = read_parties(
                 path,
                 trial.get("task"),
+                specs=_declared_metrics(trial),
                 # a trial still writing, or stopped mid-write, may end in a cut append
                 appending=trial["status"] in (RUNNING, INTERRUPTED),
                 problems=partial,
@@ -484,7 +514,7 @@ def party_frame(results: Results, not_counted: list[str] | None = None) -> pd.Da
         labels = {k: trial[k] for k in named}
         frames.append(pd.DataFrame(rows).assign(**labels))
     if not frames:
-        return pd.DataFrame(columns=["sweep", "trial", "round", "party", "party_acc"])
+        return pd.DataFrame(columns=["sweep", "trial", "round", "party"])
     return pd.concat(frames, ignore_index=True)
 
 
@@ -520,10 +550,10 @@ def party_distribution_figure(
     if "status" not in parties:  # no trial wrote a parties.csv (party_frame's empty frame)
         return None
     done = parties[parties["status"] == COMPLETED]
-    if metric.stem != "acc":  # scored rounds only (a validated round holds NaN there)
-        if column not in done:
-            return None
-        done = done[pd.to_numeric(done[column], errors="coerce").notna()]
+    if column not in done:
+        return None
+    # scored rounds only (a validated round holds NaN there)
+    done = done[pd.to_numeric(done[column], errors="coerce").notna()]
     if done.empty:
         return None
     last = done.groupby(["sweep", "trial"])["round"].transform("max")
@@ -552,3 +582,9 @@ def party_distribution_figure(
         ax.set_title(title, fontsize=10)
     fig.subplots_adjust(bottom=0.18, left=0.13, right=0.97, top=0.88)
     return fig
+
+
+def _declared_metrics(trial: pd.Series) -> tuple:
+    """The metrics of ``trial``'s task as its sweep declared them (None: none declared)."""
+    task = trial.get(TASK_SPEC)
+    return task.metrics if hasattr(task, "metrics") else ()

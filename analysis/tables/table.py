@@ -898,7 +898,7 @@ def _communication_notes(
         if target == "per-seed"
         else f"the baseline's mean {final} over seeds"
     )
-    reach = "test accuracy ≥" if metric == ACCURACY else f"{metric.noun} {_reach_sign(metric)}"
+    reach = f"{metric.noun} {_reach_sign(metric)}"
     notes = [
         f"Baseline {base_name}: target = {target_words}; "
         f"#rounds = first round with {reach} target (mean ± std over seeds); the "
