@@ -61,7 +61,6 @@ from analysis.stats.trial_statistic import CLIMB_WINDOW
 from analysis.tables.communication import (
     communication_frame,
     format_speedup,
-    sparsely_scored,
     summarise_communication,
 )
 from analysis.tables.privacy import privacy_words
@@ -772,7 +771,7 @@ def communication_table(
     bold = no_bold(display)
     data = _communication_data(per_seed, row, columns, unlearned)
     notes = _communication_notes(per_seed, base_name, target, unlearned, metric)
-    notes += _gaps_note(sparsely_scored(rounds, trials, metric), row, baseline, baseline_column)
+    notes += _gaps_note(per_seed, trials, row)
     notes += _exclusion_note(trials, (COMPLETED,))
     return Table(name, title, display, bold, data, parameter_name(row), notes)
 
@@ -844,7 +843,8 @@ def _speedup_text(s: pd.Series) -> str:
         reached = s.get("speedup_reached")
         return f"{bound}{format_speedup(reached)} in {s['n_reached']}/{s['n']} seeds"
     if s["n_reached"] == 0:
-        return format_speedup(None)
+        missed = s.get("baseline_missed", 0)
+        return "none (baseline not reached)" if missed == s["n"] else format_speedup(None)
     speed = bound + format_speedup(s["speedup"])
     if s["n_reached"] == s["n"] and s["speedup_std"] > 0:  # (NaN > 0 is False)
         speed += f" ± {s['speedup_std']:.1f}"
@@ -867,19 +867,21 @@ def _communication_data(
     return data
 
 
-def _gaps_note(gapped: pd.DataFrame, row: str, baseline: str, baseline_column: str) -> list[str]:
-    """The note on the rows whose test values have gaps: counted, as bounds."""
-    gapped = gapped[gapped[baseline_column] != baseline]
-    if gapped.empty:
+def _gaps_note(per_seed: pd.DataFrame, trials: pd.DataFrame, row: str) -> list[str]:
+    """The note on the rows whose #rounds is a bound (test values with gaps, and the
+    target reached at a scored round): named only where a cell shows the bound."""
+    bounded = per_seed[per_seed["at_most"].astype(bool)] if "at_most" in per_seed else per_seed
+    if bounded.empty:
         return []
-    names = ", ".join(value_label(row, v) for (v,) in key_order(gapped, [row]))
-    every = sorted({int(k) for k in gapped.get("personal_test_every", pd.Series()).dropna()})
+    shown = trials[trials[row].isin(set(bounded[row]))]
+    names = ", ".join(value_label(row, v) for (v,) in key_order(shown, [row]))
+    every = sorted({int(k) for k in shown.get("personal_test_every", pd.Series()).dropna()})
     period = f" (personal_test_every = {', '.join(map(str, every))})" if every else ""
     return [
         f"≤ / ≥: {names} — its own models were scored on the test set every few "
         f"rounds{period}, not every round: #rounds is its first scored round that reached "
-        "the target, so it reached it at most then, and its speed-up is at least the one "
-        "given."
+        "the target, so it reached it at most then, and its speed-up over a baseline "
+        "scored every round is at least the one given."
     ]
 
 
@@ -901,10 +903,12 @@ def _communication_notes(
     reach = f"{metric.noun} {_reach_sign(metric)}"
     notes = [
         f"Baseline {base_name}: target = {target_words}; "
-        f"#rounds = first round with {reach} target (mean ± std over seeds); the "
-        "baseline's own #rounds are the rounds it ran.",
-        "Speed-up = baseline rounds / method rounds (± the std of the per-seed speed-ups, "
-        "where they differ); "
+        f"#rounds = first round with {reach} target (mean ± std over seeds), one rule for "
+        f"every row, {base_name}'s included (it reaches its own final value at its last "
+        "round at the latest); a row that never reaches it within the rounds it ran is "
+        "censored there: not reached, never a number.",
+        "Speed-up = baseline rounds / method rounds, only for seeds where both reached "
+        "the target (± the std of the per-seed speed-ups, where they differ); "
         f"{format_speedup(None)} = not reached within the rounds run in any seed, as in "
         "the paper; where only some seeds reached it, the cell gives those seeds' rounds "
         "and speed-up and says in how many of the seeds.",
