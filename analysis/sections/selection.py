@@ -25,6 +25,7 @@ from analysis.stats.selection import (
     compared,
     evaluation_noise,
     final_party_values,
+    full_evaluation_choice,
     left_out,
     point_choice,
     rank_correlation,
@@ -353,10 +354,19 @@ def _noise_lines(
     noise = evaluation_noise(outcomes, values, metric, ks, test=test)
     csv = out / "tables" / f"{stem}_noise.csv"
     noise.to_csv(csv, index=False)
+    reference = full_evaluation_choice(outcomes, values, metric, test)
+    chose = point_choice(outcomes, metric, test)
     lines += [
         f"Each trial's last-round per-party {metric} re-drawn {200} times with k of its "
-        f"{n} parties evaluating (each trial its own draw, seeded); k = {n} is the full "
-        "evaluation the sweep chose with.",
+        f"{n} parties evaluating (each trial its own draw, seeded); the reference, k = {n}, "
+        f"is the size-weighted mean over all {n} parties' values, which chooses "
+        f"**{reference.get('point', '–')}**"
+        + (
+            "."
+            if reference.get("point") == chose.get("point")
+            else f" (the sweep chose {chose.get('point', '–')} on the rows' pooled {metric}, "
+            "which for a metric that is no mean over samples is not the mean over parties)."
+        ),
         "",
         f"| k | choice changed (%) | expected regret vs full evaluation ({test.diff_unit}) | "
         f"expected regret, hindsight ({test.diff_unit}) |",
@@ -368,14 +378,30 @@ def _noise_lines(
             f"{_number(test, row['regret_hindsight'])} |"
         )
     lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    regret = test.scale * noise["regret"]
-    ax.plot(noise["k"], regret, marker="o", label="regret vs full evaluation")
-    ax.plot(noise["k"], 100 * noise["changed"], marker="s", label="choice changed (%)")
-    ax.set_xlabel("parties evaluating (k)")
-    ax.set_ylabel(f"{test.diff_unit} / %")
-    ax.legend(fontsize=8)
-    ax.set_title(f"{sweep.path.name}: evaluation noise", fontsize=10)
-    fig.tight_layout()
+    fig = _noise_figure(noise, test, f"{sweep.path.name}: evaluation noise")
     paths = save_figure(fig, out / "figures" / f"fig_{stem}_noise", formats)
-    return lines + figure_block(paths, out, "selection under evaluation noise (k of N parties)")
+    caption = (
+        "selection under evaluation noise (k of N parties): expected regret in "
+        f"{test.diff_words} (left), share of draws whose choice changed, % (right)"
+    )
+    return lines + figure_block(paths, out, caption)
+
+
+def _noise_figure(noise: pd.DataFrame, test: Metric, title: str) -> plt.Figure:
+    """Regret (the test metric's difference units) and the changed choices (%), each
+    on its own axis: one axis for both would read a regret of 0.05 as 0."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2))
+    ks = noise["k"].astype(int)
+    left.plot(ks, test.scale * noise["regret"], marker="o", label="vs full evaluation")
+    left.plot(ks, test.scale * noise["regret_hindsight"], marker="^", label="vs hindsight")
+    left.set_ylabel(f"expected regret ({test.diff_words})")
+    left.legend(fontsize=8)
+    right.plot(ks, 100 * noise["changed"], marker="s", color="C2")
+    right.set_ylabel("choice changed (%)")
+    right.set_ylim(-5, 105)
+    for ax in (left, right):
+        ax.set_xlabel("parties evaluating (k)")
+        ax.set_xticks(sorted(set(ks)))
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
