@@ -18,6 +18,7 @@ trials frame's :data:`TASK_SPEC` column (never written to ``data/trials.csv``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from federated.contract.builtin_tasks import UNTASKED_ROWS, WRITTEN_BEFORE_THE_CONTRACT
@@ -34,9 +35,15 @@ def sweep_task(manifest: Mapping[str, Any]) -> TaskSpec | None:
     trials' rows decide, :func:`rows_task`) or its record is damaged (the trials'
     metric is then refused in one line)."""
     try:
-        return spec_of_manifest(manifest, WRITTEN_BEFORE_THE_CONTRACT)
+        spec = spec_of_manifest(manifest, WRITTEN_BEFORE_THE_CONTRACT)
     except (ValueError, TypeError, KeyError):
         return None
+    recorded = manifest.get("task_spec")
+    older = WRITTEN_BEFORE_THE_CONTRACT.get(spec.name) if spec is not None else None
+    if older is not None and isinstance(recorded, Mapping) and "per_image_outcomes" not in recorded:
+        # recorded before the declaration said which metrics are per-image outcomes
+        return replace(spec, per_image_outcomes=older.per_image_outcomes)
+    return spec
 
 
 def rows_task(name: object) -> TaskSpec | None:

@@ -86,6 +86,14 @@ class Metric(MetricSpec):
         return f"val_{self.stem}"
 
     @property
+    def per_image_outcome(self) -> bool:
+        """Whether its value is the share of images with a right outcome (one Bernoulli
+        trial per image), as its task declares: only then is one image worth
+        ``scale / images`` of it, and a binomial count of the images a difference needs
+        meaningful."""
+        return self.task_spec is not None and self.stem in self.task_spec.per_image_outcomes
+
+    @property
     def sign(self) -> float:
         """+1 where higher is better, -1 where lower is: ``sign × value`` ranks upwards."""
         return 1.0 if self.higher_is_better else -1.0

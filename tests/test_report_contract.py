@@ -770,3 +770,36 @@ def test_defect_9_the_per_party_figure_shows_fedavg_with_fine_tuning_apart(tmp_p
             (trial / "parties.csv").write_text("\n".join(lines) + "\n")
     write_report(load_results(tmp_path / "runs"), tmp_path / "report", formats=("png",))
     assert drawn == [["fedavg", "fedavg+ft1", "fedper"]]
+
+
+# ------------------------------------------------------------------- issue 68, point 3
+def test_the_per_image_arithmetic_is_given_only_for_a_declared_per_image_outcome():
+    """The same small own test splits: accuracy (one right-or-wrong per image) gets what
+    one image is worth and the binomial count of images a difference needs; mIoU (a
+    pixel metric of the pooled confusion matrix) gets neither, as its declaration says."""
+    import pandas as pd
+
+    from analysis.folder_task import sweep_task
+    from analysis.primary_metric import metric_of
+    from analysis.tables.party_tables import own_split_warning
+    from federated.registry import load_method
+
+    parties = pd.DataFrame(
+        [
+            {"sweep": "s", "trial": "t", "round": 2, "party": p, "party_samples": 80}
+            | {"party_test_samples": 5 + 15 * (p == 9)}
+            for p in range(10)
+        ]
+    )
+    trials = pd.DataFrame({"sweep": ["s"], "trial": ["t"]})
+    words = {}
+    for task, stem in (("classification", "acc"), ("segmentation", "miou")):
+        declared = sweep_task({"task_spec": load_method("task", task).task_spec().to_dict()})
+        words[stem] = own_split_warning(parties, trials, pd.DataFrame(), metric_of(declared, stem))
+    assert "(one image = 5.0–20.0 points of its value)" in words["acc"]
+    assert "binomial worst case p = 1/2" in words["acc"]
+    assert words["miou"] == (
+        "⚠ Own test splits too small to resolve much: each party's own test split holds "
+        "5–20 images (mIoU is no share of images each right or wrong: its error is not "
+        "counted image by image here)."
+    )

@@ -291,7 +291,9 @@ def own_split_warning(
     """A warning, with its numbers, where the parties' own test splits are too small for
     the table's intervals to mean anything: the smallest and largest split (images) and
     what one image is worth of a party's value, the widest Δ interval where it is wider
-    than the metric's whole range, and the ``party_test_fraction`` that would let the
+    than the metric's whole range, and, for a metric its task declares a per-image
+    outcome (:attr:`~analysis.primary_metric.Metric.per_image_outcome`: accuracy, not
+    mIoU), what one image is worth and the ``party_test_fraction`` that would let the
     mean over parties tell ``target`` (display units; default the report's resolve
     target) at 95% — a binomial worst case (p = 1/2) with the variance of a difference
     counted twice.  None where the splits are not small (more than :data:`SMALL_SPLIT`
@@ -323,10 +325,15 @@ def own_split_warning(
         f"⚠ Own test splits too small to resolve much: each party's own test split holds "
         f"{small}–{large} images"
     ]
-    if metric.percent:
+    if metric.per_image_outcome:
         lines[0] += (
             f" (one image = {metric.scale / large:.1f}–{metric.scale / small:.1f} points of "
             "its value)"
+        )
+    else:
+        lines[0] += (
+            f" ({metric.name} is no share of images each right or wrong: its error is not "
+            "counted image by image here)"
         )
     if widest is not None:
         lines.append(
@@ -336,7 +343,7 @@ def own_split_warning(
     target = metric.target(DEFAULT_TARGET) if target is None else target
     n_parties = int(last.groupby(["sweep", "trial"])["party"].nunique().max())
     difference = target / metric.scale
-    if metric.percent and difference > 0 and n_parties > 0:
+    if metric.per_image_outcome and difference > 0 and n_parties > 0:
         images = math.ceil(2 * Z95**2 * 0.25 / difference**2)
         per_party = math.ceil(images / n_parties)
         held = sum(

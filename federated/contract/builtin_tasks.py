@@ -17,6 +17,7 @@ CLASSIFICATION_TASK = TaskSpec(
     (ACCURACY,),
     final_words="final accuracy",  # the paper's words
     counted=IMAGES,
+    per_image_outcomes=("acc",),  # right or wrong, one image at a time
 )
 SCORE_TASK = TaskSpec(
     "score",
@@ -29,6 +30,7 @@ SCORE_TASK = TaskSpec(
         'are in the metric\'s units (docs/reports.md, "Score tasks: the primary metric").'
     ),
     counted="",  # a score per image: no classes to count
+    per_image_outcomes=("bin_acc",),  # each image on the right side of the threshold or not
 )
 DETECTION_TASK = TaskSpec(
     "detection",
