@@ -148,3 +148,28 @@ def test_defect_12_a_method_scored_every_few_rounds_is_counted_as_a_bound(tmp_pa
     assert {r["algorithm"] for r in rows} == {"fedavg", "moon", "lg-fedavg"}
     lg = next(r for r in rows if r["algorithm"] == "lg-fedavg")
     assert lg["rounds_needed"] == "2.0" and lg["at_most"] == "True"
+
+
+def test_a_one_cell_table_compares_nothing_and_says_nothing_of_it(tmp_path):
+    """One point over two seeds (a grid of one value, an Optuna search that proposed one
+    point): its table has a single cell, so no Δ caption, no bold rule and no
+    "Resolvable ≈" (issue 68, point 4)."""
+    study = adhoc_study(["lr=0.01"], "one")
+    plan = SweepPlan.build(study, BUDGETS["smoke"], seeds="2", overrides={})
+    trials = [({**t.config, "rounds": 3}, curve(0.5 + 0.02 * t.seed, 3)) for t in plan.trials()]
+    write_sweep(
+        tmp_path / "results",
+        "one-fake",
+        study.name,
+        trials,
+        seeds=plan.seeds,
+        axes=["lr"],
+        definition=study_to_dict(study),
+    )
+    out = tmp_path / "report"
+    write_report(load_results([str(tmp_path / "results")]), out, formats=("png",))
+    tables = [p for p in (out / "tables").glob("*.md")]
+    text = "\n".join(p.read_text() for p in tables)
+    assert "| 0.01 |" in text and "±" in text  # the cell is there, mean ± std
+    assert "Δ =" not in text and "Resolvable ≈" not in text and "resolvable ≈" not in text
+    assert "Bold: the best" not in text
