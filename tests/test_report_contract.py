@@ -615,7 +615,9 @@ def test_a_dp_tables_caption_states_epsilon_and_delta(tmp_path):
     out = tmp_path / "report"
     write_report(load_results(tmp_path / "runs"), out, formats=("png",))
     text = (out / "tables" / "dp_accuracy.md").read_text()
-    assert text.splitlines()[0].endswith("— client-level DP: ε = 2, δ = 1e-05**")
+    assert text.splitlines()[0].endswith(
+        "— client-level DP: ε = 2, δ = 1e-05, Rényi-DP accountant**"
+    )
     assert (
         "Privacy: every cell's trials are client-level (ε, δ)-DP by their last round, "
         "ε = 2, δ = 1e-05 (dp-accounting's Rényi-DP accountant" in text
@@ -629,8 +631,13 @@ def test_a_dp_table_whose_epsilon_varies_gives_each_cell_its_own(tmp_path):
     out = tmp_path / "report"
     write_report(load_results(tmp_path / "runs"), out, formats=("png",))
     text = (out / "tables" / "dp_accuracy.md").read_text()
-    assert "— client-level DP: ε 2–3, δ = 1e-05**" in text.splitlines()[0]
+    assert (
+        "— client-level DP: ε per cell (2–3), δ = 1e-05, Rényi-DP accountant**"
+        in text.splitlines()[0]
+    )
     assert "ε differs between cells, from 2 to 3 by the last round" in text
+    # each cell's own ε where it is read (issue 68, point 9), not only in the CSV
+    assert "· ε 2 |" in text and "· ε 3 |" in text
     eps = {
         r["algorithm"]: float(r["dp_epsilon"]) for r in read_csv(out / "tables" / "dp_accuracy.csv")
     }

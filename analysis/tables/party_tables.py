@@ -47,6 +47,7 @@ from analysis.reading.loading import COMPLETED, Results
 from analysis.reading.summary import excluded_trials
 from analysis.reading.trial_files import DamagedFileError, read_parties
 from analysis.stats.seed_plan import DEFAULT_TARGET
+from analysis.tables.privacy import EPSILON
 from analysis.tables.table import Table, accuracy_table, key_order, row_label
 from federated.contract.columns import (
     OWN_TEST_MEAN,
@@ -255,6 +256,7 @@ def per_party_table(
         classes=classes,
         metric=metric,
         resolve_target=metric.target(DEFAULT_TARGET),
+        dp_words=False,
     )
     # ``long`` holds each trial once per metric: count the trials left out once each
     table.notes = [n for n in table.notes if not n.startswith(NOT_COUNTED_NOTE)]
@@ -266,6 +268,7 @@ def per_party_table(
             f"{NOT_COUNTED_NOTE} {len(left_out)} trial(s) ({words}); listed in report.md."
         )
     table.notes.append(party_accuracy_note(merged) if metric.chance else _score_note(metric))
+    table.notes += outside_the_guarantee(merged)
     if which is not None:
         table.notes.append(which)
     warning = own_split_warning(parties, merged, table.data, metric)
@@ -419,6 +422,7 @@ def fairness_table(
         classes=classes,
         metric=metric,
         resolve_target=metric.target(DEFAULT_TARGET),
+        dp_words=False,
     )
     table.notes = [n for n in table.notes if not n.startswith(NOT_COUNTED_NOTE)]
     table.notes.append(
@@ -595,3 +599,16 @@ def _declared_metrics(trial: pd.Series) -> tuple:
     """The metrics of ``trial``'s task as its sweep declared them (None: none declared)."""
     task = trial.get(TASK_SPEC)
     return task.metrics if hasattr(task, "metrics") else ()
+
+
+def outside_the_guarantee(trials: pd.DataFrame) -> list[str]:
+    """The note a per-party table of DP trials carries instead of an ε: a party's score
+    is outside the client-level guarantee (nothing about its evaluation is noised)."""
+    epsilon = pd.to_numeric(trials.get(EPSILON), errors="coerce") if EPSILON in trials else None
+    if epsilon is None or epsilon.dropna().empty:
+        return []
+    return [
+        "Differential privacy: these per-party scores are outside the client-level (ε, δ) "
+        "guarantee, which covers the updates the parties send, not the evaluation of each "
+        "party; the run's ε is in the comparison table's caption."
+    ]

@@ -63,7 +63,7 @@ from analysis.tables.communication import (
     format_speedup,
     summarise_communication,
 )
-from analysis.tables.privacy import privacy_words
+from analysis.tables.privacy import epsilon_text, privacy_words
 
 PARTY_MARK = "†"
 METRICS = {
@@ -609,6 +609,7 @@ def accuracy_table(
     classes: Mapping[str, int] | None = None,
     resolve_target: float = DEFAULT_TARGET,
     metric: Metric = ACCURACY,
+    dp_words: bool = True,
 ) -> Table:
     """Mean ± std over seeds of ``value`` for every (rows, columns) combination, each
     cell's Δ to the baseline, and bold where the seeds resolve the best.
@@ -620,6 +621,8 @@ def accuracy_table(
     ``metric_text`` names ``value`` in the notes (default: :data:`METRICS`).
     ``resolve_target``: the difference (accuracy points, or ``metric``'s units) the
     seed plan is made for.  ``metric``: what ``value`` is (its direction and units).
+    ``dp_words``: state the DP trials' (ε, δ) (:mod:`analysis.tables.privacy`); False for
+    values outside the guarantee (per-party scores).
     """
     by = [*rows, *columns]
     party_std = _party_std(trials, value)
@@ -641,16 +644,35 @@ def accuracy_table(
     notes = _seed_note(stats, statuses, value, metric_text) + _exclusion_note(trials, statuses)
     title, notes = _with_claims(title, notes, grid, resolve_target)
     data = grid.data
-    dp_tail, dp_notes, per_cell = privacy_words(trials, by, statuses)
+    display = grid.display
+    dp_tail, dp_notes, per_cell = (
+        privacy_words(trials, by, statuses) if dp_words else ("", [], None)
+    )
     if dp_tail:
         title, notes = f"{title} — {dp_tail}", [*notes, *dp_notes]
         keys = [k for k in by if k in per_cell and k in data]
         if keys and not data.empty:
             data = data.merge(per_cell[[*keys, "dp_epsilon"]], on=keys, how="left")
+            if "ε per cell" in dp_tail:
+                display = _with_epsilon(display, data)
     header = " · ".join(parameter_name(k) for k in rows)
-    return Table(
-        name, title, grid.display, grid.bold, data, header, notes, _resolvable(grid), metric
-    )
+    return Table(name, title, display, grid.bold, data, header, notes, _resolvable(grid), metric)
+
+
+def _with_epsilon(display: pd.DataFrame, data: pd.DataFrame) -> pd.DataFrame:
+    """``display`` with each counted cell's ε (``data``'s ``dp_epsilon``, by its
+    ``row`` and ``column`` names) after its value: a table whose cells spent different
+    budgets says each one's where it is read, not only in its CSV."""
+    shown = display.copy()
+    columns = [" / ".join(c) if isinstance(c, tuple) else str(c) for c in shown.columns]
+    rows = [str(r) for r in shown.index]
+    for _, cell in data.iterrows():
+        epsilon = pd.to_numeric(cell.get("dp_epsilon"), errors="coerce")
+        if pd.isna(epsilon) or str(cell["row"]) not in rows or str(cell["column"]) not in columns:
+            continue
+        ri, ci = rows.index(str(cell["row"])), columns.index(str(cell["column"]))
+        shown.iat[ri, ci] = f"{shown.iat[ri, ci]} · {epsilon_text(float(epsilon))}"
+    return shown
 
 
 def best_of_table(
