@@ -101,3 +101,16 @@ def test_tensorboard_gets_no_infinite_value(tmp_path, caplog):
     assert hparam_metrics(last, frozenset({"test_acc", "test_loss"})) == {
         SCALAR_PREFIX + "test_acc": 0.5
     }
+
+
+def test_a_round_that_scored_no_party_prints_no_spread_over_parties():
+    """A personal-model method's own models are scored every personal_test_every-th
+    round; between them test_acc_std is NaN, and the line once read "(std over parties
+    nan)" (issue 68, point 8): it now says the spread only where it was measured."""
+    from federated.run import format_row
+
+    nan = float("nan")
+    unscored = {"round": 3, "test_acc": nan, "test_acc_std": nan, "train_loss": 0.5}
+    scored = {"round": 4, "test_acc": 0.7, "test_acc_std": 0.125, "train_loss": 0.5}
+    assert "std over parties" not in format_row(unscored, 4)
+    assert "(std over parties 0.1250)" in format_row(scored, 4)
