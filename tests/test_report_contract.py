@@ -810,3 +810,20 @@ def test_the_per_image_arithmetic_is_given_only_for_a_declared_per_image_outcome
         "5–20 images (mIoU is no share of images each right or wrong: its error is not "
         "counted image by image here)."
     )
+
+
+# ------------------------------------------------------------------- issue 68, point 6
+def test_a_party_left_out_under_the_floor_is_named_under_fig_5(tmp_path):
+    """partitions.json records the field's values left out under the training-image floor
+    (as the run and the sweep name them); the report names them under the heat-map."""
+    from analysis.reading.loading import Sweep
+    from analysis.sections.partitions import partition_section
+
+    entry = {**camera_partition(), "partition_by": "camera", "left_out_parties": [["cam-07", 8]]}
+    sweep = Sweep(Path(tmp_path), {}, [entry], "s")
+    lines = partition_section([sweep], tmp_path, set(), ("png",))
+    caption = next(line for line in lines if line.startswith("*") and "left out" in line)
+    assert (
+        "left out of the parties by camera, under the floor of training images a party "
+        "needs, in no party and not drawn: 'cam-07' (8 images)" in caption
+    )
