@@ -827,3 +827,23 @@ def test_a_party_left_out_under_the_floor_is_named_under_fig_5(tmp_path):
         "left out of the parties by camera, under the floor of training images a party "
         "needs, in no party and not drawn: 'cam-07' (8 images)" in caption
     )
+
+
+# ------------------------------------------------------------------- issue 68, point 7
+def test_every_worst_decile_note_says_how_many_parties_it_is():
+    """The detection (any metric without a class mix) per-party note said "the
+    ceil(N/10) parties" where the accuracy note said it is one party here: both say it."""
+    import pandas as pd
+
+    from analysis.primary_metric import metric_of
+    from analysis.tables.party_tables import _score_note
+    from federated.contract.builtin_tasks import DETECTION_TASK, SCORE_TASK
+
+    trials = pd.DataFrame({"n_parties": [5, 5]})
+    assert _score_note(metric_of(DETECTION_TASK), trials).endswith(
+        "mean of the ceil(N/10) parties with the lowest mAP@0.5 (here the 1 lowest of 5: "
+        "one party)."
+    )
+    assert _score_note(metric_of(SCORE_TASK, "mae"), trials).endswith(
+        "(here the 1 highest of 5: one party)."
+    )

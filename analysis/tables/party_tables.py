@@ -267,7 +267,9 @@ def per_party_table(
         table.notes.append(
             f"{NOT_COUNTED_NOTE} {len(left_out)} trial(s) ({words}); listed in report.md."
         )
-    table.notes.append(party_accuracy_note(merged) if metric.chance else _score_note(metric))
+    table.notes.append(
+        party_accuracy_note(merged) if metric.chance else _score_note(metric, merged)
+    )
     table.notes += outside_the_guarantee(merged)
     if which is not None:
         table.notes.append(which)
@@ -427,27 +429,30 @@ def fairness_table(
     table.notes = [n for n in table.notes if not n.startswith(NOT_COUNTED_NOTE)]
     table.notes.append(
         f"Each party's {metric.name} on its own local test split (party_test_fraction); "
-        f"worst 10% = mean of the ceil(N/10) {worst} parties; std = the spread over parties "
-        "(population std), lower is more even."
+        f"worst 10% = mean of the ceil(N/10) {worst} parties{_worst_count(merged, worst)}; "
+        "std = the spread over parties (population std), lower is more even."
     )
     if which is not None:
         table.notes.append(which)
     return table
 
 
-def _score_note(metric: Metric) -> str:
-    """What a score task's per-party values were measured on."""
+def _score_note(metric: Metric, trials: pd.DataFrame) -> str:
+    """What a per-party metric without a class mix (a score, detection or segmentation
+    task's) was measured on, and how many parties its worst decile is."""
     worst = "highest" if not metric.higher_is_better else "lowest"
     return (
         f"Per-party {metric.name}: the model the title names on each party's "
         "own held-out local test split (party_test_fraction), its own images; worst 10% = "
-        f"mean of the ceil(N/10) parties with the {worst} {metric.name}."
+        f"mean of the ceil(N/10) parties with the {worst} {metric.name}"
+        f"{_worst_count(trials, worst)}."
     )
 
 
-def _worst_count(trials: pd.DataFrame) -> str:
+def _worst_count(trials: pd.DataFrame, worst: str = "lowest") -> str:
     """`` (here the 1 lowest of 10: one party)`` from the trials' ``n_parties``: how many
-    parties the worst decile is (report issue, defect 7: it may be one camera)."""
+    parties the worst decile is (``worst``: the metric's word, ``highest`` for an error),
+    for every task and table that names the worst decile."""
     if "n_parties" not in trials:  # a table of trials that do not say
         return ""
     counts = pd.to_numeric(trials["n_parties"], errors="coerce").dropna().astype(int)
@@ -456,7 +461,7 @@ def _worst_count(trials: pd.DataFrame) -> str:
     parts = []
     for n in sorted(set(counts)):
         k = math.ceil(n / 10)
-        parts.append(f"the {k} lowest of {n}" + (": one party" if k == 1 else ""))
+        parts.append(f"the {k} {worst} of {n}" + (": one party" if k == 1 else ""))
     return " (here " + "; ".join(parts) + ")"
 
 
