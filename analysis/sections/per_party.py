@@ -15,7 +15,7 @@ from analysis.reading.grouping import StudyGroup
 from analysis.reading.loading import Results
 from analysis.sections.markdown import figure_block, file_links, unique_stem
 from analysis.tables.formats import to_markdown, write_table
-from analysis.tables.study_tables import TableOptions, primary_of
+from analysis.tables.study_tables import TableOptions, names_the_method, primary_of
 
 
 @dataclass(frozen=True)
@@ -164,17 +164,6 @@ def tsne_part(
         f"(right); {seeds}"
     )
     return figure_block(paths, out, caption)
-
-
-def names_the_method(trials: pd.DataFrame, axis: str) -> bool:
-    """True where ``axis`` is the method under another name: a joint axis (``method``:
-    FedAvg, FedPer, FedAvg+FT ...) whose labels match the trials' methods one to one
-    (FedAvg+FT's ``algorithm`` already reads ``fedavg+ft1``): as a column it would give
-    each method a column block of its own, a diagonal table with no Δ."""
-    if "algorithm" not in trials or axis not in trials:
-        return False
-    pairs = trials[["algorithm", axis]].astype(str).drop_duplicates()
-    return len(pairs) == trials["algorithm"].nunique() == trials[axis].astype(str).nunique()
 
 
 def own_split_part(
