@@ -114,3 +114,26 @@ def test_a_round_that_scored_no_party_prints_no_spread_over_parties():
     scored = {"round": 4, "test_acc": 0.7, "test_acc_std": 0.125, "train_loss": 0.5}
     assert "std over parties" not in format_row(unscored, 4)
     assert "(std over parties 0.1250)" in format_row(scored, 4)
+
+
+def test_the_help_and_the_docs_say_what_the_code_does():
+    """Issue 68, point 12: --task names every registered kind, --primary-metric names
+    each built-in kind's metrics (mIoU among them), --holdout-fraction speaks of the
+    task's hold-out groups; docs/runs.md gives the data root the code uses and
+    docs/sweeps-and-studies.md no stale count of built-in studies."""
+    import re
+    from pathlib import Path
+
+    from federated.data.image_data import default_data_root
+    from federated.registry import TASK_PATHS
+    from federated.run import build_parser
+
+    text = " ".join(build_parser().format_help().split())
+    start = text.rindex("--task TASK")  # its help, after the usage lines
+    task = text[start : text.index("--primary-metric", start)]
+    assert all(name in task for name in TASK_PATHS)
+    assert "miou" in text and "map50" in text and "each class" not in text
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    home = default_data_root().relative_to(Path.home()).as_posix()
+    assert f"`~/{home}`" in (docs / "runs.md").read_text()
+    assert not re.search(r"the \d+ built-in ones", (docs / "sweeps-and-studies.md").read_text())

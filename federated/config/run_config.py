@@ -285,7 +285,9 @@ class RunConfig:
     holdout_fraction: float | None = field(
         default=None,
         metadata=_help(
-            "folder and hf: datasets without a test split: fraction of each class held out to test"
+            "folder and hf: datasets without a test split: fraction of the training images "
+            "held out to test, the same share of each of the task's hold-out groups (a "
+            "classification's classes; one group where images have no class)"
         ),
     )
     image_column: str | None = field(
@@ -302,9 +304,10 @@ class RunConfig:
     partition_by: str | None = field(
         default=None,
         metadata=_help(
-            "hf: datasets and detection folders under partition=natural: the column or "
-            "image field whose values are the parties (e.g. writer_id, Street's device1_id "
-            "or device2_id); parties under 10 images are left out"
+            "under partition=natural: the column of an hf: dataset, or the field of an image "
+            "folder's parties file, whose values are the parties (e.g. writer_id, Street's "
+            "device1_id, a segmentation folder's site); parties under 10 training images "
+            "are left out"
         ),
     )
     # --- the evaluation protocol (federated/evaluation/holdout.py and validation.py):
@@ -342,16 +345,17 @@ class RunConfig:
     task: str | None = field(
         default=None,
         metadata=_help(
-            "classification, score (image assessment: a folder with scores.csv) or "
-            "package.module:Class; default: what the dataset is (a task on other targets "
-            "is refused)"
+            f"a built-in task kind ({', '.join(TASK_PATHS)}) or package.module:Class; "
+            "default: what the dataset is (a task on other targets is refused)"
         ),
     )
     primary_metric: str | None = field(
         default=None,
         metadata=_help(
-            "what tables and searches rank by: acc for classification; for score tasks "
-            "srcc (default), plcc, mae, rmse or bin_acc (mae, rmse: lower is better)"
+            "what tables and searches rank by: a metric the task declares, default its "
+            "first (classification acc; score srcc, plcc, mae, rmse, bin_acc; detection "
+            "map50, map; segmentation miou, dice, pixel_acc; errors such as mae rank "
+            "lower-is-better)"
         ),
     )
     # --- heterogeneity beyond label skew (federated/heterogeneity/feature_skew.py,
