@@ -37,6 +37,7 @@ This module adds how a table shows them.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, fields
 
 import pandas as pd
@@ -138,6 +139,17 @@ class Metric(MetricSpec):
     def axis_label(self) -> str:
         """A figure axis: ``accuracy (%)``, ``mIoU (%)``, ``test SRCC``."""
         return f"{self.name} (%)" if self.percent else self.noun
+
+    @property
+    def file_word(self) -> str:
+        """The metric in a file name: ``accuracy``, ``miou``, ``map_0_5``, ``srcc``."""
+        return re.sub(r"[^a-z0-9]+", "_", self.name.lower()).strip("_") or self.stem
+
+    @property
+    def value_label(self) -> str:
+        """A figure axis that names no split (a per-party or own-split figure, whose
+        caption says the split): ``accuracy (%)``, ``mAP@0.5``, ``SRCC``."""
+        return f"{self.name}{self.unit}"
 
     def units(self, value: float) -> float:
         """A recorded value (a fraction for accuracy) in display units."""

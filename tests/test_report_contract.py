@@ -847,3 +847,35 @@ def test_every_worst_decile_note_says_how_many_parties_it_is():
     assert _score_note(metric_of(SCORE_TASK, "mae"), trials).endswith(
         "(here the 1 highest of 5: one party)."
     )
+
+
+# ------------------------------------------------------------------ issue 68, point 11
+def test_words_of_the_runs_line_the_per_party_axis_and_the_table_files():
+    """The Runs line read "1 of train / 1 of test data"; a detection per-party figure's
+    axis "test mAP@0.5" for own-split values; a segmentation study's main table file was
+    <study>_accuracy.*: each says what it holds, for every task."""
+    import pandas as pd
+
+    from analysis.folder_task import sweep_task
+    from analysis.primary_metric import ACCURACY, metric_of
+    from analysis.sections.runs import _budget_words
+    from analysis.tables.party_tables import party_distribution_figure
+    from federated.contract.builtin_tasks import DETECTION_TASK
+    from federated.registry import load_method
+
+    trials = pd.DataFrame(
+        {"rounds": [5], "local_epochs": [1], "n_parties": [4], "data_fraction": [1.0]}
+        | {"test_fraction": [0.2]}
+    )
+    assert "100% of the training data and 20% of the test data" in _budget_words(trials)
+    parties = pd.DataFrame(
+        {"sweep": "s", "trial": "t", "status": "completed", "round": 2, "party": [0, 1]}
+        | {"party_test_map50": [0.4, 0.6], "algorithm": "fedavg", "seed": 0, "order": 0}
+        | {"sweep_started": "x"}
+    )
+    figure = party_distribution_figure(parties, ["algorithm"], metric=metric_of(DETECTION_TASK))
+    assert figure.axes[0].get_ylabel() == "per-party mAP@0.5"
+    segmentation = sweep_task(
+        {"task_spec": load_method("task", "segmentation").task_spec().to_dict()}
+    )
+    assert metric_of(segmentation).file_word == "miou" and ACCURACY.file_word == "accuracy"

@@ -577,7 +577,8 @@ def party_distribution_figure(
     order = key_order(final, keys)
     final["cell"] = [row_label(keys, tuple(v)) for v in final[list(keys)].itertuples(index=False)]
     labels = [row_label(keys, k) for k in order]
-    y = metric.axis_label
+    # the values are each party's own split's or class mix's, never the pooled test set's
+    y = f"per-party {metric.value_label}"
     final[y] = metric.units(pd.to_numeric(final[column], errors="coerce").astype(float))
     fig, ax = plt.subplots(figsize=(max(4.4, 1.3 * len(labels) + 1.5), 3.6))
     sns.boxplot(final, x="cell", y=y, order=labels, color="0.85", ax=ax, showfliers=False)

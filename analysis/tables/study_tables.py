@@ -440,7 +440,8 @@ def generic_tables(
             rows=rows,
             **_claims(group, options, rows),
             columns=_columns(group, *across),
-            name=_name(f"{study}_accuracy", group),
+            # named by what it holds: mu_by_beta_accuracy, seg_study_miou
+            name=_name(f"{study}_{(options.metric or primary_of(group)).file_word}", group),
             title=_title(group, head, options),
         )
     ]
@@ -535,7 +536,8 @@ def study_tables(group: StudyGroup, options: TableOptions | None = None) -> list
         chosen = dataclasses.replace(chosen, statistic=statistic)
         built = SHAPES.get(spec["kind"], generic_tables)(reported, chosen, spec)
         if metric is not metrics[0]:
-            for table in built:  # the pair's other metric: its own files
-                table.name = f"{table.name}_{metric.stem}"
+            for table in built:  # the pair's other metric: its own files, named once
+                if f"_{metric.file_word}" not in table.name:
+                    table.name = f"{table.name}_{metric.stem}"
         tables += built
     return tables
