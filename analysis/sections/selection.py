@@ -13,6 +13,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from analysis.figures.plots import save_figure
 from analysis.naming import percent
@@ -267,10 +268,13 @@ def _best_so_far_figure(outcomes: pd.DataFrame, metric: str, title: str) -> plt.
             )
         ax.step(x, outcomes["best_so_far"], where="post", color="C0", label="best so far")
         ax.set_xlabel(label)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole trials, updates
     axes[0].set_ylabel(metric)
-    axes[0].legend(fontsize=8)
+    # below the panels: inside, it covered the last trial's point
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
     fig.suptitle(f"{title}: selection on {metric}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
