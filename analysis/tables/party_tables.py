@@ -346,32 +346,41 @@ def own_split_warning(
             f"{metric.diff_unit}, is wider than the metric's whole range ({span:g})"
         )
     target = metric.target(DEFAULT_TARGET) if target is None else target
+    if metric.per_image_outcome:
+        lines += _images_needed(last, metric, target)
+    return "; ".join(lines) + "."
+
+
+def _images_needed(last: pd.DataFrame, metric: Metric, target: float) -> list[str]:
+    """The own test images telling ``target`` (display units) in the mean over parties
+    needs at 95%, and the ``party_test_fraction`` that holds them, for a per-image
+    outcome (``last``: parties.csv's rows of each trial's last round)."""
     n_parties = int(last.groupby(["sweep", "trial"])["party"].nunique().max())
     difference = target / metric.scale
-    if metric.per_image_outcome and difference > 0 and n_parties > 0:
-        images = math.ceil(2 * Z95**2 * 0.25 / difference**2)
-        per_party = math.ceil(images / n_parties)
-        held = sum(
-            pd.to_numeric(last[c], errors="coerce").fillna(0)
-            for c in ("party_samples", "party_val_samples", "party_test_samples")
-            if c in last
+    if difference <= 0 or n_parties <= 0:
+        return []
+    images = math.ceil(2 * Z95**2 * 0.25 / difference**2)
+    per_party = math.ceil(images / n_parties)
+    held = sum(
+        pd.to_numeric(last[c], errors="coerce").fillna(0)
+        for c in ("party_samples", "party_val_samples", "party_test_samples")
+        if c in last
+    )
+    smallest = int(held[held > 0].min()) if (held > 0).any() else 0
+    if smallest:
+        fraction = per_party / smallest
+        needed = (
+            f"party_test_fraction ≥ {fraction:.2f} of the smallest party's {smallest} images"
+            if fraction < 1
+            else f"more than the smallest party's {smallest} images: no party_test_fraction can"
         )
-        smallest = int(held[held > 0].min()) if (held > 0).any() else 0
-        if smallest:
-            fraction = per_party / smallest
-            needed = (
-                f"party_test_fraction ≥ {fraction:.2f} of the smallest party's {smallest} images"
-                if fraction < 1
-                else f"more than the smallest party's {smallest} images: no party_test_fraction can"
-            )
-        else:
-            needed = "a larger party_test_fraction"
-        lines.append(
-            f"telling {metric.amount(target)} in the mean over {n_parties} parties at 95% "
-            f"needs about {images} own test images in all, {per_party} per party "
-            f"({needed}; binomial worst case p = 1/2, a difference's variance counted twice)"
-        )
-    return "; ".join(lines) + "."
+    else:
+        needed = "a larger party_test_fraction"
+    return [
+        f"telling {metric.amount(target)} in the mean over {n_parties} parties at 95% "
+        f"needs about {images} own test images in all, {per_party} per party "
+        f"({needed}; binomial worst case p = 1/2, a difference's variance counted twice)"
+    ]
 
 
 def fairness_table(
