@@ -62,6 +62,12 @@ PARAMETERS: dict[str, str] = {
     "at_round": "rounds",
     "term": "second term",
     "combo": "method",
+    # DP-FedAvg's fields by the symbols docs/privacy.md and the notes use
+    "dp_noise_multiplier": "σ (noise multiplier)",
+    "dp_clip_norm": "C (clip norm)",
+    "dp_target_epsilon": "target ε",
+    "dp_delta": "δ",
+    "dp_clip_quantile": "clip quantile",
 }
 
 # Values with a name of their own (shown instead of the raw value).
@@ -84,6 +90,10 @@ _SYMBOL_OVERRIDE = {
     "local_epochs": "E",
     "n_parties": "N",
     "server_momentum": "β",
+    "dp_noise_multiplier": "σ",
+    "dp_clip_norm": "C",
+    "dp_target_epsilon": "target ε",
+    "dp_delta": "δ",
 }
 # Columns whose values already read as labels ("N=50", "MOON (mu=1)"): never prefixed.
 _SELF_DESCRIBING = {

@@ -28,25 +28,27 @@ scale: POINTS accuracy points, or POINTS/100 in a correlation's or an error's un
 
 Nothing here imports torch and nothing asks which task it is: a sweep's manifest
 records its task's declaration (``task_spec``, :class:`~federated.contract.task_spec.TaskSpec`:
-its metrics, the words its tables use), :func:`record_task_spec` makes it known as the
-folder is read, and every metric is read from it; a folder written before the manifest
-recorded one is read by what it carries (:func:`~federated.contract.task_spec.spec_of_manifest`).
+its metrics, the words its tables use), the loader puts it beside each trial (the trials
+frame's ``task_spec`` column) and every metric is read from it; a folder written before
+the manifest recorded one is read by the one adapter, :mod:`analysis.folder_task`.
 This module adds how a table shows them.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+import re
+from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
+from analysis.folder_task import TASK_SPEC, rows_task
 from analysis.naming import percent
 from federated.contract.metrics import MetricSpec
 from federated.contract.metrics import higher_is_better as contract_higher_is_better
 from federated.contract.results import DAMAGED
-from federated.contract.task_spec import TaskSpec, spec_of_manifest
-from federated.tasks.written_before import UNTASKED_ROWS, WRITTEN_BEFORE_THE_CONTRACT
+from federated.contract.task_spec import TaskSpec
+from federated.tasks.written_before import UNTASKED_ROWS
 
 
 class PrimaryMetricError(ValueError):
@@ -65,11 +67,14 @@ class Metric(MetricSpec):
         nothing_learned: what a model that has learned nothing records, or None where
             the task gives no such value (a chance level applies instead, or none).
         reading_note: the task's sentence on how to read its metrics (empty: none).
+        task_spec: the whole declaration it came from (its other metrics, what its
+            partitions count); not part of the metric's identity.
     """
 
     final_words: str = ""
     nothing_learned: float | None = None
     reading_note: str = ""
+    task_spec: TaskSpec | None = field(default=None, compare=False, repr=False)
 
     @property
     def column(self) -> str:
@@ -80,6 +85,14 @@ class Metric(MetricSpec):
     def val_column(self) -> str:
         """The rows' validation column (``val_srcc``)."""
         return f"val_{self.stem}"
+
+    @property
+    def per_image_outcome(self) -> bool:
+        """Whether its value is the share of images with a right outcome (one Bernoulli
+        trial per image), as its task declares: only then is one image worth
+        ``scale / images`` of it, and a binomial count of the images a difference needs
+        meaningful."""
+        return self.task_spec is not None and self.stem in self.task_spec.per_image_outcomes
 
     @property
     def sign(self) -> float:
@@ -127,6 +140,17 @@ class Metric(MetricSpec):
         """A figure axis: ``accuracy (%)``, ``mIoU (%)``, ``test SRCC``."""
         return f"{self.name} (%)" if self.percent else self.noun
 
+    @property
+    def file_word(self) -> str:
+        """The metric in a file name: ``accuracy``, ``miou``, ``map_0_5``, ``srcc``."""
+        return re.sub(r"[^a-z0-9]+", "_", self.name.lower()).strip("_") or self.stem
+
+    @property
+    def value_label(self) -> str:
+        """A figure axis that names no split (a per-party or own-split figure, whose
+        caption says the split): ``accuracy (%)``, ``mAP@0.5``, ``SRCC``."""
+        return f"{self.name}{self.unit}"
+
     def units(self, value: float) -> float:
         """A recorded value (a fraction for accuracy) in display units."""
         return self.scale * value
@@ -154,70 +178,42 @@ class Metric(MetricSpec):
         return difference if self.percent else difference * 100.0
 
 
-def _shown(spec: MetricSpec, task: TaskSpec) -> Metric:
-    return Metric(
-        **{f.name: getattr(spec, f.name) for f in fields(MetricSpec)},
-        final_words=task.final_words,
-        nothing_learned=task.nothing_learned,
-        reading_note=task.reading_note,
-    )
+def metrics_of(task: TaskSpec) -> dict[str, Metric]:
+    """``task``'s metrics by stem as tables show them, the primary first."""
+    return {
+        spec.stem: Metric(
+            **{f.name: getattr(spec, f.name) for f in fields(MetricSpec)},
+            final_words=task.final_words,
+            nothing_learned=task.nothing_learned,
+            reading_note=task.reading_note,
+            task_spec=task,
+        )
+        for spec in task.metrics
+    }
 
 
-#: the task declarations the sweeps read so far recorded (:func:`record_task_spec`), by
-#: the name their rows carry
-RECORDED_TASKS: dict[str, TaskSpec] = {}
+ACCURACY = metrics_of(UNTASKED_ROWS)["acc"]
 
 
-def record_task_spec(manifest: dict) -> None:
-    """Make a sweep's task declaration known (its manifest's ``task_spec``, or what an
-    older manifest carries, :func:`~federated.contract.task_spec.spec_of_manifest`); a
-    damaged record is left out (the trials' metric is then refused in one line)."""
-    try:
-        spec = spec_of_manifest(manifest, WRITTEN_BEFORE_THE_CONTRACT)
-    except (ValueError, TypeError, KeyError):
-        return
-    if spec is not None:
-        # by the rows' name and by the name its metrics give (a plug-in's own "ordinal")
-        for name in dict.fromkeys([*(m.task for m in spec.metrics), spec.name]):
-            RECORDED_TASKS[name] = spec
-
-
-def task_spec_of(task: str) -> TaskSpec | None:
-    """The declaration of the task the rows call ``task``: the one its sweep recorded,
-    else (a folder written before manifests recorded one) what the name meant then."""
-    return RECORDED_TASKS.get(task) or WRITTEN_BEFORE_THE_CONTRACT.get(task)
-
-
-def task_metrics(task: str) -> dict[str, Metric]:
-    """``task``'s metrics by stem as tables show them, the primary first (empty: a task
-    no sweep read declared)."""
-    spec = task_spec_of(task)
-    return {m.stem: _shown(m, spec) for m in spec.metrics} if spec else {}
-
-
-ACCURACY = _shown(UNTASKED_ROWS.metrics[0], UNTASKED_ROWS)
-
-
-def metric_of(task: str, stem: str | None = None) -> Metric:
+def metric_of(task: TaskSpec, stem: str | None = None) -> Metric:
     """The :class:`Metric` ``stem`` of ``task`` (default: the task's primary).  Raises
-    :class:`PrimaryMetricError` for a task or metric no run records."""
-    metrics = task_metrics(task)
-    if not metrics:
-        known = dict.fromkeys([*RECORDED_TASKS, *WRITTEN_BEFORE_THE_CONTRACT])
-        raise PrimaryMetricError(f"task={task!r} (allowed: {', '.join(known)})")
+    :class:`PrimaryMetricError` for a metric the task does not declare."""
+    metrics = metrics_of(task)
     stem = next(iter(metrics)) if stem is None else stem
     if stem not in metrics:
         allowed = ", ".join(metrics)
-        raise PrimaryMetricError(f"primary_metric={stem!r} for a {task} task (allowed: {allowed})")
+        raise PrimaryMetricError(
+            f"primary_metric={stem!r} for a {task.name} task (allowed: {allowed})"
+        )
     return metrics[stem]
 
 
-def higher_is_better(column: str) -> bool:
-    """Whether a larger value of a row column (``val_mae``, ``test_srcc``, ``val_loss``,
-    or a bare stem) is better: errors and losses are lower-is-better, the rest higher
-    (every declaration read so far decides by its specs)."""
-    known = {**WRITTEN_BEFORE_THE_CONTRACT, **RECORDED_TASKS}.values()
-    return contract_higher_is_better(column, tuple(m for t in known for m in t.metrics))
+def higher_is_better(column: str, metric: Metric) -> bool:
+    """Whether a larger value of a row column of ``metric``'s task (``val_mae``,
+    ``test_srcc``, ``val_loss``, or a bare stem) is better, as the task declares: losses
+    are lower-is-better, each metric as its spec says, anything else higher."""
+    specs = metric.task_spec.metrics if metric.task_spec else (metric,)
+    return contract_higher_is_better(column, specs)
 
 
 def _text(value: object) -> str | None:
@@ -227,11 +223,13 @@ def _text(value: object) -> str | None:
     return str(value)
 
 
-def trial_metric(task: object, primary: object) -> Metric:
-    """One trial's metric from its ``task`` and ``primary_metric`` config values (missing
-    in rows written before score tasks: classification accuracy)."""
-    task_text = _text(task) or UNTASKED_ROWS.name
-    return metric_of(task_text, _text(primary))
+def trial_metric(task: TaskSpec | None, primary: object, name: object = None) -> Metric:
+    """One trial's metric from its task's declaration (None: none recorded, and its
+    rows' task ``name`` is none an older folder could mean) and its ``primary_metric``
+    config value (missing: the task's first metric)."""
+    if task is None:
+        raise PrimaryMetricError(f"task={_text(name)!r} declared by no manifest")
+    return metric_of(task, _text(primary))
 
 
 def sweep_metric(trials: pd.DataFrame, where: str) -> Metric:
@@ -241,16 +239,17 @@ def sweep_metric(trials: pd.DataFrame, where: str) -> Metric:
     Raises :class:`PrimaryMetricError`, one line, when trials disagree (a table ranks by
     one metric) or record a metric no task has."""
     read = trials[trials["status"] != DAMAGED] if "status" in trials else trials
-    tasks = read["task"] if "task" in read else pd.Series(None, index=read.index, dtype=object)
+    names = read["task"] if "task" in read else pd.Series(None, index=read.index, dtype=object)
+    tasks = read[TASK_SPEC] if TASK_SPEC in read else names.map(rows_task)
     primaries = (
         read["primary_metric"]
         if "primary_metric" in read
         else pd.Series(None, index=read.index, dtype=object)
     )
     counts: dict[Metric, int] = {}
-    for task, primary in zip(tasks, primaries):
+    for task, primary, name in zip(tasks, primaries, names):
         try:
-            metric = trial_metric(task, primary)
+            metric = trial_metric(task, primary, name)
         except PrimaryMetricError as err:
             raise PrimaryMetricError(f"{where}: {err}") from None
         counts[metric] = counts.get(metric, 0) + 1
@@ -266,7 +265,9 @@ def sweep_metric(trials: pd.DataFrame, where: str) -> Metric:
 def table_metrics(primary: Metric) -> list[Metric]:
     """The metrics a study's tables are built on: the primary, then those its task
     declares ``reported_beside`` (a score task's SRCC and MAE)."""
-    spec = task_spec_of(primary.task)
-    beside = spec.reported_beside if spec else ()
-    metrics = task_metrics(primary.task)
-    return [primary, *(metrics[s] for s in beside if s != primary.stem and s in metrics)]
+    task = primary.task_spec
+    if task is None:
+        return [primary]
+    metrics = metrics_of(task)
+    beside = [metrics[s] for s in task.reported_beside if s != primary.stem and s in metrics]
+    return [primary, *beside]

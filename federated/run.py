@@ -238,7 +238,9 @@ def format_row(row: dict[str, Any], rounds: int, hidden: Collection[str] = ()) -
     if "tau_end" in row:
         text += f"  tau_end {row['tau_end']:.4f}"
     spread = next((k for k in row if k.startswith("test_") and k.endswith("_std")), None)
-    if spread is not None:  # a personal-model method's spread over parties
+    # a personal-model method's spread over parties, on the rounds that scored them
+    # (NaN between its personal_test_every rounds: nothing to say, so nothing said)
+    if spread is not None and num(spread, "%.4f") != "-":
         text += f"  (std over parties {row[spread]:.4f})"
     return text + (
         f"  {num('round_seconds', '%.2f')} s  {num('samples_per_second', '%.0f')} samples/s"

@@ -74,7 +74,9 @@ def format_summary(
     shown = metric if metric and metric.startswith(VALIDATION_PREFIX) else None
     reported = rows[0].get("reported", "test_acc") if rows else "test_acc"
     own = next((str(r["own"]) for r in rows if _cell(r.get("own_value")) != "-"), None)
-    head = f"{'trial':<14} {'point':<34} {'seed':>4} {'status':<11} {'rounds':>6}"
+    # as wide as the longest point: a cut label makes different points' rows look alike
+    width = max([34, *(len(str(r["point"])) for r in rows)])
+    head = f"{'trial':<14} {'point':<{width}} {'seed':>4} {'status':<11} {'rounds':>6}"
     head += f" {shown:>8}" if shown else ""
     head += f" {own:>8}" if own else ""
     lines = [head + f" {reported:>8}"]
@@ -91,7 +93,7 @@ def format_summary(
         ranked = " " + _cell(r.get(shown)).rjust(8) if shown else ""
         ranked += " " + _cell(r.get("own_value")).rjust(len(own)) if own else ""
         lines.append(
-            f"{r['trial']:<14} {str(r['point'])[:34]:<34} {seed:>4} "
+            f"{r['trial']:<14} {r['point']!s:<{width}} {seed:>4} "
             f"{r['status']:<11} {rounds:>6}{ranked} {acc:>8}"
         )
     if unscored:

@@ -98,12 +98,13 @@ def test_per_seed_targets_pair_each_run_with_the_same_seed_of_the_baseline():
     got = {(r.algorithm, r.seed): r for r in frame.itertuples()}
     assert got[("moon", 0)].target == 0.50 and got[("moon", 0)].rounds_needed == 2
     assert got[("moon", 1)].target == 0.60 and got[("moon", 1)].rounds_needed == 3
-    assert got[("moon", 0)].speedup == pytest.approx(5 / 2)
-    assert got[("scaffold", 0)].rounds_needed == 5 and got[("scaffold", 0)].speedup == 1.0
+    # one rule for every row: the baseline's rounds are its first round at its own final
+    # value too (seed 0 touched 0.50 at round 3, seed 1 reached 0.60 at round 5)
+    assert got[("fedavg", 0)].rounds_needed == 3 and got[("fedavg", 0)].speedup == 1.0
+    assert got[("fedavg", 1)].rounds_needed == 5 and got[("fedavg", 1)].speedup == 1.0
+    assert got[("moon", 0)].speedup == pytest.approx(3 / 2)
+    assert got[("scaffold", 0)].rounds_needed == 5 and got[("scaffold", 0)].speedup == 3 / 5
     assert math.isnan(got[("scaffold", 1)].rounds_needed) and pd.isna(got[("scaffold", 1)].speedup)
-    # the baseline's rounds are the rounds it ran (the paper's FedAvg 100, 1x), although
-    # its seed-0 curve touched 0.50 at round 3 already
-    assert got[("fedavg", 0)].rounds_needed == 5 and got[("fedavg", 0)].speedup == 1.0
     assert set(frame["target_source"]) == {"same seed"}
 
 
@@ -114,6 +115,9 @@ def test_mean_target_compares_every_run_with_the_baseline_mean():
     assert got[("moon", 0)].target == pytest.approx(0.55)
     assert got[("moon", 0)].rounds_needed == 3 and got[("moon", 1)].rounds_needed == 3
     assert math.isnan(got[("scaffold", 0)].rounds_needed)  # 0.50 < 0.55
+    # a speed-up only where both reached: fedavg's seed 0 (final 0.50) never reaches 0.55
+    assert not got[("moon", 0)].baseline_reached and pd.isna(got[("moon", 0)].speedup)
+    assert got[("moon", 1)].baseline_rounds == 4 and got[("moon", 1)].speedup == 4 / 3
 
 
 def test_summary_reaches_only_if_every_seed_does():
@@ -122,7 +126,7 @@ def test_summary_reaches_only_if_every_seed_does():
     summary = summarise_communication(frame, row="algorithm").set_index("algorithm")
     assert summary.loc["moon", "rounds_mean"] == 2.5
     assert summary.loc["moon", "rounds_std"] == pytest.approx(math.sqrt(0.5))
-    assert summary.loc["moon", "speedup"] == pytest.approx(5 / 2.5)
+    assert summary.loc["moon", "speedup"] == pytest.approx(((3 + 5) / 2) / 2.5)
     assert summary.loc["fedavg", "speedup"] == 1.0
     assert summary.loc["scaffold", "n_reached"] == 1 and pd.isna(summary.loc["scaffold", "speedup"])
     assert summary.loc["solo", "n_reached"] == 0 and math.isnan(summary.loc["solo", "rounds_mean"])

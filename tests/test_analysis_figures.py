@@ -124,3 +124,40 @@ def test_importance_with_few_trials_uses_the_stated_fallback():
     assert sum(importance.values()) == pytest.approx(1.0)
     # tau ranks (2.5, 1, 4, 2.5) against accuracy ranks (1, 2, 3, 4): rho = 1.5 / sqrt(22.5)
     assert importance["mu"] == pytest.approx(1 / (1 + 1.5 / 22.5**0.5))
+
+
+def test_equal_curves_stay_visible_each_with_its_own_dashes(heterogeneity):
+    """Two methods with equal values in every round (FedAvg+FT's pooled test is
+    FedAvg's) drew one line over the other (issue 68, point 10): each line now has its
+    own dash pattern, whatever the study."""
+    layout = layout_for(heterogeneity.report["figure"], heterogeneity.axes)
+    fig = figures.accuracy_curves(heterogeneity.rounds, heterogeneity.trials, layout)
+    lines = [line for line in fig.axes[0].get_lines() if len(line.get_xdata()) > 1]
+    dashes = [line._dash_pattern for line in lines]
+    assert len({str(d) for d in dashes}) == len(lines) == 5
+
+
+def test_squeezed_party_labels_stand_upright_and_search_ticks_are_whole_trials():
+    """Fig. 5's party names of 6-14 characters ran together once the width cap squeezed
+    the columns; the search history's ticks were half trials (1.5) and its legend sat on
+    the last point."""
+    names = [f"structure_{i:02d}" for i in range(40)]
+    entry = {
+        "dataset": "folder:/data/x", "n_parties": 40, "partition": "natural", "seed": 0,
+        "class_counts": [[3, 4]] * 40, "class_names": ["sky", "dark_structure"],
+        "party_names": names, "data_fraction": 1.0,
+    }  # fmt: skip
+    fig = figures.partition_heatmap(entry)
+    assert {t.get_rotation() for t in fig.axes[0].get_xticklabels()} == {90.0}
+    import pandas as pd
+
+    from analysis.primary_metric import ACCURACY
+
+    history = pd.DataFrame(
+        {"number": [1, 2, 3, 4], "status": "completed", "value": [0.5, 0.6, 0.55, 0.7]}
+        | {"best_so_far": [0.5, 0.6, 0.6, 0.7], "counted_in_best": True}
+    )
+    fig = figures.search_history_plot(history, metric=ACCURACY)
+    ax = fig.axes[0]
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+    assert ax.get_legend().get_bbox_to_anchor().x0 >= ax.get_window_extent().x1 - 1

@@ -101,3 +101,39 @@ def test_tensorboard_gets_no_infinite_value(tmp_path, caplog):
     assert hparam_metrics(last, frozenset({"test_acc", "test_loss"})) == {
         SCALAR_PREFIX + "test_acc": 0.5
     }
+
+
+def test_a_round_that_scored_no_party_prints_no_spread_over_parties():
+    """A personal-model method's own models are scored every personal_test_every-th
+    round; between them test_acc_std is NaN, and the line once read "(std over parties
+    nan)" (issue 68, point 8): it now says the spread only where it was measured."""
+    from federated.run import format_row
+
+    nan = float("nan")
+    unscored = {"round": 3, "test_acc": nan, "test_acc_std": nan, "train_loss": 0.5}
+    scored = {"round": 4, "test_acc": 0.7, "test_acc_std": 0.125, "train_loss": 0.5}
+    assert "std over parties" not in format_row(unscored, 4)
+    assert "(std over parties 0.1250)" in format_row(scored, 4)
+
+
+def test_the_help_and_the_docs_say_what_the_code_does():
+    """Issue 68, point 12: --task names every registered kind, --primary-metric names
+    each built-in kind's metrics (mIoU among them), --holdout-fraction speaks of the
+    task's hold-out groups; docs/runs.md gives the data root the code uses and
+    docs/sweeps-and-studies.md no stale count of built-in studies."""
+    import re
+    from pathlib import Path
+
+    from federated.data.image_data import default_data_root
+    from federated.registry import TASK_PATHS
+    from federated.run import build_parser
+
+    text = " ".join(build_parser().format_help().split())
+    start = text.rindex("--task TASK")  # its help, after the usage lines
+    task = text[start : text.index("--primary-metric", start)]
+    assert all(name in task for name in TASK_PATHS)
+    assert "miou" in text and "map50" in text and "each class" not in text
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    home = default_data_root().relative_to(Path.home()).as_posix()
+    assert f"`~/{home}`" in (docs / "runs.md").read_text()
+    assert not re.search(r"the \d+ built-in ones", (docs / "sweeps-and-studies.md").read_text())

@@ -210,6 +210,7 @@ def map_communication_table(rows: list[dict], trials: list[dict]):
 
     from analysis.primary_metric import metric_of
     from analysis.tables.table import communication_table
+    from federated.tasks.detection.spec import SPEC as DETECTION_TASK
 
     return communication_table(
         pd.DataFrame(rows),
@@ -217,7 +218,7 @@ def map_communication_table(rows: list[dict], trials: list[dict]):
         columns=["dataset"],
         name="c",
         title="t",
-        metric=metric_of("detection"),
+        metric=metric_of(DETECTION_TASK),
     )
 
 

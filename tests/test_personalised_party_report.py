@@ -121,10 +121,10 @@ def test_per_party_words_follow_what_the_trials_measured():
     own test split; they now come from the trials' party_test_fraction."""
     import pandas as pd
 
-    from analysis.primary_metric import metric_of
+    from analysis.primary_metric import ACCURACY
     from analysis.tables.party_tables import party_split_words
 
-    accuracy = metric_of("classification")
+    accuracy = ACCURACY
     own = pd.DataFrame({"party_test_fraction": [0.2, 0.2]})
     pooled = pd.DataFrame({"party_test_fraction": [0.0, 0.0]})
     assert party_split_words(own, accuracy) == "own test split"

@@ -102,3 +102,19 @@ def test_the_live_view_and_the_summary_show_the_labels():
     assert format_summary([row]).splitlines()[1] == (
         "ab12c_00000    mu=0.02055, lr=0.1342                 1 completed        5   0.5000"
     )
+
+
+def test_the_end_of_sweep_table_never_cuts_a_point_label():
+    """Three methods' DP points share their first 34 characters: cut there, their rows
+    looked the same (issue 68, point 9); the column is as wide as the longest label."""
+    points = [
+        f"algorithm={m}, dp_noise_multiplier=0.01, beta=0.1" for m in ("fedavg", "fedprox", "moon")
+    ]
+    rows = [
+        {"trial": f"t{i}", "point": p, "seed": 0, "status": "completed", "rounds": 5}
+        | {"test_acc": 0.5}
+        for i, p in enumerate(points)
+    ]
+    lines = format_summary(rows).splitlines()
+    assert all(p in line for p, line in zip(points, lines[1:]))
+    assert len({len(line) for line in lines}) == 1  # the columns stay aligned

@@ -196,10 +196,61 @@ def test_the_privacy_note_names_the_accounting_and_level_the_rows_recorded():
         [{"status": COMPLETED, "dp_delta": 1e-5, "dp_level": "party", "m": 1, **loaded}]
     )
     tail, (note,), _ = privacy_words(trials, ["m"])
-    assert tail == "client-level DP: ε = 2.35, δ = 1e-05"
+    assert tail == "client-level DP: ε = 2.35, δ = 1e-05, PLD accountant"
     assert note.endswith(
         "(dp-accounting: pld, add-remove neighbours, poisson sampling; docs/privacy.md)."
     )
     record = trials.assign(dp_level="record").drop(columns="dp_accounting")
     tail, (note,), _ = privacy_words(record, ["m"])
     assert tail.startswith("record-level DP") and note.endswith(f"({ACCOUNTANT}).")
+
+
+def dp_trials() -> pd.DataFrame:
+    """FedAvg × σ ∈ {0.5, 1} × seeds {0, 1}: σ = 0.5 spent ε 6, σ = 1 ε 2, δ = 1e-5."""
+    rows = []
+    for order, (sigma, seed) in enumerate((s, k) for s in (0.5, 1.0) for k in (0, 1)):
+        rows.append(
+            dict(
+                sweep="s",
+                trial=f"t{sigma}-{seed}",
+                status="completed",
+                algorithm="fedavg",
+                dataset="fmnist",
+                dp_noise_multiplier=sigma,
+                dp_delta=1e-5,
+                seed=seed,
+                final_acc=0.5 + 0.1 * sigma + 0.01 * seed,
+                final_dp_epsilon=6.0 if sigma == 0.5 else 2.0,
+                order=order,
+                sweep_started="x",
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def test_a_dp_table_speaks_sigma_and_gives_each_cells_epsilon_with_delta_and_accountant():
+    """Issue 68, point 9: row labels and headers say σ (never the raw field), a table
+    whose cells spent different budgets gives each cell's ε where it is read, and the
+    caption states δ and the accountant."""
+    from analysis.tables.formats import to_markdown
+    from analysis.tables.table import accuracy_table
+
+    one = accuracy_table(dp_trials(), rows=["dp_noise_multiplier"], name="t", title="T")
+    text = to_markdown(one)
+    assert "| σ (noise multiplier) |" in text and "dp_noise_multiplier" not in text
+    assert "client-level DP: ε per cell (2–6), δ = 1e-05, Rényi-DP accountant" in one.title
+    cells = one.display.iloc[:, 0].tolist()
+    assert cells[0].endswith("· ε 6") and cells[1].endswith("· ε 2")
+    two = accuracy_table(
+        dp_trials(), rows=["algorithm", "dp_noise_multiplier"], name="u", title="U"
+    )
+    assert list(two.display.index) == ["FedAvg · σ=0.5", "FedAvg · σ=1"]
+
+
+def test_a_per_party_table_of_dp_trials_states_no_epsilon():
+    """Per-party scores are outside the guarantee: no ε in the title, a note says so."""
+    from analysis.tables.party_tables import outside_the_guarantee
+
+    (note,) = outside_the_guarantee(dp_trials())
+    assert note.startswith("Differential privacy: these per-party scores are outside")
+    assert outside_the_guarantee(dp_trials().drop(columns="final_dp_epsilon")) == []

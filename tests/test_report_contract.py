@@ -74,13 +74,24 @@ def test_every_task_declares_itself_and_the_declaration_survives_json():
 def test_a_percentage_metric_speaks_its_own_name_in_differences_and_axes():
     """A segmentation report once said its mIoU differences were "accuracy points" and
     drew "accuracy (%)" on its axes: a percentage's words are its own metric's."""
-    from analysis.primary_metric import metric_of, record_task_spec
+    from analysis.folder_task import sweep_task
+    from analysis.primary_metric import metric_of
     from federated.registry import load_method
 
-    # what a segmentation sweep's manifest makes known to the report
-    record_task_spec({"task_spec": load_method("task", "segmentation").task_spec().to_dict()})
+    # what a segmentation sweep's manifest declares to the report
+    segmentation = load_method("task", "segmentation").task_spec().to_dict()
+    declared = {
+        task: sweep_task({"task_spec": spec})
+        for task, spec in (
+            ("classification", load_method("task", "classification").task_spec().to_dict()),
+            ("segmentation", segmentation),
+        )
+    }
     words = {
-        (task, stem): (metric_of(task, stem).diff_words, metric_of(task, stem).axis_label)
+        (task, stem): (
+            metric_of(declared[task], stem).diff_words,
+            metric_of(declared[task], stem).axis_label,
+        )
         for task, stem in (("classification", "acc"), ("segmentation", "miou"))
     }
     assert words == {
@@ -605,7 +616,9 @@ def test_a_dp_tables_caption_states_epsilon_and_delta(tmp_path):
     out = tmp_path / "report"
     write_report(load_results(tmp_path / "runs"), out, formats=("png",))
     text = (out / "tables" / "dp_accuracy.md").read_text()
-    assert text.splitlines()[0].endswith("— client-level DP: ε = 2, δ = 1e-05**")
+    assert text.splitlines()[0].endswith(
+        "— client-level DP: ε = 2, δ = 1e-05, Rényi-DP accountant**"
+    )
     assert (
         "Privacy: every cell's trials are client-level (ε, δ)-DP by their last round, "
         "ε = 2, δ = 1e-05 (dp-accounting's Rényi-DP accountant" in text
@@ -619,8 +632,13 @@ def test_a_dp_table_whose_epsilon_varies_gives_each_cell_its_own(tmp_path):
     out = tmp_path / "report"
     write_report(load_results(tmp_path / "runs"), out, formats=("png",))
     text = (out / "tables" / "dp_accuracy.md").read_text()
-    assert "— client-level DP: ε 2–3, δ = 1e-05**" in text.splitlines()[0]
+    assert (
+        "— client-level DP: ε per cell (2–3), δ = 1e-05, Rényi-DP accountant**"
+        in text.splitlines()[0]
+    )
     assert "ε differs between cells, from 2 to 3 by the last round" in text
+    # each cell's own ε where it is read (issue 68, point 9), not only in the CSV
+    assert "· ε 2 |" in text and "· ε 3 |" in text
     eps = {
         r["algorithm"]: float(r["dp_epsilon"]) for r in read_csv(out / "tables" / "dp_accuracy.csv")
     }
@@ -760,3 +778,106 @@ def test_defect_9_the_per_party_figure_shows_fedavg_with_fine_tuning_apart(tmp_p
             (trial / "parties.csv").write_text("\n".join(lines) + "\n")
     write_report(load_results(tmp_path / "runs"), tmp_path / "report", formats=("png",))
     assert drawn == [["fedavg", "fedavg+ft1", "fedper"]]
+
+
+# ------------------------------------------------------------------- issue 68, point 3
+def test_the_per_image_arithmetic_is_given_only_for_a_declared_per_image_outcome():
+    """The same small own test splits: accuracy (one right-or-wrong per image) gets what
+    one image is worth and the binomial count of images a difference needs; mIoU (a
+    pixel metric of the pooled confusion matrix) gets neither, as its declaration says."""
+    import pandas as pd
+
+    from analysis.folder_task import sweep_task
+    from analysis.primary_metric import metric_of
+    from analysis.tables.party_tables import own_split_warning
+    from federated.registry import load_method
+
+    parties = pd.DataFrame(
+        [
+            {"sweep": "s", "trial": "t", "round": 2, "party": p, "party_samples": 80}
+            | {"party_test_samples": 5 + 15 * (p == 9)}
+            for p in range(10)
+        ]
+    )
+    trials = pd.DataFrame({"sweep": ["s"], "trial": ["t"]})
+    words = {}
+    for task, stem in (("classification", "acc"), ("segmentation", "miou")):
+        declared = sweep_task({"task_spec": load_method("task", task).task_spec().to_dict()})
+        words[stem] = own_split_warning(parties, trials, pd.DataFrame(), metric_of(declared, stem))
+    assert "(one image = 5.0–20.0 points of its value)" in words["acc"]
+    assert "binomial worst case p = 1/2" in words["acc"]
+    assert words["miou"] == (
+        "⚠ Own test splits too small to resolve much: each party's own test split holds "
+        "5–20 images (mIoU is no share of images each right or wrong: its error is not "
+        "counted image by image here)."
+    )
+
+
+# ------------------------------------------------------------------- issue 68, point 6
+def test_a_party_left_out_under_the_floor_is_named_under_fig_5(tmp_path):
+    """partitions.json records the field's values left out under the training-image floor
+    (as the run and the sweep name them); the report names them under the heat-map."""
+    from analysis.reading.loading import Sweep
+    from analysis.sections.partitions import partition_section
+
+    entry = {**camera_partition(), "partition_by": "camera", "left_out_parties": [["cam-07", 8]]}
+    sweep = Sweep(Path(tmp_path), {}, [entry], "s")
+    lines = partition_section([sweep], tmp_path, set(), ("png",))
+    caption = next(line for line in lines if line.startswith("*") and "left out" in line)
+    assert (
+        "left out of the parties by camera, under the floor of training images a party "
+        "needs, in no party and not drawn: 'cam-07' (8 images)" in caption
+    )
+
+
+# ------------------------------------------------------------------- issue 68, point 7
+def test_every_worst_decile_note_says_how_many_parties_it_is():
+    """The detection (any metric without a class mix) per-party note said "the
+    ceil(N/10) parties" where the accuracy note said it is one party here: both say it."""
+    import pandas as pd
+
+    from analysis.primary_metric import metric_of
+    from analysis.tables.party_tables import _score_note
+    from federated.tasks.detection.spec import SPEC as DETECTION_TASK
+    from federated.tasks.score.spec import SPEC as SCORE_TASK
+
+    trials = pd.DataFrame({"n_parties": [5, 5]})
+    assert _score_note(metric_of(DETECTION_TASK), trials).endswith(
+        "mean of the ceil(N/10) parties with the lowest mAP@0.5 (here the 1 lowest of 5: "
+        "one party)."
+    )
+    assert _score_note(metric_of(SCORE_TASK, "mae"), trials).endswith(
+        "(here the 1 highest of 5: one party)."
+    )
+
+
+# ------------------------------------------------------------------ issue 68, point 11
+def test_words_of_the_runs_line_the_per_party_axis_and_the_table_files():
+    """The Runs line read "1 of train / 1 of test data"; a detection per-party figure's
+    axis "test mAP@0.5" for own-split values; a segmentation study's main table file was
+    <study>_accuracy.*: each says what it holds, for every task."""
+    import pandas as pd
+
+    from analysis.folder_task import sweep_task
+    from analysis.primary_metric import ACCURACY, metric_of
+    from analysis.sections.runs import _budget_words
+    from analysis.tables.party_tables import party_distribution_figure
+    from federated.registry import load_method
+    from federated.tasks.detection.spec import SPEC as DETECTION_TASK
+
+    trials = pd.DataFrame(
+        {"rounds": [5], "local_epochs": [1], "n_parties": [4], "data_fraction": [1.0]}
+        | {"test_fraction": [0.2]}
+    )
+    assert "100% of the training data and 20% of the test data" in _budget_words(trials)
+    parties = pd.DataFrame(
+        {"sweep": "s", "trial": "t", "status": "completed", "round": 2, "party": [0, 1]}
+        | {"party_test_map50": [0.4, 0.6], "algorithm": "fedavg", "seed": 0, "order": 0}
+        | {"sweep_started": "x"}
+    )
+    figure = party_distribution_figure(parties, ["algorithm"], metric=metric_of(DETECTION_TASK))
+    assert figure.axes[0].get_ylabel() == "per-party mAP@0.5"
+    segmentation = sweep_task(
+        {"task_spec": load_method("task", "segmentation").task_spec().to_dict()}
+    )
+    assert metric_of(segmentation).file_word == "miou" and ACCURACY.file_word == "accuracy"

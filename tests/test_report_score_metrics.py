@@ -18,9 +18,9 @@ import pytest
 from analysis.primary_metric import (
     ACCURACY,
     PrimaryMetricError,
+    metrics_of,
     sweep_metric,
     table_metrics,
-    task_metrics,
 )
 from analysis.reading.loading import load_results
 from analysis.report import main, write_report
@@ -28,6 +28,7 @@ from analysis.stats.trial_statistic import FINAL, Statistic, trial_values
 from analysis.tables.communication import rounds_to_reach
 from analysis.tables.resolvable_tables import resolvable_differences
 from analysis.tables.study_tables import TableOptions
+from federated.tasks.written_before import WRITTEN_BEFORE_THE_CONTRACT
 from study.selection import (
     SelectionError,
     best_point,
@@ -156,8 +157,8 @@ def test_the_reports_metrics_are_the_engines_tasks_metrics():
         stems = tuple(spec.stem for spec in engine.metrics)
         assert set(stems) <= set(engine.recorded_stems())
         if task != "segmentation":  # no folder written before the contract holds it
-            assert tuple(task_metrics(task)) == stems
-    SCORE_METRICS = task_metrics("score")
+            assert tuple(metrics_of(WRITTEN_BEFORE_THE_CONTRACT[task])) == stems
+    SCORE_METRICS = metrics_of(WRITTEN_BEFORE_THE_CONTRACT["score"])
     lower = {m.stem for m in SCORE_METRICS.values() if not m.higher_is_better}
     assert lower == {"mae", "rmse"}
     assert table_metrics(SCORE_METRICS["srcc"]) == [SCORE_METRICS["srcc"], SCORE_METRICS["mae"]]
@@ -192,7 +193,10 @@ def test_an_older_score_sweeps_acc_columns_read_as_bin_acc(tmp_path):
     assert old.sweeps[0].manifest["metric"] == "val_bin_acc"
     pd.testing.assert_frame_equal(party_frame(old), party_frame(new))
     assert "party_bin_acc" in party_frame(old)
-    assert sweep_metric(old.trials, "old") == task_metrics("score")["bin_acc"]
+    assert (
+        sweep_metric(old.trials, "old")
+        == metrics_of(WRITTEN_BEFORE_THE_CONTRACT["score"])["bin_acc"]
+    )
     assert "table1_comparison.csv" in tables["new"] and tables["old"] == tables["new"]
     # a classification sweep's acc is never renamed
     config = {**plan_configs("comparison", seeds=1)[0], "rounds": 2, "task": "classification"}
@@ -218,7 +222,7 @@ def test_the_statistic_picks_rounds_in_the_metrics_direction():
             "val_round": [1, 2, 3],
         }
     )
-    mae = task_metrics("score")["mae"]
+    mae = metrics_of(WRITTEN_BEFORE_THE_CONTRACT["score"])["mae"]
 
     def value(statistic: Statistic) -> float:
         return float(trial_values(rows, statistic, metric=mae).loc[("s", "t"), "value"])

@@ -228,13 +228,16 @@ def test_per_party_outcomes_come_from_the_parties_own_test_splits(iqa_tree, tmp_
     row = run.run_round()
     assert 0 <= row["party_bin_acc_min"] <= row["party_bin_acc_mean"] <= 1
     assert "party_acc_mean" not in row
-    # parties.csv: each party's own-image binary accuracy, MAE, RMSE, SRCC and PLCC
+    # parties.csv: each party's own-image binary accuracy, MAE, RMSE, SRCC and PLCC, every
+    # metric on the own test split under one family's name (party_test_<stem>), the
+    # per-party metric too (issue 66: party_miou once stood beside party_test_dice)
     assert party_columns(run) == (
         "round",
         "party",
         "party_bin_acc",
         "party_samples",
         "party_test_samples",
+        "party_test_bin_acc",
         "party_test_mae",
         "party_test_rmse",
         "party_test_srcc",
@@ -243,6 +246,7 @@ def test_per_party_outcomes_come_from_the_parties_own_test_splits(iqa_tree, tmp_
     rows = party_rows(run, 1, scored=True, validated=False)
     assert [r["party_test_samples"] for r in rows] == [40, 40, 40]  # 20% of 200 each
     assert all(0 < r["party_test_mae"] < 1 and -1 <= r["party_test_srcc"] <= 1 for r in rows)
+    assert [r["party_test_bin_acc"] for r in rows] == [r["party_bin_acc"] for r in rows]
 
 
 @needs_fmnist

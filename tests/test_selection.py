@@ -160,6 +160,47 @@ def test_the_report_numbers_of_a_selection_by_hand():
     assert one["regret"] == pytest.approx(-0.15 * one["changed"])
 
 
+def test_the_full_evaluation_row_is_the_simulations_own_estimator_at_k_equal_n():
+    """A pooled metric (mAP, mIoU) is no mean over parties: the rows' validation value
+    chose mu=1 (0.70) while the size-weighted mean of the parties' values prefers mu=5.
+    The noise table's k = N row is "the full evaluation the sweep chose with": it must
+    read 0 changed and 0 regret (issue 68, point 2: it read 100% and 0.054 mAP)."""
+    import numpy as np
+
+    from analysis.stats.selection import evaluation_noise, full_evaluation_choice
+
+    outcomes = outcomes_frame()
+    values = {
+        "a": (np.array([0.60, 0.60]), np.array([10.0, 10.0])),
+        "b": (np.array([0.55, 0.55]), np.array([10.0, 10.0])),  # pooled 0.70, mean 0.55
+        "c": (np.array([0.66, 0.64]), np.array([10.0, 10.0])),
+    }
+    assert full_evaluation_choice(outcomes, values, "val_acc")["point"] == "mu=5"
+    noise = evaluation_noise(outcomes, values, "val_acc", [1, 2], draws=50)
+    full = noise[noise["k"] == 2].iloc[0]
+    assert full["changed"] == 0.0 and full["regret"] == 0.0
+
+
+def test_the_noise_figure_gives_regret_and_changed_choices_an_axis_each():
+    """Regret (≈0.05 mAP) on a "%" axis read as 0: each has its own axis and unit, and
+    k ticks are whole parties."""
+    import pandas as pd
+
+    from analysis.primary_metric import metric_of
+    from analysis.sections.selection import _noise_figure
+    from federated.tasks.detection.spec import SPEC as DETECTION_TASK
+
+    noise = pd.DataFrame(
+        {"k": [2, 4, 8], "changed": [0.5, 0.2, 0.0], "regret": [0.05, 0.02, 0.0]}
+        | {"regret_hindsight": [0.06, 0.03, 0.01]}
+    )
+    fig = _noise_figure(noise, metric_of(DETECTION_TASK), "t")
+    left, right = fig.axes
+    assert left.get_ylabel() == "expected regret (mAP@0.5 units)"
+    assert right.get_ylabel() == "choice changed (%)"
+    assert list(left.get_xticks()) == [2, 4, 8]
+
+
 def test_seed_batches_stop_at_the_target_or_the_cap():
     import math
 

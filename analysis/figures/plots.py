@@ -139,15 +139,21 @@ def accuracy_curves(
         fig, axes = _grid(len(panel_order))
         for ax, panel in zip(axes, panel_order):
             part = data[data["panel"] == panel]
+            shown = [h for h in hue_order if h in set(part["line"])]
+            # each line its own dash pattern and marker: two methods with equal values in
+            # every round (FedAvg+FT's pooled test is FedAvg's) stay both visible
             sns.lineplot(
                 data=part,
                 x="round",
                 y=y,
                 hue="line",
-                hue_order=[h for h in hue_order if h in set(part["line"])],
-                errorbar="sd",
-                marker="o" if part["round"].nunique() <= 20 else None,
+                hue_order=shown,
+                style="line",
+                style_order=shown,
+                dashes=True,
+                markers=part["round"].nunique() <= 20,
                 markersize=4,
+                errorbar="sd",
                 ax=ax,
             )
             ax.set_title(panel, fontsize=9)
@@ -292,6 +298,11 @@ def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
         xticklabels=parties,
         yticklabels=classes,
     )
+    if column * n_parties + 1.5 > width:
+        # the width cap squeezed the columns below their labels' width: labels stand
+        # upright instead of running into their neighbours ("dark_structureobject")
+        plt.setp(ax.get_xticklabels(), rotation=90, ha="center")
+    plt.setp(ax.get_yticklabels(), rotation=0)  # class names read across, one a row
     ax.set_xlabel("party")
     ax.set_ylabel("class" if unit != IMAGES_PER_PARTY else "")
     _title(fig, title or partition_title(entry))
@@ -370,7 +381,8 @@ def search_history_plot(
         ax.set_xlabel("trial (in the order Optuna proposed it)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # trials are counted
         ax.set_ylabel(_last_round_label(metric))
-        ax.legend(fontsize=7)
+        # outside the axes: inside, it covered the last trial's point
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
         _title(fig, title)
     return fig
 

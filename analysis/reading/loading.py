@@ -54,7 +54,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.primary_metric import PrimaryMetricError, record_task_spec, trial_metric
+from analysis.folder_task import TASK_SPEC, sweep_task, trial_task
+from analysis.primary_metric import PrimaryMetricError, trial_metric
 from analysis.reading.trial_files import (
     DamagedFileError,
     config_from_result_rows,
@@ -85,6 +86,7 @@ from federated.contract.results import (
     SWEEP_STATUSES,
     trial_status,
 )
+from federated.contract.task_spec import TaskSpec
 from federated.tasks.written_before import current_column
 from study.driver_liveness import driver_gone
 
@@ -120,6 +122,7 @@ TRIAL_COLUMNS = [
     "best_round",
     "execution_path",
     "sweep_started",
+    TASK_SPEC,
 ]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -137,13 +140,16 @@ class Sweep:
     """One sweep directory: its manifest and the partitions it recorded.
 
     ``name`` is the directory's name (what ``study.sweep`` names it), prefixed with its
-    parent folder's when two loaded sweeps share a name.
+    parent folder's when two loaded sweeps share a name; ``task`` the task declaration
+    its manifest carries (None: it names none, its trials' rows decide:
+    :mod:`analysis.folder_task`).
     """
 
     path: Path
     manifest: dict[str, Any]
     partitions: list[dict[str, Any]]
     name: str
+    task: TaskSpec | None = None
 
     @property
     def study(self) -> str:
@@ -294,11 +300,10 @@ def _read_sweep(path: Path, problems: list[str], label: str) -> Sweep:
         raise NoResultsError(f"unreadable sweep manifest: {err}") from None
     manifest["status"] = _sweep_status(manifest, label, problems)
     manifest["trials"] = manifest.get("trials") or {}
-    record_task_spec(manifest)  # the trials' task, as the sweep declared it
     partitions, partitions_problem = read_partitions(path / PARTITIONS)
     if partitions_problem:
         problems.append(f"{label}: {partitions_problem}")
-    return Sweep(path, manifest, partitions, label)
+    return Sweep(path, manifest, partitions, label, sweep_task(manifest))
 
 
 def _current_selection_names(manifest: dict[str, Any], trials: list[dict[str, Any]]) -> None:
@@ -320,36 +325,67 @@ def _load_trial(
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """One trial folder -> (its record, or None while Tune may still be writing its
     params.json; its round rows).  What is damaged goes to ``problems``."""
-    # Nothing appends to a sweep that ended: a cut-short last line is lost data then.
-    ended = sweep.status != SWEEP_RUNNING
-    try:
-        config = read_params(trial_dir / PARAMS)
-    except (DamagedFileError, FileNotFoundError) as err:
-        if not ended:  # Tune may be writing it right now
-            problems.append(
-                f"{sweep.name}/{trial_dir.name}: params.json not readable yet; skipped ({err})"
-            )
-            return None, []
-        if sweep.status != SWEEP_INTERRUPTED:
-            problems.append(f"{sweep.name}/{trial_dir.name}: damaged: {err}; not counted")
-            return _damaged_trial(sweep, trial_dir, order, f"damaged: {err}"), []
-        # Tune copies a trial's files into the sweep folder every second, each rewritten
-        # in place: a kill during a copy cuts one short.  That is the interruption, and
-        # every round row carries the trial's config (Tune's "config" entry).
-        recovered = config_from_result_rows(trial_dir / RESULT)
-        cut = f"params.json cut short by the interruption ({err})"
-        if recovered is None:
-            problems.append(f"{sweep.name}/{trial_dir.name}: {cut}; no round to read")
-            return _damaged_trial(sweep, trial_dir, order, cut, interrupted=True), []
-        problems.append(f"{sweep.name}/{trial_dir.name}: {cut}; its config read from {RESULT}")
-        config = recovered
+    config, unread = _trial_config(sweep, trial_dir, order, problems)
+    if config is None:
+        return unread, []
+    task = trial_task(sweep.task, config.get("task"))
     skipped: list[str] = []
     result_rows = read_result_rows(
         trial_dir / RESULT,
         skipped,
         complete=sweep.status == SWEEP_FINISHED,
         task=config.get("task"),
+        specs=task.metrics if task else (),
     )
+    record = _trial_record(sweep, trial_dir, config, result_rows, skipped, problems)
+    record.update(order=order, **{TASK_SPEC: task}, **_primary_columns(task, config, result_rows))
+    rows = []
+    for row in result_rows:
+        # A metric never overwrites a config column of the same name.
+        metrics = {(f"{k}_metric" if k in config else k): v for k, v in row.items()}
+        rows.append({"sweep": sweep.name, "trial": trial_dir.name, **config, **metrics})
+    return {**record, **config}, rows
+
+
+def _trial_config(
+    sweep: Sweep, trial_dir: Path, order: int, problems: list[str]
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A trial's config (its ``params.json``, or, cut short by an interruption, the one
+    its round rows carry), else None and the record of a trial whose config is lost
+    (None while Tune may still be writing it)."""
+    try:
+        return read_params(trial_dir / PARAMS), None
+    except (DamagedFileError, FileNotFoundError) as err:
+        where = f"{sweep.name}/{trial_dir.name}"
+        if sweep.status == SWEEP_RUNNING:  # Tune may be writing it right now
+            problems.append(f"{where}: params.json not readable yet; skipped ({err})")
+            return None, None
+        if sweep.status != SWEEP_INTERRUPTED:
+            problems.append(f"{where}: damaged: {err}; not counted")
+            return None, _damaged_trial(sweep, trial_dir, order, f"damaged: {err}")
+        # Tune copies a trial's files into the sweep folder every second, each rewritten
+        # in place: a kill during a copy cuts one short.  That is the interruption, and
+        # every round row carries the trial's config (Tune's "config" entry).
+        recovered = config_from_result_rows(trial_dir / RESULT)
+        cut = f"params.json cut short by the interruption ({err})"
+        if recovered is None:
+            problems.append(f"{where}: {cut}; no round to read")
+            return None, _damaged_trial(sweep, trial_dir, order, cut, interrupted=True)
+        problems.append(f"{where}: {cut}; its config read from {RESULT}")
+        return recovered, None
+
+
+def _trial_record(
+    sweep: Sweep,
+    trial_dir: Path,
+    config: dict[str, Any],
+    result_rows: list[dict[str, Any]],
+    skipped: list[str],
+    problems: list[str],
+) -> dict[str, Any]:
+    """A trial's status and summary columns from its round rows (``skipped``: what
+    reading them found damaged; what else its files lack is added and named in
+    ``problems``)."""
     entry = sweep.manifest["trials"].get(trial_dir.name)
     failed = _trial_failed(trial_dir, entry, sweep.status)
     last = result_rows[-1] if result_rows else {}
@@ -373,12 +409,10 @@ def _load_trial(
     if status == DAMAGED:
         error = "damaged: " + "; ".join(skipped)
     best_acc, best_round = _best_accuracy(result_rows)
-    primary = {**_primary_columns(config, result_rows), **_privacy_columns(result_rows)}
-    record = {
+    return {
         "sweep": sweep.name,
         "trial": trial_dir.name,
         "trial_id": str(last.get("trial_id") or "_".join(trial_dir.name.split("_")[:2])),
-        "order": order,
         "status": status,
         "error": error,
         "rounds_done": len(result_rows),
@@ -389,14 +423,8 @@ def _load_trial(
         "best_round": best_round,
         "execution_path": _execution_path(result_rows),
         "sweep_started": sweep.started,
-        **primary,
+        **_privacy_columns(result_rows),
     }
-    rows = []
-    for row in result_rows:
-        # A metric never overwrites a config column of the same name.
-        metrics = {(f"{k}_metric" if k in config else k): v for k, v in row.items()}
-        rows.append({"sweep": sweep.name, "trial": trial_dir.name, **config, **metrics})
-    return {**record, **config}, rows
 
 
 def _missing_rounds(
@@ -449,17 +477,17 @@ def _execution_path(result_rows: list[dict[str, Any]]) -> str | None:
     return ", ".join(dict.fromkeys(paths)) or None
 
 
-def _primary_columns(config: dict[str, Any], result_rows: list[dict[str, Any]]) -> dict:
+def _primary_columns(
+    task: TaskSpec | None, config: dict[str, Any], result_rows: list[dict[str, Any]]
+) -> dict:
     """The trial's own primary metric at its last round and its best over rounds, as
     ``final_<stem>``, ``final_<stem>_std`` (its spread over parties' own models, where
     recorded), ``best_<stem>`` and ``best_<stem>_round`` (the earliest on a tie; best by
-    the metric's direction) — ``final_map50`` for a detection trial.  Accuracy's are the
-    ``final_acc`` columns already; nothing for a task no sweep declared."""
+    the metric's direction) — ``final_map50`` for a detection trial, ``final_acc`` for
+    a classification one; nothing for a task no manifest declared."""
     try:
-        metric = trial_metric(config.get("task"), config.get("primary_metric"))
+        metric = trial_metric(task, config.get("primary_metric"), config.get("task"))
     except PrimaryMetricError:
-        return {}
-    if metric.stem == "acc":
         return {}
     last = result_rows[-1] if result_rows else {}
     values = [(_number(r.get(metric.column)), int(r["round"])) for r in result_rows]
@@ -519,6 +547,7 @@ def _damaged_trial(
         "best_round": 0,
         "execution_path": None,
         "sweep_started": sweep.started,
+        TASK_SPEC: sweep.task,
         **{k: sweep.manifest[k] for k in ("study", "dataset") if sweep.manifest.get(k)},
     }
 

@@ -86,64 +86,58 @@ from federated.contract.metrics import (
 )
 from federated.contract.results import RESULT, representation_file
 from federated.tasks.written_before import (
-    WRITTEN_BEFORE_THE_CONTRACT,
+    UNTASKED_ROWS,
     current_column,
     current_stem,
 )
 
-# the built-in tasks' metrics: their columns' types and ranges are checked as rows are
-# read (a plug-in's are its own, unchecked)
-_BUILTIN_SPECS = tuple(s for t in WRITTEN_BEFORE_THE_CONTRACT.values() for s in t.metrics)
-# Every built-in task's test and validation metrics (a score task's test_srcc, val_mae
-# ...), the loss and their spread over parties (``_std``): the report ranks and averages
-# them, so each must be a number or null where a row has it.
-TASK_METRIC_COLUMNS = tuple(
-    f"{split}_{stem}{tail}"
-    for stem in dict.fromkeys([LOSS, *(s.stem for s in _BUILTIN_SPECS)])
-    for split in ("test", "val")
-    for tail in ("", "_std")
+# result.json columns the report computes with whatever the task: a number or null (NaN)
+# on every row where present
+RUN_NUMERIC_COLUMNS = (
+    "test_loss",
+    "train_loss",
+    "con_loss",
+    "train_seconds",
+    "eval_seconds",
+    "round_seconds",
+    "samples_per_second",
+    "bytes_up",
+    "bytes_down",
+    "cum_bytes",
 )
-# the built-in metrics recorded as fractions (classification's acc, a score task's bin_acc)
-_FRACTION_STEMS = tuple(dict.fromkeys(s.stem for s in _BUILTIN_SPECS if s.percent))
-# result.json metrics the report computes with: a number or null (NaN) on every row.
-NUMERIC_METRICS = tuple(
-    dict.fromkeys(  # test_acc, test_loss ... are task metrics too: each once
-        (
-            "test_acc",
-            "test_acc_std",
-            "test_loss",
-            "train_loss",
-            "con_loss",
-            "train_seconds",
-            "eval_seconds",
-            "round_seconds",
-            "samples_per_second",
-            "bytes_up",
-            "bytes_down",
-            "cum_bytes",
-            *(key for stem in _FRACTION_STEMS for key in party_summary_keys(stem)),
-            *TASK_METRIC_COLUMNS,
-        )
-    )
-)
-# Every column of a built-in metric (test_/val_ values, spreads, per-party values and
-# summaries): its spec's range says what a value can be (MetricSpec.bounds).
-_SPEC_BY_STEM = {spec.stem: spec for spec in _BUILTIN_SPECS}
 _METRIC_COLUMN = re.compile(
     r"^(?:search_test|party_test|party_val|test|val|party)_(?P<stem>[a-z0-9_]+?)"
     r"(?:_std|_mean|_min|_worst10)?(?:/.+)?$"
 )
 
 
-def _spec_of_column(column: str) -> MetricSpec | None:
-    """The built-in metric spec a row's ``column`` holds a value of, or None."""
+def task_numeric_columns(specs: tuple[MetricSpec, ...]) -> tuple[str, ...]:
+    """The columns of a run of a task of ``specs`` that the report ranks and averages,
+    so each must be a number or null where a row has it: its test and validation
+    metrics and loss and their spread over parties (``_std``), and the per-party
+    summaries of its metrics (``party_<stem>_mean`` ...), with :data:`RUN_NUMERIC_COLUMNS`."""
+    stems = dict.fromkeys([LOSS, *(s.stem for s in specs)])
+    metric = tuple(
+        f"{split}_{stem}{tail}"
+        for stem in stems
+        for split in ("test", "val")
+        for tail in ("", "_std")
+    )
+    summaries = tuple(key for s in specs for key in party_summary_keys(s.stem))
+    return tuple(dict.fromkeys((*RUN_NUMERIC_COLUMNS, *metric, *summaries)))
+
+
+def _spec_of_column(column: str, specs: tuple[MetricSpec, ...]) -> MetricSpec | None:
+    """The metric of ``specs`` a row's ``column`` holds a value of, or None."""
     match = _METRIC_COLUMN.match(column)
     if match is None:
         return None
-    stem = match["stem"]
-    if stem in _SPEC_BY_STEM:
-        return _SPEC_BY_STEM[stem]
-    return None
+    return next((spec for spec in specs if spec.stem == match["stem"]), None)
+
+
+def _task_specs(specs: tuple[MetricSpec, ...] | None) -> tuple[MetricSpec, ...]:
+    """``specs``, or those of rows that name no task where none are given."""
+    return UNTASKED_ROWS.metrics if specs is None else specs
 
 
 # ``diverged`` as a word (rows converted from CSV by other tools) reads as a bool.
@@ -396,8 +390,9 @@ def read_params(path: Path) -> dict[str, Any]:
 
 
 # -------------------------------------------------------------------------- result
-def row_problem(row: Any) -> str | None:
-    """What is wrong with one parsed line of ``result.json``, or None.
+def row_problem(row: Any, specs: tuple[MetricSpec, ...] | None = None) -> str | None:
+    """What is wrong with one parsed line of ``result.json`` of a run of a task of
+    ``specs`` (None: rows that name no task), or None.
 
     A line without ``round`` is not a round's report (Tune writes none such today, but
     a checkpoint-only report would be one): it is passed over, not damage."""
@@ -406,14 +401,15 @@ def row_problem(row: Any) -> str | None:
     number = row.get("round")
     if not _is_number(number) or not float(number).is_integer() or number < 1:
         return f"round={_shown(number)}"
-    for key in NUMERIC_METRICS:
+    specs = _task_specs(specs)
+    for key in task_numeric_columns(specs):
         value = row.get(key)
         if value is None:
             continue
         if not _is_number(value):
             return f"{key}={_shown(value)} is not a number"
     for key, value in row.items():
-        spec = _spec_of_column(key)
+        spec = _spec_of_column(key, specs)
         if spec is None or not _is_number(value) or not math.isfinite(value):
             continue
         if not spec.holds(value):
@@ -431,10 +427,12 @@ def read_result_rows(
     *,
     complete: bool = False,
     task: object = None,
+    specs: tuple[MetricSpec, ...] | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of a ``result.json``, one per round, the last occurrence of a round kept;
     ``task``: the trial's (its ``params.json``'s), whose older column names read as
-    today's (a score trial's ``test_acc`` as ``test_bin_acc``).
+    today's (a score trial's ``test_acc`` as ``test_bin_acc``); ``specs``: its task's
+    metrics, whose columns are checked by their ranges (None: rows that name no task).
 
     Lines are JSON objects (NaN allowed, as Tune writes them).  A last line that does not
     parse is the one being appended by a running trial and is ignored, unless
@@ -468,7 +466,7 @@ def read_result_rows(
             continue
         if isinstance(row, dict):
             row = {current_column(k, task): v for k, v in row.items()}
-        problem = row_problem(row)
+        problem = row_problem(row, specs)
         if problem:
             skipped.append(f"line {number} of {RESULT}: {problem}")
             continue
@@ -549,9 +547,6 @@ PARTY_COLUMNS = ("round", "party")  # and a per-party metric; the rest optional
 # columns of whole counts, and of fractions (NaN, or empty, where a round was not scored
 # or a party not validated: federated/engine/run_files.py)
 PARTY_COUNT_COLUMNS = ("party_samples", "party_val_samples", "party_test_samples")
-PARTY_FRACTION_COLUMNS = tuple(
-    f"party{split}_{stem}" for stem in _FRACTION_STEMS for split in ("", "_val", "_test")
-)
 
 
 def read_parties(
@@ -561,6 +556,7 @@ def read_parties(
     appending: bool = False,
     problems: list[str] | None = None,
     scored_rounds: Iterable[int] | None = None,
+    specs: tuple[MetricSpec, ...] | None = None,
 ) -> list[dict[str, Any]]:
     """A trial's ``parties.csv`` as rows of numbers (``round``, ``party``, a per-party
     metric such as ``party_acc`` and whatever other columns it has; NaN where a value is
@@ -576,7 +572,9 @@ def read_parties(
     ``problems``; otherwise a cut file is damage, as it is for a finished trial (a
     restored trial drops the cut line before it appends again).  ``scored_rounds``: the
     rounds whose per-party scores ``result.json`` reports; those the file lacks (a run
-    restored without its earlier file) are described in ``problems``."""
+    restored without its earlier file) are described in ``problems``.  ``specs``: the
+    trial's task's metrics, whose columns are checked by their ranges (None: rows that
+    name no task)."""
     text = read_text(path)
     if not text.strip():
         raise DamagedFileError(f"{path}: empty")
@@ -605,7 +603,7 @@ def read_parties(
             )
         values: dict[str, Any] = {}
         for column, cell in zip(header, cells):
-            value, problem = _party_value(column, cell)
+            value, problem = _party_value(column, cell, _task_specs(specs))
             if problem:
                 raise DamagedFileError(f"{path}: line {number}: {column}={_shown(cell)} {problem}")
             values[column] = value
@@ -669,8 +667,9 @@ def _round_ranges(rounds: list[int]) -> str:
 _WHOLE = re.compile(r"[0-9]+")
 
 
-def _party_value(column: str, cell: str) -> tuple[Any, str | None]:
-    """One cell of ``parties.csv`` as its number, or what is wrong with it."""
+def _party_value(column: str, cell: str, specs: tuple[MetricSpec, ...]) -> tuple[Any, str | None]:
+    """One cell of ``parties.csv`` of a run of a task of ``specs`` as its number, or
+    what is wrong with it (a metric's value outside its declared range)."""
     if column in ("round", "party"):
         if not _WHOLE.fullmatch(cell) or (column == "round" and int(cell) < 1):
             return None, f"is not a whole number >= {1 if column == 'round' else 0}"
@@ -684,11 +683,15 @@ def _party_value(column: str, cell: str) -> tuple[Any, str | None]:
     try:
         value = float(cell)
     except ValueError:
-        if column in PARTY_FRACTION_COLUMNS or column.startswith("party_"):
+        if column.startswith("party_"):
             return None, "is not a number"
         return cell, None  # a column of another tool: kept as text
-    if column in PARTY_FRACTION_COLUMNS and not (math.isnan(value) or 0.0 <= value <= 1.0):
-        return None, "is not a fraction in [0, 1]"
+    spec = _spec_of_column(column, specs)
+    if spec is not None and math.isfinite(value) and not spec.holds(value):
+        low, high = spec.bounds
+        if (low, high) == (0.0, 1.0):
+            return None, "is not a fraction in [0, 1]"
+        return None, f"is outside {spec.name}'s range [{low:g}, {high:g}]"
     if math.isinf(value):
         return None, "is infinite"
     return value, None

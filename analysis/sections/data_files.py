@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.primary_metric import ACCURACY, Metric, task_spec_of
+from analysis.folder_task import TASK_SPEC
+from analysis.primary_metric import ACCURACY, Metric
 from analysis.reading.loading import Results
 from federated.contract.columns import COLUMN_FIELDS, PRIVACY_COLUMNS, declared_columns
-from federated.tasks.written_before import UNTASKED_ROWS
 
 
 def data_files_section(primaries: Sequence[Metric] = ()) -> list[str]:
@@ -42,8 +42,10 @@ ACCURACY_TRIAL_COLUMNS = ("final_acc", "final_acc_std", "best_acc", "best_round"
 def exported(results: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rounds and trials frames as ``data/`` holds them: where no trial recorded
     an accuracy, the accuracy columns (all NaN) are left out; each trial's primary
-    metric has its own (``final_<stem>``, ``best_<stem>``: :mod:`analysis.reading.loading`)."""
-    rounds, trials = results.rounds, results.trials
+    metric has its own (``final_<stem>``, ``best_<stem>``: :mod:`analysis.reading.loading`).
+    The trials' task declarations (the manifests') stay out: ``data/columns.csv`` says
+    what their columns hold."""
+    rounds, trials = results.rounds, results.trials.drop(columns=[TASK_SPEC], errors="ignore")
     recorded = "test_acc" in rounds and rounds["test_acc"].notna().any()
     if recorded or rounds.empty:
         return rounds, trials
@@ -79,7 +81,8 @@ def column_declarations(results: Results, columns: Iterable[str]) -> pd.DataFram
     for sweep in results.sweeps:
         recorded = sweep.manifest.get("columns")
         if not isinstance(recorded, list):
-            spec = task_spec_of(str(sweep.manifest.get("task") or UNTASKED_ROWS.name))
+            specs = results.trials.loc[results.trials["sweep"] == sweep.name, TASK_SPEC]
+            spec = sweep.task or next((s for s in specs if s is not None), None)
             recorded = declared_columns(spec) if spec else []
         for row in recorded:
             if isinstance(row, dict) and isinstance(row.get("column"), str):

@@ -26,8 +26,6 @@ def optuna_section(
     group: StudyGroup, out: Path, used: set[str], formats: Sequence[str]
 ) -> list[str]:
     """The search history table and CSV, its figures and the parameter importance."""
-    from analysis.figures import plots as figures
-
     params = [a for a in group.axes if a in group.trials] or ["point"]
     shown = group.trials[group.trials["status"].isin(counted_in_history())]
     if shown.empty:
@@ -44,12 +42,27 @@ def optuna_section(
         "final_value",
         metric,
         ranked="ranked_value" if validated else None,
-        higher_ranks=higher_is_better(ranked) if validated else metric.higher_is_better,
+        higher_ranks=higher_is_better(ranked, metric) if validated else metric.higher_is_better,
     )
-    study = group.study or "runs"
+    by = f"validation `{ranked}`" if validated else f"test {metric.name}"
+    best_words = best_so_far_words(history, metric.name, by)
+    lines = history_table(history, params, metric, ranked if validated else None, best_words)
+    lines += history_files(
+        group, history, params, metric, ranked if validated else None, out, used, formats
+    )
+    return lines + importance_part(group, history, params, out, used, formats)
+
+
+def history_table(
+    history: pd.DataFrame,
+    params: list[str],
+    metric: Metric,
+    ranked: str | None,
+    best_words: str,
+) -> list[str]:
+    """The search history as a markdown table, with its lead line; ``ranked``: the
+    validation column the search ranked by (None: it ranked by test)."""
     what = metric.name
-    by = f"validation `{ranked}`" if validated else f"test {what}"
-    best_words = best_so_far_words(history, what, by)
     lines = [
         f"Trials in the order Optuna proposed them; {what} at each trial's last round. "
         f"{best_words[0].upper()}{best_words[1:]}.",
@@ -57,36 +70,51 @@ def optuna_section(
         "| # | "
         + " | ".join(parameter_name(p) for p in params)
         + " | status | rounds | "
-        + (f"{_ranked_header(metric, ranked)} | " if validated else "")
-        + f"test {what}{metric.unit} | best so far by {ranked if validated else 'test'}: "
+        + (f"{_ranked_header(metric, ranked)} | " if ranked else "")
+        + f"test {what}{metric.unit} | best so far by {ranked or 'test'}: "
         f"its test {what}{metric.unit} |",
         "| ---: | "
         + " | ".join("---:" for _ in params)
         + " | --- | ---: | "
-        + ("---: | " if validated else "")
+        + ("---: | " if ranked else "")
         + "---: | ---: |",
     ]
     digits = metric.digits + 1
     for _, row in history.iterrows():
         values = " | ".join(format_value(row[p]) for p in params)
-        val = f"{_shown(metric, ranked, row['ranked_value'])} | " if validated else ""
+        val = f"{_shown(metric, ranked, row['ranked_value'])} | " if ranked else ""
         lines.append(
             f"| {row['number']} | {values} | {row['status']} | {row['last_round']} | {val}"
             f"{metric.show(row['value'], digits)} | {metric.show(row['best_so_far'], digits)} |"
         )
+    return lines
+
+
+def history_files(
+    group: StudyGroup,
+    history: pd.DataFrame,
+    params: list[str],
+    metric: Metric,
+    ranked: str | None,
+    out: Path,
+    used: set[str],
+    formats: Sequence[str],
+) -> list[str]:
+    """The history's CSV, the search-history figure and the parameters figure."""
+    from analysis.figures import plots as figures
+
+    study, what = group.study or "runs", metric.name
     name = unique_stem(f"search_history_{study}{group.suffix}", used)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     csv = out / "tables" / f"{name}.csv"
     history.to_csv(csv, index=False)
-    lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
+    lines = ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
     figure = figures.search_history_plot(
-        history,
-        title=f"{study}: Optuna search history",
-        metric=metric,
-        ranked_by=ranked if validated else "",
+        history, title=f"{study}: Optuna search history", metric=metric, ranked_by=ranked or ""
     )
     paths = figures.save_figure(figure, out / "figures" / f"fig_{name}", formats)
-    caption = f"Optuna search history: {what} per trial; {best_words}"
+    by = f"validation `{ranked}`" if ranked else f"test {what}"
+    caption = f"Optuna search history: {what} per trial; {best_so_far_words(history, what, by)}"
     lines += figure_block(paths, out, caption)
     if all(p in history for p in params):
         name = unique_stem(f"fig_search_parameters_{study}{group.suffix}", used)
@@ -95,22 +123,35 @@ def optuna_section(
         )
         paths = figures.save_figure(figure, out / "figures" / name, formats)
         lines += figure_block(paths, out, f"{what} of each trial vs its searched parameters")
-    importance, method = parameter_importance(history, params)
-    if importance:
-        lines.append(
-            "Parameter importance ("
-            + method
-            + "): "
-            + ", ".join(f"{parameter_name(p)} {v:.2f}" for p, v in importance.items())
-        )
-        lines.append("")
-        name = unique_stem(f"fig_importance_{study}{group.suffix}", used)
-        figure = figures.importance_plot(importance, method, title=f"{study}: parameter importance")
-        paths = figures.save_figure(figure, out / "figures" / name, formats)
-        lines += figure_block(paths, out, f"parameter importance ({method})")
-    else:
-        lines += [f"Parameter importance: not computed ({method}).", ""]
     return lines
+
+
+def importance_part(
+    group: StudyGroup,
+    history: pd.DataFrame,
+    params: list[str],
+    out: Path,
+    used: set[str],
+    formats: Sequence[str],
+) -> list[str]:
+    """The parameters' importance (its line and figure), or why it was not computed."""
+    from analysis.figures import plots as figures
+
+    study = group.study or "runs"
+    importance, method = parameter_importance(history, params)
+    if not importance:
+        return [f"Parameter importance: not computed ({method}).", ""]
+    lines = [
+        "Parameter importance ("
+        + method
+        + "): "
+        + ", ".join(f"{parameter_name(p)} {v:.2f}" for p, v in importance.items()),
+        "",
+    ]
+    name = unique_stem(f"fig_importance_{study}{group.suffix}", used)
+    figure = figures.importance_plot(importance, method, title=f"{study}: parameter importance")
+    paths = figures.save_figure(figure, out / "figures" / name, formats)
+    return lines + figure_block(paths, out, f"parameter importance ({method})")
 
 
 def ranking_metric(group: StudyGroup) -> str | None:

@@ -53,7 +53,25 @@ def partition_section(
         name = unique_stem(stem, used)
         figure = figures.partition_heatmap(entry)
         paths = figures.save_figure(figure, out / "figures" / name, formats)
-        lines += figure_block(paths, out, figures.partition_title(entry))
+        caption = figures.partition_title(entry)
+        left_out = left_out_words(entry)
+        lines += figure_block(paths, out, f"{caption}; {left_out}" if left_out else caption)
     if len(seen) > MAX_PARTITION_FIGURES:
         lines += [f"({len(seen) - MAX_PARTITION_FIGURES} more partitions not drawn.)", ""]
     return lines
+
+
+def left_out_words(entry: dict) -> str:
+    """The values of the natural parties' field a partition left out, under the floor of
+    training images a party needs (``partitions.json``'s ``left_out_parties``, as the
+    run and the sweep name them): ``left out, in no party: 'cam-07' (8 images)``; empty
+    where none was."""
+    left = [v for v in entry.get("left_out_parties") or () if isinstance(v, (list, tuple))]
+    if not left:
+        return ""
+    shown = ", ".join(f"{str(v)!r} ({n} image{'s' if n != 1 else ''})" for v, n in left)
+    field = entry.get("partition_by") or "the party field"
+    return (
+        f"left out of the parties by {field}, under the floor of training images a party "
+        f"needs, in no party and not drawn: {shown}"
+    )

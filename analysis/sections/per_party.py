@@ -4,16 +4,29 @@ and Fig. 2's t-SNE panel, where its trials recorded them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.naming import method_name
+from analysis.primary_metric import Metric
 from analysis.reading.grouping import StudyGroup
 from analysis.reading.loading import Results
 from analysis.sections.markdown import figure_block, file_links, unique_stem
 from analysis.tables.formats import to_markdown, write_table
-from analysis.tables.study_tables import TableOptions, primary_of
+from analysis.tables.study_tables import TableOptions, names_the_method, primary_of
+
+
+@dataclass(frozen=True)
+class PartyLayout:
+    """How a group's per-party tables are laid out: ``rows`` (by method when several
+    ran, else by the study's axes), ``columns`` (the other settings, the data set), the
+    Δ's ``baseline`` row (None: no Δ)."""
+
+    rows: list[str]
+    columns: list[str]
+    baseline: tuple[str] | None
 
 
 def per_party_section(
@@ -31,11 +44,21 @@ def per_party_section(
     when several ran, else by the study's axes.  ``party_rows``: every trial's checked
     ``parties.csv`` (:func:`analysis.tables.party_tables.party_frame`); damaged captures
     go to ``not_counted``."""
-    from analysis.figures import representations
-    from analysis.stats.comparisons import dataset_classes
-    from analysis.tables import party_tables
+    layout = party_layout(group, options)
+    metric = primary_of(group)
+    # the rows' keys as the group names them (a fine-tuned trial's method fedavg+ft1),
+    # not as each parties.csv recorded its trial's config
+    keys = [k for k in layout.rows if k in group.trials]
+    mine = group.trials[["sweep", "trial", *keys]]
+    recorded = party_rows.drop(columns=[k for k in keys if k in party_rows])
+    parties = recorded.merge(mine, on=["sweep", "trial"])
+    lines = party_tables_part(group, layout, metric, parties, out, used, formats)
+    return lines + tsne_part(group, layout.rows, results, out, used, formats, not_counted)
 
-    trials, study = group.trials, group.study or "runs"
+
+def party_layout(group: StudyGroup, options: TableOptions) -> PartyLayout:
+    """The group's :class:`PartyLayout`."""
+    trials = group.trials
     several = "algorithm" in trials and trials["algorithm"].nunique() > 1
     rows = ["algorithm"] if several or not group.axes else list(group.axes)
     # per method *and setting*: the study's other axes are columns (a sweep of methods x
@@ -51,82 +74,96 @@ def per_party_section(
     baseline = (options.baseline,) if rows == ["algorithm"] else None
     if baseline and options.baseline not in set(trials["algorithm"]):
         baseline = None
+    return PartyLayout(rows, columns, baseline)
+
+
+def party_tables_part(
+    group: StudyGroup,
+    layout: PartyLayout,
+    metric: Metric,
+    parties: pd.DataFrame,
+    out: Path,
+    used: set[str],
+    formats: Sequence[str],
+) -> list[str]:
+    """The per-party table, the fairness table and the distribution figure of ``metric``
+    (nothing where no trial scored its parties), then the own-split part."""
+    from analysis.stats.comparisons import dataset_classes
+    from analysis.tables import party_tables
+
+    trials, study = group.trials, group.study or "runs"
     classes = dataset_classes(e for sweep in group.sweeps for e in sweep.partitions)
-    metric = primary_of(group)
-    # the rows' keys as the group names them (a fine-tuned trial's method fedavg+ft1),
-    # not as each parties.csv recorded its trial's config
-    keys = [k for k in rows if k in trials]
-    mine = trials[["sweep", "trial", *keys]]
-    recorded = party_rows.drop(columns=[k for k in keys if k in party_rows])
-    parties = recorded.merge(mine, on=["sweep", "trial"])
-    lines: list[str] = []
+    shape = {"rows": layout.rows, "columns": layout.columns, "classes": classes}
     table = party_tables.per_party_table(
         trials,
         group.rounds,
-        rows=rows,
-        columns=columns,
         name=unique_stem(f"per_party_{study}{group.suffix}", used),
-        reference=baseline,
-        classes=classes,
+        reference=layout.baseline,
         metric=metric,
         parties=parties,
+        **shape,
     )
-    if table is not None:
-        paths = write_table(table, out / "tables")
-        lines += [to_markdown(table), f"Files: {file_links(paths, out)}", ""]
-        fairness = party_tables.fairness_table(
-            trials,
-            group.rounds,
-            rows=rows,
-            columns=columns,
-            name=unique_stem(f"fairness_{study}{group.suffix}", used),
-            classes=classes,
-        )
-        if fairness is not None:
-            paths = write_table(fairness, out / "tables")
-            lines += [to_markdown(fairness), f"Files: {file_links(paths, out)}", ""]
-        figure = party_tables.party_distribution_figure(
-            parties,
-            rows,
-            title=f"{study}: per-party {metric.name} of the final model",
-            metric=metric,
-        )
-        if figure is not None:
-            name = unique_stem(f"fig_{study}_per_party{group.suffix}", used)
-            paths = figures_save(figure, out / "figures" / name, formats)
-            mix = "each party's " + party_tables.party_split_words(trials, metric)
-            caption = (
-                f"per-party {metric.name}{metric.unit} at the final scored round, {mix}; "
-                "box = quartiles over all seeds' parties, points = parties by seed"
-            )
-            lines += figure_block(paths, out, caption)
-        lines += own_split_part(group, metric, out, used, formats)
-    captures = representations.representation_captures(results, trials, rows, not_counted)
-    if captures:
-        name = unique_stem(f"fig2_tsne_{study}{group.suffix}", used)
-        figure = representations.tsne_panel(
-            captures, title=f"Fig. 2: t-SNE of projection-head outputs ({study})"
-        )
+    if table is None:
+        return []
+    paths = write_table(table, out / "tables")
+    lines = [to_markdown(table), f"Files: {file_links(paths, out)}", ""]
+    fairness = party_tables.fairness_table(
+        trials,
+        group.rounds,
+        name=unique_stem(f"fairness_{study}{group.suffix}", used),
+        metric=metric,
+        **shape,
+    )
+    if fairness is not None:
+        paths = write_table(fairness, out / "tables")
+        lines += [to_markdown(fairness), f"Files: {file_links(paths, out)}", ""]
+    figure = party_tables.party_distribution_figure(
+        parties,
+        layout.rows,
+        title=f"{study}: per-party {metric.name} of the final model",
+        metric=metric,
+    )
+    if figure is not None:
+        name = unique_stem(f"fig_{study}_per_party{group.suffix}", used)
         paths = figures_save(figure, out / "figures" / name, formats)
-        seeds = ", ".join(f"{c.label} seed {c.seed}" for c in captures)
+        mix = "each party's " + party_tables.party_split_words(trials, metric)
         caption = (
-            f"Fig. 2: t-SNE of z on {len(captures[0].labels)} test images, global model the "
-            f"round started from (left) vs the first party's model after local training "
-            f"(right); {seeds}"
+            f"per-party {metric.name}{metric.unit} at the final scored round, {mix}; "
+            "box = quartiles over all seeds' parties, points = parties by seed"
         )
         lines += figure_block(paths, out, caption)
-    return lines
+    return lines + own_split_part(group, metric, out, used, formats)
 
 
-def names_the_method(trials: pd.DataFrame, axis: str) -> bool:
-    """True where ``axis`` is the method under another name: a joint axis (``method``:
-    FedAvg, FedPer, FedAvg+FT ...) whose labels match the trials' methods one to one
-    (FedAvg+FT's ``algorithm`` already reads ``fedavg+ft1``): as a column it would give
-    each method a column block of its own, a diagonal table with no Δ."""
-    if "algorithm" not in trials or axis not in trials:
-        return False
-    pairs = trials[["algorithm", axis]].astype(str).drop_duplicates()
-    return len(pairs) == trials["algorithm"].nunique() == trials[axis].astype(str).nunique()
+def tsne_part(
+    group: StudyGroup,
+    rows: list[str],
+    results: Results,
+    out: Path,
+    used: set[str],
+    formats: Sequence[str],
+    not_counted: list[str],
+) -> list[str]:
+    """Fig. 2's t-SNE panel where the group's trials captured representations (damaged
+    captures go to ``not_counted``)."""
+    from analysis.figures import representations
+
+    study = group.study or "runs"
+    captures = representations.representation_captures(results, group.trials, rows, not_counted)
+    if not captures:
+        return []
+    name = unique_stem(f"fig2_tsne_{study}{group.suffix}", used)
+    figure = representations.tsne_panel(
+        captures, title=f"Fig. 2: t-SNE of projection-head outputs ({study})"
+    )
+    paths = figures_save(figure, out / "figures" / name, formats)
+    seeds = ", ".join(f"{c.label} seed {c.seed}" for c in captures)
+    caption = (
+        f"Fig. 2: t-SNE of z on {len(captures[0].labels)} test images, global model the "
+        f"round started from (left) vs the first party's model after local training "
+        f"(right); {seeds}"
+    )
+    return figure_block(paths, out, caption)
 
 
 def own_split_part(

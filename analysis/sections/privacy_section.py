@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.naming import dataset_name, parameter_name
+from analysis.naming import dataset_name, parameter_name, value_label
 from analysis.primary_metric import Metric
 from analysis.reading.grouping import StudyGroup
 from analysis.reading.loading import COMPLETED
@@ -22,7 +22,7 @@ from analysis.stats.privacy_interaction import (
 )
 from analysis.stats.trial_statistic import REPORTED
 from analysis.tables.formats import to_markdown, write_table
-from analysis.tables.privacy import EPSILON, accountant_words
+from analysis.tables.privacy import EPSILON, accountant_words, delta_words
 from analysis.tables.privacy_rounds import clipped_fractions, epsilon_curves
 from analysis.tables.study_tables import TableOptions, metric_text, primary_of, reported_group
 from analysis.tables.table import Table, key_order, no_bold, row_label
@@ -60,10 +60,10 @@ def privacy_section(
         seeds = done["seed"].nunique()
         log = ", log ε axis" if log_epsilon_axis(curves) else ""
         caption = (
-            f"test {metric.name} vs the ε spent after each round on {where}{log}; one line "
-            f"per cell, a marker per round, line = mean over {seeds} seed(s), band = ±1 std "
-            f"over seeds (ddof 1); cells without noise (ε = ∞) are not drawn; "
-            f"{accountant_words(done)}"
+            f"test {metric.name} vs the ε spent after each round, at δ = "
+            f"{delta_words(done)}, on {where}{log}; one line per cell, a marker per round, "
+            f"line = mean over {seeds} seed(s), band = ±1 std over seeds (ddof 1); cells "
+            f"without noise (ε = ∞) are not drawn; {accountant_words(done)}"
         )
         lines += figure_block(paths, out, caption)
 
@@ -149,7 +149,9 @@ def _interaction_table(
     low, high = rows[0].beta_low, rows[0].beta_high
     sigma = parameter_name(NOISE)
     labels = [
-        (row_label(others, r.cell) + " · " if others else "") + f"{sigma}={r.sigma:g}" for r in rows
+        (row_label(others, r.cell) + " · " if others else "")
+        + value_label(NOISE, r.sigma, with_name=True)
+        for r in rows
     ]
     display = pd.DataFrame(
         {

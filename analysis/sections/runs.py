@@ -22,11 +22,18 @@ def _budget_words(trials: pd.DataFrame) -> str:
             return "?"
         return "/".join(format_value(v) for v in sorted(set(trials[column].dropna())))
 
+    def shares(column: str) -> str:
+        """A fraction of a split as a percentage (``1`` reads ``100%``, never "1 of")."""
+        if column not in trials:
+            return "?"
+        fractions = sorted(set(pd.to_numeric(trials[column], errors="coerce").dropna()))
+        return "/".join(f"{100 * v:g}%" for v in fractions) or "?"
+
     scheme = ", ".join(_partition_labels(trials))
     return (
         f"{values('rounds')} rounds, E={values('local_epochs')}, N={values('n_parties')}, "
-        f"{values('data_fraction')} of train / {values('test_fraction')} of test data"
-        + (f", {scheme} partition" if scheme else "")
+        f"{shares('data_fraction')} of the training data and {shares('test_fraction')} of "
+        "the test data" + (f", {scheme} partition" if scheme else "")
     )
 
 

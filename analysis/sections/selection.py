@@ -13,10 +13,11 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from analysis.figures.plots import save_figure
 from analysis.naming import percent
-from analysis.primary_metric import Metric, sweep_metric
+from analysis.primary_metric import Metric, metrics_of, sweep_metric
 from analysis.reading.loading import Results, Sweep
 from analysis.reading.trial_files import RerunRecord, read_rerun_record
 from analysis.sections.markdown import figure_block, unique_stem
@@ -25,6 +26,7 @@ from analysis.stats.selection import (
     compared,
     evaluation_noise,
     final_party_values,
+    full_evaluation_choice,
     left_out,
     point_choice,
     rank_correlation,
@@ -151,7 +153,7 @@ def _one_sweep(
         ]
     if outcomes.empty:
         return [*lines, "No trial has results yet.", ""]
-    outcomes["best_so_far"] = best_so_far(outcomes, metric).to_numpy()
+    outcomes["best_so_far"] = best_so_far(outcomes, metric, test).to_numpy()
     stem = unique_stem(f"selection_{sweep.path.name}", used)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     csv = out / "tables" / f"{stem}.csv"
@@ -169,7 +171,7 @@ def _one_sweep(
     if choice:
         lines += [
             f"- chosen on {metric}: **{choice['point']}** "
-            f"({metric} {_metric(metric, choice['value'])}, "
+            f"({metric} {_metric(metric, choice['value'], test)}, "
             f"search-time test {test.name} {_value(test, choice['test'])})",
             f"- best test {test.name} in hindsight (not a choice any tuner could make): "
             f"{choice['hindsight_point']}, {_value(test, choice['hindsight_test'])}; "
@@ -219,8 +221,14 @@ def _ranked_on(metric: str, test: Metric) -> str:
     return f"test {test.name}" if metric == test.column else f"`{metric}`"
 
 
-def _metric(metric: str, value: float) -> str:
-    return f"{percent(value, 2)}%" if metric.endswith("acc") else f"{value:.4f}"
+def _metric(metric: str, value: float, test: Metric) -> str:
+    """A value of the ranking column ``metric`` (``val_<stem>`` of ``test``'s task): a
+    percentage with two decimals where its metric is declared one, else four decimals
+    (a loss, a correlation, an error)."""
+    stem = metric.split("_", 1)[1] if metric.startswith(("val_", "test_")) else metric
+    declared = metrics_of(test.task_spec) if test.task_spec else {test.stem: test}
+    ranked = declared.get(stem)
+    return f"{percent(value, 2)}%" if ranked and ranked.percent else f"{value:.4f}"
 
 
 def _number(test: Metric, value: float) -> str:
@@ -260,10 +268,13 @@ def _best_so_far_figure(outcomes: pd.DataFrame, metric: str, title: str) -> plt.
             )
         ax.step(x, outcomes["best_so_far"], where="post", color="C0", label="best so far")
         ax.set_xlabel(label)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole trials, updates
     axes[0].set_ylabel(metric)
-    axes[0].legend(fontsize=8)
+    # below the panels: inside, it covered the last trial's point
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
     fig.suptitle(f"{title}: selection on {metric}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
@@ -347,10 +358,19 @@ def _noise_lines(
     noise = evaluation_noise(outcomes, values, metric, ks, test=test)
     csv = out / "tables" / f"{stem}_noise.csv"
     noise.to_csv(csv, index=False)
+    reference = full_evaluation_choice(outcomes, values, metric, test)
+    chose = point_choice(outcomes, metric, test)
     lines += [
         f"Each trial's last-round per-party {metric} re-drawn {200} times with k of its "
-        f"{n} parties evaluating (each trial its own draw, seeded); k = {n} is the full "
-        "evaluation the sweep chose with.",
+        f"{n} parties evaluating (each trial its own draw, seeded); the reference, k = {n}, "
+        f"is the size-weighted mean over all {n} parties' values, which chooses "
+        f"**{reference.get('point', '–')}**"
+        + (
+            "."
+            if reference.get("point") == chose.get("point")
+            else f" (the sweep chose {chose.get('point', '–')} on the rows' pooled {metric}, "
+            "which for a metric that is no mean over samples is not the mean over parties)."
+        ),
         "",
         f"| k | choice changed (%) | expected regret vs full evaluation ({test.diff_unit}) | "
         f"expected regret, hindsight ({test.diff_unit}) |",
@@ -362,14 +382,30 @@ def _noise_lines(
             f"{_number(test, row['regret_hindsight'])} |"
         )
     lines += ["", f"Files: [csv]({csv.relative_to(out).as_posix()})", ""]
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    regret = test.scale * noise["regret"]
-    ax.plot(noise["k"], regret, marker="o", label="regret vs full evaluation")
-    ax.plot(noise["k"], 100 * noise["changed"], marker="s", label="choice changed (%)")
-    ax.set_xlabel("parties evaluating (k)")
-    ax.set_ylabel(f"{test.diff_unit} / %")
-    ax.legend(fontsize=8)
-    ax.set_title(f"{sweep.path.name}: evaluation noise", fontsize=10)
-    fig.tight_layout()
+    fig = _noise_figure(noise, test, f"{sweep.path.name}: evaluation noise")
     paths = save_figure(fig, out / "figures" / f"fig_{stem}_noise", formats)
-    return lines + figure_block(paths, out, "selection under evaluation noise (k of N parties)")
+    caption = (
+        "selection under evaluation noise (k of N parties): expected regret in "
+        f"{test.diff_words} (left), share of draws whose choice changed, % (right)"
+    )
+    return lines + figure_block(paths, out, caption)
+
+
+def _noise_figure(noise: pd.DataFrame, test: Metric, title: str) -> plt.Figure:
+    """Regret (the test metric's difference units) and the changed choices (%), each
+    on its own axis: one axis for both would read a regret of 0.05 as 0."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2))
+    ks = noise["k"].astype(int)
+    left.plot(ks, test.scale * noise["regret"], marker="o", label="vs full evaluation")
+    left.plot(ks, test.scale * noise["regret_hindsight"], marker="^", label="vs hindsight")
+    left.set_ylabel(f"expected regret ({test.diff_words})")
+    left.legend(fontsize=8)
+    right.plot(ks, 100 * noise["changed"], marker="s", color="C2")
+    right.set_ylabel("choice changed (%)")
+    right.set_ylim(-5, 105)
+    for ax in (left, right):
+        ax.set_xlabel("parties evaluating (k)")
+        ax.set_xticks(sorted(set(ks)))
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -264,6 +264,11 @@ def compare_grid(
     for (ri, ci), sample in samples.items():
         line, position = (ci, ri) if along == "column" else (ri, ci)
         lines.setdefault(line, {})[position] = sample
+    if all(len(cells) < 2 for cells in lines.values()):
+        # no line holds two cells (a one-cell grid): nothing to compare, so no Δ, no
+        # bold and no resolvable difference, whatever the table's shape or metric
+        result.along = None
+        return result
 
     def cell(line: int, position: int) -> tuple[int, int]:
         return (position, line) if along == "column" else (line, position)

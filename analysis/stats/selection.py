@@ -51,9 +51,10 @@ from analysis.stats.search import best_exclusions
 NOISE_DRAWS = 200
 
 
-def _sign(metric: str) -> float:
-    """+1 when a larger value of the ranking ``metric`` is better, else -1."""
-    return 1.0 if higher_is_better(metric) else -1.0
+def _sign(metric: str, test: Metric) -> float:
+    """+1 when a larger value of the ranking ``metric`` (a column of ``test``'s task) is
+    better, else -1."""
+    return 1.0 if higher_is_better(metric, test) else -1.0
 
 
 def party_column(metric: str) -> str | None:
@@ -134,10 +135,11 @@ def _number(value: object) -> float:
         return math.nan
 
 
-def best_so_far(outcomes: pd.DataFrame, metric: str) -> pd.Series:
+def best_so_far(outcomes: pd.DataFrame, metric: str, test: Metric = ACCURACY) -> pd.Series:
     """The best ranking value after each trial over the :func:`compared` ones (NaN
-    before the first; a trial left out carries the best before it)."""
-    sign = _sign(metric)
+    before the first; a trial left out carries the best before it); ``metric`` a column
+    of ``test``'s task."""
+    sign = _sign(metric, test)
     values = outcomes["value"].where(compared(outcomes))
     return ((values * sign).cummax() * sign).ffill()
 
@@ -158,7 +160,7 @@ def point_choice(
     means = point_means(outcomes, test)
     if means.empty:
         return {}
-    chosen = (means["value"] * _sign(metric)).idxmax()
+    chosen = (means["value"] * _sign(metric, test)).idxmax()
     tests = means[test.column]
     best = (tests * test.sign).idxmax()
     return {
@@ -230,7 +232,9 @@ def evaluation_noise(
     ``party_values``: per trial, (values, samples) of the parties that evaluated at its
     last round.  For each of ``draws`` seeded draws every trial draws its own k parties
     (without replacement; all of them when it has fewer) and scores the size-weighted
-    mean; the point with the best mean score is chosen.  Returns one row per k:
+    mean; the point with the best mean score is chosen.  The reference, "the full
+    evaluation", is the same estimator with every party (:func:`full_evaluation_choice`),
+    so k = N reads 0 changed and 0 regret.  Returns one row per k:
     ``changed`` (share of draws choosing another point than the full evaluation),
     ``regret`` (mean test loss against the full-evaluation choice, in ``test``'s
     direction: a fraction for accuracy) and ``regret_hindsight`` (against the best test
@@ -238,11 +242,14 @@ def evaluation_noise(
     # the trials the selection compares (like with like: complete ones), as point_choice
     usable = outcomes[outcomes["trial"].isin(party_values) & compared(outcomes)]
     usable = usable[np.isfinite(usable[test.column])]
-    full = point_choice(usable, metric, test)
+    # the reference is the same estimator with every party evaluating (k = N), not the
+    # rows' pooled value: for a metric that is no mean over samples (mAP, mIoU) the two
+    # can choose differently, and k = N must then read 0 changed, 0 regret
+    full = full_evaluation_choice(outcomes, party_values, metric, test)
     if not full:
         return pd.DataFrame(columns=["k", "changed", "regret", "regret_hindsight"])
     tests = point_means(usable, test)[test.column]
-    sign = _sign(metric)
+    sign = _sign(metric, test)
     rng = np.random.default_rng(seed)
     rows = []
     for k in ks:
@@ -268,6 +275,29 @@ def evaluation_noise(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _all_parties(party_values: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+    """Per trial, the size-weighted mean of every evaluating party's value."""
+    return {
+        trial: float((values * samples).sum() / samples.sum())
+        for trial, (values, samples) in party_values.items()
+    }
+
+
+def full_evaluation_choice(
+    outcomes: pd.DataFrame,
+    party_values: dict[str, tuple[np.ndarray, np.ndarray]],
+    metric: str,
+    test: Metric = ACCURACY,
+) -> dict[str, float | str]:
+    """The point the size-weighted mean over every party's value chooses (the noise
+    simulation's reference, k = N), as :func:`point_choice` gives it."""
+    usable = outcomes[outcomes["trial"].isin(party_values) & compared(outcomes)]
+    usable = usable[np.isfinite(usable[test.column])]
+    return point_choice(
+        usable.assign(value=usable["trial"].map(_all_parties(party_values))), metric, test
+    )
 
 
 def final_party_values(

@@ -265,10 +265,8 @@ def final_values(
     trials: pd.DataFrame, rounds: pd.DataFrame, metric: Metric = ACCURACY
 ) -> list[float]:
     """Each trial's test value of ``metric`` at its last round, in ``trials``' order (as
-    recorded; NaN where it has none): loading's ``final_acc`` for accuracy, else the
-    last round's ``test_<metric>`` in ``rounds``."""
-    if metric.column == "test_acc":
-        return trials["final_acc"].astype(float).tolist()
+    recorded; NaN where it has none): the last round's ``test_<stem>`` in ``rounds``
+    (what loading's ``final_<stem>`` holds for the trial's own primary metric)."""
     return last_values(trials, rounds, metric.column)
 
 

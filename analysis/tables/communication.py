@@ -13,16 +13,21 @@ computed against FedAvg"):
 - ``rounds_to_reach(curve, target)``: the first round (1-based, the ``round`` column)
   whose test accuracy is >= target (reaching it exactly counts); ``None`` if no round
   does ("not reached").
-- The baseline's rounds are the rounds it ran (the paper's "running FedAvg for 100
-  rounds" gives FedAvg 100 and 1×), not the first round its curve touches its own
-  final value.
-- ``speedup = baseline rounds / method rounds``; not reached is shown as the paper
-  does, ``<1×``.
-- Summary over seeds: a method counts as reaching the target only if it does so for
-  every seed; then its rounds are the mean over seeds (± std) and its speed-up is the
-  baseline's rounds over that mean, shown with the std of the per-seed speed-ups
-  (``speedup_std``).  Otherwise the table says in how many seeds it was reached and
-  shows ``<1×``.
+- One rule for every row, the baseline's included: ``#rounds`` is the first round whose
+  test value reaches the target.  The baseline reaches its own final value at its last
+  round at the latest, and earlier where its curve touched it before (a curve that
+  plateaus); a method whose curve equals the baseline's in every round and seed has the
+  same rounds and a speed-up of 1.0×.  A row that never reaches the target is censored
+  at the rounds it ran: "not reached", never a number of rounds.
+- ``speedup = baseline rounds / method rounds`` only for a seed where **both** reached
+  the target (under ``target="mean"`` a baseline seed may not reach the mean); a method
+  that never reached it, against a baseline that did, is shown as the paper does,
+  ``<1×`` (it ran at least as many rounds as the baseline needed).
+- Summary over seeds: a method counts as reaching the target only if it and the
+  baseline do so for every seed; then its rounds are the mean over seeds (± std) and its
+  speed-up is the baseline's mean rounds over that mean, shown with the std of the
+  per-seed speed-ups (``speedup_std``).  Otherwise the table says in how many seeds
+  both reached it and gives those seeds' rounds and speed-up alone.
 - A speed-up means something only when the baseline has learned: the table
   (:func:`analysis.tables.table.communication_table`) gives rounds and speed-ups for a column
   only when every target there is at least chance (1/classes) plus
@@ -60,6 +65,7 @@ FRAME_COLUMNS = (
     "target",
     "target_source",
     "baseline_rounds",
+    "baseline_reached",
     "rounds_needed",
     "reached",
     "speedup",
@@ -89,9 +95,13 @@ def rounds_to_reach(
     return None
 
 
-def speedup(baseline_rounds: float, method_rounds: float | None) -> float | None:
-    """``baseline_rounds / method_rounds``; None when the method never reached."""
-    if method_rounds is None or (isinstance(method_rounds, float) and math.isnan(method_rounds)):
+def _missing(value: float | None) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def speedup(baseline_rounds: float | None, method_rounds: float | None) -> float | None:
+    """``baseline_rounds / method_rounds``; None unless both reached the target."""
+    if _missing(method_rounds) or _missing(baseline_rounds):
         return None
     return float(baseline_rounds) / float(method_rounds)
 
@@ -130,10 +140,12 @@ def communication_frame(
     completed trials are used.  Column groups without a completed baseline trial are
     left out.  ``metric``: what is reached (its test column; an error is reached from
     above).  Returns columns ``*columns, row, seed, target`` (the metric as recorded)
-    ``, target_source, baseline_rounds, rounds_needed`` (NaN: not reached) ``, reached,
-    speedup, at_most`` (True: a trial scored every k-th round, ``personal_test_every``:
-    its first scored round that reached the target, so it reached it at most then and
-    its speed-up is at least the one given).
+    ``, target_source, baseline_rounds`` (the paired baseline's first round at the
+    target, NaN: not reached) ``, baseline_reached, rounds_needed`` (the row's first
+    round at the target, the baseline's rows too; NaN: not reached) ``, reached,
+    speedup`` (None unless both reached) ``, at_most`` (True: a trial scored every k-th
+    round, ``personal_test_every``: its first scored round that reached the target, so
+    it reached it at most then).
     """
     if target not in TARGETS:
         raise ValueError(f"target={target!r} (allowed: {', '.join(TARGETS)})")
@@ -148,20 +160,17 @@ def communication_frame(
         base = group[group[baseline_column] == baseline]
         if base.empty:
             continue
-        base_value = baseline_rows(group, row, baseline, baseline_column)
-        targets = _BaselineTargets.of(base)
+        baseline_rows(group, row, baseline, baseline_column)  # exactly one baseline row
+        targets = _BaselineTargets.of(base, curves, metric)
         for _, trial in group.iterrows():
             seed = trial["seed"]
             paired = target == "per-seed" and seed in targets.by_seed
             goal = targets.by_seed[seed] if paired else targets.mean
-            r_base = targets.rounds[seed] if paired else targets.mean_rounds
+            r_base = targets.own_rounds[seed] if paired else targets.rounds_to_mean(seed)
+            needed = _rounds_needed(curves, trial, goal, metric)
             # a trial scored every k-th round (personal_test_every) reached the target
             # at most at its first scored round that reaches it: counted, as a bound
-            bounded = (trial["sweep"], trial["trial"]) in gaps and trial[row] != base_value
-            if trial[row] == base_value:
-                needed: float | None = float(trial["last_round"])  # by definition (see above)
-            else:
-                needed = _rounds_needed(curves, trial, goal, metric)
+            bounded = (trial["sweep"], trial["trial"]) in gaps
             out.append(
                 {
                     **dict(zip(columns, key)),
@@ -169,7 +178,8 @@ def communication_frame(
                     "seed": seed,
                     "target": goal,
                     "target_source": "same seed" if paired else "mean over seeds",
-                    "baseline_rounds": r_base,
+                    "baseline_rounds": math.nan if r_base is None else r_base,
+                    "baseline_reached": r_base is not None,
                     "rounds_needed": math.nan if needed is None else needed,
                     "reached": needed is not None,
                     "speedup": speedup(r_base, needed),
@@ -225,24 +235,38 @@ def _test_curves(
 
 @dataclass(frozen=True)
 class _BaselineTargets:
-    """A column group's baseline: per seed its final value (the target) and the rounds it
-    ran, and the means over seeds (for seeds the baseline lacks, or ``target="mean"``)."""
+    """A column group's baseline: per seed its final value (the target), the first round
+    its curve reached it (``own_rounds``) and the first round it reached the mean over
+    seeds (``mean_rounds``, None: never), and that mean (for seeds the baseline lacks, or
+    ``target="mean"``)."""
 
     by_seed: dict[Any, float]
-    rounds: dict[Any, int]
+    own_rounds: dict[Any, float | None]
     mean: float
-    mean_rounds: float
+    mean_rounds: dict[Any, float | None]
 
     @classmethod
-    def of(cls, base: pd.DataFrame) -> _BaselineTargets:
+    def of(
+        cls,
+        base: pd.DataFrame,
+        curves: dict[tuple[str, str], tuple[list[int], list[float]]],
+        metric: Metric,
+    ) -> _BaselineTargets:
         by_seed = dict(zip(base["seed"], base["final_value"].astype(float)))
-        rounds = dict(zip(base["seed"], base["last_round"].astype(int)))
-        return cls(
-            by_seed,
-            rounds,
-            float(np.mean(list(by_seed.values()))),
-            float(np.mean(list(rounds.values()))),
-        )
+        mean = float(np.mean(list(by_seed.values())))
+        own, to_mean = {}, {}
+        for _, trial in base.iterrows():
+            own[trial["seed"]] = _rounds_needed(curves, trial, by_seed[trial["seed"]], metric)
+            to_mean[trial["seed"]] = _rounds_needed(curves, trial, mean, metric)
+        return cls(by_seed, own, mean, to_mean)
+
+    def rounds_to_mean(self, seed: Any) -> float | None:
+        """The baseline's rounds to the mean target for ``seed``: its own seed's, or, for
+        a seed it lacks, the mean over its seeds that reached it (None: none did)."""
+        if seed in self.mean_rounds:
+            return self.mean_rounds[seed]
+        reached = [r for r in self.mean_rounds.values() if r is not None]
+        return float(np.mean(reached)) if reached else None
 
 
 def _rounds_needed(
@@ -262,11 +286,13 @@ def summarise_communication(
 ) -> pd.DataFrame:
     """Per (column group, row): seeds, seeds reached, mean ± std rounds, speed-up.
 
-    ``speedup`` is the mean baseline rounds over the mean rounds when every seed
-    reached the target, else None; ``speedup_std`` the sample std of the per-seed
+    A seed counts as reached where the row and its paired baseline both reached the
+    target.  ``speedup`` is the mean baseline rounds over the mean rounds when every
+    seed reached it, else None; ``speedup_std`` the sample std of the per-seed
     speed-ups then (NaN with one seed).  Where some seeds but not all reached it,
     ``rounds_mean_reached`` and ``speedup_reached`` are those seeds' alone (NaN / None
-    otherwise): the table names them as such, and ``<1×`` means no seed reached it.
+    otherwise): the table names them as such, and ``<1×`` means no seed reached it;
+    ``baseline_missed`` counts the seeds whose baseline never reached the target.
     """
     columns = list(columns)
     rows = []
@@ -284,23 +310,28 @@ def summarise_communication(
                 "rounds_mean_reached",
                 "speedup_reached",
                 "at_most",
+                "baseline_missed",
             ]
         )
     for key, group in frame.groupby([*columns, row], dropna=False, sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        n, n_reached = len(group), int(group["reached"].sum())
+        # a seed counts as reached where the row and its paired baseline both reached
+        both = group["reached"].to_numpy(dtype=bool) & group["baseline_reached"].to_numpy(
+            dtype=bool
+        )
+        n, n_reached = len(group), int(both.sum())
         needed = group["rounds_needed"].to_numpy(dtype=float)
+        base = group["baseline_rounds"].to_numpy(dtype=float)
         all_reached = n_reached == n
         rounds_mean = float(np.mean(needed)) if all_reached else math.nan
         rounds_std = float(np.std(needed, ddof=1)) if all_reached and n > 1 else math.nan
-        base_rounds = float(group["baseline_rounds"].mean())
+        base_rounds = float(np.mean(base)) if all_reached else math.nan
         per_seed = group["speedup"].to_numpy(dtype=float)
         spread = float(np.std(per_seed, ddof=1)) if all_reached and n > 1 else math.nan
         # some seeds reached it: their rounds and speed-up, said to be theirs alone
-        reached = group["reached"].to_numpy(dtype=bool)
         some = 0 < n_reached < n
-        reached_rounds = float(np.mean(needed[reached])) if some else math.nan
-        reached_base = float(group["baseline_rounds"][reached].mean()) if some else math.nan
+        reached_rounds = float(np.mean(needed[both])) if some else math.nan
+        reached_base = float(np.mean(base[both])) if some else math.nan
         rows.append(
             {
                 **dict(zip([*columns, row], key)),
@@ -313,7 +344,8 @@ def summarise_communication(
                 "speedup_std": spread,
                 "rounds_mean_reached": reached_rounds,
                 "speedup_reached": speedup(reached_base, reached_rounds) if some else None,
-                "at_most": bool(group["at_most"].any()) if "at_most" in group else False,
+                "at_most": bool((group["at_most"].to_numpy(dtype=bool) & both).any()),
+                "baseline_missed": int((~group["baseline_reached"].to_numpy(dtype=bool)).sum()),
             }
         )
     return pd.DataFrame(rows)

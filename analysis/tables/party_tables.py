@@ -20,11 +20,12 @@ parties with their own (personalised methods, SOLO): the rows record which
 - :func:`party_distribution_figure`: per method/setting, the final round's per-party
   accuracies (all seeds' parties pooled): box and points.
 
-A score task (:mod:`analysis.primary_metric`) scores each party on its own local test
-split (``party_test_fraction``; it has no classes to re-weight by): its table and figure
-are on its primary metric, from parties.csv's ``party_test_<metric>`` columns (the
-``party_acc_*`` row columns when the primary is the binary accuracy), and the worst 10%
-are the worst in the metric's direction (the highest MAE).
+Every column is read by its declared family (:mod:`federated.contract.columns`), for
+every task alike: a metric's table reads the rows' ``party_<stem>_mean`` and
+``party_<stem>_worst10`` where its rows hold them (the task's per-party metric), else
+its parties.csv's ``party_test_<stem>`` (or ``party_<stem>``) values (a score task's
+SRCC, scored on each party's own local test split), and the worst 10% are the worst in
+the metric's direction (the highest MAE).
 """
 
 from __future__ import annotations
@@ -40,29 +41,45 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from analysis.folder_task import TASK_SPEC
 from analysis.primary_metric import ACCURACY, Metric
 from analysis.reading.loading import COMPLETED, Results
 from analysis.reading.summary import excluded_trials
 from analysis.reading.trial_files import DamagedFileError, read_parties
 from analysis.stats.seed_plan import DEFAULT_TARGET
+from analysis.tables.privacy import EPSILON
 from analysis.tables.table import Table, accuracy_table, key_order, row_label
+from federated.contract.columns import (
+    OWN_TEST_MEAN,
+    OWN_TEST_STD,
+    OWN_TEST_WEIGHTED,
+    OWN_TEST_WORST,
+    PARTY_FILE_OWN_TEST,
+    PARTY_FILE_SCORE,
+    PARTY_MEAN,
+    PARTY_WORST,
+)
 from federated.contract.results import INTERRUPTED, PARTIES, RUNNING, STATUSES
 
 PARTIES_FILE = PARTIES
 METRIC_COLUMN = "party_metric"  # the table's column axis (analysis/naming.py: self-describing)
 MEAN, WORST = "mean over parties", "worst 10% of parties"
 NOT_COUNTED_NOTE = "Not counted:"  # how analysis.tables.table opens its note of left-out trials
-SOURCES = {MEAN: "party_acc_mean", WORST: "party_acc_worst10"}
+#: a trial's final per-party outcomes, under these names whatever its metric: the row's
+#: declared summaries (:data:`SUMMARIES`) where its rows hold them, else computed from
+#: its parties.csv
+SOURCES = {MEAN: "party_mean", WORST: "party_worst10"}
+SUMMARIES = {MEAN: PARTY_MEAN, WORST: PARTY_WORST}
 # the fairness block's sample-weighted mean over the parties' own local test splits
 # (federated/evaluation/fairness.py): a third row where the trials have those splits
 WEIGHTED = "sample-weighted over own test samples"
-OWN_SPLIT_SOURCES = {WEIGHTED: "party_test_acc"}
+OWN_SPLIT_SOURCES = {WEIGHTED: OWN_TEST_WEIGHTED}
 # the fairness block's spread and worst decile over the same splits: a small table beside
 # the per-party table (:func:`fairness_table`), without a "best" (a low std is not a win)
 FAIRNESS_SOURCES = {
-    "mean over parties (own test splits)": "party_test_acc_mean",
-    "worst 10% of parties (own test splits)": "party_test_acc_worst10",
-    "std over parties (own test splits)": "party_test_acc_std",
+    "mean over parties (own test splits)": OWN_TEST_MEAN,
+    "worst 10% of parties (own test splits)": OWN_TEST_WORST,
+    "std over parties (own test splits)": OWN_TEST_STD,
 }
 # Which model a trial evaluated its parties with is recorded in its rows: a round scored
 # with each party's own model (personalised methods, SOLO, local BatchNorm) writes the
@@ -72,29 +89,35 @@ OWN_MODEL_SPREAD = "test_{stem}_std"
 GLOBAL_MODEL, OWN_MODEL = "the global model", "each party's own model"
 
 
-def final_party_columns(rounds: pd.DataFrame) -> pd.DataFrame:
-    """Per trial (``sweep``, ``trial``), the last scored round's ``party_acc_mean`` and
-    ``party_acc_worst10`` (fractions), the fairness block's ``party_test_acc*`` columns
-    where the rows have them, and that round (``party_round``)."""
-    columns = list(SOURCES.values())
-    if rounds.empty or not set(columns) <= set(rounds):
-        return pd.DataFrame(columns=["sweep", "trial", "party_round", *columns])
-    own_split = [*OWN_SPLIT_SOURCES.values(), *FAIRNESS_SOURCES.values()]
-    columns += [c for c in own_split if c in rounds]
+def final_party_columns(rounds: pd.DataFrame, stem: str) -> pd.DataFrame:
+    """Per trial (``sweep``, ``trial``), the last scored round's declared per-party
+    summaries of the metric ``stem`` (``party_<stem>_mean`` and ``_worst10`` as
+    :data:`SOURCES`' names), the fairness block's ``party_test_<stem>*`` columns where
+    the rows have them (under their own names), and that round (``party_round``);
+    empty where the rows hold no such summary (a metric scored per party only in
+    parties.csv: :func:`final_party_metric_columns`)."""
+    summaries = {SUMMARIES[k].column(stem): v for k, v in SOURCES.items()}
+    if rounds.empty or not set(summaries) <= set(rounds):
+        return pd.DataFrame(columns=["sweep", "trial", "party_round", *SOURCES.values()])
+    own_split = [f.column(stem) for f in (*OWN_SPLIT_SOURCES.values(), *FAIRNESS_SOURCES.values())]
+    columns = [*summaries, *(c for c in own_split if c in rounds)]
     scored = rounds[["sweep", "trial", "round", *columns]].copy()
     for column in columns:
         scored[column] = pd.to_numeric(scored[column], errors="coerce")
-    scored = scored[scored["party_acc_mean"].notna()]
+    scored = scored[scored[next(iter(summaries))].notna()]
     last = scored.sort_values("round").groupby(["sweep", "trial"], sort=False).tail(1)
-    return last.rename(columns={"round": "party_round"}).reset_index(drop=True)
+    last = last.rename(columns={"round": "party_round", **summaries})
+    return last.reset_index(drop=True)
 
 
 def party_metric_column(metric: Metric, parties: pd.DataFrame | None = None) -> str:
     """parties.csv's per-party column of ``metric``: the own-test-split
-    ``party_test_<metric>`` where ``parties`` has it (a score task's SRCC ...), else the
-    task's per-party metric ``party_<metric>`` (``party_acc``, ``party_bin_acc``)."""
-    own_test = f"party_test_{metric.stem}"
-    return own_test if parties is not None and own_test in parties else f"party_{metric.stem}"
+    ``party_test_<stem>`` where ``parties`` has it, else the scored value
+    ``party_<stem>`` (the declared families, :mod:`federated.contract.columns`)."""
+    own_test = PARTY_FILE_OWN_TEST.column(metric.stem)
+    if parties is not None and own_test in parties:
+        return own_test
+    return PARTY_FILE_SCORE.column(metric.stem)
 
 
 def final_party_metric_columns(parties: pd.DataFrame, metric: Metric) -> pd.DataFrame:
@@ -195,11 +218,11 @@ def per_party_table(
     parties: pd.DataFrame | None = None,
 ) -> Table | None:
     """Mean over parties and worst 10% of parties per ``rows`` (× ``columns``) cell, or
-    None when no trial has per-party scores.  ``metric``: accuracy reads the rows'
-    ``party_acc_*`` columns; a score metric reads ``parties`` (:func:`party_frame`)."""
-    if metric.stem == "acc":
-        final = final_party_columns(rounds)
-    else:
+    None when no trial has per-party scores.  ``metric``'s declared per-party summaries
+    in the rows where they hold them (:func:`final_party_columns`), else computed from
+    ``parties`` (:func:`party_frame`); the own-split block where some trial measured it."""
+    final = final_party_columns(rounds, metric.stem)
+    if final.empty:
         own = parties if parties is not None else pd.DataFrame()
         final = final_party_metric_columns(own, metric)
     if final.empty:
@@ -208,10 +231,10 @@ def per_party_table(
     if merged.empty:
         return None
     sources = dict(SOURCES)
-    if metric.stem == "acc":  # the own-split block where some trial measured it
-        sources.update(
-            {k: c for k, c in OWN_SPLIT_SOURCES.items() if c in merged and merged[c].notna().any()}
-        )
+    for label, family in OWN_SPLIT_SOURCES.items():
+        column = family.column(metric.stem)
+        if column in merged and merged[column].notna().any():
+            sources[label] = column
     long = pd.concat(
         [
             merged.assign(**{METRIC_COLUMN: label, "party_value": merged[src]})
@@ -233,6 +256,7 @@ def per_party_table(
         classes=classes,
         metric=metric,
         resolve_target=metric.target(DEFAULT_TARGET),
+        dp_words=False,
     )
     # ``long`` holds each trial once per metric: count the trials left out once each
     table.notes = [n for n in table.notes if not n.startswith(NOT_COUNTED_NOTE)]
@@ -243,7 +267,10 @@ def per_party_table(
         table.notes.append(
             f"{NOT_COUNTED_NOTE} {len(left_out)} trial(s) ({words}); listed in report.md."
         )
-    table.notes.append(party_accuracy_note(merged) if metric.chance else _score_note(metric))
+    table.notes.append(
+        party_accuracy_note(merged) if metric.chance else _score_note(metric, merged)
+    )
+    table.notes += outside_the_guarantee(merged)
     if which is not None:
         table.notes.append(which)
     warning = own_split_warning(parties, merged, table.data, metric)
@@ -269,7 +296,9 @@ def own_split_warning(
     """A warning, with its numbers, where the parties' own test splits are too small for
     the table's intervals to mean anything: the smallest and largest split (images) and
     what one image is worth of a party's value, the widest Δ interval where it is wider
-    than the metric's whole range, and the ``party_test_fraction`` that would let the
+    than the metric's whole range, and, for a metric its task declares a per-image
+    outcome (:attr:`~analysis.primary_metric.Metric.per_image_outcome`: accuracy, not
+    mIoU), what one image is worth and the ``party_test_fraction`` that would let the
     mean over parties tell ``target`` (display units; default the report's resolve
     target) at 95% — a binomial worst case (p = 1/2) with the variance of a difference
     counted twice.  None where the splits are not small (more than :data:`SMALL_SPLIT`
@@ -301,10 +330,15 @@ def own_split_warning(
         f"⚠ Own test splits too small to resolve much: each party's own test split holds "
         f"{small}–{large} images"
     ]
-    if metric.percent:
+    if metric.per_image_outcome:
         lines[0] += (
             f" (one image = {metric.scale / large:.1f}–{metric.scale / small:.1f} points of "
             "its value)"
+        )
+    else:
+        lines[0] += (
+            f" ({metric.name} is no share of images each right or wrong: its error is not "
+            "counted image by image here)"
         )
     if widest is not None:
         lines.append(
@@ -312,32 +346,41 @@ def own_split_warning(
             f"{metric.diff_unit}, is wider than the metric's whole range ({span:g})"
         )
     target = metric.target(DEFAULT_TARGET) if target is None else target
+    if metric.per_image_outcome:
+        lines += _images_needed(last, metric, target)
+    return "; ".join(lines) + "."
+
+
+def _images_needed(last: pd.DataFrame, metric: Metric, target: float) -> list[str]:
+    """The own test images telling ``target`` (display units) in the mean over parties
+    needs at 95%, and the ``party_test_fraction`` that holds them, for a per-image
+    outcome (``last``: parties.csv's rows of each trial's last round)."""
     n_parties = int(last.groupby(["sweep", "trial"])["party"].nunique().max())
     difference = target / metric.scale
-    if metric.percent and difference > 0 and n_parties > 0:
-        images = math.ceil(2 * Z95**2 * 0.25 / difference**2)
-        per_party = math.ceil(images / n_parties)
-        held = sum(
-            pd.to_numeric(last[c], errors="coerce").fillna(0)
-            for c in ("party_samples", "party_val_samples", "party_test_samples")
-            if c in last
+    if difference <= 0 or n_parties <= 0:
+        return []
+    images = math.ceil(2 * Z95**2 * 0.25 / difference**2)
+    per_party = math.ceil(images / n_parties)
+    held = sum(
+        pd.to_numeric(last[c], errors="coerce").fillna(0)
+        for c in ("party_samples", "party_val_samples", "party_test_samples")
+        if c in last
+    )
+    smallest = int(held[held > 0].min()) if (held > 0).any() else 0
+    if smallest:
+        fraction = per_party / smallest
+        needed = (
+            f"party_test_fraction ≥ {fraction:.2f} of the smallest party's {smallest} images"
+            if fraction < 1
+            else f"more than the smallest party's {smallest} images: no party_test_fraction can"
         )
-        smallest = int(held[held > 0].min()) if (held > 0).any() else 0
-        if smallest:
-            fraction = per_party / smallest
-            needed = (
-                f"party_test_fraction ≥ {fraction:.2f} of the smallest party's {smallest} images"
-                if fraction < 1
-                else f"more than the smallest party's {smallest} images: no party_test_fraction can"
-            )
-        else:
-            needed = "a larger party_test_fraction"
-        lines.append(
-            f"telling {metric.amount(target)} in the mean over {n_parties} parties at 95% "
-            f"needs about {images} own test images in all, {per_party} per party "
-            f"({needed}; binomial worst case p = 1/2, a difference's variance counted twice)"
-        )
-    return "; ".join(lines) + "."
+    else:
+        needed = "a larger party_test_fraction"
+    return [
+        f"telling {metric.amount(target)} in the mean over {n_parties} parties at 95% "
+        f"needs about {images} own test images in all, {per_party} per party "
+        f"({needed}; binomial worst case p = 1/2, a difference's variance counted twice)"
+    ]
 
 
 def fairness_table(
@@ -348,16 +391,18 @@ def fairness_table(
     columns: Sequence[str] = (),
     name: str,
     classes: Mapping[str, int] | None = None,
+    metric: Metric = ACCURACY,
 ) -> Table | None:
     """The fairness block over the parties' own local test splits
     (federated/evaluation/fairness.py) per ``rows`` (x ``columns``) cell at the final
     scored round: the mean over parties, the worst decile and the std over parties
-    (accuracy, %), mean ± std over seeds, no "best"; None when no trial recorded it."""
-    final = final_party_columns(rounds)
+    (``metric``'s units), mean ± std over seeds, no "best"; None when no trial recorded it."""
+    final = final_party_columns(rounds, metric.stem)
     merged = trials.merge(final, on=["sweep", "trial"], how="inner")
+    named = {label: family.column(metric.stem) for label, family in FAIRNESS_SOURCES.items()}
     sources = {
         label: c
-        for label, c in FAIRNESS_SOURCES.items()
+        for label, c in named.items()
         if c in merged and pd.to_numeric(merged[c], errors="coerce").notna().any()
     }
     if merged.empty or not sources:
@@ -371,43 +416,52 @@ def fairness_table(
         ],
         ignore_index=True,
     )
-    evaluated, which = evaluated_model_words(merged, rounds, rows, ACCURACY.stem)
+    evaluated, which = evaluated_model_words(merged, rounds, rows, metric.stem)
+    mean = OWN_TEST_MEAN.column(metric.stem)
+    worst = "highest" if not metric.higher_is_better else "lowest"
     table = accuracy_table(
         long,
         rows=list(rows),
         columns=[*columns, METRIC_COLUMN],
         value="party_value",
         name=name,
-        title=f"Fairness over the parties' own test splits: {evaluated}, accuracy (%)",
-        metric_text="final scored round's fairness block (party_test_acc_mean, _worst10, _std)",
+        title=(
+            f"Fairness over the parties' own test splits: {evaluated}, {metric.name}{metric.unit}"
+        ),
+        metric_text=f"final scored round's fairness block ({mean}, _worst10, _std)",
         best=None,
         classes=classes,
-        resolve_target=ACCURACY.target(DEFAULT_TARGET),
+        metric=metric,
+        resolve_target=metric.target(DEFAULT_TARGET),
+        dp_words=False,
     )
     table.notes = [n for n in table.notes if not n.startswith(NOT_COUNTED_NOTE)]
     table.notes.append(
-        "Each party's accuracy on its own local test split (party_test_fraction); worst 10% = "
-        "mean of the ceil(N/10) lowest parties; std = the spread over parties (population "
-        "std), lower is more even."
+        f"Each party's {metric.name} on its own local test split (party_test_fraction); "
+        f"worst 10% = mean of the ceil(N/10) {worst} parties{_worst_count(merged, worst)}; "
+        "std = the spread over parties (population std), lower is more even."
     )
     if which is not None:
         table.notes.append(which)
     return table
 
 
-def _score_note(metric: Metric) -> str:
-    """What a score task's per-party values were measured on."""
+def _score_note(metric: Metric, trials: pd.DataFrame) -> str:
+    """What a per-party metric without a class mix (a score, detection or segmentation
+    task's) was measured on, and how many parties its worst decile is."""
     worst = "highest" if not metric.higher_is_better else "lowest"
     return (
         f"Per-party {metric.name}: the model the title names on each party's "
         "own held-out local test split (party_test_fraction), its own images; worst 10% = "
-        f"mean of the ceil(N/10) parties with the {worst} {metric.name}."
+        f"mean of the ceil(N/10) parties with the {worst} {metric.name}"
+        f"{_worst_count(trials, worst)}."
     )
 
 
-def _worst_count(trials: pd.DataFrame) -> str:
+def _worst_count(trials: pd.DataFrame, worst: str = "lowest") -> str:
     """`` (here the 1 lowest of 10: one party)`` from the trials' ``n_parties``: how many
-    parties the worst decile is (report issue, defect 7: it may be one camera)."""
+    parties the worst decile is (``worst``: the metric's word, ``highest`` for an error),
+    for every task and table that names the worst decile."""
     if "n_parties" not in trials:  # a table of trials that do not say
         return ""
     counts = pd.to_numeric(trials["n_parties"], errors="coerce").dropna().astype(int)
@@ -416,7 +470,7 @@ def _worst_count(trials: pd.DataFrame) -> str:
     parts = []
     for n in sorted(set(counts)):
         k = math.ceil(n / 10)
-        parts.append(f"the {k} lowest of {n}" + (": one party" if k == 1 else ""))
+        parts.append(f"the {k} {worst} of {n}" + (": one party" if k == 1 else ""))
     return " (here " + "; ".join(parts) + ")"
 
 
@@ -465,6 +519,7 @@ def party_frame(results: Results, not_counted: list[str] | None = None) -> pd.Da
             rows = read_parties(
                 path,
                 trial.get("task"),
+                specs=_declared_metrics(trial),
                 # a trial still writing, or stopped mid-write, may end in a cut append
                 appending=trial["status"] in (RUNNING, INTERRUPTED),
                 problems=partial,
@@ -484,7 +539,7 @@ def party_frame(results: Results, not_counted: list[str] | None = None) -> pd.Da
         labels = {k: trial[k] for k in named}
         frames.append(pd.DataFrame(rows).assign(**labels))
     if not frames:
-        return pd.DataFrame(columns=["sweep", "trial", "round", "party", "party_acc"])
+        return pd.DataFrame(columns=["sweep", "trial", "round", "party"])
     return pd.concat(frames, ignore_index=True)
 
 
@@ -520,10 +575,10 @@ def party_distribution_figure(
     if "status" not in parties:  # no trial wrote a parties.csv (party_frame's empty frame)
         return None
     done = parties[parties["status"] == COMPLETED]
-    if metric.stem != "acc":  # scored rounds only (a validated round holds NaN there)
-        if column not in done:
-            return None
-        done = done[pd.to_numeric(done[column], errors="coerce").notna()]
+    if column not in done:
+        return None
+    # scored rounds only (a validated round holds NaN there)
+    done = done[pd.to_numeric(done[column], errors="coerce").notna()]
     if done.empty:
         return None
     last = done.groupby(["sweep", "trial"])["round"].transform("max")
@@ -531,7 +586,8 @@ def party_distribution_figure(
     order = key_order(final, keys)
     final["cell"] = [row_label(keys, tuple(v)) for v in final[list(keys)].itertuples(index=False)]
     labels = [row_label(keys, k) for k in order]
-    y = metric.axis_label
+    # the values are each party's own split's or class mix's, never the pooled test set's
+    y = f"per-party {metric.value_label}"
     final[y] = metric.units(pd.to_numeric(final[column], errors="coerce").astype(float))
     fig, ax = plt.subplots(figsize=(max(4.4, 1.3 * len(labels) + 1.5), 3.6))
     sns.boxplot(final, x="cell", y=y, order=labels, color="0.85", ax=ax, showfliers=False)
@@ -552,3 +608,22 @@ def party_distribution_figure(
         ax.set_title(title, fontsize=10)
     fig.subplots_adjust(bottom=0.18, left=0.13, right=0.97, top=0.88)
     return fig
+
+
+def _declared_metrics(trial: pd.Series) -> tuple:
+    """The metrics of ``trial``'s task as its sweep declared them (None: none declared)."""
+    task = trial.get(TASK_SPEC)
+    return task.metrics if hasattr(task, "metrics") else ()
+
+
+def outside_the_guarantee(trials: pd.DataFrame) -> list[str]:
+    """The note a per-party table of DP trials carries instead of an ε: a party's score
+    is outside the client-level guarantee (nothing about its evaluation is noised)."""
+    epsilon = pd.to_numeric(trials.get(EPSILON), errors="coerce") if EPSILON in trials else None
+    if epsilon is None or epsilon.dropna().empty:
+        return []
+    return [
+        "Differential privacy: these per-party scores are outside the client-level (ε, δ) "
+        "guarantee, which covers the updates the parties send, not the evaluation of each "
+        "party; the run's ε is in the comparison table's caption."
+    ]

@@ -427,8 +427,9 @@ def generic_tables(
     group: StudyGroup, options: TableOptions, spec: Mapping[str, Any]
 ) -> list[Table]:
     """Any study: accuracy for every combination of its axes (the last axis as columns
-    when there are two or more); with ``algorithm`` an axis and the baseline among its
-    values, also rounds to reach the baseline's final accuracy (federated methods)."""
+    when there are two or more); where the methods vary (an ``algorithm`` axis, or a
+    joint axis naming them) and the baseline is among them, also rounds to reach the
+    baseline's final value (federated methods), else a note saying why not."""
     axes = [a for a in group.axes if a in group.trials] or ["point"]
     rows, across = (axes[:-1], axes[-1:]) if len(axes) > 1 else (axes, [])
     study = group.study or "runs"
@@ -439,33 +440,66 @@ def generic_tables(
             rows=rows,
             **_claims(group, options, rows),
             columns=_columns(group, *across),
-            name=_name(f"{study}_accuracy", group),
+            # named by what it holds: mu_by_beta_accuracy, seg_study_miou
+            name=_name(f"{study}_{(options.metric or primary_of(group)).file_word}", group),
             title=_title(group, head, options),
         )
     ]
-    trials = group.trials
-    if "algorithm" in axes and options.baseline in set(trials["algorithm"]):
-        others = [a for a in axes if a != "algorithm"]
-        tables.append(
-            communication_table(
-                group.rounds,
-                trials[trials["algorithm"] != "solo"],  # SOLO never communicates
-                row="algorithm",
-                columns=_columns(group, *others),
-                baseline=options.baseline,
-                target=options.target,
-                classes=_classes(group),
-                metric=options.metric or primary_of(group),
-                name=_name(f"{study}_communication", group),
-                title=_title(
-                    group,
-                    f"{study} — rounds to reach {method_name(options.baseline)}'s "
-                    f"{_final_words(options, group)}, and speed-up",
-                    None,
-                ),
-            )
-        )
+    method_axes = [a for a in axes if a == "algorithm" or names_the_method(group.trials, a)]
+    varied = "algorithm" in group.trials and group.trials["algorithm"].nunique() > 1
+    if method_axes and (varied or "algorithm" in axes):
+        tables[0].notes += _communication_or_why(group, options, axes, method_axes[0], tables)
     return tables
+
+
+def _communication_or_why(
+    group: StudyGroup,
+    options: TableOptions,
+    axes: list[str],
+    method_axis: str,
+    tables: list[Table],
+) -> list[str]:
+    """A study whose methods vary, on an ``algorithm`` axis or a joint axis that names
+    them (FedAvg, FedAvg+FT, FedPer ...), gets the rounds-to-target table (appended to
+    ``tables``); where it cannot, the note saying why (for the first table)."""
+    trials, study = group.trials, group.study or "runs"
+    if options.baseline not in set(trials["algorithm"]):
+        return [
+            f"No rounds-to-target table: the baseline {method_name(options.baseline)} "
+            "(--baseline) is not among this study's methods."
+        ]
+    others = [a for a in axes if a != method_axis]
+    tables.append(
+        communication_table(
+            group.rounds,
+            trials[trials["algorithm"] != "solo"],  # SOLO never communicates
+            row="algorithm",
+            columns=_columns(group, *others),
+            baseline=options.baseline,
+            target=options.target,
+            classes=_classes(group),
+            metric=options.metric or primary_of(group),
+            name=_name(f"{study}_communication", group),
+            title=_title(
+                group,
+                f"{study} — rounds to reach {method_name(options.baseline)}'s "
+                f"{_final_words(options, group)}, and speed-up",
+                None,
+            ),
+        )
+    )
+    return []
+
+
+def names_the_method(trials: pd.DataFrame, axis: str) -> bool:
+    """True where ``axis`` is the method under another name: a joint axis (``method``:
+    FedAvg, FedPer, FedAvg+FT ...) whose labels match the trials' methods one to one
+    (FedAvg+FT's ``algorithm`` already reads ``fedavg+ft1``): as a column it would give
+    each method a column block of its own, a diagonal table with no Δ."""
+    if "algorithm" not in trials or axis not in trials:
+        return False
+    pairs = trials[["algorithm", axis]].astype(str).drop_duplicates()
+    return len(pairs) == trials["algorithm"].nunique() == trials[axis].astype(str).nunique()
 
 
 SHAPES: dict[str, Callable[[StudyGroup, TableOptions, Mapping[str, Any]], list[Table]]] = {
@@ -502,7 +536,8 @@ def study_tables(group: StudyGroup, options: TableOptions | None = None) -> list
         chosen = dataclasses.replace(chosen, statistic=statistic)
         built = SHAPES.get(spec["kind"], generic_tables)(reported, chosen, spec)
         if metric is not metrics[0]:
-            for table in built:  # the pair's other metric: its own files
-                table.name = f"{table.name}_{metric.stem}"
+            for table in built:  # the pair's other metric: its own files, named once
+                if f"_{metric.file_word}" not in table.name:
+                    table.name = f"{table.name}_{metric.stem}"
         tables += built
     return tables

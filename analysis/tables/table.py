@@ -61,10 +61,9 @@ from analysis.stats.trial_statistic import CLIMB_WINDOW
 from analysis.tables.communication import (
     communication_frame,
     format_speedup,
-    sparsely_scored,
     summarise_communication,
 )
-from analysis.tables.privacy import privacy_words
+from analysis.tables.privacy import epsilon_text, privacy_words
 
 PARTY_MARK = "†"
 METRICS = {
@@ -621,6 +620,7 @@ def accuracy_table(
     classes: Mapping[str, int] | None = None,
     resolve_target: float = DEFAULT_TARGET,
     metric: Metric = ACCURACY,
+    dp_words: bool = True,
 ) -> Table:
     """Mean ± std over seeds of ``value`` for every (rows, columns) combination, each
     cell's Δ to the baseline, and bold where the seeds resolve the best.
@@ -632,6 +632,8 @@ def accuracy_table(
     ``metric_text`` names ``value`` in the notes (default: :data:`METRICS`).
     ``resolve_target``: the difference (accuracy points, or ``metric``'s units) the
     seed plan is made for.  ``metric``: what ``value`` is (its direction and units).
+    ``dp_words``: state the DP trials' (ε, δ) (:mod:`analysis.tables.privacy`); False for
+    values outside the guarantee (per-party scores).
     """
     by = [*rows, *columns]
     party_std = _party_std(trials, value)
@@ -653,17 +655,36 @@ def accuracy_table(
     notes = _seed_note(stats, statuses, value, metric_text) + _exclusion_note(trials, statuses)
     title, notes = _with_claims(title, notes, grid, resolve_target)
     data = grid.data
-    dp_tail, dp_notes, per_cell = privacy_words(trials, by, statuses)
+    display = grid.display
+    dp_tail, dp_notes, per_cell = (
+        privacy_words(trials, by, statuses) if dp_words else ("", [], None)
+    )
     if dp_tail:
         title, notes = f"{title} — {dp_tail}", [*notes, *dp_notes]
         keys = [k for k in by if k in per_cell and k in data]
         if keys and not data.empty:
             data = data.merge(per_cell[[*keys, "dp_epsilon"]], on=keys, how="left")
+            if "ε per cell" in dp_tail:
+                display = _with_epsilon(display, data)
     title += precision_words(trials)
     header = " · ".join(parameter_name(k) for k in rows)
-    return Table(
-        name, title, grid.display, grid.bold, data, header, notes, _resolvable(grid), metric
-    )
+    return Table(name, title, display, grid.bold, data, header, notes, _resolvable(grid), metric)
+
+
+def _with_epsilon(display: pd.DataFrame, data: pd.DataFrame) -> pd.DataFrame:
+    """``display`` with each counted cell's ε (``data``'s ``dp_epsilon``, by its
+    ``row`` and ``column`` names) after its value: a table whose cells spent different
+    budgets says each one's where it is read, not only in its CSV."""
+    shown = display.copy()
+    columns = [" / ".join(c) if isinstance(c, tuple) else str(c) for c in shown.columns]
+    rows = [str(r) for r in shown.index]
+    for _, cell in data.iterrows():
+        epsilon = pd.to_numeric(cell.get("dp_epsilon"), errors="coerce")
+        if pd.isna(epsilon) or str(cell["row"]) not in rows or str(cell["column"]) not in columns:
+            continue
+        ri, ci = rows.index(str(cell["row"])), columns.index(str(cell["column"]))
+        shown.iat[ri, ci] = f"{shown.iat[ri, ci]} · {epsilon_text(float(epsilon))}"
+    return shown
 
 
 def best_of_table(
@@ -784,7 +805,7 @@ def communication_table(
     bold = no_bold(display)
     data = _communication_data(per_seed, row, columns, unlearned)
     notes = _communication_notes(per_seed, base_name, target, unlearned, metric)
-    notes += _gaps_note(sparsely_scored(rounds, trials, metric), row, baseline, baseline_column)
+    notes += _gaps_note(per_seed, trials, row)
     notes += _exclusion_note(trials, (COMPLETED,))
     return Table(name, title, display, bold, data, parameter_name(row), notes)
 
@@ -856,7 +877,8 @@ def _speedup_text(s: pd.Series) -> str:
         reached = s.get("speedup_reached")
         return f"{bound}{format_speedup(reached)} in {s['n_reached']}/{s['n']} seeds"
     if s["n_reached"] == 0:
-        return format_speedup(None)
+        missed = s.get("baseline_missed", 0)
+        return "none (baseline not reached)" if missed == s["n"] else format_speedup(None)
     speed = bound + format_speedup(s["speedup"])
     if s["n_reached"] == s["n"] and s["speedup_std"] > 0:  # (NaN > 0 is False)
         speed += f" ± {s['speedup_std']:.1f}"
@@ -879,19 +901,21 @@ def _communication_data(
     return data
 
 
-def _gaps_note(gapped: pd.DataFrame, row: str, baseline: str, baseline_column: str) -> list[str]:
-    """The note on the rows whose test values have gaps: counted, as bounds."""
-    gapped = gapped[gapped[baseline_column] != baseline]
-    if gapped.empty:
+def _gaps_note(per_seed: pd.DataFrame, trials: pd.DataFrame, row: str) -> list[str]:
+    """The note on the rows whose #rounds is a bound (test values with gaps, and the
+    target reached at a scored round): named only where a cell shows the bound."""
+    bounded = per_seed[per_seed["at_most"].astype(bool)] if "at_most" in per_seed else per_seed
+    if bounded.empty:
         return []
-    names = ", ".join(value_label(row, v) for (v,) in key_order(gapped, [row]))
-    every = sorted({int(k) for k in gapped.get("personal_test_every", pd.Series()).dropna()})
+    shown = trials[trials[row].isin(set(bounded[row]))]
+    names = ", ".join(value_label(row, v) for (v,) in key_order(shown, [row]))
+    every = sorted({int(k) for k in shown.get("personal_test_every", pd.Series()).dropna()})
     period = f" (personal_test_every = {', '.join(map(str, every))})" if every else ""
     return [
         f"≤ / ≥: {names} — its own models were scored on the test set every few "
         f"rounds{period}, not every round: #rounds is its first scored round that reached "
-        "the target, so it reached it at most then, and its speed-up is at least the one "
-        "given."
+        "the target, so it reached it at most then, and its speed-up over a baseline "
+        "scored every round is at least the one given."
     ]
 
 
@@ -910,13 +934,15 @@ def _communication_notes(
         if target == "per-seed"
         else f"the baseline's mean {final} over seeds"
     )
-    reach = "test accuracy ≥" if metric == ACCURACY else f"{metric.noun} {_reach_sign(metric)}"
+    reach = f"{metric.noun} {_reach_sign(metric)}"
     notes = [
         f"Baseline {base_name}: target = {target_words}; "
-        f"#rounds = first round with {reach} target (mean ± std over seeds); the "
-        "baseline's own #rounds are the rounds it ran.",
-        "Speed-up = baseline rounds / method rounds (± the std of the per-seed speed-ups, "
-        "where they differ); "
+        f"#rounds = first round with {reach} target (mean ± std over seeds), one rule for "
+        f"every row, {base_name}'s included (it reaches its own final value at its last "
+        "round at the latest); a row that never reaches it within the rounds it ran is "
+        "censored there: not reached, never a number.",
+        "Speed-up = baseline rounds / method rounds, only for seeds where both reached "
+        "the target (± the std of the per-seed speed-ups, where they differ); "
         f"{format_speedup(None)} = not reached within the rounds run in any seed, as in "
         "the paper; where only some seeds reached it, the cell gives those seeds' rounds "
         "and speed-up and says in how many of the seeds.",

@@ -317,7 +317,9 @@ class RunConfig:
     holdout_fraction: float | None = field(
         default=None,
         metadata=_help(
-            "folder and hf: datasets without a test split: fraction of each class held out to test"
+            "folder and hf: datasets without a test split: fraction of the training images "
+            "held out to test, the same share of each of the task's hold-out groups (a "
+            "classification's classes; one group where images have no class)"
         ),
     )
     image_column: str | None = field(
@@ -335,9 +337,10 @@ class RunConfig:
     partition_by: str | None = field(
         default=None,
         metadata=_help(
-            "hf: datasets and folders whose natural parties are an image field, under "
-            "partition=natural: the column or field whose values are the parties (e.g. "
-            "writer_id, Street's device1_id or device2_id); parties under 10 images are left out"
+            "under partition=natural: the column of an hf: dataset, or the field of an image "
+            "folder's parties file, whose values are the parties (e.g. writer_id, Street's "
+            "device1_id, a segmentation folder's site); parties under 10 training images "
+            "are left out"
         ),
     )
     # --- the evaluation protocol (federated/evaluation/holdout.py and validation.py):
@@ -375,8 +378,8 @@ class RunConfig:
     task: str | None = field(
         default=None,
         metadata=_help(
-            f"{', '.join(TASK_PATHS)} or package.module:Class; default: what the dataset "
-            "is (a task on other targets is refused)"
+            f"a built-in task kind ({', '.join(TASK_PATHS)}) or package.module:Class; "
+            "default: what the dataset is (a task on other targets is refused)"
         ),
     )
     primary_metric: str | None = field(

@@ -90,40 +90,47 @@ OWN_TEST_MEAN = ColumnFamily(
 )
 #: the per-party values' columns (``party_{stem}/<party>``): one per party, not a summary
 PER_PARTY = ColumnFamily("party_{stem}/<party>", TEST, OWN, PERSONAL_ROUNDS, "one party's value")
+#: the per-party outcomes' mean and worst decile (what the report's per-party table reads)
+PARTY_MEAN = ColumnFamily(
+    "party_{stem}_mean", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "mean over parties"
+)
+PARTY_WORST = ColumnFamily(
+    "party_{stem}_worst10",
+    CLASS_MIX,
+    FINE_TUNED,
+    SCORED_ROUNDS,
+    "mean of the worst ceil(N/10) parties",
+)
+#: the own test splits' fairness block (federated/evaluation/fairness.py)
+OWN_TEST_WEIGHTED = ColumnFamily(
+    "party_test_{stem}", OWN_TEST, FINE_TUNED, SCORED_ROUNDS, "size-weighted mean"
+)
+OWN_TEST_WORST = ColumnFamily(
+    "party_test_{stem}_worst10",
+    OWN_TEST,
+    FINE_TUNED,
+    SCORED_ROUNDS,
+    "mean of the worst ceil(N/10) parties",
+)
+OWN_TEST_STD = ColumnFamily(
+    "party_test_{stem}_std", OWN_TEST, FINE_TUNED, SCORED_ROUNDS, "std over parties (ddof 0)"
+)
 
 RUN_COLUMNS: tuple[ColumnFamily, ...] = (
     TEST_VALUE,
     ColumnFamily("test_{stem}_std", TEST, OWN, PERSONAL_ROUNDS, "std over parties (ddof 0)"),
     PER_PARTY,
     ColumnFamily("val_{stem}", VALIDATION, FINE_TUNED, VALIDATED_ROUNDS, metrics_only=False),
-    ColumnFamily("party_{stem}_mean", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "mean over parties"),
+    PARTY_MEAN,
     ColumnFamily(
         "party_{stem}_std", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "std over parties (ddof 0)"
     ),
     ColumnFamily("party_{stem}_min", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "the worst party"),
-    ColumnFamily(
-        "party_{stem}_worst10",
-        CLASS_MIX,
-        FINE_TUNED,
-        SCORED_ROUNDS,
-        "mean of the worst ceil(N/10) parties",
-    ),
-    ColumnFamily("party_test_{stem}", OWN_TEST, FINE_TUNED, SCORED_ROUNDS, "size-weighted mean"),
+    PARTY_WORST,
+    OWN_TEST_WEIGHTED,
     OWN_TEST_MEAN,
-    ColumnFamily(
-        "party_test_{stem}_worst10",
-        OWN_TEST,
-        FINE_TUNED,
-        SCORED_ROUNDS,
-        "mean of the worst ceil(N/10) parties",
-    ),
-    ColumnFamily(
-        "party_test_{stem}_std",
-        OWN_TEST,
-        FINE_TUNED,
-        SCORED_ROUNDS,
-        "std over parties (ddof 0)",
-    ),
+    OWN_TEST_WORST,
+    OWN_TEST_STD,
     ColumnFamily(
         "party_val_{stem}", OWN_VALIDATION, FINE_TUNED, VALIDATED_ROUNDS, "size-weighted mean"
     ),
@@ -145,6 +152,27 @@ RUN_COLUMNS: tuple[ColumnFamily, ...] = (
         "std over parties (ddof 0)",
     ),
 )
+#: ``parties.csv``'s metric columns (one row per party and scored round,
+#: federated/engine/run_files.py): the per-party metric on the split per-party outcomes
+#: are scored on, every metric on each party's own validation split, every metric on
+#: each party's own test split (the per-party metric too: ``party_test_miou`` beside
+#: ``party_test_dice``, one name per split); the report reads them by the same families
+PARTY_FILE_SCORE = ColumnFamily(
+    "party_{stem}", CLASS_MIX, FINE_TUNED, SCORED_ROUNDS, "one party's value"
+)
+PARTY_FILE_VALIDATION = ColumnFamily(
+    "party_val_{stem}",
+    OWN_VALIDATION,
+    FINE_TUNED,
+    VALIDATED_ROUNDS,
+    "one party's value",
+    metrics_only=False,
+)
+PARTY_FILE_OWN_TEST = ColumnFamily(
+    "party_test_{stem}", OWN_TEST, FINE_TUNED, SCORED_ROUNDS, "one party's value"
+)
+
+
 #: the fields of one declared column, in ``data/columns.csv``'s order
 COLUMN_FIELDS = (
     "column",

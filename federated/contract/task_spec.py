@@ -9,7 +9,7 @@ is, and a user's task reads right with none of its code imported.
 A folder written before the manifest recorded a spec says only its task's name (the
 rows' ``task``) and, later ones, its metrics (``metric_specs``):
 :func:`spec_of_manifest` reads what the folder carries, the built-in tasks' specs
-(:mod:`federated.contract.builtin_tasks`) standing for what their names meant then.
+(:mod:`federated.tasks.written_before`) standing for what their names meant then.
 """
 
 from __future__ import annotations
@@ -43,6 +43,11 @@ class TaskSpec:
         counted: what a partition's per-class counts count: ``images`` (one class per
             image), ``boxes`` (a detection's objects), ``pixels`` (a mask's); empty: the
             task has no classes (a partition has image counts per party only).
+        per_image_outcomes: the stems whose value is the share of images with a right
+            outcome, one Bernoulli trial per image (top-1 accuracy, a binary accuracy):
+            the only metrics whose sampling error the report works out image by image
+            (what one image is worth, the images a difference needs); a pooled or
+            pixel metric (mAP, mIoU, pixel accuracy) is none.
     """
 
     name: str
@@ -52,6 +57,7 @@ class TaskSpec:
     nothing_learned: float | None = None
     reading_note: str = ""
     counted: str = IMAGES
+    per_image_outcomes: tuple[str, ...] = ()
 
     @classmethod
     def plain(cls, name: str, metrics: tuple[MetricSpec, ...], has_classes: bool) -> TaskSpec:
@@ -68,6 +74,7 @@ class TaskSpec:
             self.nothing_learned,
             self.reading_note,
             self.counted,
+            self.per_image_outcomes,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,6 +87,7 @@ class TaskSpec:
             "nothing_learned": self.nothing_learned,
             "reading_note": self.reading_note,
             "counted": self.counted,
+            "per_image_outcomes": list(self.per_image_outcomes),
         }
 
     @classmethod
@@ -96,6 +104,7 @@ class TaskSpec:
                 None if nothing is None else float(nothing),
                 str(values.get("reading_note") or ""),
                 str(values.get("counted", IMAGES) or ""),
+                tuple(str(s) for s in values.get("per_image_outcomes") or ()),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"task_spec is not a task's declaration ({err!r:.80})") from None

@@ -51,6 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from federated.contract.columns import PARTY_FILE_OWN_TEST, PARTY_FILE_SCORE, PARTY_FILE_VALIDATION
 from federated.contract.metrics import LOSS
 from federated.contract.results import PARTIES
 from federated.evaluation.representations import FOLDER, save_representations
@@ -66,12 +67,13 @@ def party_columns(run: Any) -> tuple[str, ...]:
     # the task's per-party metric (classification's acc) and its others (a score
     # task's mae, rmse, srcc, plcc)
     stem, extra = run.evaluation.spread_stem, run.evaluation.extra_stems
-    columns: tuple[str, ...] = ("round", "party", f"party_{stem}", "party_samples")
+    columns: tuple[str, ...] = ("round", "party", PARTY_FILE_SCORE.column(stem), "party_samples")
     if run.validator is not None and run.config.val_split == "party":
-        columns += (f"party_val_{stem}", f"party_val_{LOSS}", "party_val_samples")
-        columns += tuple(f"party_val_{m}" for m in extra)
+        validation = PARTY_FILE_VALIDATION.column
+        columns += (validation(stem), validation(LOSS), "party_val_samples")
+        columns += tuple(validation(m) for m in extra)
     if run.local_tester is not None:
-        columns += LOCAL_TEST_COLUMNS + tuple(f"party_test_{m}" for m in extra)
+        columns += LOCAL_TEST_COLUMNS + tuple(PARTY_FILE_OWN_TEST.column(m) for m in (stem, *extra))
     # the round's hooks' own (record-level DP: each party's epsilon, party_dp_epsilon)
     return columns + tuple(run.hooks.party_values())
 
@@ -207,20 +209,22 @@ def party_rows(run: Any, round_number: int, scored: bool, validated: bool) -> li
         row = {
             "round": round_number,
             "party": party,
-            f"party_{stem}": float(run.party_scorer.last[party]) if scored else NAN,
+            PARTY_FILE_SCORE.column(stem): float(run.party_scorer.last[party]) if scored else NAN,
             "party_samples": run.party_sizes[party],
         }
         if "party_val_samples" in columns:
             scores = run.last_validation[1] if validated else None
             for m in (stem, LOSS, *extra):
                 values = scores.party_values.get(m) if scores else None
-                row[f"party_val_{m}"] = float(values[party]) if values is not None else NAN
+                value = float(values[party]) if values is not None else NAN
+                row[PARTY_FILE_VALIDATION.column(m)] = value
             row["party_val_samples"] = run.validator.split.sizes[party]
         if "party_test_samples" in columns:
             row["party_test_samples"] = run.local_tester.split.sizes[party]
-            for m in extra:
+            for m in (stem, *extra):
                 values = run.local_test_metrics.get(m) if scored else None
-                row[f"party_test_{m}"] = float(values[party]) if values is not None else NAN
+                value = float(values[party]) if values is not None else NAN
+                row[PARTY_FILE_OWN_TEST.column(m)] = value
         row.update({name: values[party] for name, values in hooked.items()})
         rows.append(row)
     return rows

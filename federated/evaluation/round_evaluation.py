@@ -148,8 +148,8 @@ class RoundEvaluation:
         self._own_test: np.ndarray | None = None
         #: the latest validation: (1-based round, its scores)
         self.last_validation: tuple[int, Scores] | None = None
-        #: per-party metrics beyond accuracy and loss on the parties' own test splits,
-        #: (N,) each, from the latest scored round (parties.csv's party_test_<metric>)
+        #: every metric but the loss on the parties' own test splits, (N,) each, from
+        #: the latest scored round (parties.csv's party_test_<metric>)
         self.local_test_metrics: dict[str, np.ndarray] = {}
         #: what per-party outcomes and personal models' spread report (``party_acc_*``,
         #: ``test_acc_std``, ``party_acc/i``; a score task's ``party_bin_acc_*`` ...)
@@ -318,7 +318,9 @@ class RoundEvaluation:
             own = self.local_tester.score(model, self.augmenter, self.batch_size)
             self.party_scorer.use_own_scores(round_number, own.party_values[self.spread_stem])
             self._own_test = np.asarray(own.party_values[self.spread_stem], dtype=np.float64)
-            self.local_test_metrics = {k: own.party_values[k] for k in self.extra_stems}
+            self.local_test_metrics = {
+                k: own.party_values[k] for k in (self.spread_stem, *self.extra_stems)
+            }
 
     def _party_by_party(
         self,
@@ -417,7 +419,8 @@ class RoundEvaluation:
         if self._own_test is None:
             self._own_test = np.full(len(self.local_tester.split.sizes), NAN)
         self._own_test[party] = value
-        for k in self.extra_stems:
+        # every metric, the per-party one too (parties.csv's party_test_<stem>)
+        for k in (self.spread_stem, *self.extra_stems):
             values = self.local_test_metrics.setdefault(k, np.full(len(own.party_values[k]), NAN))
             values[party] = own.party_values[k][party]
 

@@ -15,4 +15,5 @@ SPEC = TaskSpec(
     (ACCURACY,),
     final_words="final accuracy",  # the paper's words
     counted=IMAGES,
+    per_image_outcomes=("acc",),  # right or wrong, one image at a time
 )

@@ -37,6 +37,7 @@ SPEC = TaskSpec(
         'are in the metric\'s units (docs/reports.md, "Score tasks: the primary metric").'
     ),
     counted="",  # a score per image: no classes to count
+    per_image_outcomes=("bin_acc",),  # each image on the right side of the threshold or not
 )
 #: stems that score runs written before ``bin_acc`` had its own name recorded: old -> today
 OLD_STEMS = {"acc": BINARY_ACCURACY}
