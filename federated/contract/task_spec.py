@@ -9,7 +9,7 @@ is, and a user's task reads right with none of its code imported.
 A folder written before the manifest recorded a spec says only its task's name (the
 rows' ``task``) and, later ones, its metrics (``metric_specs``):
 :func:`spec_of_manifest` reads what the folder carries, the built-in tasks' specs
-(:mod:`federated.contract.builtin_tasks`) standing for what their names meant then.
+(:mod:`federated.tasks.written_before`) standing for what their names meant then.
 """
 
 from __future__ import annotations
