@@ -56,7 +56,7 @@ nor Ray), so this schema cannot drift from what runs write.
 Older score trials recorded their binary accuracy as ``acc`` (``test_acc``,
 ``party_acc_mean``, parties.csv's ``party_acc`` ..., ``primary_metric = "acc"``): the
 readers give them under today's name (``bin_acc``,
-:func:`federated.contract.metrics.current_column`) when the trial's ``params.json``
+:func:`federated.tasks.written_before.current_column`) when the trial's ``params.json``
 says its task is ``score``, so the rest of the analysis sees one name per metric.
 """
 

@@ -21,6 +21,7 @@ times) keys the decoded-tensor cache.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from dataclasses import dataclass
@@ -53,9 +54,7 @@ DETECTION_LAYOUTS = (
     f"{COCO_TRAIN} [+ {COCO_TEST}] + images/, or {STREET_TRAIN} [+ {STREET_TEST}] + Images/"
 )
 
-MEMORY_ENTRIES = 4
-_scans: dict[tuple[str, str], DetectionLayout] = {}  # (root, fingerprint) -> checked layout
-_reads: dict[tuple, tuple] = {}  # the annotation files' stats -> what they say (this process)
+MEMORY_ENTRIES = 4  # checked layouts kept per process: a few folders (versions)
 
 
 @dataclass(frozen=True)
@@ -96,39 +95,47 @@ def scan_detection(root: str | os.PathLike) -> DetectionLayout:
     whose files are unchanged since an earlier one in this process is that one's result."""
     root = Path(root)
     try:
-        fmt, files, test_file, class_names, train, test = _read_once(root)
-        fingerprint = _fingerprint(root, fmt, files, class_names, train, test)
-        if (str(root), fingerprint) not in _scans:
-            sizes = _checked_sizes((*train, *test))
-            while len(_scans) >= MEMORY_ENTRIES:  # a few folders (versions) per process
-                _scans.pop(next(iter(_scans)))
-            _scans[(str(root), fingerprint)] = DetectionLayout(
-                root,
-                fmt,
-                files,
-                test_file,
-                class_names,
-                tuple(train),
-                tuple(test),
-                sizes,
-                fingerprint,
-            )
+        fmt, files, _, class_names, train, test = _read_once(root)
+        return _checked_layout(str(root), _fingerprint(root, fmt, files, class_names, train, test))
     except OSError as err:
         where = err.filename if err.filename is not None else root
         raise DetectionDataError(f"{where}: {err.strerror or type(err).__name__}") from None
-    return _scans[(str(root), fingerprint)]
+
+
+@functools.lru_cache(maxsize=MEMORY_ENTRIES)
+def _checked_layout(root: str, fingerprint: str) -> DetectionLayout:
+    """The layout of folder ``root`` in the version ``fingerprint`` names, its image
+    sizes checked from the headers (once per version in this process)."""
+    fmt, files, test_file, class_names, train, test = _read_once(Path(root))
+    sizes = _checked_sizes((*train, *test))
+    return DetectionLayout(
+        Path(root),
+        fmt,
+        files,
+        test_file,
+        class_names,
+        tuple(train),
+        tuple(test),
+        sizes,
+        fingerprint,
+    )
 
 
 def _read_once(root: Path):
     """:func:`_read`, once per version of the annotation files (a config is resolved
     several times per trial); the images they list are statted again by the fingerprint."""
     names = (COCO_TRAIN, COCO_TEST, STREET_TRAIN, STREET_TEST, STREET_CLASSES_FILE)
-    stats = [(name, st.st_size, st.st_mtime_ns) for name in names if (st := _stat(root / name))]
-    key = (str(root), *stats)
-    if key not in _reads:
-        _reads.clear()  # one folder's reading at a time: they hold every box
-        _reads[key] = _read(root)
-    return _reads[key]
+    stats = tuple(
+        (name, st.st_size, st.st_mtime_ns) for name in names if (st := _stat(root / name))
+    )
+    return _read_version(str(root), stats)
+
+
+@functools.lru_cache(maxsize=1)  # one folder's reading at a time: they hold every box
+def _read_version(root: str, stats: tuple[tuple[str, int, int], ...]):
+    """What folder ``root``'s annotation files say, in the version their ``stats``
+    (name, bytes, mtime) name."""
+    return _read(Path(root))
 
 
 def _stat(path: Path) -> os.stat_result | None:
