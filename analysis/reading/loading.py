@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.folder_task import TASK_SPEC, sweep_task, trial_task
+from analysis.folder_task import TASK_SPEC, current_name, sweep_task, trial_task
 from analysis.primary_metric import PrimaryMetricError, trial_metric
 from analysis.reading.trial_files import (
     DamagedFileError,
@@ -64,7 +64,6 @@ from analysis.reading.trial_files import (
     read_partitions,
     read_result_rows,
 )
-from federated.contract.metrics import current_column
 from federated.contract.results import (
     COMPLETED,
     DAMAGED,
@@ -312,12 +311,12 @@ def _current_selection_names(manifest: dict[str, Any], trials: list[dict[str, An
     the task read from the manifest or its trials' params.json."""
     task = manifest.get("task") or next((t.get("task") for t in trials if t.get("task")), None)
     if isinstance(manifest.get("metric"), str):
-        manifest["metric"] = current_column(manifest["metric"], task)
+        manifest["metric"] = current_name(manifest["metric"], task)
     if isinstance(manifest.get("selection"), dict):
         selection = manifest["selection"]
-        manifest["selection"] = {current_column(k, task): v for k, v in selection.items()}
+        manifest["selection"] = {current_name(k, task): v for k, v in selection.items()}
         if isinstance(selection.get("metric"), str):
-            manifest["selection"]["metric"] = current_column(selection["metric"], task)
+            manifest["selection"]["metric"] = current_name(selection["metric"], task)
 
 
 def _load_trial(
