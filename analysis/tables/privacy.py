@@ -58,7 +58,12 @@ def accountant_words(trials: pd.DataFrame) -> str:
     before it recorded a name (:data:`ACCOUNTANT`)."""
     named = trials.get("dp_accountant")
     names = sorted({str(n) for n in named.dropna()}) if named is not None else []
-    return f"accountant: {', '.join(names)}; docs/privacy.md" if names else ACCOUNTANT
+    if not names:
+        return ACCOUNTANT
+    drawn = trials.get("party_sampling")
+    draws = sorted({str(n) for n in drawn.dropna()}) if drawn is not None else []
+    sampling = f", parties drawn by {', '.join(draws)} sampling" if draws else ""
+    return f"accountant: {', '.join(names)}{sampling}; docs/privacy.md"
 
 
 def privacy_words(
