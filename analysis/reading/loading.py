@@ -12,9 +12,11 @@
     [0, 1], ...; see :mod:`federated.engine.round_loop`).
 ``trials``
     one row per trial, including trials with no round yet: ``status``, ``error``,
-    ``rounds_done``, ``last_round``, ``final_acc`` (test accuracy at the last round),
-    ``final_acc_std`` (SOLO: std over parties at the last round), ``best_acc`` /
-    ``best_round`` (over rounds), ``execution_path`` (the path its parties trained on,
+    ``rounds_done``, ``last_round``, its primary metric's columns named from its
+    declared stem (``final_<stem>``: the test value at the last round, ``final_<stem>_std``:
+    the spread over parties' own models there, ``best_<stem>`` / ``best_<stem>_round``:
+    the best over rounds; ``final_acc`` for classification, ``final_map50`` for
+    detection), ``execution_path`` (the path its parties trained on,
     as its rows recorded it: ``packed``, ``sequential``; None in older rows), ``order``
     (reading order: sweeps in the order given, within a sweep by trial id, as Tune
     numbers trials in the order it creates them, i.e. grid or Optuna order), and the
@@ -115,10 +117,6 @@ TRIAL_COLUMNS = [
     "error",
     "rounds_done",
     "last_round",
-    "final_acc",
-    "final_acc_std",
-    "best_acc",
-    "best_round",
     "execution_path",
     "sweep_started",
     TASK_SPEC,
@@ -407,7 +405,6 @@ def _trial_record(
     error = _error_line(trial_dir, entry) if failed or status == FAILED else None
     if status == DAMAGED:
         error = "damaged: " + "; ".join(skipped)
-    best_acc, best_round = _best_accuracy(result_rows)
     return {
         "sweep": sweep.name,
         "trial": trial_dir.name,
@@ -416,10 +413,6 @@ def _trial_record(
         "error": error,
         "rounds_done": len(result_rows),
         "last_round": last_round,
-        "final_acc": _number(last.get("test_acc")),
-        "final_acc_std": _number(last.get("test_acc_std")),
-        "best_acc": best_acc,
-        "best_round": best_round,
         "execution_path": _execution_path(result_rows),
         "sweep_started": sweep.started,
         **_privacy_columns(result_rows),
@@ -491,14 +484,6 @@ def _primary_columns(
     }
 
 
-def _best_accuracy(result_rows: list[dict[str, Any]]) -> tuple[float, int]:
-    """The highest test accuracy over rounds and its round (the earliest on a tie);
-    NaN and 0 when no round has one."""
-    accs = [_number(r.get("test_acc")) for r in result_rows]
-    finite = [(a, r["round"]) for a, r in zip(accs, result_rows) if not math.isnan(a)]
-    return max(finite, key=lambda t: (t[0], -t[1])) if finite else (math.nan, 0)
-
-
 def _cut_short(sweep: Sweep, last_round: int, planned: int) -> bool:
     """A finished sweep that recorded no scheduler (``"scheduler": null``) ran every
     trial to its last round, so a trial that ends before it lost rounds on disk."""
@@ -531,10 +516,6 @@ def _damaged_trial(
         "error": error,
         "rounds_done": 0,
         "last_round": 0,
-        "final_acc": math.nan,
-        "final_acc_std": math.nan,
-        "best_acc": math.nan,
-        "best_round": 0,
         "execution_path": None,
         "sweep_started": sweep.started,
         TASK_SPEC: sweep.task,
@@ -628,7 +609,7 @@ def load_results(paths: str | Path | Iterable[str | Path]) -> Results:
         values = rounds_frame.get(column, math.nan)
         rounds_frame[column] = pd.to_numeric(values, errors="coerce")
     rounds_frame["round"] = rounds_frame["round"].astype("Int64")
-    for column in ("final_acc", "final_acc_std", "best_acc", *summary_columns):
+    for column in summary_columns:
         whole = column.endswith("_round")  # best_<stem>_round: a round number
         trials_frame[column] = (
             trials_frame[column].fillna(0).astype(int)
