@@ -11,6 +11,10 @@ carries, the built-in tasks' declarations of the time standing for what their na
 meant then (:data:`~federated.tasks.written_before.WRITTEN_BEFORE_THE_CONTRACT`).
 Nothing else in the report looks a task up by its name.
 
+An older folder may also name a metric as it was then (a score trial's binary accuracy
+was ``acc``): :func:`current_name` and :func:`current_metric` read its columns and its
+``primary_metric`` under today's names, by the rows' task.
+
 The loader (:mod:`analysis.reading.loading`) puts each trial's declaration in the
 trials frame's :data:`TASK_SPEC` column (never written to ``data/trials.csv``).
 """
@@ -22,7 +26,12 @@ from dataclasses import replace
 from typing import Any
 
 from federated.contract.task_spec import TaskSpec, spec_of_manifest
-from federated.tasks.written_before import UNTASKED_ROWS, WRITTEN_BEFORE_THE_CONTRACT
+from federated.tasks.written_before import (
+    UNTASKED_ROWS,
+    WRITTEN_BEFORE_THE_CONTRACT,
+    current_column,
+    current_stem,
+)
 
 #: the trials frame's column holding each trial's task declaration (a TaskSpec, or None
 #: where no manifest declared one and the rows' task name meant none)
@@ -58,3 +67,14 @@ def rows_task(name: object) -> TaskSpec | None:
 def trial_task(declared: TaskSpec | None, name: object) -> TaskSpec | None:
     """A trial's task: its sweep's ``declared`` one, else what its rows' ``name`` meant."""
     return declared if declared is not None else rows_task(name)
+
+
+def current_name(column: str, task: object) -> str:
+    """A column of an older folder's trial of the rows' task ``task`` under today's name
+    (a score trial's ``test_acc`` is ``test_bin_acc``); any other as it is."""
+    return current_column(column, task)
+
+
+def current_metric(stem: str, task: object) -> str:
+    """An older trial's ``primary_metric`` under today's name (score ``acc``: ``bin_acc``)."""
+    return current_stem(stem, task)

@@ -254,3 +254,16 @@ def test_a_per_party_table_of_dp_trials_states_no_epsilon():
     (note,) = outside_the_guarantee(dp_trials())
     assert note.startswith("Differential privacy: these per-party scores are outside")
     assert outside_the_guarantee(dp_trials().drop(columns="final_dp_epsilon")) == []
+
+
+def test_the_accountant_a_run_recorded_is_the_one_the_caption_names():
+    """Rows that record their accountant and party sampling (``dp_accountant``,
+    ``party_sampling``) are named by them; older rows by the accountant of the time."""
+    from analysis.tables.privacy import accountant_name, accountant_words
+
+    recorded = dp_trials().assign(dp_accountant="pld", party_sampling="poisson")
+    assert accountant_name(recorded) == "pld accountant"
+    assert accountant_words(recorded) == (
+        "accountant: pld, parties drawn by poisson sampling; docs/privacy.md"
+    )
+    assert accountant_name(dp_trials()) == "Rényi-DP accountant"

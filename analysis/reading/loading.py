@@ -12,9 +12,11 @@
     [0, 1], ...; see :mod:`federated.engine.round_loop`).
 ``trials``
     one row per trial, including trials with no round yet: ``status``, ``error``,
-    ``rounds_done``, ``last_round``, ``final_acc`` (test accuracy at the last round),
-    ``final_acc_std`` (SOLO: std over parties at the last round), ``best_acc`` /
-    ``best_round`` (over rounds), ``execution_path`` (the path its parties trained on,
+    ``rounds_done``, ``last_round``, its primary metric's columns named from its
+    declared stem (``final_<stem>``: the test value at the last round, ``final_<stem>_std``:
+    the spread over parties' own models there, ``best_<stem>`` / ``best_<stem>_round``:
+    the best over rounds; ``final_acc`` for classification, ``final_map50`` for
+    detection), ``execution_path`` (the path its parties trained on,
     as its rows recorded it: ``packed``, ``sequential``; None in older rows), ``order``
     (reading order: sweeps in the order given, within a sweep by trial id, as Tune
     numbers trials in the order it creates them, i.e. grid or Optuna order), and the
@@ -54,7 +56,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.folder_task import TASK_SPEC, sweep_task, trial_task
+from analysis.folder_task import TASK_SPEC, current_name, sweep_task, trial_task
 from analysis.primary_metric import PrimaryMetricError, trial_metric
 from analysis.reading.trial_files import (
     DamagedFileError,
@@ -87,7 +89,6 @@ from federated.contract.results import (
     trial_status,
 )
 from federated.contract.task_spec import TaskSpec
-from federated.tasks.written_before import current_column
 from study.driver_liveness import driver_gone
 
 # re-exported: read from here by the rest of analysis (the words are the contract's)
@@ -116,10 +117,6 @@ TRIAL_COLUMNS = [
     "error",
     "rounds_done",
     "last_round",
-    "final_acc",
-    "final_acc_std",
-    "best_acc",
-    "best_round",
     "execution_path",
     "sweep_started",
     TASK_SPEC,
@@ -312,12 +309,12 @@ def _current_selection_names(manifest: dict[str, Any], trials: list[dict[str, An
     the task read from the manifest or its trials' params.json."""
     task = manifest.get("task") or next((t.get("task") for t in trials if t.get("task")), None)
     if isinstance(manifest.get("metric"), str):
-        manifest["metric"] = current_column(manifest["metric"], task)
+        manifest["metric"] = current_name(manifest["metric"], task)
     if isinstance(manifest.get("selection"), dict):
         selection = manifest["selection"]
-        manifest["selection"] = {current_column(k, task): v for k, v in selection.items()}
+        manifest["selection"] = {current_name(k, task): v for k, v in selection.items()}
         if isinstance(selection.get("metric"), str):
-            manifest["selection"]["metric"] = current_column(selection["metric"], task)
+            manifest["selection"]["metric"] = current_name(selection["metric"], task)
 
 
 def _load_trial(
@@ -408,7 +405,6 @@ def _trial_record(
     error = _error_line(trial_dir, entry) if failed or status == FAILED else None
     if status == DAMAGED:
         error = "damaged: " + "; ".join(skipped)
-    best_acc, best_round = _best_accuracy(result_rows)
     return {
         "sweep": sweep.name,
         "trial": trial_dir.name,
@@ -417,10 +413,6 @@ def _trial_record(
         "error": error,
         "rounds_done": len(result_rows),
         "last_round": last_round,
-        "final_acc": _number(last.get("test_acc")),
-        "final_acc_std": _number(last.get("test_acc_std")),
-        "best_acc": best_acc,
-        "best_round": best_round,
         "execution_path": _execution_path(result_rows),
         "sweep_started": sweep.started,
         **_privacy_columns(result_rows),
@@ -501,14 +493,6 @@ def _primary_columns(
     }
 
 
-def _best_accuracy(result_rows: list[dict[str, Any]]) -> tuple[float, int]:
-    """The highest test accuracy over rounds and its round (the earliest on a tie);
-    NaN and 0 when no round has one."""
-    accs = [_number(r.get("test_acc")) for r in result_rows]
-    finite = [(a, r["round"]) for a, r in zip(accs, result_rows) if not math.isnan(a)]
-    return max(finite, key=lambda t: (t[0], -t[1])) if finite else (math.nan, 0)
-
-
 def _cut_short(sweep: Sweep, last_round: int, planned: int) -> bool:
     """A finished sweep that recorded no scheduler (``"scheduler": null``) ran every
     trial to its last round, so a trial that ends before it lost rounds on disk."""
@@ -541,10 +525,6 @@ def _damaged_trial(
         "error": error,
         "rounds_done": 0,
         "last_round": 0,
-        "final_acc": math.nan,
-        "final_acc_std": math.nan,
-        "best_acc": math.nan,
-        "best_round": 0,
         "execution_path": None,
         "sweep_started": sweep.started,
         TASK_SPEC: sweep.task,
@@ -638,7 +618,7 @@ def load_results(paths: str | Path | Iterable[str | Path]) -> Results:
         values = rounds_frame.get(column, math.nan)
         rounds_frame[column] = pd.to_numeric(values, errors="coerce")
     rounds_frame["round"] = rounds_frame["round"].astype("Int64")
-    for column in ("final_acc", "final_acc_std", "best_acc", *summary_columns):
+    for column in summary_columns:
         whole = column.endswith("_round")  # best_<stem>_round: a round number
         trials_frame[column] = (
             trials_frame[column].fillna(0).astype(int)

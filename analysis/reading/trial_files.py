@@ -55,9 +55,10 @@ nor Ray), so this schema cannot drift from what runs write.
 
 Older score trials recorded their binary accuracy as ``acc`` (``test_acc``,
 ``party_acc_mean``, parties.csv's ``party_acc`` ..., ``primary_metric = "acc"``): the
-readers give them under today's name (``bin_acc``,
-:func:`federated.tasks.written_before.current_column`) when the trial's ``params.json``
-says its task is ``score``, so the rest of the analysis sees one name per metric.
+readers give them under today's name (``bin_acc``) through the one adapter for older
+folders (:mod:`analysis.folder_task`), so the rest of the analysis sees one name per
+metric.  Each column of a metric is checked against the range its task declares (the
+trial's ``task_spec``; rows that name no task: classification's).
 """
 
 from __future__ import annotations
@@ -77,19 +78,11 @@ from typing import Any
 
 import numpy as np
 
+from analysis.folder_task import current_metric, current_name, rows_task
 from federated.cli.error_reason import error_reason
 from federated.config.run_config import RunConfig
-from federated.contract.metrics import (
-    LOSS,
-    MetricSpec,
-    party_summary_keys,
-)
+from federated.contract.metrics import LOSS, MetricSpec, party_summary_keys
 from federated.contract.results import RESULT, representation_file
-from federated.tasks.written_before import (
-    UNTASKED_ROWS,
-    current_column,
-    current_stem,
-)
 
 # result.json columns the report computes with whatever the task: a number or null (NaN)
 # on every row where present
@@ -137,7 +130,8 @@ def _spec_of_column(column: str, specs: tuple[MetricSpec, ...]) -> MetricSpec | 
 
 def _task_specs(specs: tuple[MetricSpec, ...] | None) -> tuple[MetricSpec, ...]:
     """``specs``, or those of rows that name no task where none are given."""
-    return UNTASKED_ROWS.metrics if specs is None else specs
+    untasked = rows_task(None)
+    return (untasked.metrics if untasked else ()) if specs is None else specs
 
 
 # ``diverged`` as a word (rows converted from CSV by other tools) reads as a bool.
@@ -385,7 +379,7 @@ def read_params(path: Path) -> dict[str, Any]:
         raise DamagedFileError(f"{path}: {problem}")
     primary = config.get("primary_metric")
     if isinstance(primary, str):
-        config["primary_metric"] = current_stem(primary, config.get("task"))
+        config["primary_metric"] = current_metric(primary, config.get("task"))
     return config
 
 
@@ -465,7 +459,7 @@ def read_result_rows(
         if isinstance(row, dict) and "round" not in row:
             continue
         if isinstance(row, dict):
-            row = {current_column(k, task): v for k, v in row.items()}
+            row = {current_name(k, task): v for k, v in row.items()}
         problem = row_problem(row, specs)
         if problem:
             skipped.append(f"line {number} of {RESULT}: {problem}")
@@ -586,7 +580,7 @@ def read_parties(
         if not text.strip():
             raise DamagedFileError(f"{path}: cut short (no complete header line)")
     reader = csv.reader(io.StringIO(text))
-    header = [current_column(c, task) for c in next(reader)]
+    header = [current_name(c, task) for c in next(reader)]
     missing = [c for c in PARTY_COLUMNS if c not in header]
     if not [c for c in header if c.startswith("party_") and c not in PARTY_COUNT_COLUMNS]:
         missing.append("party_<metric>")

@@ -33,26 +33,23 @@ def data_files_section(primaries: Sequence[Metric] = ()) -> list[str]:
     ]
 
 
-#: the accuracy columns loading always adds (rounds, trials): left out of the files where
-#: no trial recorded accuracy (a detection study's are its mAP's, ``final_map50`` ...)
+#: the accuracy column loading always adds to the rounds: left out of the file where no
+#: trial recorded accuracy (the trials' columns are each trial's own metric's already)
 ACCURACY_ROUND_COLUMNS = ("test_acc",)
-ACCURACY_TRIAL_COLUMNS = ("final_acc", "final_acc_std", "best_acc", "best_round")
 
 
 def exported(results: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rounds and trials frames as ``data/`` holds them: where no trial recorded
-    an accuracy, the accuracy columns (all NaN) are left out; each trial's primary
-    metric has its own (``final_<stem>``, ``best_<stem>``: :mod:`analysis.reading.loading`).
+    an accuracy, the rounds' ``test_acc`` (all NaN) is left out; each trial's primary
+    metric has its own columns (``final_<stem>``, ``best_<stem>``:
+    :mod:`analysis.reading.loading`).
     The trials' task declarations (the manifests') stay out: ``data/columns.csv`` says
     what their columns hold."""
     rounds, trials = results.rounds, results.trials.drop(columns=[TASK_SPEC], errors="ignore")
     recorded = "test_acc" in rounds and rounds["test_acc"].notna().any()
     if recorded or rounds.empty:
         return rounds, trials
-    return (
-        rounds.drop(columns=[c for c in ACCURACY_ROUND_COLUMNS if c in rounds]),
-        trials.drop(columns=[c for c in ACCURACY_TRIAL_COLUMNS if c in trials]),
-    )
+    return rounds.drop(columns=[c for c in ACCURACY_ROUND_COLUMNS if c in rounds]), trials
 
 
 def write_data_files(results: Results, party_rows: pd.DataFrame, out: Path) -> None:
