@@ -177,21 +177,23 @@ def test_a_damaged_partitions_file_is_named_and_its_figure_skipped(tmp_path, cap
 
 
 @pytest.mark.parametrize(
-    "column, value, words",
+    "kind, column, value, words",
     [
-        ("test_acc", 1.7, "accuracy's range [0, 1]"),
-        ("party_acc/2", 1.7, "accuracy's range [0, 1]"),
-        ("test_map50", 1.5, "mAP@0.5's range [0, 1]"),
-        ("test_srcc", -1.2, "SRCC's range [-1, 1]"),
-        ("test_mae", -0.5, "MAE's range [0, inf]"),
+        ("classification", "test_acc", 1.7, "accuracy's range [0, 1]"),
+        ("classification", "party_acc/2", 1.7, "accuracy's range [0, 1]"),
+        ("detection", "test_map50", 1.5, "mAP@0.5's range [0, 1]"),
+        ("score", "test_srcc", -1.2, "SRCC's range [-1, 1]"),
+        ("score", "test_mae", -0.5, "MAE's range [0, inf]"),
     ],
 )
 def test_a_metric_outside_its_declared_range_is_damage_not_a_percentage(
-    tmp_path, column, value, words
+    tmp_path, kind, column, value, words
 ):
-    """Each metric's spec bounds its values (MetricSpec.bounds): a row holding 1.7 as an
-    accuracy is named and left out, never shown as 170 %."""
-    sweep_dir = _one_trial_sweep(tmp_path)
+    """Each metric of the trial's declared task bounds its values (MetricSpec.bounds): a
+    row holding 1.7 as an accuracy is named and left out, never shown as 170 %."""
+    from federated.registry import kind_specs
+
+    sweep_dir = _one_trial_sweep(tmp_path, task_spec=kind_specs()[kind].to_dict())
     path = _result_file(sweep_dir)
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     rows[2][column] = value
