@@ -18,6 +18,7 @@ from federated.evaluation.holdout import held_out_count, hold_out, stratified_pi
 from federated.heterogeneity.partition import PartitionError
 from federated.trainable import load_run_state, save_run_state
 from tests.conftest import tiny
+from tests.short_runs import PARTY_SCORES
 from tests.test_round_loop import results
 
 
@@ -141,10 +142,8 @@ def test_a_restored_run_continues_with_the_same_validation(algorithm, synthetic,
     config = tiny(
         algorithm=algorithm,
         rounds=3,
-        party_scores_every=2,
-        val_fraction=0.2,
         eval_fraction=0.5,
-        party_test_fraction=0.2,
+        **PARTY_SCORES,
     )
     run = FederatedRun(config, synthetic)
     straight = results([run.run_round() for _ in range(3)])
