@@ -50,3 +50,14 @@ def folder_run(root: Path, data_root: Path | str, **more: Any) -> dict[str, Any]
         **ONE_CPU_THREAD,
     )
     return values | more
+
+
+def site_run(tree: Path, data_root: Path, rounds: int) -> dict[str, Any]:
+    """The values of a run of ``rounds`` rounds of one local epoch on a task tree built by
+    examples/ (parties by site, batches of 8 at lr 0.05), one thread, seed 0, each party
+    holding out 20% for validation and 20% for its own test; not pinned to a device."""
+    return dict(
+        dataset=f"folder:{tree}", data_root=str(data_root), partition="natural",
+        partition_by="site", rounds=rounds, local_epochs=1, batch_size=8, lr=0.05, threads=1,
+        seed=0, val_fraction=0.2, party_test_fraction=0.2,
+    )  # fmt: skip
