@@ -19,6 +19,12 @@ BATCH_SIZE = 64
 BETA = 0.5
 
 
+#: the fields of a Case that every benchmark command line sets by a flag of the same name
+SHARED_FLAGS = (
+    "local_epochs", "warmup_rounds", "data_fraction", "test_fraction", "threads", "device"
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Case:
     """One federated setting to time.
@@ -75,6 +81,15 @@ class Case:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Case:
         return cls(**values)
+
+    @classmethod
+    def from_flags(cls, flags: Any, algorithm: str, dataset: str, rounds: int, **more: Any) -> Case:
+        """The case of ``algorithm`` on ``dataset`` for ``rounds`` timed rounds, set by the
+        flags the benchmarks' command lines share (``flags.parties`` and those named as the
+        case's own fields: local epochs, warm-up rounds, data and test fractions, threads,
+        device); ``more`` sets any other field."""
+        shared = {name: getattr(flags, name) for name in SHARED_FLAGS}
+        return cls(algorithm, dataset, n_parties=flags.parties, rounds=rounds, **shared, **more)
 
 
 @functools.lru_cache(maxsize=4)

@@ -174,19 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    case = Case(
-        algorithm=args.algorithm,
-        dataset=args.dataset,
-        n_parties=args.parties,
-        local_epochs=args.local_epochs,
-        rounds=1 + args.ops,
-        warmup_rounds=args.warmup_rounds,
-        data_fraction=args.data_fraction,
-        test_fraction=args.test_fraction,
-        threads=args.threads,
-        device=args.device,
-        execution=args.execution,
-    )
+    rounds = 1 + args.ops
+    case = Case.from_flags(args, args.algorithm, args.dataset, rounds, execution=args.execution)
     torch.set_num_threads(args.threads)
     run = round_loop.FederatedRun(case.run_config(), dataset(case.dataset))
     for _ in range(case.warmup_rounds):

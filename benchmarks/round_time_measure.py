@@ -74,18 +74,7 @@ class Progress:
 
 def base_case(options: Options, algorithm: str, dataset: str) -> Case:
     """The benchmark's setting of one (algorithm, dataset) as a :class:`Case`."""
-    return Case(
-        algorithm=algorithm,
-        dataset=dataset,
-        n_parties=options.parties,
-        local_epochs=options.local_epochs,
-        rounds=options.rounds,
-        warmup_rounds=options.warmup_rounds,
-        data_fraction=options.data_fraction,
-        test_fraction=options.test_fraction,
-        threads=options.threads,
-        device=options.device,
-    )
+    return Case.from_flags(options, algorithm, dataset, options.rounds)
 
 
 def sequential_columns(

@@ -44,7 +44,6 @@ import argparse
 import functools
 import io
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -52,9 +51,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFilter
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script from a checkout
-    sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent  # run as a script from a checkout: its root and here
+sys.path[:0] = [str(where) for where in (HERE.parent, HERE) if str(where) not in sys.path]
+
+from builder_cli import BuildError, new_folder, run_build  # noqa: E402
 
 from federated.cli.input_checks import OneLineParser  # noqa: E402
 from federated.data.folder_layout import MIN_PARTY_IMAGES  # noqa: E402
@@ -70,10 +70,6 @@ MAX_BLUR_RADIUS = 2.0  # pixels, at the strongest level
 MAX_NOISE_STD = 0.25  # of the 0..255 range, at the strongest level
 JPEG_QUALITY_RANGE = (50, 2)  # PIL quality at level 0 (not built) and at the strongest
 SPLIT_KEYS = {"train": 0, "test": 1}
-
-
-class BuildError(ValueError):
-    """A bad input to the builder; the message is one line."""
 
 
 def blur_radius(level: int, levels: int) -> float:
@@ -254,13 +250,7 @@ def write_tree(staging: Path, entries: list[dict], sources: dict, args: argparse
 def build(args: argparse.Namespace) -> int:
     """Check everything, build into a temporary folder, rename it to ``args.out``;
     returns the number of images written."""
-    out = Path(args.out).expanduser().absolute()
-    if out.exists() or out.is_symlink():
-        raise BuildError(f"OUT {out}: already exists (allowed: a path that does not exist yet)")
-    if not out.parent.is_dir():
-        raise BuildError(f"OUT {out}: its folder {out.parent} does not exist")
-    if not os.access(out.parent, os.W_OK):
-        raise BuildError(f"OUT {out}: its folder {out.parent} is not writable")
+    out = new_folder(args.out)
     data = Path(args.data).expanduser()
     sources, entries = {}, []
     for split, count in (("train", args.train_sources), ("test", args.test_sources)):
@@ -330,14 +320,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        written = build(args)
-    except (BuildError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(f"wrote {written} images and {SCORES_FILE} to {Path(args.out).expanduser().absolute()}")
-    return 0
+    return run_build(parse_args(argv), build, f"images and {SCORES_FILE}")
 
 
 if __name__ == "__main__":

@@ -49,23 +49,20 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-HERE = Path(__file__).resolve().parent
-for where in (HERE.parent, HERE):  # run as a script from a checkout
-    if str(where) not in sys.path:
-        sys.path.insert(0, str(where))
+HERE = Path(__file__).resolve().parent  # run as a script from a checkout: its root and here
+sys.path[:0] = [str(where) for where in (HERE.parent, HERE) if str(where) not in sys.path]
 
 from build_segmentation_task import (  # noqa: E402
     BACKGROUND_CLASSES,
     OBJECT_CLASSES,
-    BuildError,
     Site,
-    _bounded,
     background,
     check_args,
     fashion_items,
     paste,
     plan_sites,
 )
+from builder_cli import bounded, run_build  # noqa: E402
 
 from federated.cli.input_checks import OneLineParser  # noqa: E402
 from federated.runtime.atomic_file import atomic_folder  # noqa: E402
@@ -198,7 +195,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for flag, kind, low, high, default, words in FLAGS:
         parser.add_argument(
             flag,
-            type=_bounded(kind, low, high),
+            type=bounded(kind, low, high),
             default=default,
             help=f"{words} (default {default})",
         )
@@ -211,13 +208,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     """Build OUT; bad input is one ``error:`` line and exit status 2."""
-    args = parse_args(argv)
-    try:
-        print(f"wrote {build(args)} images to {Path(args.out).expanduser().absolute()}")
-    except (BuildError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_build(parse_args(argv), build, "images")
 
 
 if __name__ == "__main__":

@@ -50,18 +50,24 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import sys
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script from a checkout
-    sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent  # run as a script from a checkout: its root and here
+sys.path[:0] = [str(where) for where in (HERE.parent, HERE) if str(where) not in sys.path]
+
+from builder_cli import (  # noqa: E402
+    BuildError,
+    add_image_counts,
+    add_seed_and_data_root,
+    bounded,
+    new_folder,
+    run_build,
+)
 
 from federated.cli.input_checks import OneLineParser  # noqa: E402
 from federated.data.folder_layout import MIN_PARTY_IMAGES  # noqa: E402
@@ -79,10 +85,6 @@ BACKGROUND_LEVEL = 1 / 3  # backgrounds are dimmed to a third: objects stand out
 EDGE_OPACITY = 0.25  # a pixel an item changed more faintly is ignored (255)
 OBJECT_SIDE = (0.35, 0.65)  # of the image side
 MIN_SITE_IMAGES = MIN_PARTY_IMAGES + 2  # a site stays a party (>= 10) under a hold-out
-
-
-class BuildError(ValueError):
-    """A bad input to the builder; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -202,13 +204,7 @@ def draw_image(
 
 def check_args(args: argparse.Namespace) -> Path:
     """One line for a combination the flags cannot make; returns OUT (absolute)."""
-    out = Path(args.out).expanduser().absolute()
-    if out.exists() or out.is_symlink():
-        raise BuildError(f"OUT {out}: already exists (allowed: a path that does not exist yet)")
-    if not out.parent.is_dir():
-        raise BuildError(f"OUT {out}: its folder {out.parent} does not exist")
-    if not os.access(out.parent, os.W_OK):
-        raise BuildError(f"OUT {out}: its folder {out.parent} is not writable")
+    out = new_folder(args.out)
     floor = args.sites * MIN_SITE_IMAGES
     if args.train_images < floor:
         raise BuildError(
@@ -280,21 +276,6 @@ def _write(
     (staging / "build.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
 
 
-def _bounded(kind: type, low: float, high: float) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not {'an integer' if kind is int else 'a number'}"
-            ) from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text} (allowed: {low:g} to {high:g})")
-        return value
-
-    return parse
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = OneLineParser(
         prog="build_segmentation_task.py",
@@ -303,47 +284,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("out", metavar="OUT", help="the folder to create (must not exist)")
     parser.add_argument(
-        "--size", type=_bounded(int, 16, 256), default=32, help="image side in pixels (default 32)"
+        "--size", type=bounded(int, 16, 256), default=32, help="image side in pixels (default 32)"
     )
+    add_image_counts(parser, train=240, test=60, least_test=1)
     parser.add_argument(
-        "--train-images", type=_bounded(int, 1, 100_000), default=240,
-        help="training images (default 240)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--test-images", type=_bounded(int, 1, 100_000), default=60,
-        help="test images (default 60)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--sites", type=_bounded(int, 2, len(BACKGROUND_CLASSES)), default=4,
+        "--sites", type=bounded(int, 2, len(BACKGROUND_CLASSES)), default=4,
         help=f"sites, the parties (default 4, at most {len(BACKGROUND_CLASSES)}: one "
         "background class each)",
     )  # fmt: skip
     parser.add_argument(
-        "--objects", type=_bounded(int, 1, 8), default=3,
+        "--objects", type=bounded(int, 1, 8), default=3,
         help="most objects an image (default 3; at least 1)",
     )  # fmt: skip
     parser.add_argument(
-        "--alpha", type=_bounded(float, 0.01, 1000), default=0.5,
+        "--alpha", type=bounded(float, 0.01, 1000), default=0.5,
         help="Dirichlet concentration of each site's class mix (smaller: more skewed; "
         "default 0.5)",
     )  # fmt: skip
-    parser.add_argument("--seed", type=_bounded(int, 0, 2**31 - 1), default=0, help="default 0")
-    parser.add_argument(
-        "--data-root", default=None,
-        help="where fedsweep looks for Fashion-MNIST besides Debian's dataset-fashion-mnist",
-    )  # fmt: skip
+    add_seed_and_data_root(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        written = build(args)
-    except (BuildError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(f"wrote {written} images to {Path(args.out).expanduser().absolute()}")
-    return 0
+    return run_build(parse_args(argv), build, "images")
 
 
 if __name__ == "__main__":

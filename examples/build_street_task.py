@@ -54,18 +54,24 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import sys
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script from a checkout
-    sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent  # run as a script from a checkout: its root and here
+sys.path[:0] = [str(where) for where in (HERE.parent, HERE) if str(where) not in sys.path]
+
+from builder_cli import (  # noqa: E402
+    BuildError,
+    add_image_counts,
+    add_seed_and_data_root,
+    bounded,
+    new_folder,
+    run_build,
+)
 
 from federated.cli.input_checks import OneLineParser  # noqa: E402
 from federated.data.folder_layout import MIN_PARTY_IMAGES  # noqa: E402
@@ -100,10 +106,6 @@ MEAN_OBJECTS = 1.5
 OBJECT_SIDE = (0.22, 0.42)  # of the image side
 NOISE_STD = 3.0  # grey levels
 JPEG_QUALITY = 95
-
-
-class BuildError(ValueError):
-    """A bad input to the builder; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -275,13 +277,7 @@ def draw_image(
 # ------------------------------------------------------------------ building
 def check_args(args: argparse.Namespace) -> Path:
     """One line for a combination the flags cannot make; returns OUT (absolute)."""
-    out = Path(args.out).expanduser().absolute()
-    if out.exists() or out.is_symlink():
-        raise BuildError(f"OUT {out}: already exists (allowed: a path that does not exist yet)")
-    if not out.parent.is_dir():
-        raise BuildError(f"OUT {out}: its folder {out.parent} does not exist")
-    if not os.access(out.parent, os.W_OK):
-        raise BuildError(f"OUT {out}: its folder {out.parent} is not writable")
+    out = new_folder(args.out)
     if args.cameras < DEVICE1_GROUPS:
         raise BuildError(
             f"--cameras {args.cameras} (allowed: at least {DEVICE1_GROUPS}, the device1 groups)"
@@ -380,21 +376,6 @@ def _write(staging, args, plan, cameras, opened, items, train_counts, rng) -> No
     (staging / "build.json").write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
 
 
-def _bounded(kind: type, low: float, high: float) -> Callable[[str], float]:
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not {'an integer' if kind is int else 'a number'}"
-            ) from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text} (allowed: {low:g} to {high:g})")
-        return value
-
-    return parse
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = OneLineParser(
         prog="build_street_task.py",
@@ -403,50 +384,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("out", metavar="OUT", help="the folder to create (must not exist)")
     parser.add_argument(
-        "--size", type=_bounded(int, 32, 512), default=96, help="image side in pixels (default 96)"
+        "--size", type=bounded(int, 32, 512), default=96, help="image side in pixels (default 96)"
     )
+    add_image_counts(parser, train=400, test=100, least_test=2)
     parser.add_argument(
-        "--train-images",
-        type=_bounded(int, 1, 100_000),
-        default=400,
-        help="training images (default 400)",
-    )
-    parser.add_argument(
-        "--test-images",
-        type=_bounded(int, 2, 100_000),
-        default=100,
-        help="test images (default 100)",
-    )
-    parser.add_argument(
-        "--cameras", type=_bounded(int, 1, 200), default=20,
+        "--cameras", type=bounded(int, 1, 200), default=20,
         help="training cameras, device2_id (default 20, as Street-20); device1_id groups them in 5",
     )  # fmt: skip
     parser.add_argument(
-        "--unseen-cameras", type=_bounded(int, 0, 200), default=6,
+        "--unseen-cameras", type=bounded(int, 0, 200), default=6,
         help="cameras seen only in the test set (default 6, as Street's)",
     )  # fmt: skip
     parser.add_argument(
-        "--alpha", type=_bounded(float, 0.01, 1000), default=0.5,
+        "--alpha", type=bounded(float, 0.01, 1000), default=0.5,
         help="Dirichlet concentration of each camera's class mix, times 7 x Street's class "
         "frequencies (smaller: more skewed; default 0.5)",
     )  # fmt: skip
-    parser.add_argument("--seed", type=_bounded(int, 0, 2**31 - 1), default=0, help="default 0")
-    parser.add_argument(
-        "--data-root", default=None,
-        help="where fedsweep looks for Fashion-MNIST besides Debian's dataset-fashion-mnist",
-    )  # fmt: skip
+    add_seed_and_data_root(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        written = build(args)
-    except (BuildError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(f"wrote {written} images to {Path(args.out).expanduser().absolute()}")
-    return 0
+    return run_build(parse_args(argv), build, "images")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import torch
 
 from federated.config.run_config import RunConfig
 from federated.data import ImageData, load_dataset
+from tests.short_runs import short_run
 
 # real sweeps that several test modules read, made once per session
 pytest_plugins = ["tests.conftest_analysis"]
@@ -141,20 +142,13 @@ def batchnorm_model_for(algorithm: str) -> dict[str, str]:
 HALF_TINY_DATA = dict(data_fraction=0.02, test_fraction=0.05)
 
 
+#: tiny()'s values, which tests/test_plugins.py also writes as command-line flags
+TINY_VALUES = short_run("synthetic", parties=4, rounds=2, fractions=(0.04, 0.1), out_dim=32)
+
+
 def tiny(**overrides) -> RunConfig:
     """A few-second run on generated CIFAR-shaped data, on the CPU unless ``device`` is given
     (exact comparisons hold per device; a GPU machine must not move them to CUDA)."""
-    values = dict(
-        device="cpu",
-        dataset="synthetic",
-        rounds=2,
-        local_epochs=1,
-        n_parties=4,
-        data_fraction=0.04,
-        test_fraction=0.1,
-        threads=1,
-        out_dim=32,
-    )
-    values.update(overrides)
+    values = TINY_VALUES | overrides
     # flat names (mu=...) through the one table; resolved, so a bad value raises here
     return RunConfig.from_dict(values).resolved()

@@ -11,6 +11,7 @@ import pytest
 from federated.engine.round_loop import FederatedRun
 from federated.evaluation.fairness import fairness_block
 from tests.conftest import tiny
+from tests.short_runs import PARTY_SCORES
 
 
 def test_the_block_by_hand():
@@ -45,9 +46,7 @@ def test_a_round_reports_both_blocks_from_its_per_party_values(synthetic):
         rounds=3,
         n_parties=4,
         data_fraction=0.1,
-        val_fraction=0.2,
-        party_test_fraction=0.2,
-        party_scores_every=2,
+        **PARTY_SCORES,
     )
     run = FederatedRun(config, synthetic)
     rows = [run.run_round() for _ in range(3)]

@@ -8,22 +8,12 @@ import torch
 from federated.config.run_config import RunConfig
 from federated.engine.round_loop import run_rounds
 from federated.server.fedavgm import FedAvgM
+from tests.short_runs import short_run
 
 
 def fmnist_config(**overrides) -> RunConfig:
-    values = dict(
-        dataset="fmnist",
-        n_parties=5,
-        data_fraction=0.02,
-        test_fraction=0.1,
-        rounds=3,
-        local_epochs=1,
-        seed=0,
-        threads=1,
-        # exact on the CPU; CUDA contracts x + 1.0 * (avg - x) into an FMA that rounds otherwise
-        device="cpu",
-    )
-    values.update(overrides)
+    # exact on the CPU; CUDA contracts x + 1.0 * (avg - x) into an FMA that rounds otherwise
+    values = short_run("fmnist", parties=5, rounds=3, fractions=(0.02, 0.1), seed=0) | overrides
     return RunConfig.from_dict(values).resolved()
 
 

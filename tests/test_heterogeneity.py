@@ -21,8 +21,9 @@ from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.heterogeneity.system import RoundWork, draw_round_work
 from federated.params import ConfigError
 from federated.runtime.seeding import numpy_stream
-from federated.trainable import load_run_state, save_run_state
 from tests.conftest import HALF_TINY_DATA, tiny
+from tests.restored_runs import restored_results
+from tests.short_runs import short_run
 from tests.test_round_loop import results
 
 EVERYTHING = dict(
@@ -192,16 +193,12 @@ def _seen(config: RunConfig, data) -> dict[int, torch.Tensor]:
 def test_party_i_sees_noise_of_std_level_i_over_n_on_its_training_batches(fmnist):
     """Same batches with and without the skew (its noise draws from no other stream);
     their difference, on the 0..1 pixel scale, has std level·i/N for party i."""
-    base = dict(
-        dataset="fmnist",
-        algorithm="tests.test_heterogeneity:RecordingFedAvg",
-        n_parties=4,
-        data_fraction=0.05,
-        test_fraction=0.05,
+    base = short_run(
+        "fmnist",
+        parties=4,
         rounds=1,
-        local_epochs=1,
-        device="cpu",
-        threads=1,
+        fractions=(0.05, 0.05),
+        algorithm="tests.test_heterogeneity:RecordingFedAvg",
         execution="sequential",
     )
     clean = _seen(RunConfig(**base), fmnist)
@@ -253,12 +250,7 @@ def test_new_settings_are_deterministic_and_resume_exactly(
     )  # fmt: skip
     straight = results(list(round_loop.run_rounds(config, synthetic)))
     assert straight == results(list(round_loop.run_rounds(config, synthetic)))
-    first = FederatedRun(config, synthetic)
-    head = results([first.run_round()])
-    save_run_state(first, tmp_path)
-    restored = FederatedRun(config, synthetic)
-    restored.load_state_dict(load_run_state(tmp_path))
-    assert head + results([restored.run_round() for _ in range(2)]) == straight
+    assert restored_results(config, synthetic, tmp_path) == straight
 
 
 @pytest.mark.parametrize("algorithm", ["fedavg", "moon", "fednova", "scaffold"])

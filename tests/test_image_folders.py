@@ -23,6 +23,7 @@ from federated.export_tree import export_parties as export_fmnist_parties
 from federated.heterogeneity.partition import partition_for_run
 from federated.models import FedConModel
 from tests.model_factories import FEATURES
+from tests.short_runs import folder_run
 
 
 @pytest.fixture(scope="module")
@@ -38,18 +39,7 @@ def cache(tmp_path) -> str:
 
 
 def folder_config(root: Path, data_root: str, **overrides) -> RunConfig:
-    values = dict(
-        dataset=f"folder:{root}",
-        partition="natural",
-        rounds=3,
-        local_epochs=1,
-        threads=1,
-        device="cpu",
-        data_root=data_root,
-        out_dim=32,
-    )
-    values.update(overrides)
-    return with_data_checked(RunConfig(**values))
+    return with_data_checked(RunConfig(**folder_run(root, data_root, **overrides)))
 
 
 def test_natural_partition_equals_the_same_index_partition(fmnist, party_tree, cache):
@@ -152,20 +142,8 @@ def rgb_tree(fmnist: ImageData, root: Path, per_class: int = 16, classes: int = 
 
 def test_rgb_folder_trains_with_torchvision_resnet18(fmnist, tmp_path, cache):
     rgb_tree(fmnist, tmp_path / "rgb")
-    config = RunConfig(
-        dataset=f"folder:{tmp_path / 'rgb'}",
-        holdout_fraction=0.25,
-        model="torchvision:resnet18",
-        partition="iid",
-        n_parties=2,
-        rounds=1,
-        local_epochs=1,
-        batch_size=8,
-        threads=1,
-        device="cpu",
-        data_root=cache,
-        out_dim=32,
-    )
+    values = folder_run(tmp_path / "rgb", cache, holdout_fraction=0.25, partition="iid", rounds=1)
+    config = RunConfig(**values, model="torchvision:resnet18", n_parties=2, batch_size=8)
     spec = config.spec
     assert spec.shape == (3, 32, 32) and len(spec.mean) == 3 and spec.n_classes == 4
     assert (spec.train_size, spec.test_size) == (48, 16)  # 25% of each class held out

@@ -4,7 +4,6 @@ bad inputs refused in one line with nothing written."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from PIL import Image
 
 from federated.tasks.score.scores_file import read_scores
+from tests.example_scripts import load_example
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "build_iqa_task.py"
 FMNIST = Path("/usr/share/datasets/fashion-mnist")
@@ -24,10 +24,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def load_builder():
-    spec = importlib.util.spec_from_file_location("build_iqa_task", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example(EXAMPLE)
 
 
 builder = load_builder()

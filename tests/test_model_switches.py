@@ -15,6 +15,7 @@ from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.models import build_model
 from federated.registry import load_method
 from tests.conftest import batchnorm_model_for
+from tests.short_runs import short_run
 from tests.test_models import conv, head, linear, n_params
 
 
@@ -55,18 +56,8 @@ def test_cnn_transformer_matches_the_layer_description(dataset, tokens, projecti
 
 
 def fmnist_config(**overrides) -> RunConfig:
-    values = dict(
-        dataset="fmnist",
-        n_parties=3,
-        data_fraction=0.01,
-        test_fraction=0.05,
-        local_epochs=1,
-        rounds=1,
-        seed=0,
-        threads=1,
-        out_dim=64,
-    )
-    values.update(overrides)
+    values = short_run("fmnist", parties=3, rounds=1, fractions=(0.01, 0.05), device="auto")
+    values |= dict(seed=0, out_dim=64) | overrides
     return RunConfig.from_dict(values).resolved()
 
 

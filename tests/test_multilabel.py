@@ -7,10 +7,8 @@ its report."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +29,8 @@ from federated.params import ConfigError, NoParams
 from federated.tasks.multilabel.reader import READER
 from federated.tasks.multilabel.scores import f1_scores, label_average_precision
 from federated.tasks.multilabel.task import MultiLabel
+from tests.example_scripts import assert_refused_in_one_line, built_tree, load_example
+from tests.short_runs import site_run
 
 LABELS = ("a", "b", "c", "d")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "build_multilabel_task.py"
@@ -280,11 +280,7 @@ def test_the_config_refuses_label_skew_in_one_line_and_takes_the_rest(folder, tm
 
 # ---------------------------------------------------------------- the builder
 def load_builder():
-    spec = importlib.util.spec_from_file_location("build_multilabel_task", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_example(EXAMPLE)
 
 
 SMALL = ["--train-images", "48", "--test-images", "16", "--sites", "3"]
@@ -292,11 +288,7 @@ SMALL = ["--train-images", "48", "--test-images", "16", "--sites", "3"]
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
-    if not (FMNIST / "train-images-idx3-ubyte.gz").is_file():
-        pytest.skip("needs Debian's dataset-fashion-mnist")
-    out = tmp_path_factory.mktemp("multilabel") / "task"
-    assert load_builder().main([str(out), *SMALL]) == 0
-    return out
+    return built_tree(tmp_path_factory, EXAMPLE, SMALL, "multilabel")
 
 
 @needs_fmnist
@@ -325,22 +317,12 @@ def test_the_built_tree_holds_each_images_items_as_its_labels_and_sites_as_parti
     ],
 )
 def test_bad_builder_input_is_one_line_and_writes_nothing(tmp_path, capsys, argv, what, by_parser):
-    out = tmp_path / "out"
-    with pytest.raises(SystemExit) if by_parser else contextlib.nullcontext():
-        assert load_builder().main([str(out), *argv]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and err.startswith("error:") and what in err
-    assert not out.exists() and list(tmp_path.iterdir()) == []
+    assert_refused_in_one_line(load_builder(), argv, what, by_parser, tmp_path, capsys)
 
 
 # ---------------------------------------------------------------- the runs
 def _config(tree: Path, data_root: Path, **overrides) -> RunConfig:
-    values = dict(
-        dataset=f"folder:{tree}", data_root=str(data_root), partition="natural",
-        partition_by="site", rounds=1, local_epochs=1, batch_size=8, lr=0.05, threads=1,
-        seed=0, val_fraction=0.2, party_test_fraction=0.2,
-    )  # fmt: skip
-    return RunConfig(**{**values, **overrides})
+    return RunConfig(**site_run(tree, data_root, rounds=1) | overrides)
 
 
 @needs_fmnist

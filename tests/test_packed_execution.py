@@ -35,6 +35,7 @@ from federated.execution.packed_model import (
 from federated.models import FedConModel, build_model
 from federated.registry import ALGORITHM_PATHS, load_method
 from tests.conftest import batchnorm_model_for, tiny
+from tests.short_runs import short_run
 from tests.test_round_loop import results
 
 WEIGHT_ATOL = 1e-6
@@ -157,21 +158,8 @@ def test_a_real_fashion_mnist_run_packed_matches_sequential(method, fmnist):
     packed path MOON with three does (one more stored model is the only difference), and
     FedProx FedAvg's with a proximal term: each is checked weight for weight on one local
     training above (``packable_methods``)."""
-    config = RunConfig.from_dict(
-        dict(
-            dataset="fmnist",
-            n_parties=10,
-            beta=0.5,
-            rounds=5,
-            local_epochs=1,
-            data_fraction=0.1,
-            test_fraction=0.2,
-            lr=0.05,
-            device="cpu",
-            threads=1,
-            **METHODS[method],
-        )
-    ).resolved()
+    values = short_run("fmnist", parties=10, rounds=5, fractions=(0.1, 0.2), beta=0.5, lr=0.05)
+    config = RunConfig.from_dict(values | METHODS[method]).resolved()
     sequential = [r["test_acc"] for r in run_rounds(config.replace(execution="sequential"), fmnist)]
     packed = [r["test_acc"] for r in run_rounds(config, fmnist)]
     assert max(sequential) > 0.2  # it learned

@@ -16,30 +16,17 @@ from federated.engine.round_loop import FederatedRun
 from federated.evaluation.scoring import evaluate
 from federated.evaluation.shared_stages import SharedStages
 from federated.params import ConfigError
+from tests.short_runs import short_run
 
 
 def fmnist_config(algorithm: str, model: str, execution: str) -> RunConfig:
     """A tiny seeded run that learns within two rounds (test accuracy well above chance)."""
+    values = short_run("fmnist", parties=4, rounds=2, fractions=(0.1, 0.05), beta=0.5, seed=3)
+    chosen = dict(algorithm=algorithm, model=model, execution=execution)
+    # every round's pooled test scores are compared
+    scored = dict(party_test_fraction=0.2, personal_test_every=1)
     return RunConfig.from_dict(
-        dict(
-            algorithm=algorithm,
-            dataset="fmnist",
-            model=model,
-            rounds=2,
-            n_parties=4,
-            beta=0.5,
-            local_epochs=1,
-            batch_size=16,
-            data_fraction=0.1,
-            test_fraction=0.05,
-            party_test_fraction=0.2,
-            execution=execution,
-            device="cpu",
-            threads=1,
-            seed=3,
-            out_dim=32,
-            personal_test_every=1,  # every round's pooled test scores are compared
-        )
+        values | chosen | scored | dict(batch_size=16, out_dim=32)
     ).resolved()
 
 

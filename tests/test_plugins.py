@@ -14,7 +14,7 @@ import torch
 from federated.config.run_config import ConfigError, RunConfig
 from federated.engine.round_loop import run_rounds
 from federated.run import main
-from tests.conftest import tiny
+from tests.conftest import TINY_VALUES, tiny
 from tests.plugin_method import PartialStep
 from tests.test_round_loop import results
 
@@ -80,17 +80,7 @@ def test_cli_runs_a_plugin_with_its_own_flags_and_writes_them(tmp_path, syntheti
         str(out),
         "--quiet",
     ]
-    values = dict(
-        dataset="synthetic",
-        rounds=2,
-        local_epochs=1,
-        n_parties=4,
-        data_fraction=0.04,
-        test_fraction=0.1,
-        threads=1,
-        out_dim=32,
-    )
-    for key, value in values.items():
+    for key, value in TINY_VALUES.items():
         args += ["--" + key.replace("_", "-"), str(value)]
     assert main(args) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]

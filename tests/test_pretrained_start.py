@@ -28,6 +28,7 @@ from federated.models.pretrained_start import (
     torchvision_cache_file,
 )
 from federated.models.simple_cnn import SimpleCNN
+from tests.short_runs import short_run
 
 SHIPPED = "fedsweep:fmnist-0to4-simple-cnn"
 FMNIST = dataset_spec("fmnist")
@@ -251,17 +252,8 @@ def test_a_start_changes_early_rounds_on_real_fashion_mnist_and_resume_keeps_its
     start's first rounds are clearly better.  A run restored from round 1 continues from
     the saved weights, not from the start again: its round 2 equals the uninterrupted one."""
     data = load_dataset("fmnist")
-    base = dict(
-        dataset="fmnist",
-        n_parties=5,
-        rounds=2,
-        local_epochs=1,
-        data_fraction=0.02,
-        test_fraction=0.1,
-        seed=0,
-        device="cpu",
-        threads=1,
-        execution="sequential",
+    base = short_run(
+        "fmnist", parties=5, rounds=2, fractions=(0.02, 0.1), seed=0, execution="sequential"
     )
     plain = FederatedRun(resolved(**base), data)
     plain_rows = [plain.run_round() for _ in range(2)]

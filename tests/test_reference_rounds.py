@@ -36,21 +36,18 @@ import pytest
 from federated.config.run_config import RunConfig
 from federated.data import ImageData, load_dataset
 from federated.engine.round_loop import run_rounds
+from tests.short_runs import short_run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "reference_rounds.json"
 
 # Small and fixed: 5 parties, Dir(0.5), 10% of the training set, 20% of the test set,
 # 3 rounds of 1 local epoch, lr 0.05, seed 0, CPU, one thread.
-BASE: dict[str, Any] = dict(
-    dataset="fmnist",
-    n_parties=5,
+BASE: dict[str, Any] = short_run(
+    "fmnist",
+    parties=5,
     rounds=3,
-    local_epochs=1,
-    data_fraction=0.1,
-    test_fraction=0.2,
+    fractions=(0.1, 0.2),
     seed=0,
-    device="cpu",
-    threads=1,
     out_dim=64,
     lr=0.05,  # learns within 3 short rounds, so accuracies move
     # the recorded path, exact; packed execution is held to it in test_packed_execution.py

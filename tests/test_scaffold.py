@@ -23,6 +23,7 @@ from federated.models import build_model
 from tests.conftest import tiny
 from tests.linear_models import PassThrough, ce_gradient, linear_model
 from tests.party_training import train_party
+from tests.short_runs import short_run
 
 LR, WD = 0.1, 0.05
 
@@ -127,20 +128,8 @@ def party_gradient(run: FederatedRun, party: int) -> list[torch.Tensor]:
 def test_federated_run_matches_the_hand_computation_with_one_step_per_party(fmnist):
     """The round loop's wiring (steps, receive, server scaling): real Fashion-MNIST
     images, a batch larger than any party so each party takes exactly one step."""
-    config = RunConfig(
-        algorithm="scaffold",
-        dataset="fmnist",
-        n_parties=3,
-        data_fraction=0.002,
-        test_fraction=0.01,
-        batch_size=10_000,
-        local_epochs=1,
-        rounds=2,
-        lr=LR,
-        weight_decay=WD,
-        seed=0,
-        threads=1,
-    )
+    values = short_run("fmnist", parties=3, rounds=2, fractions=(0.002, 0.01), device="auto")
+    config = RunConfig(**values, algorithm="scaffold", batch_size=10_000, lr=LR, weight_decay=WD)
     run = FederatedRun(config, fmnist)
     n = config.n_parties
     zeros = [torch.zeros_like(p) for p in run.global_model.parameters()]

@@ -25,6 +25,7 @@ from federated.engine.run_files import party_columns, party_rows
 from federated.tasks.base import build_task
 from federated.tasks.score.task import ScoreParams, score_metrics
 from federated.trainable import load_run_state, save_run_state
+from tests.short_runs import folder_run
 from tests.test_iqa_builder import load_builder
 from tests.test_round_loop import results
 
@@ -49,19 +50,7 @@ def iqa_tree(tmp_path_factory) -> Path:
 
 
 def score_config(tree: Path, tmp_path: Path, **overrides) -> RunConfig:
-    values = dict(
-        dataset=f"folder:{tree}",
-        partition="natural",
-        rounds=3,
-        local_epochs=1,
-        batch_size=32,
-        lr=0.1,
-        out_dim=32,
-        device="cpu",
-        threads=1,
-        data_root=str(tmp_path / "cache"),
-    )
-    values.update(overrides)
+    values = folder_run(tree, tmp_path / "cache", batch_size=32, lr=0.1) | overrides
     return with_data_checked(RunConfig.from_dict(values))
 
 

@@ -5,11 +5,8 @@ from real Fashion-MNIST pixels, and FedAvg, FedProx and MOON runs on a built fol
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +33,8 @@ from federated.tasks.segmentation.targets import (
     take_masks,
 )
 from federated.tasks.segmentation.task import Segmentation, confusion_scores
+from tests.example_scripts import assert_refused_in_one_line, built_tree, load_example
+from tests.short_runs import site_run
 
 CLASSES = ("background", "square", "bar")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "build_segmentation_task.py"
@@ -382,11 +381,7 @@ def test_moons_representation_is_the_pooled_deepest_encoder_map_through_the_head
 
 # ---------------------------------------------------------------- the builder
 def load_builder():
-    spec = importlib.util.spec_from_file_location("build_segmentation_task", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_example(EXAMPLE)
 
 
 SMALL = ["--train-images", "48", "--test-images", "12", "--sites", "3"]
@@ -394,11 +389,7 @@ SMALL = ["--train-images", "48", "--test-images", "12", "--sites", "3"]
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
-    if not (FMNIST / "train-images-idx3-ubyte.gz").is_file():
-        pytest.skip("needs Debian's dataset-fashion-mnist")
-    out = tmp_path_factory.mktemp("segmentation") / "task"
-    assert load_builder().main([str(out), *SMALL]) == 0
-    return out
+    return built_tree(tmp_path_factory, EXAMPLE, SMALL, "segmentation")
 
 
 @needs_fmnist
@@ -438,24 +429,12 @@ def test_the_same_seed_builds_the_same_bytes(tree, tmp_path):
     ],
 )
 def test_bad_builder_input_is_one_line_and_writes_nothing(tmp_path, capsys, argv, what, by_parser):
-    out = tmp_path / "out"
-    # the flags' own checks exit from the parser (2); the builder's return 2
-    with pytest.raises(SystemExit) if by_parser else contextlib.nullcontext():
-        assert load_builder().main([str(out), *argv]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and err.startswith("error:") and what in err
-    assert not out.exists() and list(tmp_path.iterdir()) == []
+    assert_refused_in_one_line(load_builder(), argv, what, by_parser, tmp_path, capsys)
 
 
 # ---------------------------------------------------------------- the runs
 def _config(tree: Path, data_root: Path, **overrides) -> RunConfig:
-    values = dict(
-        dataset=f"folder:{tree}", data_root=str(data_root), partition="natural",
-        partition_by="site", rounds=2, local_epochs=1, batch_size=8, lr=0.05, threads=1,
-        seed=0, val_fraction=0.2, party_test_fraction=0.2,
-    )  # fmt: skip
-    values.update(overrides)
-    return RunConfig(**values)
+    return RunConfig(**site_run(tree, data_root, rounds=2) | overrides)
 
 
 METRIC_PREFIXES = ("test_", "val_", "party_", "train_loss", "con_loss")

@@ -4,9 +4,7 @@ Street-20; seeded; bad flags refused in one line with nothing written."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 
 from federated.data.folder_dataset import load_folder
 from federated.tasks.detection.street_annotations import STREET_CLASSES
+from tests.example_scripts import load_example
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "build_street_task.py"
 FMNIST = Path("/usr/share/datasets/fashion-mnist")
@@ -26,11 +25,7 @@ SMALL = ["--size", "48", "--train-images", "360", "--test-images", "30", "--unse
 
 
 def load_builder():
-    spec = importlib.util.spec_from_file_location("build_street_task", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_example(EXAMPLE)
 
 
 builder = load_builder()

@@ -21,6 +21,7 @@ import torch
 from federated.contract.metrics import MetricSpec
 from federated.params import MethodParams, describe, non_negative
 from federated.tasks.base import Scores, Task, per_party_mean
+from tests.short_runs import short_run
 
 TASK = "tests.test_toy_task:OrdinalTask"
 
@@ -135,18 +136,8 @@ def test_the_runs_task_sizes_the_head_and_groups_the_partition(fmnist):
     from federated.config.run_config import RunConfig
     from federated.engine.round_loop import FederatedRun
 
-    config = RunConfig.from_dict(
-        dict(
-            task=TASK,
-            dataset="fmnist",
-            rounds=1,
-            n_parties=4,
-            data_fraction=0.02,
-            test_fraction=0.05,
-            device="cpu",
-            threads=1,
-        )
-    ).resolved()
+    values = short_run("fmnist", parties=4, rounds=1, fractions=(0.02, 0.05), task=TASK)
+    config = RunConfig.from_dict(values).resolved()
     run = FederatedRun(config, fmnist)
     logits = run.global_model(run.augmenter.normalize(run.test_x[:2])).logits
     assert logits.shape == (2, 1)  # OrdinalTask.head_size, not the data's 10 classes

@@ -16,8 +16,9 @@ from federated.engine.round_loop import FederatedRun, run_rounds
 from federated.engine.run_files import RunFiles
 from federated.evaluation.holdout import held_out_count, hold_out, stratified_pick
 from federated.heterogeneity.partition import PartitionError
-from federated.trainable import load_run_state, save_run_state
 from tests.conftest import tiny
+from tests.restored_runs import restored_results
+from tests.short_runs import PARTY_SCORES
 from tests.test_round_loop import results
 
 
@@ -141,19 +142,12 @@ def test_a_restored_run_continues_with_the_same_validation(algorithm, synthetic,
     config = tiny(
         algorithm=algorithm,
         rounds=3,
-        party_scores_every=2,
-        val_fraction=0.2,
         eval_fraction=0.5,
-        party_test_fraction=0.2,
+        **PARTY_SCORES,
     )
     run = FederatedRun(config, synthetic)
     straight = results([run.run_round() for _ in range(3)])
-    first = FederatedRun(config, synthetic)
-    head = results([first.run_round()])
-    save_run_state(first, tmp_path)
-    restored = FederatedRun(config, synthetic)
-    restored.load_state_dict(load_run_state(tmp_path))
-    assert head + results([restored.run_round() for _ in range(2)]) == straight
+    assert restored_results(config, synthetic, tmp_path) == straight
     # round 2 is scored (every 2), round 3 is the last: both validate
     assert [r["val_round"] for r in straight] == [0, 2, 3]
 
