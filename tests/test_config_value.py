@@ -136,7 +136,7 @@ def test_a_count_the_folder_refuses_is_named_after_loading_and_nothing_is_writte
 def test_the_fields_are_grouped_behind_their_flat_names():
     grouped = [name for names in FIELD_GROUPS.values() for name in names]
     assert sorted(grouped) == sorted(field_types())  # every field in exactly one group
-    assert len(grouped) == len(set(grouped)) == 58
+    assert len(grouped) == len(set(grouped)) == 59
     config = tiny(dp_clip_norm=1.0)
     privacy = config.group("privacy")
     assert privacy.dp_clip_norm == 1.0 == privacy["dp_clip_norm"]
