@@ -13,8 +13,11 @@ costs), then ``--rounds`` rounds of each, alternating (fp32 round 2, bf16 round 
 round 3, fp32 round 3, ...) so that a change in the machine's load falls on both alike.
 The packed rows of :data:`CALIBRATED` cases also run the sweep's path calibration.
 Per precision: the median of the rounds' local-training seconds (``train_seconds``:
-local training and aggregation, no evaluation); the ratio is fp32's over bf16-mixed's
-(> 1: bf16-mixed is faster).  Then the sweep's path calibration
+local training and aggregation, no evaluation, wall clock) and of the rounds' CPU
+seconds (the process's, the whole round: on a machine shared with other work the wall
+clock counts the time others held the cores, the CPU seconds do not — with one torch
+thread they are the round's work); each ratio is fp32's over bf16-mixed's (> 1:
+bf16-mixed is faster).  Then the sweep's path calibration
 (:func:`federated.engine.path_calibration.measure_paths`) in each precision, whose key
 holds the precision: the path each would choose.
 
@@ -33,6 +36,7 @@ import json
 import os
 import statistics
 import sys
+import time
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -103,19 +107,25 @@ def case_data(name: str, dataset: str, data_root: str | None) -> ImageData:
     return ImageData(spec, x[:n], y[:n], x[n:], y[n:])
 
 
-def time_precisions(config: RunConfig, data: ImageData, rounds: int) -> dict[str, list[float]]:
-    """Each precision's local-training seconds of ``rounds`` rounds after one warm-up,
-    rounds alternating between the precisions (module docstring)."""
+def time_precisions(
+    config: RunConfig, data: ImageData, rounds: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each precision's local-training seconds (wall) and whole-round CPU seconds of
+    ``rounds`` rounds after one warm-up, rounds alternating between the precisions
+    (module docstring)."""
     runs = {
         p: FederatedRun(replace(config, precision=p, rounds=rounds + 1), data) for p in PRECISIONS
     }
     seconds: dict[str, list[float]] = {p: [] for p in PRECISIONS}
+    cpu: dict[str, list[float]] = {p: [] for p in PRECISIONS}
     for index in range(rounds + 1):
         for precision in PRECISIONS if index % 2 == 0 else reversed(PRECISIONS):
+            began = time.process_time()
             row = runs[precision].run_round()
             if index > 0:
                 seconds[precision].append(float(row["train_seconds"]))
-    return seconds
+                cpu[precision].append(time.process_time() - began)
+    return seconds, cpu
 
 
 def calibrated_paths(config: RunConfig, data: ImageData) -> dict[str, Any]:
@@ -138,8 +148,9 @@ def measure(
     base = case_config(name, algorithm)
     config = base.replace(execution=path, threads=threads, checkpoint_every=0, device=device)
     data = case_data(name, config.dataset, config.data_root)
-    seconds = time_precisions(config, data, rounds)
+    seconds, cpu = time_precisions(config, data, rounds)
     median = {p: statistics.median(s) for p, s in seconds.items()}
+    cpu_median = {p: statistics.median(s) for p, s in cpu.items()}
     return {
         "case": name,
         "algorithm": algorithm,
@@ -149,6 +160,9 @@ def measure(
         "median_s": median,
         "ratio": median["fp32"] / median["bf16-mixed"],
         "noise_s": max(max(s) - min(s) for s in seconds.values()),
+        "round_cpu_s": cpu,
+        "cpu_median_s": cpu_median,
+        "cpu_ratio": cpu_median["fp32"] / cpu_median["bf16-mixed"],
         "calibration": (
             calibrated_paths(config, data)
             if path == "packed" and name in CALIBRATED and device == "cpu"
@@ -161,8 +175,9 @@ def describe(rows: list[dict[str, Any]]) -> str:
     """The table: one line per row, the calibration's choice per precision."""
     lines = [
         "| case | method | path | threads | fp32 s/round | bf16-mixed s/round | ratio | "
-        "noise s | calibration fp32 → | calibration bf16 → |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        "noise s | fp32 CPU s | bf16 CPU s | CPU ratio | calibration fp32 → | "
+        "calibration bf16 → |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for r in rows:
         cal = r["calibration"] or {}
@@ -177,7 +192,8 @@ def describe(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {r['case']} | {r['algorithm']} | {r['path']} | {r['threads']} | "
             f"{r['median_s']['fp32']:.2f} | {r['median_s']['bf16-mixed']:.2f} | "
-            f"{r['ratio']:.2f}× | {r['noise_s']:.2f} | {chosen('fp32')} | "
+            f"{r['ratio']:.2f}× | {r['noise_s']:.2f} | {r['cpu_median_s']['fp32']:.2f} | "
+            f"{r['cpu_median_s']['bf16-mixed']:.2f} | {r['cpu_ratio']:.2f}× | {chosen('fp32')} | "
             f"{chosen('bf16-mixed')} |"
         )
     return "\n".join(lines)

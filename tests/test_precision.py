@@ -261,3 +261,31 @@ def test_the_command_line_refuses_it_in_one_line(tmp_path, monkeypatch, capsys):
     assert err.startswith("error: precision='bf16-mixed' but this processor (Old CPU)")
     assert "\n" not in err
     assert not out.exists()
+
+
+def test_the_benchmark_table_and_its_bad_flag():
+    """benchmarks/precision.py: a row's medians, ratios and calibration in one table line;
+    a case it does not know refused in one line, nothing measured."""
+    from benchmarks.precision import describe, main
+
+    row = {
+        "case": "cifar-shaped",
+        "algorithm": "moon",
+        "path": "packed",
+        "threads": 1,
+        "median_s": {"fp32": 2.0, BF16: 1.0},
+        "ratio": 2.0,
+        "noise_s": 0.25,
+        "cpu_median_s": {"fp32": 1.5, BF16: 1.0},
+        "cpu_ratio": 1.5,
+        "calibration": {
+            "fp32": {"timings_s": {"packed": 0.5, "sequential": 0.75}, "chosen": "packed"},
+            BF16: None,
+        },
+    }
+    assert describe([row]).splitlines()[-1] == (
+        "| cifar-shaped | moon | packed | 1 | 2.00 | 1.00 | 2.00× | 0.25 | 1.50 | 1.00 | 1.50× "
+        "| packed (0.50/0.75) |  |"
+    )
+    with pytest.raises(SystemExit, match=r"--cases 'cifar' \(allowed: fmnist-laptop, "):
+        main(["--cases", "cifar"])

@@ -102,7 +102,7 @@ def validate(c: Any) -> None:
 
     The checks run in this order, so a config with several bad values is refused on the
     same one every time: types; the names (methods, partition, dataset fields, execution
-    path); counts and sizes; fractions and rates; heterogeneity; held-out data;
+    path, precision); counts and sizes; fractions and rates; heterogeneity; held-out data;
     differential privacy; the device.  Where the parties are the data's own and not yet
     counted (``n_parties`` None under ``partition=natural`` on a folder or an ``hf:``
     column), the checks that need their count wait for it:
