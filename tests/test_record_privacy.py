@@ -205,3 +205,28 @@ def test_record_level_refusals_are_one_line(values, words):
 def test_a_batchnorm_model_is_refused_before_training(synthetic):
     with pytest.raises(ConfigError, match=r"model='simple-cnn-bn' \(allowed: a model without"):
         FederatedRun(_record(model="simple-cnn-bn"), synthetic)
+
+
+def test_a_record_level_sweep_trains_sequentially_and_its_manifest_says_so(tmp_path):
+    """The sweep's path choice sets what the trials train on (no fallback, no timing)."""
+    from search_spaces import BUDGETS
+    from search_spaces.study_file import load_study_file
+    from study.path_choice import sweep_path_choice
+    from study.plan import SweepPlan
+    from study.resources import TrialResources
+
+    def refuse(config):
+        raise AssertionError("nothing may be measured here")
+
+    study = tmp_path / "record.toml"
+    study.write_text(
+        'name = "record"\ndescription = "d"\ndataset = "synthetic"\n'
+        '[fixed]\ndp_level = "record"\ndp_noise_multiplier = 1.0\ndp_clip_norm = 1.0\n'
+        '[[axes]]\nname = "lr"\nvalues = [0.01, 0.1]\n'
+    )
+    plan = SweepPlan.build(load_study_file(study), BUDGETS["smoke"], seeds=[0])
+    choice = sweep_path_choice(plan, TrialResources(1, 0), remote=False, measure=refuse)
+    assert (choice.path, choice.source) == ("sequential", "not packable")
+    reason = "dp_level=record takes each sample's gradient on its own"
+    assert choice.to_manifest()["reason"] == reason
+    assert {t.config["execution"] for t in plan.trials()} == {"sequential"}
