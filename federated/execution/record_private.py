@@ -11,12 +11,13 @@ one of its records joins the batch independently with probability q = min(1,
 ``batch_size``/n), from a generator keyed by (seed, party, round, step), so the batch
 plan's shuffled batches are not used and nothing the run draws from its streams
 changes.  That is the sampling DP-SGD's amplification argument needs (Abadi et al.
-2016; Opacus's default): the accountant (:class:`~federated.engine.round_hooks.
-RecordAccountant`) composes one ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))``
-per step.  A step's augmentation is drawn from the same generator after the records;
-feature skew applies as on the other paths.  The loss logged is the batch's (an empty
-batch logs none).  Packed execution does not apply (each sample's gradient is taken on
-its own): :func:`federated.execution.choice.local_trainer` falls back to these.
+2016; Opacus's default): the accountant
+(:class:`~federated.engine.round_hooks.RecordAccountant`) composes one
+``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))`` per step.  A step's augmentation
+is drawn from the same generator after the records; feature skew applies as on the
+other paths.  The loss logged is the batch's (an empty batch logs none).  Packed
+execution does not apply (each sample's gradient is taken on its own):
+:func:`federated.execution.choice.local_trainer` falls back to these.
 """
 
 from __future__ import annotations
@@ -114,10 +115,11 @@ class RecordPrivateSteps(SequentialTrainer):
         momenta: list[torch.Tensor] | None,
         x: torch.Tensor,
         y: torch.Tensor,
-        expected: float = 0.0,
+        expected: float | None = None,
     ) -> dict[str, torch.Tensor]:
         """One DP-SGD step on the batch (x, y) (possibly empty), the noised sum divided
-        by ``expected`` (the expected batch size); returns the loss parts."""
+        by ``expected`` (the expected batch size; None: the batch's own); returns the
+        loss parts."""
         algorithm = self.setup.algorithm
         task = algorithm.task
         model = job.model
@@ -135,8 +137,9 @@ class RecordPrivateSteps(SequentialTrainer):
         grads = per_sample_gradients(model, [names[id(p)] for p in live], sample_loss, x, y)
         noise = self.record_noise
         generator = noise_generator(noise.seed, job.party, job.round_index, job.steps)
+        divisor = float(x.shape[0]) if expected is None else expected
         private = private_gradient(
-            grads, noise.clip_norm, noise.noise_multiplier, expected, generator
+            grads, noise.clip_norm, noise.noise_multiplier, divisor, generator
         )
         for p in params:
             p.grad = None
