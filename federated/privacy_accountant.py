@@ -278,19 +278,35 @@ def epsilon_after(
     return accounting.epsilon(rounds, noise_multiplier, delta)
 
 
-def record_epsilon(epochs: int, noise_multiplier: float, delta: float) -> float:
-    """Record-level epsilon of one party after ``epochs`` local epochs of DP-SGD
-    (``dp_level=record``): in an epoch each record is in exactly one batch of a random
-    permutation drawn independently of the data, so under replace-one neighbours (one
-    record replaced) the epoch is one Gaussian mechanism on that batch's clipped sum,
-    sensitivity 2C, multiplier sigma/2 — no amplification by sampling is claimed; the
-    epochs compose by RDP (0 epochs: 0.0)."""
-    from dp_accounting import GaussianDpEvent, NeighboringRelation
+#: the accountants record-level DP-SGD offers (first: default)
+RECORD_ACCOUNTANTS = ("pld", "rdp")
 
-    if epochs <= 0:
+
+def sampling_rate(batch: int, n_records: int) -> float:
+    """q: the probability that a record joins a step's Poisson batch, for an expected
+    ``batch`` records out of a party's ``n_records`` (1 where the batch holds them all)."""
+    return min(1.0, batch / n_records)
+
+
+@functools.cache
+def record_epsilon(
+    steps: int, rate: float, noise_multiplier: float, delta: float, accountant: str = "pld"
+) -> float:
+    """Record-level epsilon of one party after ``steps`` DP-SGD steps on Poisson batches
+    (``dp_level=record``): each step keeps each of the party's records independently with
+    probability ``rate`` = q and adds noise of std sigma·C to the sum of clipped
+    per-sample gradients, so under add-or-remove-one-record neighbours a step is
+    ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma))`` (sensitivity C); the steps
+    compose by ``dp_accounting``'s ``accountant`` (``pld``, discretisation
+    :data:`PLD_DISCRETIZATION`, or ``rdp``).  0 steps: 0.0 (cached: every row asks)."""
+    from dp_accounting import GaussianDpEvent, NeighboringRelation, PoissonSampledDpEvent
+
+    if steps <= 0:
         return 0.0
-    event = GaussianDpEvent(accountant_multiplier(noise_multiplier, "fixed"))
-    return composed_epsilon(event, epochs, delta, NeighboringRelation.REPLACE_ONE)
+    event = PoissonSampledDpEvent(rate, GaussianDpEvent(noise_multiplier))
+    if accountant == "pld":
+        return _pld_epsilon(event, steps, delta)
+    return composed_epsilon(event, steps, delta, NeighboringRelation.ADD_OR_REMOVE_ONE)
 
 
 @functools.cache

@@ -8,8 +8,9 @@ beside what was measured (``execution_choice``).  An ``execution`` the user wrot
 study's fixed setting, an axis, ``--set``) is honoured untouched and nothing is timed.
 Trials on GPUs or on a cluster's nodes run where the driver cannot time them: they keep
 packed execution, and the manifest says it was not measured.  A task that cannot pack
-(detection) trains sequentially everywhere: its trials are set to sequential, nothing is
-timed, and the line and manifest give the task's reason.
+(detection) trains sequentially everywhere, and so does record-level DP-SGD
+(``dp_level=record``): the trials are set to sequential, nothing is timed, and the
+line and manifest give the reason.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from federated.engine.path_calibration import (
     key_text,
     task_packing_obstacle,
 )
+from federated.execution.choice import record_level_obstacle
 from study.plan import SweepPlan
 from study.resources import TrialResources
 
@@ -60,9 +62,11 @@ def sweep_path_choice(
     a user comparing methods compares them on one path)."""
     if user_chose_execution(plan):
         return PathChoice(plan.first_config().get("execution", DEFAULT_PATH), "user")
-    # a task that cannot pack (detection) trains sequentially wherever its trials run:
-    # said as the task's reason and set on the trials, never timed
-    obstacle = task_packing_obstacle(plan.trials()[0].run_config)
+    # a task that cannot pack (detection), or record-level DP-SGD (each sample's gradient
+    # on its own), trains sequentially wherever its trials run: said as its reason and
+    # set on the trials (the manifest records the path they train on), never timed
+    first = plan.trials()[0].run_config
+    obstacle = record_level_obstacle(first) or task_packing_obstacle(first)
     if obstacle is not None:
         plan.overrides["execution"] = "sequential"
         return PathChoice("sequential", "not packable", reason=obstacle)

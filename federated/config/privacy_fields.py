@@ -11,8 +11,8 @@ adaptive clipping whose noise the clipped count alone would exceed, and a method
 uploads DP-FedAvg would leave unprotected (``Algorithm.dp_obstacle``, a declaration).
 :func:`privacy_defaults` is the part of resolution that completes them: delta =
 min(1e-5, 1/(10 N)) and adaptive clipping's first norm 0.1, only where the run uses
-them; :func:`run_accountant` is the accountant (unset: PLD under Poisson sampling, RDP
-under fixed-size).
+them; :func:`run_accountant` is the accountant (unset: PLD under Poisson sampling and
+under record-level DP-SGD, RDP under fixed-size).
 
 The config reaches these functions as a plain object (``Any``), as in
 :mod:`federated.config.checks`.
@@ -27,6 +27,7 @@ from federated.privacy_accountant import (
     ACCOUNTANTS,
     ADAPTIVE_INITIAL_CLIP_NORM,
     MAX_NOISE_MULTIPLIER,
+    RECORD_ACCOUNTANTS,
     clipped_count_std,
     default_delta,
     noise_for_epsilon,
@@ -74,9 +75,12 @@ def privacy_defaults(c: Any) -> dict[str, Any]:
 
 
 def run_accountant(c: Any) -> str:
-    """The accountant of ``c``: the one given, else its party sampling's default."""
+    """The accountant of ``c``: the one given, else PLD under record-level DP-SGD
+    (Poisson batches) and its party sampling's default under DP-FedAvg."""
     if c.dp_accountant is not None:
         return str(c.dp_accountant)
+    if record_level(c):
+        return RECORD_ACCOUNTANTS[0]
     return ACCOUNTANTS[c.party_sampling][0]
 
 
@@ -104,7 +108,8 @@ def check_privacy(c: Any) -> None:
     counted, rounds checked) whose value is not allowed; nothing when DP is off and its
     fields hold their defaults."""
     one_of("dp_clipping", c.dp_clipping, DP_CLIPPINGS)
-    if c.dp_accountant is not None:
+    one_of("dp_level", c.dp_level, DP_LEVELS)
+    if c.dp_accountant is not None and not record_level(c):
         allowed = ACCOUNTANTS[c.party_sampling]
         if c.dp_accountant not in allowed:
             raise ConfigError(
@@ -144,7 +149,6 @@ def check_privacy(c: Any) -> None:
             f"a number in (0, 1/n_parties={limit:.4g}): a delta of 1/N or more allows "
             "releasing one party's data outright",
         )
-    one_of("dp_level", c.dp_level, DP_LEVELS)
     if record_level(c):
         _check_record_level(c)
         return
@@ -165,7 +169,7 @@ def check_privacy(c: Any) -> None:
 
 def _check_record_level(c: Any) -> None:
     """DP-SGD inside each party: a clip norm and a noise multiplier given (no target
-    epsilon, fixed clipping, the RDP accountant), and a method whose local objective is
+    epsilon, fixed clipping, the PLD or RDP accountant), and a method whose local objective is
     the supervised loss alone (``Algorithm.per_sample_objective``, a declaration)."""
     needs = "under dp_level=record"
     if c.dp_clip_norm is None:
@@ -177,8 +181,8 @@ def _check_record_level(c: Any) -> None:
     if not c.dp_noise_multiplier > 0:
         raise ConfigError("dp_noise_multiplier", c.dp_noise_multiplier, f"a number > 0 {needs}")
     one_of("dp_clipping", c.dp_clipping, ("fixed",))
-    if c.dp_accountant not in (None, "rdp"):
-        raise ConfigError("dp_accountant", c.dp_accountant, f"rdp {needs}")
+    if c.dp_accountant is not None:
+        one_of("dp_accountant", c.dp_accountant, RECORD_ACCOUNTANTS)
     if not load_method("algorithm", c.algorithm).per_sample_objective:
         raise ConfigError(
             "algorithm",

@@ -477,15 +477,15 @@ class RunConfig:
         default="party",
         metadata=_help(
             "party: DP-FedAvg protects each party's data at the server; record: DP-SGD "
-            "inside each party protects each record (per-sample clipping to dp_clip_norm, "
-            "noise dp_noise_multiplier x C per local step)"
+            "inside each party protects each record (Poisson batches, per-sample clipping "
+            "to dp_clip_norm, noise dp_noise_multiplier x C per local step)"
         ),
     )
     dp_accountant: str | None = field(
         default=None,
         metadata=_help(
-            "DP-FedAvg's accountant: rdp (Renyi DP) or pld (privacy loss distributions, "
-            "party_sampling=poisson only); default pld under poisson, rdp under fixed"
+            "the accountant: rdp (Renyi DP) or pld (privacy loss distributions: "
+            "party_sampling=poisson or dp_level=record); default pld there, rdp under fixed"
         ),
     )
     # --- execution (never changes results on a given device)

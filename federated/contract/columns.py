@@ -237,7 +237,7 @@ PRIVACY_COLUMNS: tuple[RunColumn, ...] = (
     RunColumn(
         "dp_epsilon_neighbours",
         "neighbouring relation",
-        "name: replace-one or add-remove (party level), replace-one record (record level)",
+        "name: replace-one or add-remove (party level), add-remove record (record level)",
         None,
         UPDATES,
         GLOBAL,
@@ -248,7 +248,7 @@ PRIVACY_COLUMNS: tuple[RunColumn, ...] = (
     RunColumn(
         "dp_epsilon_sampling",
         "party sampling",
-        "name: fixed or poisson (party level), shuffled batches (record level)",
+        "name: fixed or poisson (party level), poisson batches (record level)",
         None,
         UPDATES,
         GLOBAL,

@@ -87,6 +87,13 @@ class PartyData:
         self.test_x = test_x[test_idx].to(device)
         self.test_y = test_y[test_idx].to(device)
 
+    def records(self, party: int) -> torch.Tensor:
+        """Party ``party``'s rows of ``train_x``/``train_y`` (long, on their device)."""
+        lo, hi = self.offsets[party], self.offsets[party + 1]
+        if self.rows is None:
+            return torch.arange(lo, hi, device=self.train_x.device)
+        return self.rows[lo:hi]
+
     def party(self, party: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Party ``party``'s (uint8 images, labels): views into the laid-out set, or
         (on the CPU) gathered from the loaded one."""

@@ -35,14 +35,13 @@ feature is off is not in it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from federated.execution.batch_plan import batches_per_epoch
-from federated.privacy_accountant import record_epsilon
+from federated.config.privacy_fields import run_accountant
+from federated.privacy_accountant import record_epsilon, sampling_rate
 from federated.server.aggregation import Aggregator
 
 if TYPE_CHECKING:
@@ -233,38 +232,49 @@ class PrivateAggregation(RoundHook):
 
 class RecordAccountant(RoundHook):
     """Record-level DP-SGD's accountants, one per party (``dp_level=record``): each
-    party's local epochs counted as it trains (a partial epoch counts whole), its epsilon
-    :func:`~federated.privacy_accountant.record_epsilon` of them; the row states the
-    worst party's, ``parties.csv`` each party's; the counts cross checkpoints."""
+    party's DP-SGD steps on Poisson batches (rate q_i = min(1, batch/n_i)) counted as it
+    trains, its epsilon :func:`~federated.privacy_accountant.record_epsilon` of them by
+    ``accountant``; the row states the worst party's, ``parties.csv`` each party's; the
+    step counts cross checkpoints (epsilon is recomputed from them)."""
 
     state_key = "record_privacy"
 
     def __init__(
-        self, noise_multiplier: float, clip_norm: float, delta: float, sizes: list[int], batch: int
+        self,
+        noise_multiplier: float,
+        clip_norm: float,
+        delta: float,
+        sizes: list[int],
+        batch: int,
+        accountant: str,
     ) -> None:
         self.noise_multiplier = noise_multiplier
         self.clip_norm = clip_norm
         self.delta = delta
-        self.per_epoch = [batches_per_epoch(n, batch) for n in sizes]
-        self.epochs = [0] * len(sizes)
+        self.accountant = accountant
+        self.rates = [sampling_rate(min(batch, n), n) for n in sizes]
+        self.steps = [0] * len(sizes)
 
     def after_local(self, job: LocalJob, round_number: int, index: int) -> float:
-        self.epochs[job.party] += math.ceil(job.steps / self.per_epoch[job.party])
+        self.steps[job.party] += job.steps
         return 0.0
 
-    def _epsilon(self, epochs: int) -> float:
-        return record_epsilon(epochs, self.noise_multiplier, self.delta)
+    def _epsilons(self) -> list[float]:
+        return [
+            record_epsilon(s, q, self.noise_multiplier, self.delta, self.accountant)
+            for s, q in zip(self.steps, self.rates)
+        ]
 
     def row_fields(self) -> dict[str, Any]:
         return {
-            "dp_epsilon": self._epsilon(max(self.epochs)),  # epsilon grows with epochs
-            "dp_epsilon_accountant": "rdp",
-            "dp_epsilon_neighbours": "replace-one record",
-            "dp_epsilon_sampling": "shuffled batches",
+            "dp_epsilon": max(self._epsilons()),
+            "dp_epsilon_accountant": self.accountant,
+            "dp_epsilon_neighbours": "add-remove record",
+            "dp_epsilon_sampling": "poisson batches",
         }
 
     def party_values(self) -> dict[str, list[float]]:
-        return {"party_dp_epsilon": [self._epsilon(e) for e in self.epochs]}
+        return {"party_dp_epsilon": self._epsilons()}
 
     def divergence_words(self) -> str:
         return (
@@ -274,13 +284,18 @@ class RecordAccountant(RoundHook):
 
     def state_for_checkpoint(self) -> dict[str, Any]:
         return {
-            "epochs": list(self.epochs),
+            "steps": list(self.steps),
             "noise_multiplier": self.noise_multiplier,
             "delta": self.delta,
         }
 
     def restore(self, state: Any) -> None:
-        self.epochs = [int(e) for e in state["epochs"]]
+        if "steps" not in state:
+            raise ValueError(
+                "this checkpoint's record-level accountant counted shuffled epochs (before "
+                "Poisson batches): it cannot be resumed by this version; start the run again"
+            )
+        self.steps = [int(s) for s in state["steps"]]
 
 
 def running_variance_keys(model: torch.nn.Module, keys: Iterable[str]) -> list[str]:
@@ -337,6 +352,7 @@ def round_hooks(
                 float(config.dp_delta),
                 sizes,
                 config.batch_size,
+                run_accountant(config),
             )
         )
     privacy = ClientPrivacy.from_config(config, rng.privacy)

@@ -129,6 +129,7 @@ class FederatedRun:
             self.data.train_x,
             self.data.train_y,
             self.feature_skew,
+            self.data.records,
         )
         self.evaluation = RoundEvaluation.for_run(
             config, self.data, self.task, self.augmenter, self.rng.evaluation

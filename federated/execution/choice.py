@@ -15,6 +15,7 @@ from federated.data import Augmenter, DatasetSpec
 from federated.execution.packed import PackedTrainer
 from federated.execution.packed_model import packing_obstacle
 from federated.execution.record_private import (
+    PartyRecords,
     RecordNoise,
     RecordPrivateReference,
     RecordPrivateSequential,
@@ -42,9 +43,11 @@ def local_trainer(
     images: torch.Tensor,
     labels: torch.Tensor,
     skew: FeatureSkew | None = None,
+    records: PartyRecords | None = None,
 ) -> LocalTrainer:
     """The run's trainer.  ``packed`` whose method or model cannot pack says why, once
-    (:class:`PackingFallback`), and trains sequentially."""
+    (:class:`PackingFallback`), and trains sequentially.  ``records`` (each party's
+    rows of ``images``) is what record-level DP-SGD draws its Poisson batches from."""
     rule = SgdRule(config.lr, config.momentum, config.weight_decay)
     precision = Precision(config.precision, images.device.type)
     setup = TrainingSetup(
@@ -52,7 +55,7 @@ def local_trainer(
     )
     if config.execution == "packed":
         reason = (
-            _record_level_obstacle(config)
+            record_level_obstacle(config)
             or algorithm.task.packing_obstacle()
             or algorithm.packing_obstacle()
             or packing_obstacle(global_model, spec.shape)
@@ -76,6 +79,9 @@ def local_trainer(
         trainer.record_noise = RecordNoise(
             float(config.dp_clip_norm), float(config.dp_noise_multiplier), config.seed
         )
+        if records is None:
+            raise ValueError("dp_level=record needs each party's records (records=...)")
+        trainer.records = records
         return trainer
     kind = ReferenceTrainer if config.execution == "reference" else SequentialTrainer
     return kind(setup, working)
@@ -94,8 +100,10 @@ def _check_no_batchnorm(config: RunConfig, model: torch.nn.Module) -> None:
         )
 
 
-def _record_level_obstacle(config: RunConfig) -> str | None:
-    """Why record-level DP-SGD cannot train packed (each sample's gradient is its own)."""
+def record_level_obstacle(config: RunConfig) -> str | None:
+    """Why record-level DP-SGD cannot train packed (each sample's gradient is its own),
+    or None: the trainer's fallback and a sweep's path choice (study/path_choice.py)
+    say it."""
     if config.dp_level != "record":
         return None
     return "dp_level=record takes each sample's gradient on its own"

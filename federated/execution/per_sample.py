@@ -6,7 +6,9 @@ Opacus computes for a module (``GradSampleModule`` and its optimizer), here with
 ``functional_call`` (docs/privacy.md, "Record-level DP").
 
 The noise is drawn on the CPU from a generator keyed by (seed, party, round, step), so
-a run is the same on every device and a resumed run draws the same noise with no state.
+a run is the same on every device and a resumed run draws the same noise with no state;
+each step's Poisson batch (each of the party's records kept independently with
+probability q) comes from a second generator keyed the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import torch
 from torch.func import functional_call, grad, vmap
 
 from federated.runtime.seeding import STREAMS
+
+#: the last key entry of a step's batch-sampling generator (its noise's key has none)
+_SAMPLING = 1
 
 #: one sample's supervised loss: (model, x of one sample, its target) -> scalar
 SampleLoss = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -32,8 +37,11 @@ def per_sample_gradients(
 ) -> list[torch.Tensor]:
     """Each sample's gradient of ``loss`` with respect to the parameters ``names`` of
     ``model``: one tensor per parameter, (B, *shape), the batch ``x``, ``y`` split into
-    samples of one.  Buffers and the other parameters enter as constants."""
+    samples of one.  Buffers and the other parameters enter as constants.  An empty
+    batch (a Poisson batch may be) has no gradients: (0, *shape) zeros."""
     weights = dict(model.named_parameters())
+    if x.shape[0] == 0:
+        return [weights[n].detach().new_zeros((0, *weights[n].shape)) for n in names]
     trained = {n: weights[n].detach() for n in names}
     fixed = {n: p.detach() for n, p in weights.items() if n not in trained}
     fixed.update(dict(model.named_buffers()))
@@ -77,15 +85,31 @@ def noise_generator(seed: int, party: int, round_index: int, step: int) -> torch
     return torch.Generator().manual_seed(int(key.generate_state(1, dtype=np.uint64)[0] >> 1))
 
 
+def sampling_generator(seed: int, party: int, round_index: int, step: int) -> torch.Generator:
+    """The CPU generator of one local step's Poisson batch (which records, then their
+    augmentation), keyed as :func:`noise_generator` plus a tag that keeps the two apart."""
+    key = np.random.SeedSequence([seed, STREAMS["privacy"], party, round_index, step, _SAMPLING])
+    return torch.Generator().manual_seed(int(key.generate_state(1, dtype=np.uint64)[0] >> 1))
+
+
+def poisson_sample(n_records: int, rate: float, generator: torch.Generator) -> torch.Tensor:
+    """Positions ``0 .. n_records - 1`` each kept independently with probability
+    ``rate`` (one uniform draw per record from ``generator``, in order): a Poisson
+    batch, possibly empty, as a CPU long tensor in increasing order."""
+    kept = torch.rand(n_records, generator=generator, dtype=torch.float64) < rate
+    return kept.nonzero().flatten()
+
+
 def private_gradient(
     grads: list[torch.Tensor],
     clip_norm: float,
     noise_multiplier: float,
-    batch_size: int,
+    batch_size: float,
     generator: torch.Generator,
 ) -> list[torch.Tensor]:
     """DP-SGD's gradient from per-sample ``grads``: the clipped sum plus N(0, (sigma·C)²)
-    per entry (drawn on the CPU in parameter order), divided by ``batch_size``."""
+    per entry (drawn on the CPU in parameter order), divided by ``batch_size`` (under
+    Poisson batches the expected batch size, a constant: the drawn size is private)."""
     total = clipped_sum(grads, clip_norm)
     std = noise_multiplier * clip_norm
     out = []
