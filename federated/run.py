@@ -63,7 +63,7 @@ from federated.registry import is_plugin, load_method
 from federated.runtime.atomic_file import atomic_open
 from federated.runtime.device import DeviceUnavailableError
 from federated.runtime.owned_temp_files import remove_stale
-from federated.runtime.precision import EmulatedPrecisionWarning
+from federated.runtime.precision_names import EmulatedPrecisionWarning
 
 ROW_FORMATS = (".csv", ".jsonl")  # what write_rows writes, chosen by --out's suffix
 

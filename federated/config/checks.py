@@ -33,7 +33,7 @@ from federated.params import (
 )
 from federated.privacy_accountant import SAMPLINGS
 from federated.registry import load_method
-from federated.runtime.precision import PRECISIONS
+from federated.runtime.precision_names import PRECISIONS
 
 PARTITIONS = ("dirichlet", "iid", "labels", "quantity", "natural")
 # what happens to BatchNorm running statistics (federated/algorithms/batchnorm_rule.py)

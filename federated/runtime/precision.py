@@ -40,11 +40,12 @@ import torch
 
 from federated.runtime.cpu_name import cpu_flags, cpu_model
 from federated.runtime.device import DeviceUnavailableError
+from federated.runtime.precision_names import (
+    BF16_MIXED,
+    FP32,
+    EmulatedPrecisionWarning,
+)
 
-FP32 = "fp32"
-BF16_MIXED = "bf16-mixed"
-#: the values of RunConfig.precision
-PRECISIONS = (FP32, BF16_MIXED)
 #: x86 flags of native bfloat16 arithmetic (AVX-512 BF16 dot products, AMX tiles)
 NATIVE_X86_FLAGS = ("avx512_bf16", "amx_bf16")
 #: the x86 flag under which oneDNN emulates bfloat16 (AVX-512 byte/word instructions)
@@ -57,10 +58,6 @@ NATIVE, EMULATED, NONE = "native", "emulated", "none"
 
 class PrecisionUnsupportedError(DeviceUnavailableError):
     """``precision=bf16-mixed`` on a processor without bfloat16 support (one line)."""
-
-
-class EmulatedPrecisionWarning(UserWarning):
-    """bfloat16 runs here, but emulated: slower than float32."""
 
 
 @dataclass(frozen=True)
