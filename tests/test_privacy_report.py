@@ -262,8 +262,17 @@ def test_the_accountant_a_run_recorded_is_the_one_the_caption_names():
     from analysis.tables.privacy import accountant_name, accountant_words
 
     recorded = dp_trials().assign(dp_accountant="pld", party_sampling="poisson")
-    assert accountant_name(recorded) == "pld accountant"
+    assert accountant_name(recorded) == "PLD accountant"
     assert accountant_words(recorded) == (
         "accountant: pld, parties drawn by poisson sampling; docs/privacy.md"
     )
     assert accountant_name(dp_trials()) == "Rényi-DP accountant"
+
+
+def test_a_record_level_per_party_table_names_the_record_level_guarantee():
+    from analysis.tables.party_tables import outside_the_guarantee
+
+    (note,) = outside_the_guarantee(dp_trials().assign(dp_level="record"))
+    assert "outside the record-level (ε, δ) guarantee, which covers each party's training" in note
+    (note,) = outside_the_guarantee(dp_trials().assign(dp_level="party"))
+    assert "outside the client-level (ε, δ) guarantee" in note

@@ -68,7 +68,14 @@ def privacy_section(
         lines += figure_block(paths, out, caption)
 
     fractions = clipped_fractions(group.rounds, group.trials, keys)
-    if fractions.empty:
+    record_level = "dp_level" in done and set(done["dp_level"].dropna()) == {"record"}
+    if fractions.empty and record_level:
+        lines += [
+            f"*{CLIPPED.column} is the share of party updates clipped: record-level DP "
+            "clips each record's gradient inside its party, which no row counts.*",
+            "",
+        ]
+    elif fractions.empty:
         lines += [
             f"*The fraction of updates clipped per round ({CLIPPED.column}) is not in these "
             "rows: the sweep ran before fedsweep recorded it.*",

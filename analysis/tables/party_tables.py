@@ -622,8 +622,12 @@ def outside_the_guarantee(trials: pd.DataFrame) -> list[str]:
     epsilon = pd.to_numeric(trials.get(EPSILON), errors="coerce") if EPSILON in trials else None
     if epsilon is None or epsilon.dropna().empty:
         return []
+    levels = set(trials["dp_level"].dropna()) if "dp_level" in trials else set()
+    if levels == {"record"}:  # DP-SGD inside each party: each record of its training set
+        covers = "record-level (ε, δ) guarantee, which covers each party's training records"
+    else:
+        covers = "client-level (ε, δ) guarantee, which covers the updates the parties send"
     return [
-        "Differential privacy: these per-party scores are outside the client-level (ε, δ) "
-        "guarantee, which covers the updates the parties send, not the evaluation of each "
-        "party; the run's ε is in the comparison table's caption."
+        f"Differential privacy: these per-party scores are outside the {covers}, not the "
+        "evaluation of each party; the run's ε is in the comparison table's caption."
     ]

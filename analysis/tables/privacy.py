@@ -32,12 +32,22 @@ ACCOUNTANT = (
 
 
 def accountant_words(trials: pd.DataFrame) -> str:
-    """What computed the ε of ``trials``: each recorded accounting (dp-accounting's
-    ``rdp``/``pld``, the neighbouring relation, the sampling), else :data:`ACCOUNTANT`."""
+    """What computed the ε of ``trials``: each accounting their rows recorded
+    (dp-accounting's ``rdp``/``pld``, the neighbouring relation, the sampling), else the
+    accountant and party sampling their configs name, else :data:`ACCOUNTANT` (the one
+    fedsweep used before it recorded either)."""
     recorded = trials[ACCOUNTING].dropna().unique() if ACCOUNTING in trials else []
-    if len(recorded) == 0:
+    if len(recorded):
+        words = "; ".join(sorted(str(r) for r in recorded))
+        return f"dp-accounting: {words}; docs/privacy.md"
+    named = trials.get("dp_accountant")
+    names = sorted({str(n) for n in named.dropna()}) if named is not None else []
+    if not names:
         return ACCOUNTANT
-    return "dp-accounting: " + "; ".join(sorted(str(r) for r in recorded)) + "; docs/privacy.md"
+    drawn = trials.get("party_sampling")
+    draws = sorted({str(n) for n in drawn.dropna()}) if drawn is not None else []
+    sampling = f", parties drawn by {', '.join(draws)} sampling" if draws else ""
+    return f"accountant: {', '.join(names)}{sampling}; docs/privacy.md"
 
 
 def _shown(value: float) -> str:
