@@ -167,6 +167,17 @@ def pooled_parties_under_10(fmnist, root):
     return root, ["--partition", "iid", "--n-parties", "3"]
 
 
+def parties_emptied_by_holdout(fmnist, root):
+    grey_tree(fmnist, root, per_class=20)  # 40 training images: 2 parties of >= 10 ...
+    for f in (root / "test").rglob("*.png"):
+        f.unlink()
+    for d in sorted((root / "test").iterdir()):
+        d.rmdir()
+    (root / "test").rmdir()
+    # ... until the hold-out takes all but one: the hold-out is what to change
+    return root, ["--partition", "iid", "--n-parties", "2", "--holdout-fraction", "0.999"]
+
+
 def model(path):
     def case(fmnist, root):
         grey_tree(fmnist, root)
@@ -202,6 +213,10 @@ CASES = {
         "p0: party with 6 images left after holdout_fraction=0.5 (allowed: at least 10)",
     ),
     "pooled parties under 10": (pooled_parties_under_10, "n_parties=3 (allowed: at most 2 for"),
+    "hold-out leaves parties under 10": (
+        parties_emptied_by_holdout,
+        "holdout_fraction=0.999 (allowed: at most 0.5 here: it leaves ",
+    ),
     "import fails": (model("tests.no_such_module:f"), "import of 'tests.no_such_module' failed"),
     "not callable": (model("tests.model_factories:NOT_CALLABLE"), "no callable 'NOT_CALLABLE'"),
     "not a module": (model("tests.model_factories:not_a_module"), "not a torch.nn.Module"),
@@ -215,6 +230,7 @@ FIELDS = {
     "n_parties conflicts": "n_parties",
     "natural without parties": "partition",
     "pooled parties under 10": "n_parties",
+    "hold-out leaves parties under 10": "holdout_fraction",
 }
 
 

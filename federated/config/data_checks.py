@@ -335,6 +335,7 @@ def _check_party_sizes(c: Any, spec: DatasetSpec) -> None:
     most = n_train // min_size
     if c.partition != "natural" and c.n_parties > most:
         needed = c.n_parties * min_size
+        _check_holdout_leaves(c, spec, needed, n_train, min_size)
         if c.data_fraction < 1 and needed <= spec.train_size:
             # the data fraction, not the party count, is what makes it impossible
             raise ConfigError(
@@ -350,6 +351,29 @@ def _check_party_sizes(c: Any, spec: DatasetSpec) -> None:
             f"at most {most} for {n_train} {c.dataset} training samples "
             f"(each party needs >= {min_size} under partition={c.partition})",
         )
+
+
+def _check_holdout_leaves(
+    c: Any, spec: DatasetSpec, needed: int, n_train: int, min_size: int
+) -> None:
+    """Where a hold-out test split (``holdout_fraction``) is what leaves too few training
+    samples for the parties, refuse the hold-out rather than the party count the user
+    may not have written: ``spec.train_size`` counts what the hold-out left."""
+    holdout = getattr(c, "holdout_fraction", None)
+    if not holdout:
+        return
+    # the hold-out draws the test split from the training images (a folder with a test
+    # split of its own refuses holdout_fraction): both splits were training images
+    before = spec.train_size + spec.test_size
+    if needed > before * c.data_fraction:
+        return  # more parties than the data hold even without a hold-out
+    largest = max(0.0, 1.0 - needed / (before * c.data_fraction))
+    raise ConfigError(
+        "holdout_fraction",
+        holdout,
+        f"at most {int(largest * 1000) / 1000:g} here: it leaves {n_train} training samples "
+        f"for n_parties={c.n_parties} of >= {min_size} each",
+    )
 
 
 def _check_plan_size(local_epochs: int, samples_per_round: int) -> None:
