@@ -228,7 +228,40 @@ def test_an_undecodable_image_is_named_in_one_line(tmp_path):
     ).save_to_disk(str(tmp_path / "broken"))
     with pytest.raises(ConfigError) as err:
         _config(tmp_path / "broken", tmp_path, partition="iid", partition_by=None, n_parties=2)
-    assert "row 0: not a readable image" in str(err.value) and "\n" not in str(err.value)
+    assert "row 0, column 'image': not a readable image" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def _first_file(folder: Path, pattern: str) -> Path:
+    return next(iter(sorted(folder.rglob(pattern))))
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        ("info-json", "one of its JSON files (dataset_info.json, state.json ...) is damaged"),
+        ("arrow-cut", "an Arrow data file is truncated (Expected to be able to read"),
+        ("text-only", "no data files in it (allowed: a saved data set, parquet files, or an"),
+    ],
+)
+def test_a_damaged_hub_source_is_named_in_the_users_words(fmnist, tmp_path, damage, words):
+    """A damaged local ``hf:`` source says what is wrong with it (issue 67), not only the
+    library's exception: a JSON file, a cut Arrow file, no data files."""
+    source = tmp_path / "source"
+    if damage in ("info-json", "arrow-cut"):
+        save_stand_in(fmnist, source, n=24)
+        if damage == "info-json":
+            _first_file(source, "dataset_info.json").write_text('{"bro')
+        else:
+            arrow = _first_file(source, "*.arrow")
+            arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
+    else:
+        source.mkdir()
+        (source / "notes.txt").write_text("not a data set\n")
+    fields = dict(partition="iid", partition_by=None, n_parties=2)
+    with pytest.raises(ConfigError) as err:
+        _config(source, tmp_path, **fields)
+    assert words in str(err.value) and "\n" not in str(err.value)
 
 
 def test_parquet_files_and_an_imagefolder_tree_load_alike(fmnist, tmp_path):

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -166,10 +167,26 @@ def open_source(name: str) -> dict[str, Any]:
     except HubDataError:
         raise
     except Exception as err:  # DatasetNotFoundError, ConnectionError, arrow errors ...
-        raise HubDataError(
-            f"dataset {name!r} cannot be loaded ({type(err).__name__}: {error_reason(err, '')})"
-        ) from None
+        raise HubDataError(f"dataset {name!r} cannot be loaded ({load_problem(err)})") from None
     return dict(loaded) if isinstance(loaded, ds.DatasetDict) else {"train": loaded}
+
+
+def load_problem(err: BaseException) -> str:
+    """What a failed load of an ``hf:`` source means in the user's words: a damaged JSON
+    file (``dataset_info.json``, ``state.json``), a truncated Arrow file, a folder with no
+    data files; else the library's reason, whole, with its exception's name."""
+    kind = type(err).__name__
+    text = error_reason(err, "")
+    if isinstance(err, json.JSONDecodeError):
+        return f"one of its JSON files (dataset_info.json, state.json ...) is damaged: {text}"
+    if "Expected to be able to read" in text:  # pyarrow on an Arrow file cut short
+        return f"an Arrow data file is truncated ({text})"
+    if kind in ("EmptyDatasetError", "DataFilesNotFoundError") or "corresponds to no data" in text:
+        return (
+            "no data files in it (allowed: a saved data set, parquet files, or an image "
+            f"folder of .png/.jpg files: {text})"
+        )
+    return f"{kind}: {text}"
 
 
 # ----------------------------------------------------------------------- columns
@@ -275,14 +292,22 @@ def _targets(name: str, splits: dict[str, Any], label: str) -> tuple[HubColumn, 
 
 
 # ------------------------------------------------------------------------ images
-def _unreadable(name: str, split: str, row: int, err: BaseException) -> HubDataError:
-    reason = error_reason(err)
+def _unreadable(name: str, split: str, row: int, column: str, err: BaseException) -> HubDataError:
+    if isinstance(err, FileNotFoundError):  # an imagefolder row's file is gone
+        reason = f"its file {err.filename or ''} does not exist"
+    elif isinstance(err, OSError) and err.filename:
+        reason = f"its file {err.filename} cannot be read ({err.strerror or error_reason(err)})"
+    else:
+        reason = error_reason(err)
     return HubDataError(
-        f"dataset {name!r}: split {split!r} row {row}: not a readable image ({reason})"
+        f"dataset {name!r}: split {split!r} row {row}, column {column!r}: not a readable "
+        f"image ({reason})"
     )
 
 
-def _decode_one(name: str, split: str, row: int, cell: dict | None, channels: int) -> torch.Tensor:
+def _decode_one(
+    name: str, split: str, row: int, column: str, cell: dict | None, channels: int
+) -> torch.Tensor:
     from torchvision.io import ImageReadMode, decode_image
 
     mode = ImageReadMode.GRAY if channels == 1 else ImageReadMode.RGB
@@ -293,7 +318,7 @@ def _decode_one(name: str, split: str, row: int, cell: dict | None, channels: in
         if data is None:
             raise ValueError("empty cell")
     except (ValueError, OSError) as err:
-        raise _unreadable(name, split, row, err) from None
+        raise _unreadable(name, split, row, column, err) from None
     # a huge image is refused from its header, as an image folder's file is: decoding it
     # whole could exhaust memory before any check saw it
     problem = oversize(declared_size(io.BytesIO(data)))
@@ -302,7 +327,7 @@ def _decode_one(name: str, split: str, row: int, cell: dict | None, channels: in
     try:
         image = decode_image(torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=mode)
     except (RuntimeError, ValueError, OSError) as err:
-        raise _unreadable(name, split, row, err) from None
+        raise _unreadable(name, split, row, column, err) from None
     # an animated GIF: its first frame; a 16-bit PNG scaled to 8 bits, not wrapped
     return to_uint8(image[0] if image.ndim == 4 else image)
 
@@ -326,7 +351,7 @@ def _sample_shape(name: str, split: Any, image: str, image_size: str | None) -> 
             raise HubDataError(f"dataset {name!r}: split 'train' row {row}: {problem}")
     known = [h for h in headers if h is not None]
     if not known:  # no header readable: decoding names the first bad row
-        _decode_one(name, "train", 0, next(_cells(split, image, 0, 1)), 3)
+        _decode_one(name, "train", 0, image, next(_cells(split, image, 0, 1)), 3)
     grey = all(g for g, _ in known)
     size = parse_image_size(image_size) if image_size else choose_size([s for _, s in known])
     return (1 if grey else 3), size
@@ -348,7 +373,7 @@ def _decode_split(name: str, key: str, split: Any, image: str, channels: int, si
 
     out = torch.empty(len(split), channels, *size, dtype=torch.uint8)
     for row, cell in enumerate(_cells(split, image)):
-        picture = _decode_one(name, key, row, cell, channels)
+        picture = _decode_one(name, key, row, image, cell, channels)
         if tuple(picture.shape[1:]) != size:
             picture = TF.resize(picture, list(size), antialias=True)
         out[row] = picture
