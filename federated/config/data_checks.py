@@ -356,11 +356,12 @@ def _check_party_sizes(c: Any, spec: DatasetSpec) -> None:
 def _check_holdout_leaves(
     c: Any, spec: DatasetSpec, needed: int, n_train: int, min_size: int
 ) -> None:
-    """Where a hold-out test split (``holdout_fraction``) is what leaves too few training
-    samples for the parties, refuse the hold-out rather than the party count the user
-    may not have written: ``spec.train_size`` counts what the hold-out left."""
+    """Where a hold-out test split (``holdout_fraction``) leaves too few training samples
+    for even one party, refuse the hold-out rather than the party count, which no value
+    could satisfy: ``spec.train_size`` counts what the hold-out left."""
     holdout = getattr(c, "holdout_fraction", None)
-    if not holdout:
+    if not holdout or n_train >= min_size:
+        # some parties fit: the party count is what to lower (its message says how many)
         return
     # the hold-out draws the test split from the training images (a folder with a test
     # split of its own refuses holdout_fraction): both splits were training images
