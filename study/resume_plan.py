@@ -17,6 +17,7 @@ dropped silently.  This module does not import Ray.
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -59,9 +60,15 @@ CARRIED_FLAGS = (
 CARRIED_SWITCHES = (("quiet", "--quiet"), ("dashboard", "--dashboard"))
 
 
+@functools.cache
+def _defaults() -> argparse.Namespace:
+    """The parser's defaults (built once: ``given`` asks for about twenty)."""
+    return build_parser().parse_args([])
+
+
 def given(args: argparse.Namespace, dest: str) -> bool:
     """Whether the command line gave ``dest`` a value other than the parser's default."""
-    return getattr(args, dest) != build_parser().get_default(dest)
+    return getattr(args, dest) != getattr(_defaults(), dest)
 
 
 def resume_command(args: argparse.Namespace, name: str, storage: Path) -> str:

@@ -47,7 +47,6 @@ from study.plan_description import describe_plan, list_studies, plan_warnings
 from study.preflight import check_batches, check_cpus, check_devices, preflight, trial_configs
 from study.resources import Execution, TrialResources, choose_resources
 from study.resume_digests import check_key_writable, record_digests
-from study.resume_discovery import sweep_to_resume
 from study.resume_plan import resume_command, resumed_plan
 from study.seed_batches import SeedTarget, next_batch, parse_seed_target
 from study.selection import (
@@ -335,8 +334,9 @@ def check_before_ray(args: argparse.Namespace, plan: SweepPlan) -> SweepTarget:
         if not address:  # a local Ray has this machine's CPUs
             check_cpus(args.cpus_per_trial)
         if args.resume:
-            # the trials' checks run on the plan the folder's manifest records
-            sweep_dir, checked_plan = sweep_to_resume(storage, plan, args.name)
+            # plan_sweep found the folder, checked its trust and digests and built the
+            # plan its manifest records (study/resume_plan.py): the trials' checks run on it
+            sweep_dir, checked_plan = storage / args.name, plan
         else:
             sweep_dir = storage / (args.name or plan.default_name(time.strftime("%Y%m%d-%H%M%S")))
             if sweep_dir.exists():

@@ -27,6 +27,12 @@ ERRORS_FOLDER = Path.home() / ".cache" / "fedsweep" / "errors"
 OUTPUT_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EPIPE)
 
 
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null: what is still buffered for a gone reader or a
+    full device must not fail again when Python flushes it at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def report_internal_error(error: BaseException, command: str) -> int:
     """Print ``error`` as one line on stderr with where its traceback was saved;
     returns the exit status (:data:`INTERNAL_ERROR`).  Standard output that cannot be
@@ -34,11 +40,10 @@ def report_internal_error(error: BaseException, command: str) -> int:
     command quietly with status 141 (128 + SIGPIPE, as the shell's own commands do); a
     full or failing device (``> /dev/full``) is one line saying so."""
     if isinstance(error, BrokenPipeError):
-        # what is still buffered for the gone reader must not fail again at exit
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return BROKEN_PIPE
     if isinstance(error, OSError) and error.filename is None and error.errno in OUTPUT_ERRNOS:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         print(
             f"error: {command} could not write its standard output ({error.strerror}); "
             "nothing else was affected",

@@ -13,39 +13,35 @@ import os
 MEMINFO = "/proc/meminfo"
 
 
+def _meminfo_bytes(key: str, pages: str) -> int | None:
+    """``key`` of /proc/meminfo in bytes, else ``os.sysconf(pages)`` x the page size, else
+    None (unknown)."""
+    try:
+        with open(MEMINFO, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(f"{key}:"):
+                    return int(line.split()[1]) * 1024  # the file's unit is kB
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf(pages) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def available_memory() -> int | None:
     """Bytes the machine can give a new allocation without swapping, or None if unknown.
 
     Linux's ``MemAvailable`` (free memory plus reclaimable caches) is the kernel's own
     estimate of exactly that; elsewhere the free physical pages (an underestimate, as
     caches are not counted)."""
-    try:
-        with open(MEMINFO, encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024  # the file's unit is kB
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        return None
+    return _meminfo_bytes("MemAvailable", "SC_AVPHYS_PAGES")
 
 
 def physical_memory() -> int | None:
     """Bytes of physical memory this machine has (used or not), or None if unknown:
     ``MemTotal`` of /proc/meminfo, else ``os.sysconf`` pages x page size."""
-    try:
-        with open(MEMINFO, encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024  # the file's unit is kB
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        return None
+    return _meminfo_bytes("MemTotal", "SC_PHYS_PAGES")
 
 
 def gib(n_bytes: float) -> str:
