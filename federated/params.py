@@ -42,7 +42,7 @@ def describe(text: str, execution_only: bool = False) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- coercion
-_NONE_WORDS = {"none", "null", ""}
+_NONE_WORDS = {"none", "null"}
 _TRUE_WORDS = {"true", "1", "yes", "on"}
 _FALSE_WORDS = {"false", "0", "no", "off"}
 
@@ -65,6 +65,9 @@ def coerce_value(name: str, hint: Any, value: Any) -> Any:
         text = value.strip()
         if optional and text.lower() in _NONE_WORDS:
             return None
+        if optional and not text:
+            # an empty value is a slip (an unset shell variable, a stray comma), not "unset"
+            raise ConfigError(name, value, "a value; none (or leaving it out) unsets it")
         if base is bool:
             if text.lower() in _TRUE_WORDS:
                 return True

@@ -194,9 +194,11 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
         written[key.strip()] = item
         try:
             out[key.strip()] = coerce(key.strip(), value)
-        except ConfigError:
+        except ConfigError as err:
             if "," not in value:
-                raise
+                raise UsageError(
+                    f"--set {item}: {err.field}={err.value!r} (allowed: {err.allowed})"
+                ) from None
             # AXIS=v1,v2 on a number or boolean axis: typed item by item once the study
             # is known (search_spaces.with_axis_values), which also refuses the list on a
             # field the study does not vary
