@@ -203,3 +203,18 @@ def test_a_metric_outside_its_declared_range_is_damage_not_a_percentage(
     assert sorted(results.rounds["round"].tolist()) == [1, 2, 4]
     assert trial["status"] == "damaged"
     assert f"line 3 of result.json: {column}={value!r} is outside {words}" in trial["error"]
+
+
+def test_a_declared_metric_that_is_not_a_number_is_named_as_damage(tmp_path):
+    """A row holding ``party_test_acc_mean='abc'`` is named (line and column), its round
+    left out; the trial's other rounds stay."""
+    sweep_dir = _one_trial_sweep(tmp_path)
+    path = _result_file(sweep_dir)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[1]["party_test_acc_mean"] = "abc"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    results = load_results(sweep_dir)
+    trial = results.trials.iloc[0]
+    assert sorted(results.rounds["round"].tolist()) == [1, 3, 4]
+    assert trial["status"] == "damaged"
+    assert "line 2 of result.json: party_test_acc_mean='abc' is not a number" in trial["error"]

@@ -81,7 +81,8 @@ import numpy as np
 from analysis.folder_task import current_metric, current_name, rows_task
 from federated.cli.error_reason import error_reason
 from federated.config.run_config import RunConfig
-from federated.contract.metrics import LOSS, MetricSpec, party_summary_keys
+from federated.contract.columns import RUN_COLUMNS
+from federated.contract.metrics import LOSS, MetricSpec
 from federated.contract.results import RESULT, representation_file
 
 # result.json columns the report computes with whatever the task: a number or null (NaN)
@@ -106,18 +107,19 @@ _METRIC_COLUMN = re.compile(
 
 def task_numeric_columns(specs: tuple[MetricSpec, ...]) -> tuple[str, ...]:
     """The columns of a run of a task of ``specs`` that the report ranks and averages,
-    so each must be a number or null where a row has it: its test and validation
-    metrics and loss and their spread over parties (``_std``), and the per-party
-    summaries of its metrics (``party_<stem>_mean`` ...), with :data:`RUN_NUMERIC_COLUMNS`."""
-    stems = dict.fromkeys([LOSS, *(s.stem for s in specs)])
-    metric = tuple(
-        f"{split}_{stem}{tail}"
-        for stem in stems
-        for split in ("test", "val")
-        for tail in ("", "_std")
+    so each must be a number or null where a row has it: every declared summary column
+    (:data:`~federated.contract.columns.RUN_COLUMNS`: pooled, validation, per-party and
+    own-split families) of each metric and, where a family records it, of the loss,
+    with :data:`RUN_NUMERIC_COLUMNS`.  One party's own column (``party_acc/<party>``) is
+    no summary: it is checked where the per-party values are read."""
+    stems = tuple(dict.fromkeys(s.stem for s in specs))
+    declared = tuple(
+        family.column(stem)
+        for family in RUN_COLUMNS
+        if "<party>" not in family.pattern
+        for stem in (stems if family.metrics_only else (LOSS, *stems))
     )
-    summaries = tuple(key for s in specs for key in party_summary_keys(s.stem))
-    return tuple(dict.fromkeys((*RUN_NUMERIC_COLUMNS, *metric, *summaries)))
+    return tuple(dict.fromkeys((*RUN_NUMERIC_COLUMNS, *declared)))
 
 
 def _spec_of_column(column: str, specs: tuple[MetricSpec, ...]) -> MetricSpec | None:
