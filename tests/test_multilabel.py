@@ -328,8 +328,9 @@ def hub_folder(folder, tmp_path, monkeypatch) -> Path:
     ids=["class-label-ids", "text", "multi-hot"],
 )
 def test_an_hf_label_list_column_is_the_folders_multi_hot_targets(
-    folder, hub_folder, tmp_path, column, names
+    folder, hub_folder, tmp_path, monkeypatch, column, names
 ):
+    from federated.data import hub_dataset, memory_cache
     from federated.data.hub_dataset import HubColumns, load_hub
 
     columns = HubColumns(None, column, "site")
@@ -341,6 +342,10 @@ def test_an_hf_label_list_column_is_the_folders_multi_hot_targets(
     assert torch.equal(data.test_y, mine.test_y[:, :width])
     assert torch.equal(data.train_x, mine.train_x) and torch.equal(data.test_x, mine.test_x)
     assert torch.equal(data.train_parties, mine.train_parties)
+    memory_cache.forget()  # again from the disk cache: the same targets, of this kind
+    monkeypatch.setattr(hub_dataset, "_decode", lambda *a: pytest.fail("decoded again"))
+    again = load_hub(f"hf:{hub_folder}", None, None, tmp_path / "r", columns)
+    assert again.spec == data.spec and torch.equal(again.train_y, data.train_y)
 
 
 @pytest.mark.parametrize(
