@@ -278,6 +278,116 @@ def test_the_config_refuses_label_skew_in_one_line_and_takes_the_rest(folder, tm
         with_data_checked(RunConfig(**base, partition="iid", n_parties=2, primary_metric="acc"))
 
 
+# ---------------------------------------------------------------- hf: label lists
+def save_folder_to_disk(root: Path, path: Path) -> Path:
+    """Folder ``root`` (:func:`write_folder`) as a ``save_to_disk`` data set, a split for
+    each of its splits: the same PNG bytes, its label sets three ways (``labels``: class
+    label ids; ``names``: text; ``hot``: multi-hot rows of 0/1) and its ``site``."""
+    from datasets import ClassLabel, Dataset, DatasetDict, Features, List, Value
+    from datasets import Image as HubImage
+
+    names = json.loads((root / "classes.json").read_text())
+    features = Features(
+        {
+            "image": HubImage(),
+            "labels": List(ClassLabel(names=names)),
+            "names": List(Value("string")),
+            "hot": List(Value("int8"), length=len(names)),
+            "site": Value("string"),
+        }
+    )
+    splits = {}
+    for split, folder in (("train", root), ("test", root / "test")):
+        rows = pd.read_csv(folder / "labels.csv", dtype=str, keep_default_na=False)
+        sets = [[names.index(n) for n in cell.split(";") if n] for cell in rows["labels"]]
+        columns = {
+            "image": [{"bytes": (folder / "images" / f"{stem}.png").read_bytes(), "path": None}
+                      for stem in rows["stem"]],
+            "labels": sets,
+            "names": [[names[i] for i in labels] for labels in sets],
+            "hot": [[int(i in labels) for i in range(len(names))] for labels in sets],
+            "site": rows["site"].tolist(),
+        }  # fmt: skip
+        splits[split] = Dataset.from_dict(columns, features=features)
+    DatasetDict(splits).save_to_disk(str(path))
+    return path
+
+
+@pytest.fixture
+def hub_folder(folder, tmp_path, monkeypatch) -> Path:
+    import datasets
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # nothing cached in the home
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf" / "datasets")
+    return save_folder_to_disk(folder, tmp_path / "hub")
+
+
+@pytest.mark.parametrize(
+    "column, names",
+    [(None, ("a", "b", "c")), ("names", ("a", "b")), ("hot", ("0", "1", "2"))],
+    ids=["class-label-ids", "text", "multi-hot"],
+)
+def test_an_hf_label_list_column_is_the_folders_multi_hot_targets(
+    folder, hub_folder, tmp_path, monkeypatch, column, names
+):
+    from federated.data import hub_dataset, memory_cache
+    from federated.data.hub_dataset import HubColumns, load_hub
+
+    columns = HubColumns(None, column, "site")
+    data = load_hub(f"hf:{hub_folder}", None, None, tmp_path / "r", columns)
+    mine = load_folder(f"folder:{folder}", None, None, tmp_path / "f", partition_by="site").data
+    assert data.spec.task == "multilabel" and data.spec.class_names == names
+    width = len(names)  # label c is on no image: text names only the labels found
+    assert torch.equal(data.train_y, mine.train_y[:, :width])
+    assert torch.equal(data.test_y, mine.test_y[:, :width])
+    assert torch.equal(data.train_x, mine.train_x) and torch.equal(data.test_x, mine.test_x)
+    assert torch.equal(data.train_parties, mine.train_parties)
+    memory_cache.forget()  # again from the disk cache: the same targets, of this kind
+    monkeypatch.setattr(hub_dataset, "_decode", lambda *a: pytest.fail("decoded again"))
+    again = load_hub(f"hf:{hub_folder}", None, None, tmp_path / "r", columns)
+    assert again.spec == data.spec and torch.equal(again.train_y, data.train_y)
+
+
+@pytest.mark.parametrize(
+    "feature, rows, words",
+    [
+        ("hot", [[1, 0, 2]], "split 'train' row 0 holds 2 at place 2 (allowed: 0 or 1, a "
+         "multi-hot row of 3 labels)"),
+        ("ids", [[0], [1, 1]], "split 'train' row 1 names label 1 twice (allowed: each label "
+         "once a row)"),
+        ("ids", [[0, None]], "split 'train' row 0 holds an empty label (allowed: labels "
+         "only; an image with no label is an empty list)"),
+        ("ids", [[], []], "0 labels (allowed: 1 to 1000)"),
+    ],
+    ids=["not-0-or-1", "twice", "empty", "no-label"],
+)  # fmt: skip
+def test_a_bad_hf_label_list_is_refused_in_one_line_naming_its_row(feature, rows, words):
+    import datasets
+
+    from federated.data.hub_dataset import HubDataError, _targets
+
+    types = {
+        "hot": datasets.List(datasets.Value("int8"), length=3),
+        "ids": datasets.List(datasets.Value("int64")),
+    }
+    features = datasets.Features({"labels": types[feature]})
+    splits = {"train": datasets.Dataset.from_dict({"labels": rows}, features=features)}
+    with pytest.raises(HubDataError) as refused:
+        _targets("hf:stand-in", splits, "labels")
+    assert str(refused.value) == f"dataset 'hf:stand-in': column 'labels': {words}"
+
+
+def test_a_run_on_an_hf_label_list_is_a_multilabel_run(hub_folder, tmp_path):
+    base = dict(dataset=f"hf:{hub_folder}", data_root=str(tmp_path / "root"), rounds=1)
+    config = with_data_checked(RunConfig(**base, partition="natural", partition_by="site"))
+    assert config.task == "multilabel" and config.primary_metric == "map"
+    assert config.n_parties == 2
+    with warnings_ignored():
+        (row,) = run_rounds(config)
+    assert 0.0 <= row["test_map"] <= 1.0 and math.isfinite(row["train_loss"])
+    assert [k for k in row if k.startswith("test_ap/")] == ["test_ap/a", "test_ap/b", "test_ap/c"]
+
+
 # ---------------------------------------------------------------- the builder
 def load_builder():
     return load_example(EXAMPLE)

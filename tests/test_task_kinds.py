@@ -53,7 +53,7 @@ def test_the_class_folders_are_asked_last_and_each_reader_once():
     names = [r.name for r in folder_readers()]
     assert names == ["image", "detection", "segmentation", "multi-label", "image"]
     assert [r.last for r in folder_readers()] == [False, False, False, False, True]
-    assert [c.task for c in kind_parts("hub_column")] == ["classification", "score"]
+    assert [c.task for c in kind_parts("hub_column")] == ["classification", "score", "multilabel"]
 
 
 def test_a_fifth_kind_is_found_by_its_registry_line_alone(monkeypatch, tmp_path):
@@ -72,7 +72,8 @@ def test_a_hub_column_no_kind_reads_is_refused_naming_what_each_kind_reads():
     with pytest.raises(HubDataError) as refused:
         _targets("hf:stand-in", splits, "label")
     assert str(refused.value).endswith(
-        "(allowed: class labels, integers or text for classes, floats for scores)"
+        "(allowed: class labels, integers or text for classes, floats for scores, lists of "
+        "class labels, integers or text, or 0/1 lists of a fixed length, for label sets)"
     )
 
 

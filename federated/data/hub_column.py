@@ -15,6 +15,12 @@ import numpy as np
 import torch
 
 
+class HubColumnError(ValueError):
+    """A target column of a kind's type holding a value the kind cannot take (a label
+    beyond its classes, a row naming one twice): one line naming the column, the split
+    and the row; the Hub loader puts the data set's name before it."""
+
+
 @dataclass(frozen=True)
 class ColumnTargets:
     """A target column decoded: each split's targets and what names them.
@@ -43,7 +49,8 @@ class HubColumn:
         groups: a hold-out's groups of the training targets (the task's
             :meth:`~federated.tasks.base.Task.target_groups`).
         decode: ``(feature, raw values per split, column name)`` -> the targets, or None
-            where the feature is not of this kind.
+            where the feature is not of this kind; a :class:`HubColumnError` where it is
+            and a value is not one the kind can take.
     """
 
     task: str

@@ -18,7 +18,8 @@ column of images; the target is ``label_column``, else ``label``, ``character``,
 ``fine_label`` or ``labels``, else the one class-label column.  The column's type decides
 the kind: each registered kind's :class:`~federated.data.hub_column.HubColumn` is asked in
 turn (a class-label, integer or text target is a classification task, classes in the
-feature's order, else sorted; a float target is a score task).  ``partition_by`` names a
+feature's order, else sorted; a float target is a score task; a list of labels a
+multi-label task).  ``partition_by`` names a
 column whose values are the natural parties (``--partition natural --partition-by
 writer_id``).
 
@@ -81,7 +82,7 @@ from federated.data.folder_decode import (
 )
 from federated.data.folder_layout import MIN_PARTY_IMAGES
 from federated.data.holdout_draw import holdout_split
-from federated.data.hub_column import ColumnTargets, HubColumn
+from federated.data.hub_column import ColumnTargets, HubColumn, HubColumnError
 from federated.data.image_data import (
     DatasetUnavailableError,
     ImageData,
@@ -284,7 +285,10 @@ def _targets(name: str, splits: dict[str, Any], label: str) -> tuple[HubColumn, 
     feature = splits["train"].features[label]
     raw = {key: _values(split, label) for key, split in splits.items()}
     for column in hub_columns():
-        decoded = column.decode(feature, raw, label)
+        try:
+            decoded = column.decode(feature, raw, label)
+        except HubColumnError as err:  # the kind's column, a value it cannot take
+            raise HubDataError(f"dataset {name!r}: {err}") from None
         if decoded is not None:
             return column, decoded
     allowed = ", ".join(c.accepts for c in hub_columns())

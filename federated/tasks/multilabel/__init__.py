@@ -13,8 +13,13 @@ its task):
 * :mod:`.task` — the task: multi-hot targets, binary cross-entropy on the logits, what
   partitions group by and what they count;
 * :mod:`.labels_file`, :mod:`.layout` and :mod:`.reader` — the folder layout
-  (``images/`` and ``labels.csv``), its checks, parties by a field, the decoded cache and
-  the :class:`~federated.data.folder_kinds.FolderReader` the task names.
+  (``images/`` and ``labels.csv``) and its checks, read on the folder kinds' base
+  (:class:`~federated.data.kind_folder.KindFolder`: the hold-out, parties by a field and
+  the decoded cache), and the :class:`~federated.data.folder_kinds.FolderReader` the
+  task names;
+* :mod:`.hub_column` — an ``hf:`` data set's list column (class label ids, label values
+  or multi-hot rows) as multi-hot targets, the :class:`~federated.data.hub_column.HubColumn`
+  the task names.
 
 Imports nothing: the report reads :mod:`.spec` without torch.  The layout, the metrics
 and what was run: docs/multilabel.md.

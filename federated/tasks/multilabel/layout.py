@@ -42,10 +42,11 @@ class LabelledImage:
 @dataclass(frozen=True)
 class MultiLabelLayout:
     """A checked multi-label folder: label names, training then test images (by stem),
-    each training image's fields from ``labels.csv``, and the content fingerprint."""
+    each training image's fields from ``labels.csv``, and the content fingerprint (what
+    :class:`~federated.data.kind_folder.KindFolder` reads of a layout)."""
 
     root: Path
-    label_names: tuple[str, ...]
+    class_names: tuple[str, ...]  # the label names, label i the i-th
     train: tuple[LabelledImage, ...]
     test: tuple[LabelledImage, ...]  # empty without test/
     fields: dict[str, tuple[str, ...]]
@@ -161,24 +162,9 @@ def scan_multilabel(root: str | os.PathLike) -> MultiLabelLayout:
     return MultiLabelLayout(root, label_names, train, test, fields, fingerprint)
 
 
-def check_settings(
-    layout: MultiLabelLayout, holdout: float | None, partition_by: str | None
-) -> None:
-    """One test set (``test/`` or ``holdout_fraction``), and ``partition_by`` a field of
-    ``labels.csv`` that every training image has a value of."""
-    test_dir = layout.root / TEST
-    if layout.has_test and holdout is not None:
-        raise MultiLabelDataError(
-            f"{test_dir}: a test folder exists and holdout_fraction={holdout} is set "
-            "(allowed: one of the two)"
-        )
-    if not layout.has_test and holdout is None:
-        raise MultiLabelDataError(
-            f"{test_dir}: no such folder (add test/images/ and test/{LABELS_FILE}, or hold out "
-            "part of the training images with holdout_fraction, e.g. --holdout-fraction 0.2)"
-        )
-    if partition_by is None:
-        return
+def check_partition_field(layout: MultiLabelLayout, partition_by: str) -> None:
+    """Refuse a ``partition_by`` that is no field of ``labels.csv`` or that a training
+    image has no value of (the test-set rule is the reader base's)."""
     where = layout.root / LABELS_FILE
     if partition_by not in layout.fields:
         fields = ", ".join(layout.fields) or "none: its header is stem,labels"

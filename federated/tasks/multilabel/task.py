@@ -44,6 +44,7 @@ class MultiLabel(Task):
     contract = SPEC
     metrics = SPEC.metrics
     folder_reader = "federated.tasks.multilabel.reader:READER"
+    hub_column = "federated.tasks.multilabel.hub_column:HUB_COLUMN"
 
     def __init__(self, params: MethodParams, spec: DatasetSpec) -> None:
         super().__init__(params, spec)
