@@ -41,6 +41,7 @@ from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET, Study
 from search_spaces.study_file import StudyFileError
 from study.dashboard import dashboard_line, keep_dashboard_up
 from study.driver_liveness import driver_record
+from study.dry_run import epsilon_lines, left_out_lines
 from study.interruption import DRIVER_SIGNALS
 from study.plan import PlanTooLargeError, SweepPlan
 from study.plan_description import describe_plan, list_studies, plan_warnings
@@ -189,9 +190,11 @@ def drive(args: argparse.Namespace, reached: DriverProgress) -> str | None:
     plan.overrides.setdefault("threads", requested.threads)
     if args.dry_run:
         check_machine(args, plan)  # what the real run would refuse of this machine
-        for line in plan_warnings(plan):
+        for line in plan_warnings(plan) + planned_data_lines(plan):
             print(line, file=sys.stderr)
         print(describe_plan(plan, requested))
+        for line in epsilon_lines(plan):  # the plan's privacy: each DP setting once
+            print(line)
         return None
     target = reached.target = check_before_ray(args, plan)
     remove_stale(t.run_config.party_state_dir for t in plan.trials())  # killed runs' scratch
@@ -317,6 +320,18 @@ def check_machine(args: argparse.Namespace, plan: SweepPlan) -> None:
             check_devices(configs)
         check_batches(configs)
     except (InputError, ConfigError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SweepStopError(exit_codes.BAD_INPUT) from None
+
+
+def planned_data_lines(plan: SweepPlan) -> list[str]:
+    """A dry run's lines of the parties each data setting leaves out under the floor
+    (:func:`study.dry_run.left_out_lines`: the data's index read, nothing decoded or
+    written); a data set that cannot be read is refused in one line, as the real run
+    refuses it."""
+    try:
+        return left_out_lines(plan)
+    except (InputError, ConfigError, DatasetUnavailableError) as err:
         print(f"error: {err}", file=sys.stderr)
         raise SweepStopError(exit_codes.BAD_INPUT) from None
 
