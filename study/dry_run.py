@@ -1,63 +1,40 @@
 """What ``python -m study.sweep ... --dry-run`` says of a plan's data and privacy before
-anything is trained: the parties each distinct data setting would leave out under the
-floor, and the epsilon each distinct DP setting would spend by its last round.
+anything is trained: the parties each distinct data setting leaves out under the floor,
+and the epsilon each distinct DP setting will have spent by its last round.
 
-Both come from the code the run itself uses, once per distinct setting (never per seed
-or trial): the parties from :func:`federated.data.planned_parties.planned_left_out`
-(the data's index read, no image decoded, nothing written) worded by the run's own
+Both come from what the run itself uses, once per distinct setting (never per seed or
+trial): the parties from the trials' data spec (``left_out_parties``, which the loader
+fills by the run's one rule, :func:`~federated.data.party_field.parties_by_value`; the
+plan has loaded a folder's or an ``hf:`` data set's data to complete its trials, and a
+built-in data set leaves no party out), worded by the run's own
 :func:`~federated.data.party_field.left_out_words`; epsilon from the run's accountant,
 :meth:`federated.server.privacy.PrivacySettings.epsilon_after`.  Record-level DP-SGD's
-epsilon depends on each party's size (its batch sampling rate q = batch / n_i), which
-only the loaded data give: its line says so (docs/privacy.md).
+epsilon depends on each party's size (its batch sampling rate q = batch / n_i) and is
+left to the run (docs/privacy.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
-
 from federated.config.privacy_fields import record_level, run_accountant
 from federated.config.run_config import RunConfig
-from federated.data.folder_layout import MIN_PARTY_IMAGES
-from federated.data.hub_dataset import HubColumns
 from federated.data.party_field import left_out_words
-from federated.data.planned_parties import planned_left_out
 from federated.server.privacy import PrivacySettings
 from study.plan import SweepPlan
 
 
-def _distinct(configs: list[RunConfig], key: Callable[[RunConfig], Hashable]) -> list[RunConfig]:
-    """The first config of each distinct ``key(config)``, in the trials' order."""
-    first: dict[Hashable, RunConfig] = {}
-    for config in configs:
-        first.setdefault(key(config), config)
-    return list(first.values())
-
-
 def left_out_lines(plan: SweepPlan) -> list[str]:
     """One ``warning:`` line per distinct data setting whose party field leaves values
-    out under the floor (the run's words, with the data set where the plan holds
-    several), a ``note:`` where only reading the data tells (an ``hf:`` source on the
-    Hub); nothing for data sets without a party field."""
+    out under the floor, in the run's words (with the data set where the plan holds
+    several); nothing where no party is left out.  Reads the trials' data specs, which
+    the plan completed its trials with: no file is read here."""
+    lines: dict[str, None] = {}
     configs = [t.run_config for t in plan.trials()]
-    settings = _distinct(
-        configs,
-        lambda c: (c.dataset, c.data_root, c.image_size, c.holdout_fraction, HubColumns.of(c)),
-    )
-    lines = []
-    for c in (c for c in settings if c.partition_by):
-        which = f" ({c.dataset})" if len({s.dataset for s in settings}) > 1 else ""
-        left_out = planned_left_out(c)
-        if left_out is None:
-            lines.append(
-                f"note: partition_by={c.partition_by}{which}: the values under the "
-                f"{MIN_PARTY_IMAGES}-training-image floor of a party are known once the data "
-                "are read (a source on the Hub is not downloaded by a dry run)"
-            )
-            continue
-        words = left_out_words(c.partition_by, left_out)
-        if words:
-            lines.append(words + which)
-    return lines
+    several = len({c.dataset for c in configs}) > 1
+    for config in configs:
+        words = left_out_words(config.partition_by or "", config.spec.left_out_parties)
+        if words:  # each data setting's line once, in the trials' order
+            lines[words + (f" ({config.dataset})" if several else "")] = None
+    return list(lines)
 
 
 def _record_line(c: RunConfig) -> str:

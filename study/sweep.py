@@ -190,7 +190,7 @@ def drive(args: argparse.Namespace, reached: DriverProgress) -> str | None:
     plan.overrides.setdefault("threads", requested.threads)
     if args.dry_run:
         check_machine(args, plan)  # what the real run would refuse of this machine
-        for line in plan_warnings(plan) + planned_data_lines(plan):
+        for line in plan_warnings(plan) + left_out_lines(plan):
             print(line, file=sys.stderr)
         print(describe_plan(plan, requested))
         for line in epsilon_lines(plan):  # the plan's privacy: each DP setting once
@@ -320,18 +320,6 @@ def check_machine(args: argparse.Namespace, plan: SweepPlan) -> None:
             check_devices(configs)
         check_batches(configs)
     except (InputError, ConfigError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SweepStopError(exit_codes.BAD_INPUT) from None
-
-
-def planned_data_lines(plan: SweepPlan) -> list[str]:
-    """A dry run's lines of the parties each data setting leaves out under the floor
-    (:func:`study.dry_run.left_out_lines`: the data's index read, nothing decoded or
-    written); a data set that cannot be read is refused in one line, as the real run
-    refuses it."""
-    try:
-        return left_out_lines(plan)
-    except (InputError, ConfigError, DatasetUnavailableError) as err:
         print(f"error: {err}", file=sys.stderr)
         raise SweepStopError(exit_codes.BAD_INPUT) from None
 

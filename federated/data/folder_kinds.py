@@ -53,10 +53,6 @@ class FolderReader:
             (``partition=dirichlet`` on data without classes names it).
         party_field: what ``partition_by`` names in such a folder ("an image field");
             None: the kind reads no ``partition_by``.
-        party_values: (root, image_size, holdout_fraction, partition_by) -> each
-            training image's value of the field as a load keeps it (numpy, object), read
-            from the folder's index with no image decoded and nothing written (a dry
-            run's parties left out under the floor); None where ``party_field`` is None.
         last: it recognises every folder (class folders): asked after the others.
     """
 
@@ -66,7 +62,6 @@ class FolderReader:
     identity: Callable[[Path], dict[str, Any]]
     natural_parties: str = PARTY_FOLDERS
     party_field: str | None = None
-    party_values: Callable[..., Any] | None = None
     last: bool = False
 
 

@@ -406,29 +406,6 @@ def natural_parties(name: str, column: str, values: np.ndarray) -> NaturalPartie
     return NaturalParties(parties, names, left_out)
 
 
-def hub_party_values(
-    name: str, holdout_fraction: float | None, columns: HubColumns
-) -> np.ndarray | None:
-    """Each training row's value of ``columns.partition_by`` as a load keeps it (after
-    the hold-out, whose groups come from the target column), read from a local source's
-    columns with no image decoded and nothing written (a sweep's dry run names the
-    parties left out under the floor from it); None for a source on the Hub, which
-    only a download could read."""
-    if local_path(name) is None:
-        return None
-    splits = open_source(name)
-    if "train" not in splits or columns.partition_by is None:
-        return np.empty(0, dtype=object)
-    train = splits["train"]
-    chosen = choose_columns(name, train.features, columns)
-    values = _values(train, chosen.partition_by)
-    if holdout_fraction is not None and "test" not in splits:
-        kind, decoded = _targets(name, {"train": train}, chosen.label)
-        keep, _ = holdout_split(kind.groups(decoded.targets["train"]), holdout_fraction)
-        values = values[keep]
-    return values
-
-
 # ------------------------------------------------------------------- loading
 def _source_key(name: str, splits: dict[str, Any], columns: HubColumns, image_size, holdout) -> str:
     digest = hashlib.sha256(f"{CACHE_FORMAT}|{name}|{columns}|{image_size}|{holdout!r}".encode())

@@ -243,7 +243,16 @@ class KindFolder(ABC):
         files = [ImageFile(path, -1, -1, 0, 0) for path in self.image_paths(layout)]
         check_decode_memory(layout.root, files, f"{size[0]}x{size[1]}")
         x = stack_resized(_three_channels_beside_rgb(decode_files(files)), size)
-        train, test = self.split_rows(layout, targets, holdout)
+        n_train = len(layout.train)
+        train, test = np.arange(n_train), np.arange(n_train, len(files))
+        if holdout is not None:
+            keep, held_out = holdout_split(self.groups(targets[torch.as_tensor(train)]), holdout)
+            if len(held_out) == 0:
+                raise self.error(
+                    f"{self.train_place(layout)}: holdout_fraction={holdout} holds out no image "
+                    "(allowed: a fraction that leaves at least one test image)"
+                )
+            train, test = keep, held_out
         mean, std = channel_stats(x[train])
         return {
             "format": self.cache_format,
@@ -257,40 +266,6 @@ class KindFolder(ABC):
             "mean": list(mean),
             "std": list(std),
         }
-
-    def split_rows(
-        self, layout: Any, targets: Targets, holdout: float | None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The rows (of training then test images) that train and that test: the test
-        split's, or ``holdout`` of the training images drawn within the task's groups."""
-        n_train = len(layout.train)
-        train, test = np.arange(n_train), np.arange(n_train, n_train + len(layout.test))
-        if holdout is None:
-            return train, test
-        keep, held_out = holdout_split(self.groups(targets[torch.as_tensor(train)]), holdout)
-        if len(held_out) == 0:
-            raise self.error(
-                f"{self.train_place(layout)}: holdout_fraction={holdout} holds out no image "
-                "(allowed: a fraction that leaves at least one test image)"
-            )
-        return keep, held_out
-
-    def party_values(
-        self, root: Path, image_size: str | None, holdout_fraction: float | None, partition_by: str
-    ) -> np.ndarray:
-        """Each training image's value of field ``partition_by`` as a load would keep it
-        (after the hold-out), read from the folder's index and targets with no image
-        decoded and nothing written: what a sweep's dry run names the parties left out
-        under the floor from (the same rule, :func:`parties_by_value`)."""
-        layout = self.scan(root)
-        self._check_test_rule(layout, holdout_fraction)
-        self.check_partition_field(layout, partition_by)
-        kept = np.arange(len(layout.train))
-        if holdout_fraction is not None:  # the hold-out's groups are the targets'
-            size, _ = self.settings(layout, image_size, holdout_fraction)
-            targets = self.read_targets(layout, size)
-            kept, _ = self.split_rows(layout, targets, holdout_fraction)
-        return np.array(self.fields(layout, kept)[partition_by], dtype=object)
 
     def _image_data(
         self,

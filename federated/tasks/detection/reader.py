@@ -196,5 +196,4 @@ READER = FolderReader(
     identity=detection_identity,
     natural_parties="an image field: partition=natural with partition_by=FIELD, e.g. a camera's id",
     party_field="an image field",
-    party_values=DETECTION_FOLDER.party_values,
 )

@@ -163,7 +163,15 @@ def _decode(request: _Request) -> dict[str, Any]:
         decoded = [im.expand(3, -1, -1) if im.shape[0] == 1 else im for im in decoded]
     x = stack_resized(decoded, size)
     y = multi_hot([item.labels for item in items], len(layout.label_names))
-    train, test = _split_rows(layout, request.holdout)
+    n_train = len(layout.train)
+    train, test = np.arange(n_train), np.arange(n_train, len(items))
+    if request.holdout is not None:
+        train, test = holdout_split(np.zeros(n_train, dtype=np.int64), request.holdout)
+        if len(test) == 0:
+            raise MultiLabelDataError(
+                f"{layout.root / IMAGES}: holdout_fraction={request.holdout} holds out no image "
+                "(allowed: a fraction that leaves at least one test image)"
+            )
     mean, std = channel_stats(x[train])
     return {
         "format": CACHE_FORMAT,
@@ -177,34 +185,6 @@ def _decode(request: _Request) -> dict[str, Any]:
         "mean": list(mean),
         "std": list(std),
     }
-
-
-def _split_rows(layout: MultiLabelLayout, holdout: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """The rows (training images, then test images) that train and that test: the test
-    split's, or ``holdout`` of the training images (one group: labels are sets)."""
-    n_train = len(layout.train)
-    if holdout is None:
-        return np.arange(n_train), np.arange(n_train, n_train + len(layout.test))
-    train, test = holdout_split(np.zeros(n_train, dtype=np.int64), holdout)
-    if len(test) == 0:
-        raise MultiLabelDataError(
-            f"{layout.root / IMAGES}: holdout_fraction={holdout} holds out no image "
-            "(allowed: a fraction that leaves at least one test image)"
-        )
-    return train, test
-
-
-def multilabel_party_values(
-    root: Path, image_size: str | None, holdout_fraction: float | None, partition_by: str
-) -> np.ndarray:
-    """Each kept training image's value of ``partition_by`` in ``labels.csv``, as a load
-    keeps it (after the hold-out), with no image decoded and nothing written (a sweep's
-    dry run names the parties left out under the floor from it)."""
-    layout = scan_multilabel(root)
-    check_settings(layout, holdout_fraction, partition_by)
-    train, _ = _split_rows(layout, holdout_fraction)
-    values = layout.fields[partition_by]
-    return np.array([values[i] for i in train], dtype=object)
 
 
 def _parties(
@@ -289,5 +269,4 @@ READER = FolderReader(
         "a field of labels.csv: partition=natural with partition_by=FIELD, e.g. a site"
     ),
     party_field="a field of labels.csv",
-    party_values=multilabel_party_values,
 )

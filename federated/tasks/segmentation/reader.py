@@ -200,5 +200,4 @@ READER = FolderReader(
         "a column of parties.csv: partition=natural with partition_by=FIELD, e.g. a site's id"
     ),
     party_field="a column of parties.csv",
-    party_values=SEGMENTATION_FOLDER.party_values,
 )
