@@ -8,7 +8,10 @@ through here, so a table and a figure of the same study use the same words.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from federated.contract.task_spec import TaskSpec
 
 METHODS: dict[str, str] = {
     "fedavg": "FedAvg",
@@ -134,13 +137,25 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def dataset_name(dataset: Any) -> str:
-    """``"cifar10"`` -> ``"CIFAR-10"``; an image folder ``"folder:/data/street"`` ->
-    ``"street (image folder)"`` (the manifest keeps the full path)."""
+def dataset_name(dataset: Any, task: TaskSpec | None = None) -> str:
+    """``"cifar10"`` -> ``"CIFAR-10"``; a folder ``"folder:/data/seg"`` -> its own name
+    and what it holds, by the task its trials declared: ``"seg (segmentation folder)"``
+    (:func:`folder_kind`; the manifest keeps the full path)."""
     text = str(dataset)
     if text.startswith("folder:"):
-        return f"{text.rstrip('/').rsplit('/', 1)[-1]} (image folder)"
+        return f"{text.rstrip('/').rsplit('/', 1)[-1]} ({folder_kind(task)})"
     return DATASETS.get(text, text)
+
+
+def folder_kind(task: TaskSpec | None) -> str:
+    """What a ``folder:`` data set is, by the declaration of the task its trials ran:
+    ``"<task> folder"`` for every kind alike (``segmentation``, ``detection``,
+    ``classification``; a plug-in task's class name, ``pkg.mod:SiteTask`` ->
+    ``"SiteTask folder"``); ``"image folder"`` where no task is known (every kind's
+    folder holds images)."""
+    if task is None:
+        return "image folder"
+    return f"{task.name.rsplit(':', 1)[-1].rsplit('.', 1)[-1]} folder"
 
 
 def parameter_name(column: str) -> str:

@@ -51,6 +51,7 @@ from federated.config.run_config import (
     field_types,
     registered_params,
 )
+from federated.contract.columns import console_words
 from federated.data import DatasetUnavailableError
 from federated.data.folder_layout import dataset_slug
 from federated.data.party_field import left_out_words
@@ -242,6 +243,9 @@ def format_row(row: dict[str, Any], rounds: int, hidden: Collection[str] = ()) -
     # (NaN between its personal_test_every rounds: nothing to say, so nothing said)
     if spread is not None and num(spread, "%.4f") != "-":
         text += f"  (std over parties {row[spread]:.4f})"
+    # the declared columns a round's line shows where the row has them (a DP run's
+    # epsilon spent so far); nothing for a run without them
+    text += console_words(row)
     return text + (
         f"  {num('round_seconds', '%.2f')} s  {num('samples_per_second', '%.0f')} samples/s"
     )

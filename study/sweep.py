@@ -41,6 +41,7 @@ from search_spaces import BUDGETS, DEFAULT_BUDGET, USER_DEFAULT_BUDGET, Study
 from search_spaces.study_file import StudyFileError
 from study.dashboard import dashboard_line, keep_dashboard_up
 from study.driver_liveness import driver_record
+from study.dry_run import epsilon_lines, left_out_lines
 from study.interruption import DRIVER_SIGNALS
 from study.plan import PlanTooLargeError, SweepPlan
 from study.plan_description import describe_plan, list_studies, plan_warnings
@@ -189,9 +190,11 @@ def drive(args: argparse.Namespace, reached: DriverProgress) -> str | None:
     plan.overrides.setdefault("threads", requested.threads)
     if args.dry_run:
         check_machine(args, plan)  # what the real run would refuse of this machine
-        for line in plan_warnings(plan):
+        for line in plan_warnings(plan) + left_out_lines(plan):
             print(line, file=sys.stderr)
         print(describe_plan(plan, requested))
+        for line in epsilon_lines(plan):  # the plan's privacy: each DP setting once
+            print(line)
         return None
     target = reached.target = check_before_ray(args, plan)
     remove_stale(t.run_config.party_state_dir for t in plan.trials())  # killed runs' scratch

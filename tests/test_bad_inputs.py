@@ -915,6 +915,27 @@ def test_a_camera_under_the_image_floor_is_named_when_it_is_left_out(workdir, ca
     assert row["left_out_parties"] == 1  # the row records what ran
 
 
+def test_a_dry_run_names_the_camera_left_out_under_the_floor_once(workdir, capsys):
+    """Issue 68, point 6: ``--dry-run`` names the camera a run would leave out, with its
+    image count and the floor, once for the plan's one data setting (four trials), in
+    the run's own words (from the data spec the plan completed its trials with), and
+    starts no sweep."""
+    root = _write_coco(workdir / "coco", _small_camera)
+    argv = ["--dataset", f"folder:{root}", "--set", "partition=natural", "--set"]
+    argv += [f"data_root={workdir / 'cache'}", "--storage-path", str(workdir / "results")]
+    argv += ["--set", "partition_by=camera", "--vary", "lr=0.01,0.02", "--seeds", "2"]
+    status = call("sweep", [*argv, "--budget", "smoke", "--dry-run"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    line = (
+        "warning: partition_by=camera: 1 value(s) left out, under the 10-training-image "
+        "floor of a party: 'c9' (3 images); their 3 training image(s) train no party"
+    )
+    assert captured.err.splitlines().count(line) == 1, captured.err
+    assert "4 trials" in captured.out
+    assert not (workdir / "results").exists()
+
+
 # ------------------------------------------------------------------ the Python API and stdout
 def test_a_runconfig_keyword_that_names_no_field_is_one_line_naming_the_fields():
     with pytest.raises(ConfigError) as caught:

@@ -137,3 +137,29 @@ def test_the_help_and_the_docs_say_what_the_code_does():
     home = default_data_root().relative_to(Path.home()).as_posix()
     assert f"`~/{home}`" in (docs / "runs.md").read_text()
     assert not re.search(r"the \d+ built-in ones", (docs / "sweeps-and-studies.md").read_text())
+
+
+def test_a_dp_rounds_line_shows_the_epsilon_spent_so_far_and_a_plain_one_none():
+    """Issue 68, point 9: the epsilon a DP run has spent is on its round's console line
+    (a run's and a sweep's live view), read from the declared columns (``on_console``)
+    the row carries; a run without DP prints none."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from federated.run import format_row
+    from federated.server.privacy import ClientPrivacy, PrivacySettings
+    from study.tune.live_view import LiveView
+
+    settings = PrivacySettings(1.1, 0.5, False, 0.5, 20, 5, 1e-5)
+    privacy = ClientPrivacy(settings, torch.Generator().manual_seed(0))
+    privacy.end_round()
+    dp_row = {"round": 2, "test_acc": 0.5, "train_loss": 0.4, **privacy.end_round()}
+    spent = f"dp_epsilon {settings.epsilon_after(2):.4g}"
+    assert 0 < settings.epsilon_after(2) < settings.epsilon_after(3) < math.inf
+    plain = {"round": 2, "test_acc": 0.5, "train_loss": 0.4}
+    assert spent in format_row(dp_row, 10) and "epsilon" not in format_row(plain, 10)
+    view = LiveView("s", 2, 10, ["seed"])
+    for row, shown in ((dp_row, True), (plain, False)):
+        trial = SimpleNamespace(trial_id="t", status="RUNNING", config={}, last_result=row)
+        assert (spent in view._trial_line(trial)) is shown

@@ -76,5 +76,5 @@ def test_natural_partition_sweep_and_report(fmnist, tmp_path):
     assert report([str(sweep_dir), "--out", str(tmp_path / "rep"), "--no-pdf"]) == 0
     text = (tmp_path / "rep" / "report.md").read_text()
     assert "natural (one folder per party) partition" in text
-    assert "fmnist-parties (image folder)" in text
+    assert "fmnist-parties (classification folder)" in text  # what the folder holds
     assert list((tmp_path / "rep" / "figures").glob("fig5_partition_folder_*natural*.png"))

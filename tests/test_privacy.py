@@ -451,3 +451,29 @@ def test_a_run_without_privacy_writes_no_privacy_column(synthetic):
         "dp_clipped_fraction",
     }
     assert names.isdisjoint(row)
+
+
+def test_a_dry_run_plans_each_dp_settings_epsilon_once_by_the_runs_accountant(capsys):
+    """Issue 68, point 9: ``--dry-run`` gives the epsilon each distinct DP setting will
+    have spent by its last round (once per setting, not per seed), the number a run's
+    rows would carry (its accountant, :class:`ClientPrivacy`); record-level DP-SGD's says
+    it needs the parties' sizes; a plan without DP has no such line."""
+    from study.sweep import main as sweep_main
+
+    base = ["--seeds", "2", "--budget", "smoke", "--dry-run"]  # smoke: 2 rounds, 10 parties
+    grid = ["--vary", "dp_noise_multiplier=0.5,1.0", "--set", "dp_clip_norm=1"]
+    assert sweep_main([*grid, *base]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("privacy:")]
+    assert len(lines) == 2, lines
+    for sigma, line in zip((0.5, 1.0), lines):
+        privacy = ClientPrivacy(PrivacySettings(sigma, 1.0, False, 0.5, 10, 10, 1e-5), None)
+        privacy.end_round()
+        spent = privacy.end_round()["dp_epsilon"]  # what round 2's row says
+        assert f"sigma={sigma:g}, C=1, 2 rounds, 10 of 10 parties per round" in line
+        assert line.endswith(f"delta=1e-05: planned epsilon {spent:.4g} (replace-one neighbours)")
+    record = ["--vary", "lr=0.01", "--set", "dp_level=record", "--set", "dp_noise_multiplier=1"]
+    assert sweep_main([*record, "--set", "dp_clip_norm=1", *base]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("privacy:")]
+    assert "dp_level=record" in line and "known once the data are read" in line
+    assert sweep_main(["--vary", "lr=0.01,0.02", *base]) == 0
+    assert "privacy:" not in capsys.readouterr().out

@@ -881,3 +881,29 @@ def test_words_of_the_runs_line_the_per_party_axis_and_the_table_files():
         {"task_spec": load_method("task", "segmentation").task_spec().to_dict()}
     )
     assert metric_of(segmentation).file_word == "miou" and ACCURACY.file_word == "accuracy"
+
+
+def test_a_folder_reads_as_the_kind_of_data_its_task_declares():
+    """Issue 68, point 11: a segmentation folder's data set read ``seg (image folder)``;
+    a folder now reads as its own name and what it holds by the task its sweep declared,
+    the same rule for every kind (a plug-in task by its class name), in the Runs line,
+    the titles and Fig. 5's caption; "image folder" only where no task is known."""
+    from analysis.figures.plots import partition_title
+    from analysis.folder_task import sweep_task
+    from analysis.naming import dataset_name
+    from federated.registry import TASK_PATHS, load_method
+
+    def declared(name: str) -> TaskSpec:
+        return sweep_task({"task_spec": load_method("task", name).task_spec().to_dict()})
+
+    segmentation = declared("segmentation")
+    assert dataset_name("folder:/data/seg", segmentation) == "seg (segmentation folder)"
+    assert dataset_name("folder:/data/coco/", declared("detection")) == "coco (detection folder)"
+    for name in TASK_PATHS:  # every kind alike: its declared name, never "image"
+        assert dataset_name("folder:/d/x", declared(name)) == f"x ({declared(name).name} folder)"
+    plug_in = segmentation.named("sitepkg.tasks:SiteTask")  # a user's task by import path
+    assert dataset_name("folder:/d/sites", plug_in) == "sites (SiteTask folder)"
+    assert dataset_name("folder:/d/old") == "old (image folder)"  # no task recorded
+    assert dataset_name("cifar10", segmentation) == "CIFAR-10"
+    entry = {"dataset": "folder:/data/seg", "n_parties": 4, "partition": "natural", "seed": 0}
+    assert partition_title(entry, segmentation).startswith("seg (segmentation folder): 4 parties")

@@ -27,7 +27,7 @@ import math
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -44,6 +44,9 @@ from analysis.naming import dataset_name, parameter_name, value_label
 from analysis.primary_metric import ACCURACY, Metric
 from analysis.reading.loading import COMPLETED, DIVERGED, STOPPED, is_number_column
 from analysis.tables.table import key_order
+
+if TYPE_CHECKING:
+    from federated.contract.task_spec import TaskSpec
 
 DPI = 120
 PANEL_SIZE = (4.4, 3.4)  # inches per panel
@@ -256,12 +259,15 @@ def accuracy_heatmap(
             )
             ax.set_xlabel(parameter_name(x))
             ax.set_ylabel(parameter_name(y))
-            ax.set_title(dataset_name(dataset) if len(datasets) > 1 else "", fontsize=9)
+            name = dataset_name(dataset, metric.task_spec)
+            ax.set_title(name if len(datasets) > 1 else "", fontsize=9)
         _title(fig, title)
     return fig
 
 
-def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
+def partition_heatmap(
+    entry: dict[str, Any], *, title: str = "", task: TaskSpec | None = None
+) -> plt.Figure:
     """Fig. 5: what each party (columns) holds of each class (rows), counted as the
     task declares (:func:`partition_counts`: images, a detection's boxes, a
     segmentation's pixels); each party's images under its name where recorded.  A
@@ -305,7 +311,7 @@ def partition_heatmap(entry: dict[str, Any], *, title: str = "") -> plt.Figure:
     plt.setp(ax.get_yticklabels(), rotation=0)  # class names read across, one a row
     ax.set_xlabel("party")
     ax.set_ylabel("class" if unit != IMAGES_PER_PARTY else "")
-    _title(fig, title or partition_title(entry))
+    _title(fig, title or partition_title(entry, task))
     return fig
 
 
@@ -331,13 +337,15 @@ def partition_counts(entry: dict[str, Any]) -> tuple[np.ndarray, str, Any]:
     return counts, str(counted), names or (counts.shape[1] <= 50)
 
 
-def partition_title(entry: dict[str, Any]) -> str:
+def partition_title(entry: dict[str, Any], task: TaskSpec | None = None) -> str:
+    """Fig. 5's caption head: the data set (a folder as what it holds, by ``task``), the
+    parties, the scheme, the share of the data and the seed."""
     scheme = str(entry.get("partition", ""))
     detail = f"β={entry.get('beta')}" if scheme in ("dirichlet", "quantity") else scheme
     if scheme == "natural":
         detail = "natural partition"
     return (
-        f"{dataset_name(entry.get('dataset'))}: {entry.get('n_parties')} parties, {detail}, "
+        f"{dataset_name(entry.get('dataset'), task)}: {entry.get('n_parties')} parties, {detail}, "
         f"{100 * float(entry.get('data_fraction', 1)):g}% of the data, seed {entry.get('seed')}"
     )
 

@@ -31,7 +31,7 @@ def figure_section(
     layout = layout_for(group.report.get("figure", {}), group.axes)
     done = group.trials[group.trials["status"] == COMPLETED]
     study = group.study or "runs"
-    where = ", ".join(dataset_name(d) for d in group.datasets)
+    where = ", ".join(dataset_name(d, metric.task_spec) for d in group.datasets)
     test = f"test {metric.name}"
     if not done.empty and group.search != "optuna":
         name = unique_stem(f"fig_{study}_curves{group.suffix}", used)

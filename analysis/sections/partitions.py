@@ -10,6 +10,7 @@ from pathlib import Path
 from analysis.naming import format_value
 from analysis.reading.loading import Sweep
 from analysis.sections.markdown import figure_block, unique_stem
+from federated.contract.task_spec import TaskSpec
 
 MAX_PARTITION_FIGURES = 6
 
@@ -21,12 +22,13 @@ def partition_section(
     from analysis.figures import plots as figures
 
     seen: dict[tuple, dict] = {}
+    tasks: dict[tuple, TaskSpec | None] = {}  # the sweep's task: a folder reads as what it holds
     for sweep in sweeps:
         for entry in sweep.partitions:
             fields = ("dataset", "n_parties", "partition", "beta", "labels_per_party")
             key = (*(entry.get(k) for k in fields), entry.get("data_fraction"))
             if key not in seen or entry.get("seed", 0) < seen[key].get("seed", 0):
-                seen[key] = entry
+                seen[key], tasks[key] = entry, sweep.task
     if not seen:
         return []
     lines = [
@@ -40,7 +42,7 @@ def partition_section(
         "without per-class counts, as images per party.",
         "",
     ]
-    for entry in list(seen.values())[:MAX_PARTITION_FIGURES]:
+    for key, entry in list(seen.items())[:MAX_PARTITION_FIGURES]:
         stem = "fig5_partition_{}_N{}_{}{}_data{}_seed{}".format(
             # an image folder's "folder:/a/b" must not put slashes in a file name
             re.sub(r"[^A-Za-z0-9._=-]+", "_", str(entry.get("dataset"))).strip("_"),
@@ -51,9 +53,9 @@ def partition_section(
             entry.get("seed"),
         )
         name = unique_stem(stem, used)
-        figure = figures.partition_heatmap(entry)
+        figure = figures.partition_heatmap(entry, task=tasks[key])
         paths = figures.save_figure(figure, out / "figures" / name, formats)
-        caption = figures.partition_title(entry)
+        caption = figures.partition_title(entry, tasks[key])
         left_out = left_out_words(entry)
         lines += figure_block(paths, out, f"{caption}; {left_out}" if left_out else caption)
     if len(seen) > MAX_PARTITION_FIGURES:

@@ -44,7 +44,7 @@ def privacy_section(
     metric = primary_of(group)
     keys = [a for a in group.axes if a in group.trials and a != "seed"]
     done = group.trials[group.trials["status"] == COMPLETED]
-    where = ", ".join(dataset_name(d) for d in group.datasets)
+    where = ", ".join(dataset_name(d, metric.task_spec) for d in group.datasets)
     study = group.study or "runs"
     lines = ["### Differential privacy", ""]
 

@@ -10,6 +10,7 @@ import pandas as pd
 from analysis.naming import dataset_name, format_value, partition_label
 from analysis.primary_metric import ACCURACY, Metric
 from analysis.reading.loading import Results, status_counts
+from federated.contract.task_spec import TaskSpec
 
 
 def _budget_words(trials: pd.DataFrame) -> str:
@@ -48,7 +49,9 @@ def _partition_labels(trials: pd.DataFrame) -> list[str]:
     return [partition_label(p, c) for p, c in sorted(pairs, key=lambda pc: (pc[0], pc[1] or ""))]
 
 
-def global_test_set_words(sweep_name: str, manifest: dict, trials: pd.DataFrame) -> str:
+def global_test_set_words(
+    sweep_name: str, manifest: dict, trials: pd.DataFrame, task: TaskSpec | None = None
+) -> str:
     """A sentence for a sweep on a data set with one split (FEMNIST): its global test set is
     the union of the parties' local test splits; empty for any other sweep."""
     identity = manifest.get("dataset_identity") or {}
@@ -58,7 +61,7 @@ def global_test_set_words(sweep_name: str, manifest: dict, trials: pd.DataFrame)
     shares = "/".join(format_value(v) for v in sorted(set(given.dropna())))
     share = f" (party_test_fraction={shares} of each party's images)" if shares else ""
     return (
-        f"`{sweep_name}`: {dataset_name(manifest.get('dataset', '?'))} has one split, so the "
+        f"`{sweep_name}`: {dataset_name(manifest.get('dataset', '?'), task)} has one split, so the "
         f"global test set is the union of the parties' local test splits{share}; it holds "
         "the drawn parties' images only, and the per-party outcomes are scored on the same "
         "splits."
@@ -107,7 +110,7 @@ def runs_section(results: Results, primaries: Sequence[Metric] = ()) -> list[str
     for sweep in results.sweeps:
         m = sweep.manifest
         trials = results.trials[results.trials["sweep"] == sweep.name]
-        notes.append(global_test_set_words(sweep.name, m, trials))
+        notes.append(global_test_set_words(sweep.name, m, trials, sweep.task))
         counts = status_counts(trials)
         found = ", ".join(f"{n} {s}" for s, n in counts.items()) or "none yet"
         planned = m.get("n_trials")
@@ -118,7 +121,8 @@ def runs_section(results: Results, primaries: Sequence[Metric] = ()) -> list[str
         lines.append(
             f"| `{sweep.name}` | {study_cell(m)} | "
             f"{sweep.search}{' + ' + str(m['scheduler']) if m.get('scheduler') else ''} | "
-            f"{dataset_name(m.get('dataset', '?'))} | {m.get('budget', '?')} | {seeds} | "
+            f"{dataset_name(m.get('dataset', '?'), sweep.task)} | {m.get('budget', '?')} | "
+            f"{seeds} | "
             f"{_budget_words(trials)} | {found} (of {planned}) | {state} |"
         )
     lines += [

@@ -127,7 +127,8 @@ def _columns(group: StudyGroup, *extra: str) -> list[str]:
 def _title(group: StudyGroup, head: str, options: TableOptions | None) -> str:
     """``head: the statistic — datasets; condition`` (no statistic when ``options`` is
     None: the communication table's own words say what it counts)."""
-    where = ", ".join(dataset_name(d) for d in group.datasets)
+    task = primary_of(group).task_spec  # a folder reads as what it holds
+    where = ", ".join(dataset_name(d, task) for d in group.datasets)
     title = (
         head
         if options is None

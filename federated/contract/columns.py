@@ -189,7 +189,9 @@ COLUMN_FIELDS = (
 @dataclass(frozen=True)
 class RunColumn:
     """One column that is no task metric, with the words of :data:`COLUMN_FIELDS`
-    (``higher_is_better`` None where neither direction is better)."""
+    (``higher_is_better`` None where neither direction is better); ``on_console``: the
+    column is shown on a round's console line (a run's and a sweep's live view) where
+    a row carries it."""
 
     column: str
     metric: str
@@ -199,6 +201,7 @@ class RunColumn:
     model: str
     cadence: str
     statistic: str
+    on_console: bool = False
 
     def row(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in COLUMN_FIELDS}
@@ -223,6 +226,7 @@ PRIVACY_COLUMNS: tuple[RunColumn, ...] = (
         DP_ROUNDS,
         "the accountant's epsilon after this round, all rounds so far composed (under "
         "dp_level=record the worst party's)",
+        on_console=True,  # the privacy spent so far, beside the round's score
     ),
     RunColumn(
         "dp_epsilon_accountant",
@@ -288,6 +292,14 @@ PRIVACY_COLUMNS: tuple[RunColumn, ...] = (
         "a diagnostic of the simulation, outside the privacy guarantee)",
     ),
 )
+
+
+def console_words(row: dict[str, object]) -> str:
+    """The declared columns shown on a round's console line (``on_console``) that
+    ``row`` carries, as ``"  name value"`` each (4 significant digits; ``""`` for a row
+    with none, a run without DP)."""
+    shown = [c.column for c in PRIVACY_COLUMNS if c.on_console and c.column in row]
+    return "".join(f"  {name} {float(row[name]):.4g}" for name in shown)
 
 
 def declared_columns(task: TaskSpec) -> list[dict[str, object]]:

@@ -110,6 +110,13 @@ class PrivacySettings:
         """The accountant's view of the run (sampling, neighbours, accountant)."""
         return Accounting(self.n_parties, self.per_round, self.sampling, self.accountant)
 
+    def epsilon_after(self, rounds: int) -> float:
+        """epsilon spent by ``rounds`` rounds at the run's delta (unitless; inf without
+        noise): what a run's rows say after each round and a sweep's dry run plans."""
+        if self.delta is None:
+            return math.inf
+        return self.accounting_of().epsilon(rounds, self.noise_multiplier, self.delta)
+
 
 #: the accounting of a checkpoint written before party sampling was a setting
 BEFORE_SAMPLING = {"sampling": "fixed", "accountant": "rdp"}
@@ -171,10 +178,7 @@ class ClientPrivacy:
 
     def epsilon(self) -> float:
         """epsilon spent by the rounds so far at the run's delta (inf without noise)."""
-        s = self.settings
-        if s.delta is None:
-            return math.inf
-        return s.accounting_of().epsilon(self.rounds, s.noise_multiplier, s.delta)
+        return self.settings.epsilon_after(self.rounds)
 
     def end_round(self) -> dict[str, float]:
         """Count one more round (every round counts, one where nobody reported too: the

@@ -33,7 +33,7 @@ from typing import Any, TextIO
 
 from ray.tune import ProgressReporter
 
-from federated.contract.columns import OWN_TEST_MEAN, TEST_VALUE
+from federated.contract.columns import OWN_TEST_MEAN, TEST_VALUE, console_words
 from study.selection import mode_of
 
 FILE_PERIOD_S = 30.0
@@ -194,4 +194,5 @@ class LiveView(ProgressReporter):
         ranked = result.get(self.metric) if self.metric != test else None
         if isinstance(ranked, float):
             acc_text = f"  {self.metric} {ranked:.4f}{acc_text}"
-        return f"  {label or trial.trial_id:<30} {progress}{acc_text}"
+        # the declared columns a round's line shows (a DP trial's epsilon spent so far)
+        return f"  {label or trial.trial_id:<30} {progress}{acc_text}{console_words(result)}"
