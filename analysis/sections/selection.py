@@ -30,6 +30,7 @@ from analysis.stats.selection import (
     left_out,
     point_choice,
     rank_correlation,
+    ranked_trials,
     rerun_outcome,
     trial_outcomes,
 )
@@ -166,7 +167,7 @@ def _one_sweep(
         f"{int(spent['party_updates'])} party updates, {spent['seconds']:.0f} CPU/GPU seconds "
         "(training and evaluation)",
         f"- Spearman ρ of {metric} vs test {test.name} over completed trials: "
-        + ("n/a (fewer than 3)" if math.isnan(rho) else f"{rho:+.2f}"),
+        + _rho_words(rho, len(ranked_trials(outcomes, test=test)), metric, test),
     ]
     if choice:
         lines += [
@@ -326,6 +327,17 @@ def _rerun_lines(results: Results, rerun: Sweep, test: Metric, record: RerunReco
         "",
     ]
     return lines
+
+
+def _rho_words(rho: float, ranked: int, metric: str, test: Metric) -> str:
+    """The rank correlation, or why there is none: fewer than 3 trials to rank, or
+    ``ranked`` trials whose values tie on one side (trials that learned nothing alike)."""
+    if not math.isnan(rho):
+        return f"{rho:+.2f}"
+    if ranked < 3:
+        return f"n/a ({ranked} trial(s) to rank, fewer than 3)"
+    values = f"{metric} or test {test.name} values"
+    return f"n/a (the {ranked} trials' {values} are all equal: no ranking)"
 
 
 def _in_direction(test: Metric) -> str:
