@@ -199,6 +199,8 @@ def test_the_noise_figure_gives_regret_and_changed_choices_an_axis_each():
     assert left.get_ylabel() == "expected regret (mAP@0.5 units)"
     assert right.get_ylabel() == "choice changed (%)"
     assert list(left.get_xticks()) == [2, 4, 8]
+    # the two regret lines, equal where the choice is also best in hindsight, dashed apart
+    assert [line.get_linestyle() for line in left.get_lines()] == ["-", "--"]
 
 
 def test_seed_batches_stop_at_the_target_or_the_cap():

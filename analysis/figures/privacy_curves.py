@@ -55,7 +55,9 @@ def epsilon_accuracy_plot(
             y = line["mean"].to_numpy(dtype=float)
             sd = line["sd"].fillna(0.0).to_numpy(dtype=float)
             drawn = ax.plot(x, y, marker="o", markersize=3, label=_label(lines, cell))
-            ax.fill_between(x, y - sd, y + sd, alpha=0.2, color=drawn[0].get_color())
+            low, high = (metric.units(bound) for bound in metric.bounds)
+            band = np.clip(y - sd, low, high), np.clip(y + sd, low, high)  # the metric's range
+            ax.fill_between(x, *band, alpha=0.2, color=drawn[0].get_color())
         if log:
             ax.set_xscale("log")
         ax.set_title(_label(panels, panel), fontsize=9)

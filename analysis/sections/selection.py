@@ -409,7 +409,10 @@ def _noise_figure(noise: pd.DataFrame, test: Metric, title: str) -> plt.Figure:
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2))
     ks = noise["k"].astype(int)
     left.plot(ks, test.scale * noise["regret"], marker="o", label="vs full evaluation")
-    left.plot(ks, test.scale * noise["regret_hindsight"], marker="^", label="vs hindsight")
+    # dashed: equal regrets (the choice also best in hindsight) left one line hidden
+    left.plot(
+        ks, test.scale * noise["regret_hindsight"], marker="^", linestyle="--", label="vs hindsight"
+    )
     left.set_ylabel(f"expected regret ({test.diff_words})")
     left.legend(fontsize=8)
     right.plot(ks, 100 * noise["changed"], marker="s", color="C2")
