@@ -136,10 +136,15 @@ def _is_number(text: str) -> bool:
 
 def dataset_name(dataset: Any) -> str:
     """``"cifar10"`` -> ``"CIFAR-10"``; an image folder ``"folder:/data/street"`` ->
-    ``"street (image folder)"`` (the manifest keeps the full path)."""
+    ``"street (image folder)"``; a saved Hugging Face folder ``"hf:/data/writers"``
+    (an absolute path, as a sweep records it) -> ``"writers (Hugging Face folder)"``, a
+    hub name (``"hf:flwrlabs/femnist"``) as it is (the manifest keeps the full path)."""
     text = str(dataset)
+    last = text.rstrip("/").rsplit("/", 1)[-1]
     if text.startswith("folder:"):
-        return f"{text.rstrip('/').rsplit('/', 1)[-1]} (image folder)"
+        return f"{last} (image folder)"
+    if text.startswith("hf:/"):
+        return f"{last} (Hugging Face folder)"
     return DATASETS.get(text, text)
 
 

@@ -881,3 +881,21 @@ def test_words_of_the_runs_line_the_per_party_axis_and_the_table_files():
         {"task_spec": load_method("task", "segmentation").task_spec().to_dict()}
     )
     assert metric_of(segmentation).file_word == "miou" and ACCURACY.file_word == "accuracy"
+
+
+def test_a_saved_folder_is_named_alike_in_the_runs_line_tables_and_figures():
+    """The writer-block report's tables and Fig. 5 were headed
+    "hf:/work/…/data/writers" (the trials' resolved path) while its Runs line read
+    "hf:data/writers" (as typed): a saved Hugging Face folder reads by its name, and the
+    Runs line reads the source the data was loaded from, as the trials record it."""
+    from analysis.naming import dataset_name
+    from analysis.sections.runs import _dataset
+
+    assert dataset_name("hf:/work/data/writers") == "writers (Hugging Face folder)"
+    assert dataset_name("hf:flwrlabs/femnist") == "hf:flwrlabs/femnist"  # a hub name
+    assert dataset_name("folder:/data/seg/") == "seg (image folder)"
+    typed = {"dataset": "hf:data/writers"}
+    assert _dataset(typed | {"dataset_identity": {"source": "hf:/work/data/writers"}}) == (
+        "writers (Hugging Face folder)"
+    )
+    assert _dataset(typed) == "hf:data/writers"  # a manifest written before the identity
