@@ -877,6 +877,10 @@ def test_words_of_the_runs_line_the_per_party_axis_and_the_table_files():
     )
     figure = party_distribution_figure(parties, ["algorithm"], metric=metric_of(DETECTION_TASK))
     assert figure.axes[0].get_ylabel() == "per-party mAP@0.5"
+    # its seed legend outside the axes, off the parties' points (a segmentation report)
+    ax = figure.axes[0]
+    figure.canvas.draw()
+    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
     segmentation = sweep_task(
         {"task_spec": load_method("task", "segmentation").task_spec().to_dict()}
     )

@@ -603,10 +603,14 @@ def party_distribution_figure(
         palette="deep",
     )
     ax.set_xlabel("")
-    ax.legend(title="seed", fontsize=7, title_fontsize=7, loc="best")
+    # outside the axes: inside ("best") it covered a party's point in a segmentation study
+    ax.legend(
+        title="seed", fontsize=7, title_fontsize=7, loc="upper left",
+        bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
+    )  # fmt: skip
     if title:
         ax.set_title(title, fontsize=10)
-    fig.subplots_adjust(bottom=0.18, left=0.13, right=0.97, top=0.88)
+    fig.subplots_adjust(bottom=0.18, left=0.13, right=0.86, top=0.88)
     return fig
 
 
