@@ -6,9 +6,11 @@ study axes no trial would use.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from federated.config.inert_settings import inert_settings
+from federated.config.privacy_fields import planned_epsilon
 from federated.config.protocol_notices import protocol_notices
 from federated.config.run_config import RunConfig
 from search_spaces import BUDGETS, STUDIES
@@ -56,8 +58,19 @@ def describe_plan(plan: SweepPlan, resources: TrialResources) -> str:
             f"data={c['data_fraction']:g} {c['precision']}"
             # the weight and temperature of the methods that declare them (MOON, FedProx)
             + "".join(f" {k}={c[k]:g}" for k in ("mu", "tau") if k in c)
+            + _planned_epsilon(trial.run_config)
         )
     return "\n".join(lines)
+
+
+def _planned_epsilon(config: RunConfig | None) -> str:
+    """`` ε=535 (δ=1e-05)``: the client-level ε a DP trial's planned rounds spend;
+    empty for a trial without party-level DP (or not resolved)."""
+    planned = planned_epsilon(config) if config is not None else None
+    if planned is None:
+        return ""
+    epsilon, delta = planned
+    return f" ε={'inf' if math.isinf(epsilon) else f'{epsilon:.3g}'} (δ={delta:g})"
 
 
 def describe_budget(plan: SweepPlan) -> str:

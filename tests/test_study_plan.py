@@ -31,6 +31,23 @@ def test_dry_run_lists_grid_times_seeds_trials(capsys):
     assert "each trial: 1 CPU (1 torch thread)" in out
 
 
+def test_a_dp_dry_run_states_each_trials_planned_epsilon(capsys):
+    """--dry-run showed no planned ε (issue 68, point 9): each DP trial's line gives the
+    ε its planned rounds spend at its δ — the cross-device study's 373 and 7.57 at
+    σ = 0.5 and 2 after 30 rounds, as its runs recorded (docs/results/privacy.md) — and
+    inf without noise; a trial without DP none."""
+    from pathlib import Path
+
+    study = str(Path(__file__).resolve().parent.parent / "examples/privacy_cross_device.toml")
+    assert main([study, "--dry-run"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if " seed=0 " in line]
+    by_sigma = {line.split(",")[0].split("=")[-1]: line.split()[-2:] for line in lines}
+    assert by_sigma["0.5"] == ["ε=373", "(δ=1e-05)"] and by_sigma["2.0"][0] == "ε=7.57"
+    assert by_sigma["0.0"][0] == "ε=inf"
+    assert main(["moon_mu", "--dry-run", "--budget", "smoke"]) == 0
+    assert "ε=" not in capsys.readouterr().out
+
+
 def test_budgets_scale_rounds_and_data_but_never_the_varied_field():
     study = STUDIES["local_epochs"]
     point = {"local_epochs": 40, "algorithm": "moon"}

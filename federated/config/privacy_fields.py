@@ -30,6 +30,7 @@ from federated.privacy_accountant import (
     RECORD_ACCOUNTANTS,
     clipped_count_std,
     default_delta,
+    epsilon_after,
     noise_for_epsilon,
 )
 from federated.registry import load_method
@@ -101,6 +102,21 @@ def run_noise_multiplier(c: Any) -> float:
         run_accountant(c),
     )
     return float("nan") if sigma is None else sigma
+
+
+def planned_epsilon(c: Any) -> tuple[float, float] | None:
+    """(ε, δ): the client-level ε all of ``c.rounds`` planned rounds spend at the run's δ
+    (inf: clipping without noise), as the run's accountant will count it; None for a run
+    without party-level DP, and for record-level DP, whose ε depends on each party's
+    record count (known once the data is loaded)."""
+    if not privacy_on(c):
+        return None
+    delta = float(c.dp_delta if c.dp_delta is not None else default_delta(c.n_parties))
+    epsilon = epsilon_after(
+        c.rounds, c.n_parties, c.parties_per_round, run_noise_multiplier(c), delta,
+        c.party_sampling, run_accountant(c),
+    )  # fmt: skip
+    return epsilon, delta
 
 
 def check_privacy(c: Any) -> None:
