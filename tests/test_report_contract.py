@@ -881,6 +881,10 @@ def test_words_of_the_runs_line_the_per_party_axis_and_the_table_files():
     ax = figure.axes[0]
     figure.canvas.draw()
     assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
+    # and inside the figure, as the y label is (a detection report cut both off)
+    width = figure.get_figwidth() * figure.dpi
+    assert ax.get_legend().get_window_extent().x1 <= width
+    assert ax.yaxis.label.get_window_extent().x0 >= 0
     segmentation = sweep_task(
         {"task_spec": load_method("task", "segmentation").task_spec().to_dict()}
     )
