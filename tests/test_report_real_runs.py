@@ -125,3 +125,22 @@ def _own_split_note(table: Path) -> str:
     """The ``⚠ Own test splits`` line of a written per-party table."""
     lines = table.read_text().splitlines()
     return next(line for line in lines if "Own test splits too small" in line)
+
+
+def test_the_report_studies_builder_names_four_small_sweeps_the_sweep_accepts():
+    """examples/build_report_studies.py's commands (docs/results/report-contract.md):
+    the four data sets' sweeps, each one trial at a time and quiet, each parsed and
+    checked as ``python -m study.sweep`` would before any work."""
+    from study.sweep_args import build_parser, check_args, parse_overrides
+    from tests.example_scripts import load_example
+
+    builder = load_example(REPO / "examples" / "build_report_studies.py")
+    commands = builder.study_commands(Path("data"))
+    assert sorted(commands) == ["det", "dp", "pers", "seg"]
+    for name, argv in commands.items():
+        args = build_parser().parse_args(argv)
+        check_args(args)
+        parse_overrides(args.overrides)
+        assert (args.name, args.max_concurrent, args.quiet) == (name, 1, True)
+    assert commands["seg"][commands["seg"].index("--dataset") + 1] == "folder:data/seg"
+    assert commands["dp"][0] == "privacy"
