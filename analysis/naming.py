@@ -140,10 +140,15 @@ def _is_number(text: str) -> bool:
 def dataset_name(dataset: Any, task: TaskSpec | None = None) -> str:
     """``"cifar10"`` -> ``"CIFAR-10"``; a folder ``"folder:/data/seg"`` -> its own name
     and what it holds, by the task its trials declared: ``"seg (segmentation folder)"``
-    (:func:`folder_kind`; the manifest keeps the full path)."""
+    (:func:`folder_kind`); a saved Hugging Face folder ``"hf:/data/writers"`` (an
+    absolute path, as a sweep records it) -> ``"writers (Hugging Face folder)"``, a hub
+    name (``"hf:flwrlabs/femnist"``) as it is (the manifest keeps the full path)."""
     text = str(dataset)
+    last = text.rstrip("/").rsplit("/", 1)[-1]
     if text.startswith("folder:"):
-        return f"{text.rstrip('/').rsplit('/', 1)[-1]} ({folder_kind(task)})"
+        return f"{last} ({folder_kind(task)})"
+    if text.startswith("hf:/"):
+        return f"{last} (Hugging Face folder)"
     return DATASETS.get(text, text)
 
 

@@ -157,11 +157,13 @@ class Metric(MetricSpec):
 
     def show(self, value: float | None, digits: int | None = None) -> str:
         """A recorded value as a table shows it (``69.1``, ``0.812``; ``digits``
-        decimals instead of :attr:`digits`); ``–`` when missing."""
+        decimals instead of :attr:`digits`); ``–`` when missing; a value that rounds to
+        zero shows no sign (``-0.00`` read as a loss where there is none)."""
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return "–"
         digits = self.digits if digits is None else digits
-        return percent(value, digits) if self.percent else f"{value:.{digits}f}"
+        text = percent(value, digits) if self.percent else f"{value:.{digits}f}"
+        return text[1:] if text.startswith("-") and float(text) == 0 else text
 
     def amount(self, difference: float) -> str:
         """A difference in display units with its unit: ``2.1 points``, ``0.021 SRCC``."""

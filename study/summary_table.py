@@ -18,6 +18,9 @@ from federated.contract.results import (
 )
 from study.selection import VALIDATION_PREFIX, primary_stem
 
+#: a DP run's row column: the epsilon spent so far (federated/server/privacy.py)
+EPSILON = "dp_epsilon"
+
 
 def summary_rows(
     results: Iterable[Any], manifest: dict[str, Any] | None = None
@@ -58,6 +61,8 @@ def summary_rows(
                 # a trial scoring each party on its own test split is judged by their mean
                 "own": own,
                 "own_value": metrics.get(own),
+                # a DP trial's epsilon spent by its last round (inf: clipping, no noise)
+                EPSILON: metrics.get(EPSILON),
                 **{k: v for k, v in metrics.items() if k.startswith("val_")},
             }
         )
@@ -79,7 +84,12 @@ def format_summary(
     head = f"{'trial':<14} {'point':<{width}} {'seed':>4} {'status':<11} {'rounds':>6}"
     head += f" {shown:>8}" if shown else ""
     head += f" {own:>8}" if own else ""
+    private = any(_epsilon(r.get(EPSILON)) != "-" for r in rows)
+    head += f" {EPSILON:>10}" if private else ""
     lines = [head + f" {reported:>8}"]
+    if private:
+        spent = "the ε each trial spent by its last round, at its δ (inf: no noise)"
+        lines.insert(0, f"{EPSILON}: {spent}")
     if own:
         lines.insert(0, f"{own}: the mean over parties of each one's own test split")
     if shown:
@@ -92,6 +102,7 @@ def format_summary(
         seed = "-" if r["seed"] is None else str(r["seed"])
         ranked = " " + _cell(r.get(shown)).rjust(8) if shown else ""
         ranked += " " + _cell(r.get("own_value")).rjust(len(own)) if own else ""
+        ranked += " " + _epsilon(r.get(EPSILON)).rjust(10) if private else ""
         lines.append(
             f"{r['trial']:<14} {r['point']!s:<{width}} {seed:>4} "
             f"{r['status']:<11} {rounds:>6}{ranked} {acc:>8}"
@@ -113,4 +124,12 @@ def _cell(value: Any) -> str:
     that did not score it), never "nan"."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return f"{value:.4f}"
+    return "-"
+
+
+def _epsilon(value: Any) -> str:
+    """An epsilon's cell: three significant digits, ``inf`` where no noise was added,
+    "-" for a trial without DP (no value)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
+        return "inf" if math.isinf(value) else f"{value:.3g}"
     return "-"

@@ -161,3 +161,28 @@ def test_squeezed_party_labels_stand_upright_and_search_ticks_are_whole_trials()
     ax = fig.axes[0]
     assert all(float(t).is_integer() for t in ax.get_xticks())
     assert ax.get_legend().get_bbox_to_anchor().x0 >= ax.get_window_extent().x1 - 1
+
+
+def test_a_band_over_seeds_stays_within_the_metrics_range():
+    """A segmentation study's mIoU band over two seeds (0% and 20%) reached -4% (mean
+    10%, sd 14%): every ±1 sd band and bar is cut at the metric's bounds (0-100%)."""
+    from analysis.figures.figure_layout import Layout
+    from analysis.primary_metric import ACCURACY
+
+    trials = pd.DataFrame(
+        {"sweep": "s", "trial": ["a", "b"], "status": "completed", "seed": [0, 1]}
+        | {"algorithm": "fedavg", "dataset": "x", "final_acc": [0.0, 0.2], "order": [0, 1]}
+        | {"sweep_started": "2026-01-01T00:00:00"}
+    )
+    rounds = pd.DataFrame(
+        {"sweep": "s", "trial": ["a", "a", "b", "b"], "round": [1, 2, 1, 2]}
+        | {"test_acc": [0.0, 0.0, 0.2, 0.2], "algorithm": "fedavg"}
+    )
+    fig = figures.accuracy_curves(rounds, trials, Layout(lines=("algorithm",)))
+    (band,) = fig.axes[0].collections
+    low, high = band.get_paths()[0].vertices[:, 1].min(), band.get_paths()[0].vertices[:, 1].max()
+    assert low == pytest.approx(0.0) and high == pytest.approx(10 + 200**0.5)
+    fig = figures.sensitivity_plot(trials, Layout(lines=(), x="algorithm"), value="final_acc")
+    bar = [y for line in fig.axes[0].get_lines() for y in line.get_ydata()]
+    assert min(bar) == pytest.approx(0.0) and max(bar) == pytest.approx(10 + 200**0.5)
+    assert figures.sd_band(ACCURACY)([99.0, 100.0, 90.0])[1] == 100.0  # display units

@@ -111,14 +111,47 @@ def test_defect_12_a_method_scored_every_few_rounds_is_counted_as_a_bound(tmp_pa
     counts it by its first scored round that reaches the target (at most that round, a
     speed-up at least that), says so; before, it was left out ("not counted") and the
     table held FedAvg and MOON only (report issue, defect 12)."""
-    study = adhoc_study(["algorithm=fedavg,moon,lg-fedavg"], "methods")
-    plan = SweepPlan.build(study, BUDGETS["smoke"], seeds="1", overrides={})
     nan = float("nan")
     curves = {
         "fedavg": [0.2, 0.4, 0.5, 0.5],
         "moon": [0.3, 0.5, 0.6, 0.6],
         "lg-fedavg": [nan, 0.6, nan, 0.7],
     }
+    out = _methods_report(tmp_path, curves)
+    text = (out / "tables" / "methods_communication.md").read_text()
+    assert (
+        "≤ / ≥: LG-FedAvg — its own models were scored on the test set every few "
+        "rounds (personal_test_every = 2), not every round: #rounds is its first scored "
+        "round that reached the target" in text
+    )
+    # FedAvg reaches its own final 0.5 at round 3 (one rule for every row): 3 / 2
+    assert "| LG-FedAvg | ≤ 2 | ≥ 1.5× |" in text
+    rows = list(csv.DictReader((out / "tables" / "methods_communication.csv").open()))
+    assert {r["algorithm"] for r in rows} == {"fedavg", "moon", "lg-fedavg"}
+    lg = next(r for r in rows if r["algorithm"] == "lg-fedavg")
+    assert lg["rounds_needed"] == "2.0" and lg["at_most"] == "True"
+
+
+def test_no_bound_is_explained_where_the_baseline_learned_nothing(tmp_path):
+    """A writer-block study whose FedAvg ended at 15% (below chance + 10 points): every
+    cell reads "no target", so the note on LG-FedAvg's bounded rounds ("its speed-up ...
+    is at least the one given") explained a number no cell shows (issue 68, point 11)."""
+    nan = float("nan")
+    curves = {
+        "fedavg": [0.1, 0.12, 0.15, 0.15],
+        "moon": [0.1, 0.12, 0.16, 0.16],
+        "lg-fedavg": [nan, 0.16, nan, 0.2],
+    }
+    text = (_methods_report(tmp_path, curves) / "tables" / "methods_communication.md").read_text()
+    assert "| LG-FedAvg | no target: FedAvg 15.0% < chance 10% + 10 |" in text
+    assert "≤ / ≥" not in text and "at least the one given" not in text
+
+
+def _methods_report(tmp_path, curves):
+    """The report folder of a one-seed FedAvg, MOON, LG-FedAvg study of 4 rounds with
+    ``curves`` (test accuracy per round), LG-FedAvg scored every 2nd round."""
+    study = adhoc_study(["algorithm=fedavg,moon,lg-fedavg"], "methods")
+    plan = SweepPlan.build(study, BUDGETS["smoke"], seeds="1", overrides={})
     trials = []
     for trial in plan.trials():
         config = {**trial.config, "rounds": 4}
@@ -136,18 +169,7 @@ def test_defect_12_a_method_scored_every_few_rounds_is_counted_as_a_bound(tmp_pa
     )
     out = tmp_path / "report"
     write_report(load_results([str(tmp_path / "results")]), out, formats=("png",))
-    text = (out / "tables" / "methods_communication.md").read_text()
-    assert (
-        "≤ / ≥: LG-FedAvg — its own models were scored on the test set every few "
-        "rounds (personal_test_every = 2), not every round: #rounds is its first scored "
-        "round that reached the target" in text
-    )
-    # FedAvg reaches its own final 0.5 at round 3 (one rule for every row): 3 / 2
-    assert "| LG-FedAvg | ≤ 2 | ≥ 1.5× |" in text
-    rows = list(csv.DictReader((out / "tables" / "methods_communication.csv").open()))
-    assert {r["algorithm"] for r in rows} == {"fedavg", "moon", "lg-fedavg"}
-    lg = next(r for r in rows if r["algorithm"] == "lg-fedavg")
-    assert lg["rounds_needed"] == "2.0" and lg["at_most"] == "True"
+    return out
 
 
 def test_a_one_cell_table_compares_nothing_and_says_nothing_of_it(tmp_path):

@@ -466,6 +466,7 @@ def test_femnist_study_sweeps_the_stand_in_and_reports(stand_in, tmp_path):
     text = (tmp_path / "rep" / "report.md").read_text()
     assert "natural (by writer_id) partition" in text and "one folder per party" not in text
     assert (
-        f"`writers`: hf:{stand_in} has one split, so the global test set is the union of the "
-        "parties' local test splits (party_test_fraction=0.1 of each party's images)"
+        "`writers`: femnist-like (Hugging Face folder) has one split, so the global test set "
+        "is the union of the parties' local test splits (party_test_fraction=0.1 of each "
+        "party's images)"
     ) in " ".join(text.split())

@@ -5,6 +5,7 @@ a real Optuna study and Tune's own trial records' shape."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import optuna
@@ -118,3 +119,21 @@ def test_the_end_of_sweep_table_never_cuts_a_point_label():
     lines = format_summary(rows).splitlines()
     assert all(p in line for p, line in zip(points, lines[1:]))
     assert len({len(line) for line in lines}) == 1  # the columns stay aligned
+
+
+def test_the_end_of_sweep_table_gives_each_dp_trials_epsilon():
+    """ε was on no console line (issue 68, point 9): a DP sweep's end table has a
+    dp_epsilon column (inf where clipping added no noise), a sweep without DP none."""
+    rows = [
+        {"trial": f"t{i}", "point": f"dp_noise_multiplier={s}", "seed": 0, "status": "completed"}
+        | {"rounds": 2, "test_acc": 0.5, "dp_epsilon": eps}
+        for i, (s, eps) in enumerate([(0.0, math.inf), (0.1, 534.87)])
+    ]
+    lines = format_summary(rows).splitlines()
+    assert lines[0] == (
+        "dp_epsilon: the ε each trial spent by its last round, at its δ (inf: no noise)"
+    )
+    assert lines[1].split()[-2:] == ["dp_epsilon", "test_acc"]
+    assert lines[2].split()[-2:] == ["inf", "0.5000"] and lines[3].split()[-2:] == ["535", "0.5000"]
+    plain = [{k: v for k, v in r.items() if k != "dp_epsilon"} for r in rows]
+    assert "dp_epsilon" not in format_summary(plain)

@@ -71,6 +71,20 @@ def test_accuracy_by_epsilon_is_the_seeds_mean_and_sd_per_round():
     np.testing.assert_allclose(ax.lines[0].get_ydata(), [52.0, 62.0, 72.0])
 
 
+def test_cells_with_equal_values_stay_visible_each_with_its_own_dashes_and_marker():
+    """The DP sweep's accuracy-vs-ε figure drew three methods that learned alike as one
+    line (FedAvg's under MOON's, issue 68 point 10's rule missed this figure): each cell
+    its own dash pattern and marker."""
+    curves = pd.DataFrame(
+        {"algorithm": ["fedavg", "fedprox", "moon"] * 2, "round": [1] * 3 + [2] * 3}
+        | {"epsilon": [2.0] * 3 + [4.0] * 3, "mean": [50.0] * 6, "sd": [1.0] * 6}
+        | {"seeds": [2] * 6}
+    )
+    ax = epsilon_accuracy_plot(curves, ["algorithm"], [], ACCURACY).axes[0]
+    styles = {(str(line.get_linestyle()), line.get_marker()) for line in ax.lines}
+    assert len(styles) == len(ax.lines) == 3
+
+
 def test_a_trial_that_did_not_complete_draws_nothing():
     rounds, trials = frames(lambda s, seed, r: 0.5, lambda s, r: float(r))
     trials.loc[trials["seed"] == 1, "status"] = "failed"

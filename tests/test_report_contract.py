@@ -877,6 +877,14 @@ def test_words_of_the_runs_line_the_per_party_axis_and_the_table_files():
     )
     figure = party_distribution_figure(parties, ["algorithm"], metric=metric_of(DETECTION_TASK))
     assert figure.axes[0].get_ylabel() == "per-party mAP@0.5"
+    # its seed legend outside the axes, off the parties' points (a segmentation report)
+    ax = figure.axes[0]
+    figure.canvas.draw()
+    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
+    # and inside the figure, as the y label is (a detection report cut both off)
+    width = figure.get_figwidth() * figure.dpi
+    assert ax.get_legend().get_window_extent().x1 <= width
+    assert ax.yaxis.label.get_window_extent().x0 >= 0
     segmentation = sweep_task(
         {"task_spec": load_method("task", "segmentation").task_spec().to_dict()}
     )
@@ -907,3 +915,21 @@ def test_a_folder_reads_as_the_kind_of_data_its_task_declares():
     assert dataset_name("cifar10", segmentation) == "CIFAR-10"
     entry = {"dataset": "folder:/data/seg", "n_parties": 4, "partition": "natural", "seed": 0}
     assert partition_title(entry, segmentation).startswith("seg (segmentation folder): 4 parties")
+
+
+def test_a_saved_folder_is_named_alike_in_the_runs_line_tables_and_figures():
+    """The writer-block report's tables and Fig. 5 were headed
+    "hf:/work/…/data/writers" (the trials' resolved path) while its Runs line read
+    "hf:data/writers" (as typed): a saved Hugging Face folder reads by its name, and the
+    Runs line reads the source the data was loaded from, as the trials record it."""
+    from analysis.naming import dataset_name
+    from analysis.sections.runs import _dataset
+
+    assert dataset_name("hf:/work/data/writers") == "writers (Hugging Face folder)"
+    assert dataset_name("hf:flwrlabs/femnist") == "hf:flwrlabs/femnist"  # a hub name
+    assert dataset_name("folder:/data/seg/") == "seg (image folder)"
+    typed = {"dataset": "hf:data/writers"}
+    assert _dataset(typed | {"dataset_identity": {"source": "hf:/work/data/writers"}}, None) == (
+        "writers (Hugging Face folder)"
+    )
+    assert _dataset(typed, None) == "hf:data/writers"  # a manifest written before the identity

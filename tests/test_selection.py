@@ -199,6 +199,8 @@ def test_the_noise_figure_gives_regret_and_changed_choices_an_axis_each():
     assert left.get_ylabel() == "expected regret (mAP@0.5 units)"
     assert right.get_ylabel() == "choice changed (%)"
     assert list(left.get_xticks()) == [2, 4, 8]
+    # the two regret lines, equal where the choice is also best in hindsight, dashed apart
+    assert [line.get_linestyle() for line in left.get_lines()] == ["-", "--"]
 
 
 def test_seed_batches_stop_at_the_target_or_the_cap():
@@ -261,3 +263,23 @@ def test_a_diverged_trial_fails_in_optuna_without_a_warning(tmp_path, caplog):
     state = optuna.trial.TrialState
     assert states == [state.FAIL, state.COMPLETE, state.PRUNED, state.FAIL]
     assert study.metric_names == ["val_acc"] and study.trials[1].value == 0.5
+
+
+def test_a_rank_correlation_that_cannot_be_taken_says_why():
+    """Three completed trials that learned nothing alike (one validation value) have no
+    ranking: the report said "n/a (fewer than 3)" of three trials.  A regret that rounds
+    to zero prints without a sign (it read "-0.00")."""
+    from analysis.primary_metric import ACCURACY
+    from analysis.sections.selection import _rho_words
+    from analysis.stats.selection import rank_correlation, ranked_trials
+
+    tied = outcomes_frame().assign(value=0.5)
+    rho = rank_correlation(tied)
+    assert _rho_words(rho, len(ranked_trials(tied)), "val_acc", ACCURACY) == (
+        "n/a (the 3 trials' val_acc or test accuracy values are all equal: no ranking)"
+    )
+    two = outcomes_frame().iloc[:2]
+    assert _rho_words(rank_correlation(two), 2, "val_acc", ACCURACY) == (
+        "n/a (2 trial(s) to rank, fewer than 3)"
+    )
+    assert ACCURACY.show(-0.00001, 2) == "0.00" and ACCURACY.show(-0.001, 2) == "-0.10"

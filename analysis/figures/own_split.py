@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from analysis.figures.plots import sd_band
 from analysis.naming import method_name
 from analysis.primary_metric import Metric
 from analysis.reading.loading import COMPLETED
@@ -50,7 +51,13 @@ def own_split_curves(
     with sns.axes_style("whitegrid"):
         fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
         sns.lineplot(
-            data=rows, x="round", y="value", hue="method", errorbar="sd", marker="o", ax=ax
+            data=rows,
+            x="round",
+            y="value",
+            hue="method",
+            errorbar=sd_band(metric),
+            marker="o",
+            ax=ax,
         )
         ax.set_xlabel("round (scored rounds)")
         ax.set_ylabel(f"mean over parties, own test split{metric.unit}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,6 +117,21 @@ def _title(fig: plt.Figure, title: str) -> None:
         fig.suptitle(textwrap.fill(title, width), fontsize=10)
 
 
+def sd_band(metric: Metric) -> Callable[[Sequence[float]], tuple[float, float]]:
+    """seaborn's ``errorbar="sd"`` (mean ± 1 sample sd over seeds, none for one seed)
+    cut at ``metric``'s bounds in display units: a band of an mIoU or an accuracy near
+    0 never reads below 0% (nor above 100%), a value the metric cannot take."""
+    low, high = (metric.units(bound) for bound in metric.bounds)
+
+    def band(values: Sequence[float]) -> tuple[float, float]:
+        values = np.asarray(values, dtype=float)
+        mean = float(values.mean())
+        sd = float(values.std(ddof=1)) if len(values) > 1 else math.nan
+        return max(low, mean - sd), min(high, mean + sd)
+
+    return band
+
+
 def accuracy_curves(
     rounds: pd.DataFrame,
     trials: pd.DataFrame,
@@ -156,7 +171,7 @@ def accuracy_curves(
                 dashes=True,
                 markers=part["round"].nunique() <= 20,
                 markersize=4,
-                errorbar="sd",
+                errorbar=sd_band(metric),
                 ax=ax,
             )
             ax.set_title(panel, fontsize=9)
@@ -206,7 +221,7 @@ def sensitivity_plot(
                 order=order,
                 hue="line" if hue else None,
                 hue_order=hue_order,
-                errorbar="sd",
+                errorbar=sd_band(metric),
                 capsize=0.15,
                 dodge=0.3 if hue else False,
                 markersize=5,

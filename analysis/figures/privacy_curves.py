@@ -19,6 +19,11 @@ from analysis.primary_metric import Metric
 LOG_SPAN = 10.0
 
 
+#: the lines' dash patterns and markers, cycled apart (6 and 5: 30 cells before a repeat)
+DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+MARKERS = ("o", "s", "^", "D", "v")
+
+
 def log_epsilon_axis(curves: pd.DataFrame) -> bool:
     """True when the curves' ε spans a decade or more (drawn on a log axis)."""
     eps = curves["epsilon"].to_numpy(dtype=float)
@@ -48,14 +53,21 @@ def epsilon_accuracy_plot(
         for key, value in zip(panels, panel):
             part = part[part[key] == value]
         cells = part.groupby(list(lines), sort=True, dropna=False) if lines else [((), part)]
-        for cell, line in cells:
+        for number, (cell, line) in enumerate(cells):
             cell = cell if isinstance(cell, tuple) else (cell,)
             line = line.sort_values("round")
             x = line["epsilon"].to_numpy(dtype=float)
             y = line["mean"].to_numpy(dtype=float)
             sd = line["sd"].fillna(0.0).to_numpy(dtype=float)
-            drawn = ax.plot(x, y, marker="o", markersize=3, label=_label(lines, cell))
-            ax.fill_between(x, y - sd, y + sd, alpha=0.2, color=drawn[0].get_color())
+            # each line its own dash pattern and marker, as the curves figure's: cells with
+            # equal values (methods that learned alike) drew one line over another
+            drawn = ax.plot(
+                x, y, linestyle=DASHES[number % len(DASHES)],
+                marker=MARKERS[number % len(MARKERS)], markersize=3, label=_label(lines, cell),
+            )  # fmt: skip
+            low, high = (metric.units(bound) for bound in metric.bounds)
+            band = np.clip(y - sd, low, high), np.clip(y + sd, low, high)  # the metric's range
+            ax.fill_between(x, *band, alpha=0.2, color=drawn[0].get_color())
         if log:
             ax.set_xscale("log")
         ax.set_title(_label(panels, panel), fontsize=9)

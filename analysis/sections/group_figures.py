@@ -42,7 +42,8 @@ def figure_section(
         seeds = done["seed"].nunique()
         caption = (
             f"{layout.figure + ': ' if layout.figure else ''}{test} vs round on {where}; "
-            f"line = mean over {seeds} seed(s), band = ±1 std over seeds"
+            f"line = mean over {seeds} seed(s), band = ±1 std over seeds (cut at the "
+            "metric's range)"
         )
         lines += figure_block(paths, out, caption)
         x = layout.x
@@ -59,7 +60,7 @@ def figure_section(
             caption = (
                 f"{layout.x_figure + ': ' if layout.x_figure else ''}"
                 f"{words} vs {parameter_name(x)} on {where}; "
-                "point = mean over seeds, bar = ±1 std"
+                "point = mean over seeds, bar = ±1 std (cut at the metric's range)"
             )
             lines += figure_block(paths, out, caption)
         numeric = _numeric_axes(done, group.axes)

@@ -187,7 +187,7 @@ def own_split_part(
         caption = (
             f"{metric.name}{metric.unit} on each party's own test split, mean over parties "
             "(party_test_" + metric.stem + "_mean), per scored round; line = mean over "
-            "seeds, band = ±1 sd over seeds"
+            "seeds, band = ±1 sd over seeds (cut at the metric's range)"
         )
         lines += figure_block(paths, out, caption)
     table = own_split.trade_off(group.rounds, trials, metric)

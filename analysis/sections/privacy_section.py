@@ -62,7 +62,8 @@ def privacy_section(
         caption = (
             f"test {metric.name} vs the ε spent after each round, at δ = "
             f"{delta_words(done)}, on {where}{log}; one line per cell, a marker per round, "
-            f"line = mean over {seeds} seed(s), band = ±1 std over seeds (ddof 1); cells "
+            f"line = mean over {seeds} seed(s), band = ±1 std over seeds (ddof 1, cut at the "
+            "metric's range); cells "
             f"without noise (ε = ∞) are not drawn; {accountant_words(done)}"
         )
         lines += figure_block(paths, out, caption)

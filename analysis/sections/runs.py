@@ -61,7 +61,7 @@ def global_test_set_words(
     shares = "/".join(format_value(v) for v in sorted(set(given.dropna())))
     share = f" (party_test_fraction={shares} of each party's images)" if shares else ""
     return (
-        f"`{sweep_name}`: {dataset_name(manifest.get('dataset', '?'), task)} has one split, so the "
+        f"`{sweep_name}`: {_dataset(manifest, task)} has one split, so the "
         f"global test set is the union of the parties' local test splits{share}; it holds "
         "the drawn parties' images only, and the per-party outcomes are scored on the same "
         "splits."
@@ -121,8 +121,7 @@ def runs_section(results: Results, primaries: Sequence[Metric] = ()) -> list[str
         lines.append(
             f"| `{sweep.name}` | {study_cell(m)} | "
             f"{sweep.search}{' + ' + str(m['scheduler']) if m.get('scheduler') else ''} | "
-            f"{dataset_name(m.get('dataset', '?'), sweep.task)} | {m.get('budget', '?')} | "
-            f"{seeds} | "
+            f"{_dataset(m, sweep.task)} | {m.get('budget', '?')} | {seeds} | "
             f"{_budget_words(trials)} | {found} (of {planned}) | {state} |"
         )
     lines += [
@@ -134,3 +133,12 @@ def runs_section(results: Results, primaries: Sequence[Metric] = ()) -> list[str
     ]
     lines += [line for note in notes if note for line in (note, "")]
     return lines
+
+
+def _dataset(manifest: dict, task: TaskSpec | None) -> str:
+    """The sweep's data set by its display name, read from the source its data was
+    loaded from (``dataset_identity``: a saved folder's resolved path) where recorded,
+    as the tables and figures read it from the trials, else as the command gave it."""
+    identity = manifest.get("dataset_identity")
+    source = identity.get("source") if isinstance(identity, dict) else None
+    return dataset_name(source or manifest.get("dataset", "?"), task)

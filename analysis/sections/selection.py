@@ -30,6 +30,7 @@ from analysis.stats.selection import (
     left_out,
     point_choice,
     rank_correlation,
+    ranked_trials,
     rerun_outcome,
     trial_outcomes,
 )
@@ -166,7 +167,7 @@ def _one_sweep(
         f"{int(spent['party_updates'])} party updates, {spent['seconds']:.0f} CPU/GPU seconds "
         "(training and evaluation)",
         f"- Spearman ρ of {metric} vs test {test.name} over completed trials: "
-        + ("n/a (fewer than 3)" if math.isnan(rho) else f"{rho:+.2f}"),
+        + _rho_words(rho, len(ranked_trials(outcomes, test=test)), metric, test),
     ]
     if choice:
         lines += [
@@ -328,6 +329,17 @@ def _rerun_lines(results: Results, rerun: Sweep, test: Metric, record: RerunReco
     return lines
 
 
+def _rho_words(rho: float, ranked: int, metric: str, test: Metric) -> str:
+    """The rank correlation, or why there is none: fewer than 3 trials to rank, or
+    ``ranked`` trials whose values tie on one side (trials that learned nothing alike)."""
+    if not math.isnan(rho):
+        return f"{rho:+.2f}"
+    if ranked < 3:
+        return f"n/a ({ranked} trial(s) to rank, fewer than 3)"
+    values = f"{metric} or test {test.name} values"
+    return f"n/a (the {ranked} trials' {values} are all equal: no ranking)"
+
+
 def _in_direction(test: Metric) -> str:
     """Words for a difference taken in a lower-is-better metric's direction."""
     return "" if test.higher_is_better else f", lower {test.name} better"
@@ -397,7 +409,10 @@ def _noise_figure(noise: pd.DataFrame, test: Metric, title: str) -> plt.Figure:
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2))
     ks = noise["k"].astype(int)
     left.plot(ks, test.scale * noise["regret"], marker="o", label="vs full evaluation")
-    left.plot(ks, test.scale * noise["regret_hindsight"], marker="^", label="vs hindsight")
+    # dashed: equal regrets (the choice also best in hindsight) left one line hidden
+    left.plot(
+        ks, test.scale * noise["regret_hindsight"], marker="^", linestyle="--", label="vs hindsight"
+    )
     left.set_ylabel(f"expected regret ({test.diff_words})")
     left.legend(fontsize=8)
     right.plot(ks, 100 * noise["changed"], marker="s", color="C2")

@@ -173,13 +173,21 @@ def point_choice(
     }
 
 
+def ranked_trials(
+    outcomes: pd.DataFrame, completed: str = "completed", test: Metric = ACCURACY
+) -> pd.DataFrame:
+    """The completed trials with a finite ranking value and test value (``test``'s
+    column): those a rank correlation is taken over."""
+    done = outcomes[(outcomes["status"] == completed) & np.isfinite(outcomes["value"])]
+    return done[np.isfinite(done[test.column])]
+
+
 def rank_correlation(
     outcomes: pd.DataFrame, completed: str = "completed", test: Metric = ACCURACY
 ) -> float:
     """Spearman's ρ of the ranking value vs the test value (``test``'s column) over
     completed trials (NaN with fewer than 3, or when either is constant)."""
-    done = outcomes[(outcomes["status"] == completed) & np.isfinite(outcomes["value"])]
-    done = done[np.isfinite(done[test.column])]
+    done = ranked_trials(outcomes, completed, test)
     if len(done) < 3:
         return math.nan
     a, b = done["value"].rank(), done[test.column].rank()

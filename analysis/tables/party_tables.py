@@ -589,7 +589,9 @@ def party_distribution_figure(
     # the values are each party's own split's or class mix's, never the pooled test set's
     y = f"per-party {metric.value_label}"
     final[y] = metric.units(pd.to_numeric(final[column], errors="coerce").astype(float))
-    fig, ax = plt.subplots(figsize=(max(4.4, 1.3 * len(labels) + 1.5), 3.6))
+    # constrained: room for the y label's wide ticks and the legend outside the axes
+    width = max(4.4, 1.3 * len(labels) + 1.5)
+    fig, ax = plt.subplots(figsize=(width, 3.6), layout="constrained")
     sns.boxplot(final, x="cell", y=y, order=labels, color="0.85", ax=ax, showfliers=False)
     sns.stripplot(
         final,
@@ -603,10 +605,13 @@ def party_distribution_figure(
         palette="deep",
     )
     ax.set_xlabel("")
-    ax.legend(title="seed", fontsize=7, title_fontsize=7, loc="best")
+    # outside the axes: inside ("best") it covered a party's point in a segmentation study
+    ax.legend(
+        title="seed", fontsize=7, title_fontsize=7, loc="upper left",
+        bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
+    )  # fmt: skip
     if title:
         ax.set_title(title, fontsize=10)
-    fig.subplots_adjust(bottom=0.18, left=0.13, right=0.97, top=0.88)
     return fig
 
 

@@ -805,7 +805,7 @@ def communication_table(
     bold = no_bold(display)
     data = _communication_data(per_seed, row, columns, unlearned)
     notes = _communication_notes(per_seed, base_name, target, unlearned, metric)
-    notes += _gaps_note(per_seed, trials, row)
+    notes += _gaps_note(per_seed, trials, row, _learned(per_seed, columns, unlearned))
     notes += _exclusion_note(trials, (COMPLETED,))
     return Table(name, title, display, bold, data, parameter_name(row), notes)
 
@@ -901,10 +901,23 @@ def _communication_data(
     return data
 
 
-def _gaps_note(per_seed: pd.DataFrame, trials: pd.DataFrame, row: str) -> list[str]:
+def _learned(
+    per_seed: pd.DataFrame, columns: list[str], unlearned: dict[tuple, tuple[float, float]]
+) -> pd.Series:
+    """Per row of ``per_seed``: whether its column group's baseline learned (its cell
+    shows rounds, not "no target")."""
+    keys = per_seed[columns].itertuples(index=False) if columns else [()] * len(per_seed)
+    return pd.Series([tuple(k) not in unlearned for k in keys], index=per_seed.index, dtype=bool)
+
+
+def _gaps_note(
+    per_seed: pd.DataFrame, trials: pd.DataFrame, row: str, learned: pd.Series
+) -> list[str]:
     """The note on the rows whose #rounds is a bound (test values with gaps, and the
-    target reached at a scored round): named only where a cell shows the bound."""
+    target reached at a scored round): named only where a cell shows the bound, never
+    where the baseline learned nothing and the cell shows no rounds at all."""
     bounded = per_seed[per_seed["at_most"].astype(bool)] if "at_most" in per_seed else per_seed
+    bounded = bounded[learned.loc[bounded.index]]
     if bounded.empty:
         return []
     shown = trials[trials[row].isin(set(bounded[row]))]
