@@ -103,7 +103,7 @@ def test_a_bad_override_value_is_rejected():
         (["moon_mu", "--search", "random"], "error: --search='random' (allowed: grid, optuna)"),
         (
             ["moon_mu", "--set", "rounds=x"],
-            "error: invalid config: rounds='x' (allowed: an integer)",
+            "error: --set rounds=x: rounds='x' (allowed: an integer)",
         ),
         (["moon_mu", "--set", "rounds"], "error: --set 'rounds': expected FIELD=VALUE"),
         (
