@@ -134,8 +134,16 @@ def test_a_detection_sweep_reruns_its_best_and_reports_rounds_to_target_and_per_
     the shipped start, 2 rounds, one seed, ``--rerun-best 1``; then the report: the
     rounds to reach FedAvg's final test mAP@0.5 and the per-party mAP@0.5 on each party's
     own test split, their numbers those of the trials' rows and parties.csv."""
+    import pandas as pd
+
+    from analysis.primary_metric import metric_of
     from analysis.report import main as report
+    from analysis.sections.selection import _noise_figure
+    from federated.tasks.detection.spec import SPEC as DETECTION_TASK
     from tests.test_sweep_ray import manifest, params, rounds, sweep, sweep_dirs, trial_dirs
+
+    def parties_of(trial: Path) -> set[str]:
+        return {r["party"] for r in _csv(trial / "parties.csv")}
 
     sweep(
         tmp_path / "runs",
@@ -201,6 +209,21 @@ def test_a_detection_sweep_reruns_its_best_and_reports_rounds_to_target_and_per_
     assert fedavg["n"] == "2" and 0.1 < float(fedavg["mean"]) < 0.9
     fedprox = per_party["fedprox", "mean over parties"]
     assert float(fedprox["mean"]) == pytest.approx(party_mean(trials["fedprox"]), abs=1e-12)
+
+    # issue 68, point 2, on this real search and rerun (mAP@0.5, a pooled metric): the
+    # evaluation-noise table's k = N row is the full evaluation itself, no changed choice
+    # and no regret, and its figure gives regret and the changed choices an axis each
+    (noise_file,) = (out / "tables").glob("selection_*_noise.csv")
+    noise = pd.read_csv(noise_file)
+    parties = len(parties_of(trials["fedavg"]))
+    assert list(noise["k"])[-1] == parties
+    assert tuple(noise.iloc[-1][["changed", "regret"]]) == (0.0, 0.0)
+    assert f"| {parties} | 0 | 0.0000 |" in text
+    assert f"the reference, k = {parties}, is the size-weighted mean over all {parties}" in text
+    mean_ap = metric_of(DETECTION_TASK)
+    left, right = _noise_figure(noise, mean_ap, "t").axes
+    assert left.get_ylabel() == f"expected regret ({mean_ap.diff_words})"
+    assert right.get_ylabel() == "choice changed (%)"
 
 
 def map_communication_table(rows: list[dict], trials: list[dict]):

@@ -1,11 +1,10 @@
-"""Issue 68's statistics read from the files a report writes on real runs (points 2 and 3).
-
-Point 2: a real Optuna search of the segmentation builder's folder (mIoU, a pooled metric:
-no mean over the parties' values) and its rerun; the evaluation-noise table's k = N row is
-the full evaluation itself (no changed choice, no regret), and its figure gives regret and
-the changed choices an axis each.  Point 3: the per-party note on the own test splits of
-that real mIoU study carries no per-image arithmetic, while a real classification run's
-carries it (one image = a share of its value, the binomial count of images)."""
+"""Issue 68's point 3 read from the files a report writes on real runs: the per-party
+note on a real segmentation run's own test splits carries no per-image arithmetic, while
+a real classification run's carries it (one image = a share of its value, the binomial
+count of images).  Point 2 (the evaluation-noise table's k = N row, from a real search
+and its rerun) is asserted on the real detection sweep of
+``tests/test_detection_study.py``, whose mAP@0.5 is the pooled metric the point was
+found on."""
 
 from __future__ import annotations
 
@@ -13,83 +12,57 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from analysis.reading.loading import load_results
 from analysis.report import write_report
 from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
+from study.selection import task_declaration
 from tests.analysis_fakes import manifest
 from tests.conftest import tiny
-from tests.conftest_analysis import SweepRun
 from tests.example_scripts import built_tree
 
 REPO = Path(__file__).resolve().parent.parent
 SEGMENTATION_BUILDER = REPO / "examples" / "build_segmentation_task.py"
-SITES = 3
-# three Optuna trials of two rounds on 48 training images (16 a site), one rerun seed
-SEARCH_ARGS = (
-    *("--vary", "lr=loguniform:0.02:0.2", "--search", "optuna", "--num-samples", "3"),
-    *("--rerun-best", "1", "--set", "partition=natural", "--set", "partition_by=site"),
-    *("--set", "rounds=2", "--set", "local_epochs=1", "--set", "batch_size=8"),
-    *("--set", "party_test_fraction=0.2", "--set", "data_fraction=1.0"),
-    *("--set", "test_fraction=1.0", "--max-concurrent", "1", "--name", "segsearch"),
-)
 
 
-@pytest.fixture(scope="module")
-def segmentation_report(tmp_path_factory) -> Path:
-    """The report folder of the real search and its rerun (both sweeps' folders read)."""
+def _run_as_sweep(runs: Path, name: str, config, dataset: str) -> Path:
+    """One real run of ``config`` (in this process, no Ray), its files written as a
+    sweep's trial writes them (``params.json``, ``result.json``, ``parties.csv``) into
+    sweep ``name`` under ``runs``; returns the trial folder."""
+    trial = runs / name / "t0_seed0"
+    trial.mkdir(parents=True)
+    run, files, rows = FederatedRun(config), RunFiles.in_folder(trial), []
+    params = config.to_dict() | {"point": f"algorithm={config.algorithm}"}
+    while not run.finished:
+        rows.append(run.run_round() | {"config": params, "training_iteration": run.round})
+        files.record(run)
+    (trial / "params.json").write_text(json.dumps(params))
+    (trial / "result.json").write_text("".join(json.dumps(r, default=float) + "\n" for r in rows))
+    info = manifest(name, name, n_trials=1, seeds=[0], axes=["algorithm"], dataset=dataset)
+    info["task_spec"] = task_declaration(run.config.task).to_dict()  # as a sweep manifest
+    (runs / name / "fedsweep_sweep.json").write_text(json.dumps(info))
+    return trial
+
+
+def test_a_real_miou_runs_per_party_note_has_no_per_image_arithmetic(tmp_path_factory):
+    """Issue 68, point 3: mIoU is scored from each split's pooled confusion matrix, not
+    one right-or-wrong per image: the note on a real segmentation run's own test splits
+    gives the split sizes and says so, nothing more."""
+    from federated.config.run_config import RunConfig
+    from tests.short_runs import site_run
+
     tree = built_tree(
         tmp_path_factory,
         SEGMENTATION_BUILDER,
-        ["--train-images", "48", "--test-images", "12", "--sites", str(SITES)],
-        "segsearch-tree",
+        ["--train-images", "48", "--test-images", "12", "--sites", "3"],
+        "seg-note-tree",
     )
-    storage = tmp_path_factory.mktemp("segsearch")
-    search = SweepRun.run(storage, "--dataset", f"folder:{tree}", *SEARCH_ARGS).sweep_dir
-    out = tmp_path_factory.mktemp("segsearch-report")
-    write_report(load_results([search, storage / f"{search.name}-best"]), out, formats=("png",))
-    return out
-
-
-@pytest.mark.slow
-def test_the_noise_tables_k_equal_n_row_is_the_full_evaluation_on_a_real_miou_search(
-    segmentation_report,
-):
-    """Issue 68, point 2, from the written files: the CSV's last row is k = N (the
-    parties that evaluated), with no changed choice and no regret; the markdown row says
-    the same; the figure drawn from the CSV puts regret (mIoU points) and the changed
-    choices (%) on axes of their own, with whole-party k ticks."""
-    from analysis.folder_task import sweep_task
-    from analysis.primary_metric import metric_of
-    from analysis.sections.selection import _noise_figure
-    from federated.registry import load_method
-
-    noise = pd.read_csv(segmentation_report / "tables" / "selection_segsearch_noise.csv")
-    assert list(noise["k"]) == list(range(1, SITES + 1))
-    full = noise.iloc[-1]
-    assert (full["k"], full["changed"], full["regret"]) == (SITES, 0.0, 0.0)
-    text = (segmentation_report / "report.md").read_text()
-    assert f"| {SITES} | 0 | 0.00 |" in text
-    assert f"the reference, k = {SITES}, is the size-weighted mean over all {SITES}" in text
-    assert (
-        "expected regret in mIoU points (left), share of draws whose choice changed, % (right)"
-        in text
-    )
-    assert (segmentation_report / "figures" / "fig_selection_segsearch_noise.png").is_file()
-    task = sweep_task({"task_spec": load_method("task", "segmentation").task_spec().to_dict()})
-    left, right = _noise_figure(noise, metric_of(task, "miou"), "t").axes
-    assert left.get_ylabel() == "expected regret (mIoU points)"
-    assert right.get_ylabel() == "choice changed (%)"
-    assert list(left.get_xticks()) == list(range(1, SITES + 1))
-
-
-@pytest.mark.slow
-def test_a_real_miou_studys_per_party_note_has_no_per_image_arithmetic(segmentation_report):
-    """Issue 68, point 3: mIoU is scored from each split's pooled confusion matrix, not
-    one right-or-wrong per image: the note gives the split sizes and says so, nothing more."""
-    note = _own_split_note(segmentation_report / "tables" / "per_party_segsearch.md")
+    work = tmp_path_factory.mktemp("seg-note")
+    config = RunConfig(**site_run(tree, work / "data", rounds=1) | {"party_scores_every": 1})
+    _run_as_sweep(work / "runs", "seg", config, f"folder:{tree}")
+    write_report(load_results(work / "runs"), work / "report", formats=("png",))
+    note = _own_split_note(work / "report" / "tables" / "per_party_seg.md")
     assert note.startswith("*⚠ Own test splits too small to resolve much: each party's own")
     assert "(mIoU is no share of images each right or wrong" in note
     assert "one image =" not in note and "binomial" not in note
@@ -99,19 +72,8 @@ def test_a_real_classification_runs_per_party_note_gives_the_per_image_arithmeti
     """Issue 68, point 3, the other side: a real run's accuracy on its parties' own test
     splits (its own parties.csv, written as a trial writes it) gets what one image is
     worth and the binomial count of images a difference needs."""
-    sweep = tmp_path / "runs" / "cls"
-    trial = sweep / "t0_seed0"
-    trial.mkdir(parents=True)
     config = tiny(party_test_fraction=0.05, party_scores_every=1)  # 23-26 images a party
-    run, files, rows = FederatedRun(config), RunFiles.in_folder(trial), []
-    params = config.to_dict() | {"point": "algorithm=fedavg"}
-    while not run.finished:
-        rows.append(run.run_round() | {"config": params, "training_iteration": run.round})
-        files.record(run)
-    (trial / "params.json").write_text(json.dumps(params))
-    (trial / "result.json").write_text("".join(json.dumps(r, default=float) + "\n" for r in rows))
-    info = manifest("cls", "cls", n_trials=1, seeds=[0], axes=["algorithm"], dataset="synthetic")
-    (sweep / "fedsweep_sweep.json").write_text(json.dumps(info))
+    trial = _run_as_sweep(tmp_path / "runs", "cls", config, "synthetic")
     write_report(load_results(tmp_path / "runs"), tmp_path / "report", formats=("png",))
     note = _own_split_note(tmp_path / "report" / "tables" / "per_party_cls.md")
     samples = pd.read_csv(trial / "parties.csv")["party_test_samples"]
