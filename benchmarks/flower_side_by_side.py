@@ -4,25 +4,28 @@ Flower and in fedsweep, on the same partition, model, optimizer and batches.
     PYTHONPATH=/path/to/flwr:$PWD python -m benchmarks.flower_side_by_side \
         --threads 1,2 --rounds 3 --repeats 2
 
-The round is moon_mu's laptop-budget trial with FedAvg (:func:`benchmarks.precision.case_config`:
-simple-cnn, Fashion-MNIST, 10 parties, Dir(0.5), batch 16, E = 2, 20% of the data, SGD
-lr 0.01, momentum 0.9, weight decay 1e-5).  fedsweep builds its run first; its partition,
-initial weights and batch plan (drawn from a fresh copy of the run's ``batches`` stream,
-so round r's batches are the run's round r batches) go to a plan file that the Flower
-client reads (:mod:`benchmarks.flower_round`).  Per thread count and repeat: one Flower
-simulation (a child process: Ray starts and stops with it), then fedsweep's four runs
-(fp32 and bf16-mixed, sequential and packed) in this process, their rounds alternating
-(the order reversed every round) so that a change in the machine's load falls on all
-alike.  Each run has one warm-up round; then ``--rounds`` rounds.  Seconds per round:
-Flower's from sending the round's messages to the aggregate; fedsweep's
-``train_seconds`` (local training and aggregation, no evaluation: Flower's round here
-evaluates nothing).  CPU seconds per round as well (on a machine shared with other work
-the wall clock counts the time others held the cores): fedsweep's process over the whole
-round, its evaluation of the test subset included; Flower's simulation process over the
-round plus its actor's while training (:mod:`benchmarks.flower_round`).  The table:
-medians over every measured round of every repeat, the min-max spread, and Flower's
-median over each row's (> 1: the row took less).  The math check: after round 1 the
-global weights of fedsweep's fp32 runs against Flower's (max abs difference).
+The round is moon_mu's laptop-budget trial with FedAvg
+(:func:`benchmarks.precision.case_config`: simple-cnn, Fashion-MNIST, 10 parties,
+Dir(0.5), batch 16, E = 2, 20% of the data, SGD lr 0.01, momentum 0.9, weight decay
+1e-5). fedsweep builds its run first; its partition, initial weights and batch plan
+(drawn from a fresh copy of the run's ``batches`` stream, so round r's batches are the
+run's round r batches) go to a plan file that the Flower client reads
+(:mod:`benchmarks.flower_round`). Per thread count and repeat: one Flower simulation (a
+child process: Ray starts and stops with it), then fedsweep's four runs (fp32 and
+bf16-mixed, sequential and packed) in this process, their rounds alternating (the order
+reversed every round) so that a change in the machine's load falls on all alike. Ray's
+workers run at niceness 0, as this process (Ray's default, 15, would leave Flower's
+actor a small share of a loaded machine). Each run has one warm-up round; then
+``--rounds`` rounds. Seconds per round: Flower's from sending the round's messages to
+the aggregate; fedsweep's ``train_seconds`` (local training and aggregation, no
+evaluation: Flower's round here evaluates nothing). CPU seconds per round as well (on a
+machine shared with other work the wall clock counts the time others held the cores):
+fedsweep's process over the whole round, its evaluation of the test subset included;
+Flower's simulation process over the round plus its actor's while training
+(:mod:`benchmarks.flower_round`). The table: medians over every measured round of every
+repeat, the min-max spread, and Flower's median over each row's (> 1: the row took
+less). The math check: after round 1 the global weights of fedsweep's fp32 runs against
+Flower's (max abs difference).
 
 Needs ``flwr`` importable (``pip install --target DIR flwr``, then ``PYTHONPATH=DIR:$PWD``);
 without it the command stops in one line before any work.
@@ -111,7 +114,15 @@ def time_flower(
     """One Flower simulation of ``rounds`` rounds (a child process): each round's wall
     and CPU seconds and round 1's global weights."""
     out = folder / f"flower-{threads}.json"
-    env = {**os.environ, "FLWR_TELEMETRY_ENABLED": "0", "OMP_NUM_THREADS": str(threads)}
+    env = {
+        **os.environ,
+        "FLWR_TELEMETRY_ENABLED": "0",
+        "OMP_NUM_THREADS": str(threads),
+        # Ray starts its workers (Flower's actor) at niceness 15; fedsweep's runs here are
+        # at 0, and on a machine others load the scheduler would give the actor a small
+        # fraction of their share: the same priority for both
+        "RAY_worker_niceness": "0",
+    }
     command = [sys.executable, "-m", "benchmarks.flower_round", str(plan), str(threads)]
     done = subprocess.run(
         [*command, str(rounds), str(out)], env=env, capture_output=True, text=True
