@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     loads = [os.getloadavg()[0]]
     seconds: dict[tuple[str, int], list[float]] = {}
     cpu: dict[tuple[str, int], list[float]] = {}
-    differences: dict[str, list[float]] = {}
+    differences: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the runs' own notices (inert settings)
         folder = Path(tmp)
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                 for label, values in ours.items():
                     seconds.setdefault((label, n), []).extend(values)
                     cpu.setdefault((label, n), []).extend(ours_cpu[label])
-                    differences.setdefault(label, []).append(
+                    differences.setdefault((label, n), []).append(
                         max_difference(first[label], flower_first)
                     )
                 print(f"  fedsweep {ours} (CPU {ours_cpu})", file=sys.stderr)
@@ -245,8 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = dict(sorted(seconds.items(), key=lambda item: (item[0][1], item[0][0] != FLOWER)))
     print(describe(rows, cpu))
     print("after round 1, max |fedsweep − Flower| over the global weights:")
-    for label, values in differences.items():
-        print(f"  {label}: {max(values):.3g}")
+    for (label, n), values in differences.items():
+        print(f"  {label}, {n} thread(s): {max(values):.3g}")
     return 0
 
 
