@@ -105,6 +105,7 @@ _METRIC_COLUMN = re.compile(
 )
 
 
+@cache  # asked for every row of every result.json the report reads
 def task_numeric_columns(specs: tuple[MetricSpec, ...]) -> tuple[str, ...]:
     """The columns of a run of a task of ``specs`` that the report ranks and averages,
     so each must be a number or null where a row has it: every declared summary column

@@ -336,3 +336,41 @@ def _fields_fit(payload: dict[str, Any]) -> bool:
     return isinstance(fields, dict) and all(
         isinstance(v, list) and len(v) == n for v in fields.values()
     )
+
+
+class FieldTableFolder(KindFolder):
+    """A kind whose targets are one tensor per image (rows stored as they are) and whose
+    training images' fields come from one table read by the scan (``layout.fields``:
+    field -> one value per training image); segmentation's ``parties.csv`` and
+    multi-label's ``labels.csv`` are such tables.  Its layout has ``root``,
+    ``fingerprint``, ``train``, ``test``, ``class_names`` and ``fields``."""
+
+    #: the manifest's word for the folder's files (``images+masks``)
+    identity_format: ClassVar[str]
+
+    def fields(self, layout: Any, kept: np.ndarray) -> dict[str, list[str]]:
+        return {name: [values[i] for i in kept] for name, values in layout.fields.items()}
+
+    def stored(self, targets: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+        return targets[torch.as_tensor(rows)].contiguous()
+
+    def restored(self, stored: torch.Tensor) -> torch.Tensor:
+        return stored
+
+    def identity(self, root: Path) -> dict[str, Any]:
+        """What a sweep's manifest records of the folder: its path, format, content
+        fingerprint, image counts, classes and the table's fields with their number of
+        distinct values."""
+        layout = self.scan(root)
+        return {
+            "path": str(layout.root),
+            "format": self.identity_format,
+            "fingerprint": layout.fingerprint,
+            "task": self.task,
+            "train_images": len(layout.train),
+            "test_images": len(layout.test),
+            "classes": list(layout.class_names),
+            "party_fields": {
+                name: len(set(values) - {""}) for name, values in sorted(layout.fields.items())
+            },
+        }

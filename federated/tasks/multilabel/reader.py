@@ -47,12 +47,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from federated.data.folder_dataset import default_model_for
 from federated.data.folder_kinds import FolderReader
-from federated.data.kind_folder import KindFolder
+from federated.data.kind_folder import FieldTableFolder
 from federated.tasks.multilabel.labels_file import LABELS_FILE, MultiLabelDataError
 from federated.tasks.multilabel.layout import (
     IMAGES,
@@ -67,9 +66,10 @@ from federated.tasks.multilabel.targets import multi_hot
 from federated.tasks.multilabel.task import MultiLabel
 
 
-class MultiLabelFolder(KindFolder):
+class MultiLabelFolder(FieldTableFolder):
     """A multi-label folder's files (module docstring)."""
 
+    identity_format = "images+labels.csv"
     task = MULTILABEL
     error = MultiLabelDataError
     test_words = (
@@ -105,15 +105,6 @@ class MultiLabelFolder(KindFolder):
     def image_paths(self, layout: MultiLabelLayout) -> list[str]:
         return [str(item.path) for item in (*layout.train, *layout.test)]
 
-    def fields(self, layout: MultiLabelLayout, kept: np.ndarray) -> dict[str, list[str]]:
-        return {name: [values[i] for i in kept] for name, values in layout.fields.items()}
-
-    def stored(self, targets: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
-        return targets[torch.as_tensor(rows)].contiguous()
-
-    def restored(self, stored: torch.Tensor) -> torch.Tensor:
-        return stored
-
     def targets_fit(self, payload: dict[str, Any]) -> bool:
         x, test_x = payload["train_x"], payload["test_x"]
         y, test_y = payload.get("train_y"), payload.get("test_y")
@@ -137,23 +128,8 @@ MULTILABEL_FOLDER = MultiLabelFolder()
 load_multilabel_folder = MULTILABEL_FOLDER.load
 
 
-def multilabel_identity(root: Path) -> dict[str, Any]:
-    """What a sweep's manifest records of a multi-label folder: its path, format,
-    content fingerprint, image counts, labels and the fields of ``labels.csv`` with
-    their number of distinct values."""
-    layout = scan_multilabel(root)
-    return {
-        "path": str(layout.root),
-        "format": "images+labels.csv",
-        "fingerprint": layout.fingerprint,
-        "task": MULTILABEL,
-        "train_images": len(layout.train),
-        "test_images": len(layout.test),
-        "classes": list(layout.class_names),
-        "party_fields": {
-            name: len(set(values) - {""}) for name, values in sorted(layout.fields.items())
-        },
-    }
+#: what a sweep's manifest records of such a folder (:meth:`FieldTableFolder.identity`)
+multilabel_identity = MULTILABEL_FOLDER.identity
 
 
 READER = FolderReader(

@@ -52,7 +52,7 @@ import torch
 
 from federated.data.folder_kinds import FolderReader
 from federated.data.image_data import ImageData
-from federated.data.kind_folder import KindFolder
+from federated.data.kind_folder import FieldTableFolder
 from federated.tasks.segmentation.layout import (
     IMAGES,
     MASK_MODES,
@@ -78,9 +78,10 @@ from federated.tasks.segmentation.task import Segmentation
 SEGMENTATION_DEFAULT_MODEL = "unet-tiny"
 
 
-class SegmentationFolder(KindFolder):
+class SegmentationFolder(FieldTableFolder):
     """A segmentation folder's files (module docstring)."""
 
+    identity_format = "images+masks"
     task = SEGMENTATION
     default_model = SEGMENTATION_DEFAULT_MODEL
     error = SegmentationDataError
@@ -116,15 +117,6 @@ class SegmentationFolder(KindFolder):
     def image_paths(self, layout: SegmentationLayout) -> list[str]:
         return [str(item.image) for item in (*layout.train, *layout.test)]
 
-    def fields(self, layout: SegmentationLayout, kept: np.ndarray) -> dict[str, list[str]]:
-        return {name: [values[i] for i in kept] for name, values in layout.fields.items()}
-
-    def stored(self, targets: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
-        return targets[torch.as_tensor(rows)].contiguous()
-
-    def restored(self, stored: torch.Tensor) -> torch.Tensor:
-        return stored
-
     def targets_fit(self, payload: dict[str, Any]) -> bool:
         x, test_x = payload["train_x"], payload["test_x"]
         y, test_y = payload.get("train_y"), payload.get("test_y")
@@ -144,23 +136,8 @@ SEGMENTATION_FOLDER = SegmentationFolder()
 load_segmentation_folder = SEGMENTATION_FOLDER.load
 
 
-def segmentation_identity(root: Path) -> dict[str, Any]:
-    """What a sweep's manifest records of a segmentation folder: its path, format,
-    content fingerprint, image counts, classes and the fields of ``parties.csv`` with
-    their number of distinct values."""
-    layout = scan_segmentation(root)
-    return {
-        "path": str(layout.root),
-        "format": "images+masks",
-        "fingerprint": layout.fingerprint,
-        "task": SEGMENTATION,
-        "train_images": len(layout.train),
-        "test_images": len(layout.test),
-        "classes": list(layout.class_names),
-        "party_fields": {
-            name: len(set(values) - {""}) for name, values in sorted(layout.fields.items())
-        },
-    }
+#: what a sweep's manifest records of such a folder (:meth:`FieldTableFolder.identity`)
+segmentation_identity = SEGMENTATION_FOLDER.identity
 
 
 def read_mask(item: MaskedImage, n_classes: int) -> torch.Tensor:
