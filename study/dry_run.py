@@ -66,10 +66,13 @@ def epsilon_lines(plan: SweepPlan) -> list[str]:
     rounds, parties per round and their sampling, accountant, delta): the epsilon the
     run's accountant gives its last round; nothing for a plan without DP."""
     lines = []
+    accounted: set[tuple[PrivacySettings, int]] = set()
     for c in (t.run_config for t in plan.trials()):
         settings = PrivacySettings.from_config(c)
         if record_level(c):
             lines.append(_record_line(c))
-        elif settings is not None:
+        elif settings is not None and (settings, c.rounds) not in accounted:
+            # the accountant is asked once per distinct setting, not once per seed
+            accounted.add((settings, c.rounds))
             lines.append(_party_line(settings, c))
     return list(dict.fromkeys(lines))  # each distinct setting once, in the trials' order
