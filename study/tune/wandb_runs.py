@@ -64,6 +64,10 @@ class WandbTrialRuns(WandbLoggerCallback):
                 print(
                     f"warning: W&B run of trial {trial} is incomplete ({problem})", file=sys.stderr
                 )
+            # Tune may have copied the trial's folder for the last time while the run was
+            # still open (a resumed trial's last rounds were missing from its run file):
+            # the closed run's folder is copied once more, as at the sweep's end
+            self._persist_runs([trial])
         self._cleanup_logging_actors()
 
     def on_experiment_end(self, trials, **info) -> None:
