@@ -341,8 +341,8 @@ def _fields_fit(payload: dict[str, Any]) -> bool:
 class FieldTableFolder(KindFolder):
     """A kind whose targets are one tensor per image (rows stored as they are) and whose
     training images' fields come from one table read by the scan (``layout.fields``:
-    field -> one value per training image); segmentation's ``parties.csv`` and
-    multi-label's ``labels.csv`` are such tables.  Its layout has ``root``,
+    field -> one value per training image; the kind's package names its table).  Its
+    layout has ``root``,
     ``fingerprint``, ``train``, ``test``, ``class_names`` and ``fields``."""
 
     #: the manifest's word for the folder's files (``images+masks``)

@@ -15,7 +15,6 @@ keeps the whole set on its device and augments batches there.
 
 from __future__ import annotations
 
-import functools
 import os
 import pickle
 from pathlib import Path
@@ -112,18 +111,8 @@ def load_dataset(
 
 
 # ---------------------------------------------------------------------- per dataset
-@functools.lru_cache(maxsize=1)
-def _synthetic_pool(
-    n: int, n_classes: int, shape: tuple[int, int, int]
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The generated images, made once per process: a fixed function of the size, and
-    about a second of work that every run built from a config (and every test) repeated."""
-    return synthetic_images(n, n_classes, shape)
-
-
 def _load_synthetic(spec: DatasetSpec, root: Path):
-    x, y = _synthetic_pool(spec.train_size + spec.test_size, spec.n_classes, tuple(spec.shape))
-    x, y = x.clone(), y.clone()  # each load its own tensors: nothing written leaks into the next
+    x, y = synthetic_images(spec.train_size + spec.test_size, spec.n_classes, spec.shape)
     n = spec.train_size
     return x[:n], y[:n], x[n:], y[n:]
 
