@@ -32,8 +32,9 @@ sweep's last wave) trains its packs side by side on them
 (:mod:`federated.runtime.idle_cores`); its rows are the same, ``spare_core_seconds``
 says how much it used.
 
-Data: loaded once per worker process (:mod:`federated.engine.loaded_data`), so a trial
-that reuses an earlier trial's actor does not read and decode the files again.
+Data: loaded once per worker process (every loader holds what it loaded in
+:mod:`federated.data.memory_cache`), so a trial that reuses an earlier trial's actor does
+not read and decode the files again.
 
 Fault injection (``fail_at_round=k``): after finishing round k, before reporting it, the
 trial raises :class:`InjectedFailureError` — unless it started from a checkpoint, so with
@@ -58,7 +59,7 @@ from federated.cli.error_reason import error_reason
 from federated.config.checks import ExecutionAliasWarning
 from federated.config.run_config import RunConfig, config_values
 from federated.contract.results import PARTIES
-from federated.engine.loaded_data import run_data
+from federated.data.loading import load_run_data
 from federated.engine.party_store import PartyArchive
 from federated.engine.round_loop import FederatedRun
 from federated.engine.run_files import RunFiles
@@ -177,7 +178,7 @@ def restored_run(
     same file again."""
     for checkpoint in candidates:
         # a reused actor's earlier trial loaded the same data: taken from this process
-        run = FederatedRun(run_config, data=run_data(run_config))
+        run = FederatedRun(run_config, data=load_run_data(run_config))
         try:
             with checkpoint.as_directory() as folder:
                 run.load_state_dict(load_run_state(folder), archive)
@@ -191,7 +192,7 @@ def restored_run(
                 file=sys.stderr,
                 flush=True,
             )
-    return FederatedRun(run_config, data=run_data(run_config)), None, None
+    return FederatedRun(run_config, data=load_run_data(run_config)), None, None
 
 
 def train_federated(config: dict[str, Any]) -> None:

@@ -106,7 +106,7 @@ def test_a_reused_worker_loads_each_trials_party_field(small_tree, tmp_path):
     of the same folder loads its own party ids (a Street-20 trial once took the held
     Street-5 ids and failed: party 5 had no images)."""
     from federated.config.run_config import RunConfig
-    from federated.engine.loaded_data import run_data
+    from federated.data.loading import load_run_data
 
     def config(field: str) -> RunConfig:
         return with_data_checked(RunConfig(
@@ -114,9 +114,9 @@ def test_a_reused_worker_loads_each_trials_party_field(small_tree, tmp_path):
             partition="natural", partition_by=field, data_root=str(tmp_path), device="cpu",
         ))  # fmt: skip
 
-    street5 = run_data(config("device1_id"))
-    assert run_data(config("device1_id")) is street5  # the next trial alike: held
-    street20 = run_data(config("device2_id"))
+    street5 = load_run_data(config("device1_id"))
+    assert load_run_data(config("device1_id")) is street5  # the next trial alike: held
+    street20 = load_run_data(config("device2_id"))
     assert int(street5.train_parties.max()) + 1 == 5
     assert int(street20.train_parties.max()) + 1 == 10
 

@@ -17,7 +17,7 @@ from benchmarks.sweep_overhead import main as overhead_main
 from benchmarks.sweep_overhead import overhead
 from federated.config.data_checks import with_data_checked
 from federated.config.run_config import RunConfig
-from federated.engine.loaded_data import run_data
+from federated.data.loading import load_run_data
 from federated.engine.round_loop import run_rounds
 from federated.export_tree import export_parties
 from study.local_ray import LocalRay
@@ -132,13 +132,13 @@ def test_a_worker_process_loads_a_data_set_once_and_again_when_its_files_change(
     party_folder, tmp_path
 ):
     config = folder_config(party_folder, tmp_path / "root")
-    first = run_data(config)
-    assert run_data(config) is first  # the next trial in this process: no load
+    first = load_run_data(config)
+    assert load_run_data(config) is first  # the next trial in this process: no load
     image = next((party_folder / "train").rglob("*.png"))
     stat = image.stat()
     os.utime(image, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     try:
-        changed = run_data(config)
+        changed = load_run_data(config)
         assert changed is not first  # the folder changed: read again
         assert changed.train_x.shape == first.train_x.shape
     finally:

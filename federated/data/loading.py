@@ -10,7 +10,11 @@ Where data is looked for, in order:
 
 When none works, :class:`DatasetUnavailableError` says in one line where it looked and how to
 get the data.  Images are returned as uint8 NCHW tensors and labels as int64, so a run
-keeps the whole set on its device and augments batches there.
+keeps the whole set on its device and augments batches there.  A built-in set, once
+loaded, is held in this process's memory (:mod:`federated.data.memory_cache`, as the
+folder and ``hf:`` loaders hold theirs), keyed by the files it was read from: a trial's
+worker, a sweep's driver or a run built from a config asking again takes the tensors
+already decoded, and changed files are read again.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from federated.data.image_data import (
     default_data_root,
     resolve_data_root,
 )
+from federated.data.memory_cache import held, hold
 from federated.data.synthetic import synthetic_images
 
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
@@ -72,7 +77,8 @@ def load_dataset(
     detection folder reads ``columns.partition_by`` as the image field of its natural
     parties) and ``hf:SOURCE`` a Hugging Face data set (:mod:`federated.data.hub_dataset`,
     which reads all of ``columns``); only these use ``image_size`` and
-    ``holdout_fraction``."""
+    ``holdout_fraction``.  Every loader keeps what it loaded in this process's memory
+    (:mod:`federated.data.memory_cache`): asking again for unchanged files is free."""
     if name.startswith("folder:"):
         partition_by = columns.partition_by if columns else None  # a folder kind's party field
         return load_folder(
@@ -80,8 +86,19 @@ def load_dataset(
         ).data
     if is_hub_dataset(name):
         return load_hub(name, image_size, holdout_fraction, data_root, columns or HubColumns())
-    spec = dataset_spec(name)
+    dataset_spec(name)  # an unknown name: refused before anything is looked for
     root = resolve_data_root(data_root)
+    stamp = _files_stamp(_files_read(name, root))
+    if stamp is None:  # nothing on disk yet (a download): nothing to key it by
+        return _load_built_in(name, root)
+    # keyed by the files read (their paths, sizes and times), so changed files are read again
+    key = ("built-in", name, stamp)
+    return held(key) or hold(key, _load_built_in(name, root))
+
+
+def _load_built_in(name: str, root: Path) -> ImageData:
+    """Built-in data set ``name`` read (or generated, or downloaded) under ``root``."""
+    spec = dataset_spec(name)
     loader = {
         "cifar10": _load_cifar,
         "cifar100": _load_cifar,
@@ -108,6 +125,36 @@ def load_dataset(
             "and let fedsweep fetch it again"
         )
     return ImageData(spec, train_x.contiguous(), train_y.long(), test_x.contiguous(), test_y.long())
+
+
+def _files_read(name: str, root: Path) -> list[Path] | None:
+    """The files built-in data set ``name``'s loader reads under ``root`` now ([] for the
+    generated one), or None where it would download them first."""
+    if name == "synthetic":
+        return []
+    if name in ("fmnist", "mnist"):
+        for folder in _mnist_folders(dataset_spec(name), root):
+            files = _find_idx_set(folder)
+            if files:
+                return list(files.values())
+        return None
+    if name == "tinyimagenet":
+        cache = root / "tiny-imagenet-200" / "fedsweep-uint8.pt"
+        return [cache] if cache.is_file() else None
+    folder = root / _cifar_class(name).base_folder
+    files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+    return files or None
+
+
+def _files_stamp(files: list[Path] | None) -> tuple | None:
+    """What changes when ``files`` change: each one's path, size and modification time."""
+    if files is None:
+        return None
+    try:
+        stats = [(str(p), p.stat()) for p in files]
+    except OSError:
+        return None
+    return tuple((path, st.st_size, st.st_mtime_ns) for path, st in stats)
 
 
 # ---------------------------------------------------------------------- per dataset
@@ -137,7 +184,8 @@ def _find_idx_set(folder: Path) -> dict[str, Path] | None:
     return found
 
 
-def _load_mnist_like(spec: DatasetSpec, root: Path):
+def _mnist_folders(spec: DatasetSpec, root: Path) -> list[Path]:
+    """Where an MNIST-like set's IDX files are looked for, in order."""
     tv_name = "FashionMNIST" if spec.name == "fmnist" else "MNIST"
     folders = [
         root / tv_name / "raw",
@@ -145,6 +193,12 @@ def _load_mnist_like(spec: DatasetSpec, root: Path):
     ]
     if spec.name == "fmnist":
         folders.append(DEBIAN_FASHION_MNIST)
+    return folders
+
+
+def _load_mnist_like(spec: DatasetSpec, root: Path):
+    tv_name = "FashionMNIST" if spec.name == "fmnist" else "MNIST"
+    folders = _mnist_folders(spec, root)
     for folder in folders:
         files = _find_idx_set(folder)
         if files:
@@ -180,10 +234,14 @@ def _from_idx(files: dict[str, Path]):
     return train_x, read_idx(files["train_y"]), test_x, read_idx(files["test_y"])
 
 
-def _load_cifar(spec: DatasetSpec, root: Path):
+def _cifar_class(name: str):
     import torchvision.datasets as tvd
 
-    cls = tvd.CIFAR10 if spec.name == "cifar10" else tvd.CIFAR100
+    return tvd.CIFAR10 if name == "cifar10" else tvd.CIFAR100
+
+
+def _load_cifar(spec: DatasetSpec, root: Path):
+    cls = _cifar_class(spec.name)
     folder = root / cls.base_folder
     download_error = "downloads disabled (FEDSWEEP_OFFLINE)"
     try:

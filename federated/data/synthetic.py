@@ -15,6 +15,8 @@ import torch.nn.functional as F
 
 NOISE = 48  # +/- uint8 levels of per-pixel noise
 NOISE_BANK = 1024
+SHIFTS = range(-3, 4)  # pixels a template is rolled by, in each direction
+BLOCK_BYTES = 1 << 18  # int16 images combined at a time: about a core's L2 cache
 
 
 def synthetic_images(
@@ -30,10 +32,19 @@ def synthetic_images(
     bank = torch.randint(-NOISE, NOISE + 1, (NOISE_BANK, c, h, w), generator=g, dtype=torch.int16)
     pick = torch.randint(0, NOISE_BANK, (n,), generator=g)
     shifts = torch.randint(-3, 4, (n, 2), generator=g)
-    images = torch.empty(n, c, h, w, dtype=torch.uint8)
-    for dy in range(-3, 4):  # one roll per distinct shift instead of one per image
-        for dx in range(-3, 4):
-            rows = torch.nonzero((shifts[:, 0] == dy) & (shifts[:, 1] == dx)).flatten()
-            base = torch.roll(templates[labels[rows]], shifts=(dy, dx), dims=(2, 3))
-            images[rows] = (base + bank[pick[rows]]).clamp_(0, 255).to(torch.uint8)
-    return images, labels
+    # every class template rolled by every shift, then each image one row of it plus its
+    # noise, a cache-sized block at a time: a gather of the whole set at once was 4x slower
+    # (memory-bound), and the images, all of them, equal the per-shift construction's
+    rolled = torch.stack(
+        [torch.roll(templates, shifts=(dy, dx), dims=(2, 3)) for dy in SHIFTS for dx in SHIFTS]
+    ).reshape(len(SHIFTS) ** 2 * n_classes, c * h * w)
+    which = ((shifts[:, 0] + 3) * len(SHIFTS) + shifts[:, 1] + 3) * n_classes + labels
+    noise = bank.reshape(NOISE_BANK, c * h * w)
+    images = torch.empty(n, c * h * w, dtype=torch.uint8)
+    block = max(1, BLOCK_BYTES // (2 * c * h * w))
+    for start in range(0, n, block):
+        rows = slice(start, start + block)
+        mixed = torch.index_select(rolled, 0, which[rows])
+        mixed += torch.index_select(noise, 0, pick[rows])
+        images[rows] = mixed.clamp_(0, 255)
+    return images.reshape(n, c, h, w), labels

@@ -5,7 +5,7 @@ Party i's training samples are the positions ``[offset_i, offset_{i+1})`` of the
 laid-out training set.  On an accelerator that set is one tensor on the device, party
 by party, so a position is a row.  On the CPU the run reads the loaded tensors
 themselves, which the process keeps for its next trial anyway
-(federated/engine/loaded_data.py), through ``rows`` (a position's row): a copy in party
+(federated/data/memory_cache.py), through ``rows`` (a position's row): a copy in party
 order would double the data's memory (748 MiB at 10⁵ parties of 10 images,
 docs/results/scale.md), and the batch plan's rows are gathered either way.  A party's
 validation and local-test samples (federated/evaluation/holdout.py) are laid out in
@@ -57,7 +57,7 @@ class PartyData:
         self.rows: torch.Tensor | None = None
         if torch.device(device).type == "cpu":
             # the loaded set stays in memory for the process's next trial
-            # (federated/engine/loaded_data.py): index it instead of copying it
+            # (federated/data/memory_cache.py): index it instead of copying it
             self.train_x, self.train_y, self.rows = data.train_x, data.train_y, order
         else:
             self.train_x = data.train_x[order].to(device)
