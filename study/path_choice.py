@@ -6,8 +6,11 @@ the per-machine cache) and sets the faster path for every trial as the ``executi
 override, which the manifest keeps (``overrides``; ``--resume`` trains on the same path)
 beside what was measured (``execution_choice``).  An ``execution`` the user wrote (a
 study's fixed setting, an axis, ``--set``) is honoured untouched and nothing is timed.
-Trials on GPUs or on a cluster's nodes run where the driver cannot time them: they keep
-packed execution, and the manifest says it was not measured.  A task that cannot pack
+Trials on GPUs or on a cluster's nodes run where the driver cannot time them, and a
+sweep whose whole training is less than ten times the measurement's steps (a smoke
+sweep) would spend more on timing than it could save: these keep packed execution, and
+the line and manifest say why it was not measured (a shape already in the cache is read
+from it whatever the sweep's size).  A task that cannot pack
 (detection) trains sequentially everywhere, and so does record-level DP-SGD
 (``dp_level=record``): the trials are set to sequential, nothing is timed, and the
 line and manifest give the reason.
@@ -15,11 +18,13 @@ line and manifest give the reason.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
 from federated.engine.path_calibration import (
     PATHS,
+    TIMED_SHARE,
     Measure,
     PathCache,
     PathChoice,
@@ -27,6 +32,8 @@ from federated.engine.path_calibration import (
     choose_path,
     faster_path,
     key_text,
+    local_steps,
+    measurement_steps,
     task_packing_obstacle,
 )
 from federated.execution.choice import record_level_obstacle
@@ -80,6 +87,10 @@ def sweep_path_choice(
         text = key_text(calibration_key(trial.run_config))
         shapes.setdefault(text, trial.run_config)
         counts[text] += 1
+    cache = cache or PathCache()
+    too_short = _too_short_to_time(plan, shapes, cache)
+    if too_short is not None:
+        return PathChoice(DEFAULT_PATH, "not measured", reason=too_short)
     choices = {text: choose_path(cfg, cache=cache, measure=measure) for text, cfg in shapes.items()}
     timed = {t: c for t, c in choices.items() if c.timings_s}
     if not timed:  # no shape can pack: the trials fall back to sequential (they say so)
@@ -99,3 +110,20 @@ def sweep_path_choice(
         )
     plan.overrides["execution"] = choice.path
     return choice
+
+
+def _too_short_to_time(plan: SweepPlan, shapes: dict[str, Any], cache: PathCache) -> str | None:
+    """Why the sweep is not timed, or None: a shape not yet in the cache would be
+    measured, and the measurement would be more than :data:`TIMED_SHARE` of the local
+    steps the sweep plans (an Optuna sweep's trials counted as its example point's)."""
+    if all(cache.get(calibration_key(cfg)) is not None for cfg in shapes.values()):
+        return None  # read from the cache: free
+    trials = plan.trials()
+    planned = sum(local_steps(t.run_config) for t in trials) * plan.n_trials // len(trials)
+    timing = sum(measurement_steps(cfg) for cfg in shapes.values())
+    if planned * TIMED_SHARE >= timing:
+        return None
+    return (
+        f"the sweep trains about {planned:,} local steps; timing both paths takes up to "
+        f"{timing:,}, which pays from {math.ceil(timing / TIMED_SHARE):,}"
+    )

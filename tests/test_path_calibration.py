@@ -43,15 +43,20 @@ def refuse(config):
     raise AssertionError("nothing may be measured here")
 
 
-def smoke_plan(**overrides) -> SweepPlan:
+def smoke_plan(budget: str = "smoke", **overrides) -> SweepPlan:
     return SweepPlan.build(
         STUDIES["moon_mu"],
-        BUDGETS["smoke"],
+        BUDGETS[budget],
         dataset="synthetic",
         search="grid",
         seeds=[0],
         overrides={"threads": 1, **overrides},
     )
+
+
+def laptop_plan(**overrides) -> SweepPlan:
+    """A sweep long enough to time: 5 trials of 12,600 local steps each."""
+    return smoke_plan("laptop", **overrides)
 
 
 @pytest.mark.parametrize(
@@ -142,7 +147,7 @@ def test_a_cached_timing_that_is_no_duration_is_measured_again(tmp_path, bad):
 
 
 def test_the_sweep_sets_the_measured_path_on_every_trial_and_says_it_in_one_line(tmp_path):
-    plan = smoke_plan()
+    plan = laptop_plan()
     assert not user_chose_execution(plan)
     table = Table(packed=2.0, sequential=1.5)
     choice = sweep_path_choice(
@@ -184,7 +189,7 @@ def test_gpu_and_cluster_trials_keep_packed_and_say_it_was_not_measured():
 def test_trials_of_several_shapes_are_timed_once_each_and_weighted_by_their_trials(tmp_path):
     plan = SweepPlan.build(
         STUDIES["comparison"],
-        BUDGETS["smoke"],
+        BUDGETS["laptop"],
         dataset="synthetic",
         search="grid",
         seeds=[0],
@@ -208,11 +213,29 @@ def test_trials_of_several_shapes_are_timed_once_each_and_weighted_by_their_tria
 
 
 def test_a_method_that_cannot_pack_is_not_measured_and_not_overridden(tmp_path):
-    plan = smoke_plan(algorithm="fedrep")
+    plan = laptop_plan(algorithm="fedrep")
     choice = sweep_path_choice(
         plan, CPU, remote=False, cache=PathCache(tmp_path / "c.json"), measure=lambda c: None
     )
     assert choice.source == "not packable" and "execution" not in plan.overrides
+
+
+def test_a_sweep_shorter_than_ten_measurements_keeps_packed_and_says_why(tmp_path):
+    """The smoke budget's moon_mu (5 trials x 2 rounds x 10 parties x 1 epoch x 4
+    batches) trains fewer steps than ten measurements would: nothing is timed, the trials
+    keep packed, and the line gives both counts; the same shape cached is read."""
+    plan = smoke_plan()
+    cache = PathCache(tmp_path / "c.json")
+    choice = sweep_path_choice(plan, CPU, remote=False, cache=cache, measure=refuse)
+    assert (choice.path, choice.source) == ("packed", "not measured")
+    assert "execution" not in plan.overrides
+    assert choice.line() == (
+        "execution: packed (not measured: the sweep trains about 400 local steps; timing "
+        "both paths takes up to 500, which pays from 5,000)"
+    )
+    cache.put(calibration_key(plan.trials()[0].run_config), Table(2.0, 1.0).timings, "t")
+    choice = sweep_path_choice(plan, CPU, remote=False, cache=cache, measure=refuse)
+    assert (choice.path, choice.source) == ("sequential", "cache")
 
 
 def test_a_real_measurement_times_both_paths_real_trainers():

@@ -50,6 +50,9 @@ DEFAULT_STEPS = 2  # timed SGD steps per party and repeat
 DEFAULT_REPEATS = 3  # alternations of the two paths at least; each keeps its fastest
 MAX_REPEATS = 12  # alternations at most
 BUDGET_S = 2.0  # alternations continue (up to MAX_REPEATS) while the timed steps took less
+# A sweep is timed only where the measurement's steps are at most this share of the
+# training it plans: a smoke sweep's whole training is shorter than the measurement.
+TIMED_SHARE = 0.1
 
 #: seconds one measurement of each path took: {"packed": s, "sequential": s}
 Timings = Mapping[str, float]
@@ -103,6 +106,24 @@ def calibration_key(config: RunConfig) -> dict[str, Any]:
     }
 
 
+def local_steps(config: RunConfig) -> int:
+    """About how many local SGD steps ``config``'s run trains: rounds x parties a round x
+    local epochs x the batches of a party of average size.  ``config`` is resolved and
+    completed by its data (``n_parties`` known)."""
+    from federated.config.data_checks import spec_of
+
+    party_size = spec_of(config).train_size * config.data_fraction / config.n_parties
+    batches = max(1, math.ceil(party_size / config.batch_size))
+    return config.rounds * config.parties_per_round * config.local_epochs * batches
+
+
+def measurement_steps(config: RunConfig) -> int:
+    """The most local SGD steps :func:`measure_paths` trains for ``config``: every party of
+    a round, on each path, one warm-up step and :data:`MAX_REPEATS` timed alternations of
+    :data:`DEFAULT_STEPS`."""
+    return len(PATHS) * config.parties_per_round * (1 + DEFAULT_STEPS * MAX_REPEATS)
+
+
 def task_packing_obstacle(config: RunConfig) -> str | None:
     """Why ``config``'s task cannot train packed (the task's own one line, e.g. a
     detector's per-image boxes), or None.  ``config`` is resolved."""
@@ -123,7 +144,8 @@ class PathChoice:
     ``source``: ``measured`` (timed now), ``cache`` (timed before on this machine and
     shape), ``not packable`` (the method or model cannot pack: packed is not measured),
     ``user`` (written by the user: honoured, nothing measured) or ``not measured`` (with
-    ``reason``: trials on a GPU or on a cluster's nodes, which this machine cannot time).
+    ``reason``: trials on a GPU or on a cluster's nodes, which this machine cannot time,
+    or a sweep too short to repay the measurement).
     ``timings_s``: seconds of one measurement of each path (the same work for both)."""
 
     path: str
