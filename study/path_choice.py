@@ -82,13 +82,16 @@ def sweep_path_choice(
     if resources.gpus > 0:
         return PathChoice(DEFAULT_PATH, "not measured", reason="trials run on a GPU")
     shapes: dict[str, Any] = {}
+    keys: dict[str, dict[str, Any]] = {}
     counts: Counter[str] = Counter()
     for trial in plan.trials():
-        text = key_text(calibration_key(trial.run_config))
+        key = calibration_key(trial.run_config)
+        text = key_text(key)
         shapes.setdefault(text, trial.run_config)
+        keys.setdefault(text, key)
         counts[text] += 1
     cache = cache or PathCache()
-    too_short = _too_short_to_time(plan, shapes, cache)
+    too_short = _too_short_to_time(plan, shapes, keys, cache)
     if too_short is not None:
         return PathChoice(DEFAULT_PATH, "not measured", reason=too_short)
     choices = {text: choose_path(cfg, cache=cache, measure=measure) for text, cfg in shapes.items()}
@@ -112,11 +115,14 @@ def sweep_path_choice(
     return choice
 
 
-def _too_short_to_time(plan: SweepPlan, shapes: dict[str, Any], cache: PathCache) -> str | None:
-    """Why the sweep is not timed, or None: a shape not yet in the cache would be
-    measured, and the measurement would be more than :data:`TIMED_SHARE` of the local
-    steps the sweep plans (an Optuna sweep's trials counted as its example point's)."""
-    if all(cache.get(calibration_key(cfg)) is not None for cfg in shapes.values()):
+def _too_short_to_time(
+    plan: SweepPlan, shapes: dict[str, Any], keys: dict[str, dict[str, Any]], cache: PathCache
+) -> str | None:
+    """Why the sweep is not timed, or None: a shape (``shapes`` and their ``keys``, by key
+    text) not yet in the cache would be measured, and the measurement would be more than
+    :data:`TIMED_SHARE` of the local steps the sweep plans (an Optuna sweep's trials
+    counted as its example point's)."""
+    if all(cache.get(key) is not None for key in keys.values()):
         return None  # read from the cache: free
     trials = plan.trials()
     planned = sum(local_steps(t.run_config) for t in trials) * plan.n_trials // len(trials)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,29 +88,22 @@ def load_dataset(
         ).data
     if is_hub_dataset(name):
         return load_hub(name, image_size, holdout_fraction, data_root, columns or HubColumns())
-    dataset_spec(name)  # an unknown name: refused before anything is looked for
+    spec = dataset_spec(name)  # an unknown name: refused before anything is looked for
     root = resolve_data_root(data_root)
-    stamp = _files_stamp(_files_read(name, root))
+    source = BUILT_IN_SOURCES[name]
+    stamp = _files_stamp(source.files(spec, root))
     if stamp is None:  # nothing on disk yet (a download): nothing to key it by
-        return _load_built_in(name, root)
+        return _load_built_in(spec, source, root)
     # keyed by the files read (their paths, sizes and times), so changed files are read again
     key = ("built-in", name, stamp)
-    return held(key) or hold(key, _load_built_in(name, root))
+    return held(key) or hold(key, _load_built_in(spec, source, root))
 
 
-def _load_built_in(name: str, root: Path) -> ImageData:
-    """Built-in data set ``name`` read (or generated, or downloaded) under ``root``."""
-    spec = dataset_spec(name)
-    loader = {
-        "cifar10": _load_cifar,
-        "cifar100": _load_cifar,
-        "tinyimagenet": _load_tinyimagenet,
-        "fmnist": _load_mnist_like,
-        "mnist": _load_mnist_like,
-        "synthetic": _load_synthetic,
-    }[name]
+def _load_built_in(spec: DatasetSpec, source: BuiltInSource, root: Path) -> ImageData:
+    """Built-in data set ``spec`` read (or generated, or downloaded) under ``root``."""
+    name = spec.name
     try:
-        train_x, train_y, test_x, test_y = loader(spec, root)
+        train_x, train_y, test_x, test_y = source.load(spec, root)
     except DatasetUnavailableError:
         raise
     except (OSError, ValueError, EOFError, RuntimeError, KeyError) as err:
@@ -127,25 +122,6 @@ def _load_built_in(name: str, root: Path) -> ImageData:
     return ImageData(spec, train_x.contiguous(), train_y.long(), test_x.contiguous(), test_y.long())
 
 
-def _files_read(name: str, root: Path) -> list[Path] | None:
-    """The files built-in data set ``name``'s loader reads under ``root`` now ([] for the
-    generated one), or None where it would download them first."""
-    if name == "synthetic":
-        return []
-    if name in ("fmnist", "mnist"):
-        for folder in _mnist_folders(dataset_spec(name), root):
-            files = _find_idx_set(folder)
-            if files:
-                return list(files.values())
-        return None
-    if name == "tinyimagenet":
-        cache = root / "tiny-imagenet-200" / "fedsweep-uint8.pt"
-        return [cache] if cache.is_file() else None
-    folder = root / _cifar_class(name).base_folder
-    files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
-    return files or None
-
-
 def _files_stamp(files: list[Path] | None) -> tuple | None:
     """What changes when ``files`` change: each one's path, size and modification time."""
     if files is None:
@@ -158,6 +134,11 @@ def _files_stamp(files: list[Path] | None) -> tuple | None:
 
 
 # ---------------------------------------------------------------------- per dataset
+def _no_files(spec: DatasetSpec, root: Path) -> list[Path]:
+    """The generated set reads no file."""
+    return []
+
+
 def _load_synthetic(spec: DatasetSpec, root: Path):
     x, y = synthetic_images(spec.train_size + spec.test_size, spec.n_classes, spec.shape)
     n = spec.train_size
@@ -194,6 +175,15 @@ def _mnist_folders(spec: DatasetSpec, root: Path) -> list[Path]:
     if spec.name == "fmnist":
         folders.append(DEBIAN_FASHION_MNIST)
     return folders
+
+
+def _mnist_files(spec: DatasetSpec, root: Path) -> list[Path] | None:
+    """The IDX files an MNIST-like set is read from, or None (not there: a download)."""
+    for folder in _mnist_folders(spec, root):
+        files = _find_idx_set(folder)
+        if files:
+            return list(files.values())
+    return None
 
 
 def _load_mnist_like(spec: DatasetSpec, root: Path):
@@ -240,6 +230,13 @@ def _cifar_class(name: str):
     return tvd.CIFAR10 if name == "cifar10" else tvd.CIFAR100
 
 
+def _cifar_files(spec: DatasetSpec, root: Path) -> list[Path] | None:
+    """The files of torchvision's extracted CIFAR folder, or None (not there: a download)."""
+    folder = root / _cifar_class(spec.name).base_folder
+    files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+    return files or None
+
+
 def _load_cifar(spec: DatasetSpec, root: Path):
     cls = _cifar_class(spec.name)
     folder = root / cls.base_folder
@@ -270,9 +267,20 @@ def _load_cifar(spec: DatasetSpec, root: Path):
     return (*as_tensors(train), *as_tensors(test))
 
 
+def _tinyimagenet_cache(root: Path) -> Path:
+    """The decoded set's uint8 tensors, written after the first decode of the JPEGs."""
+    return root / "tiny-imagenet-200" / "fedsweep-uint8.pt"
+
+
+def _tinyimagenet_files(spec: DatasetSpec, root: Path) -> list[Path] | None:
+    """The decoded cache, or None before the first decode (nothing to key it by yet)."""
+    cache = _tinyimagenet_cache(root)
+    return [cache] if cache.is_file() else None
+
+
 def _load_tinyimagenet(spec: DatasetSpec, root: Path):
     folder = root / "tiny-imagenet-200"
-    cache = folder / "fedsweep-uint8.pt"
+    cache = _tinyimagenet_cache(root)
     if cache.is_file():
         try:
             blob = torch.load(cache, weights_only=True)
@@ -332,6 +340,26 @@ def _decode_tinyimagenet(folder: Path) -> dict[str, torch.Tensor]:
     train_x, train_y = decode(train_items)
     test_x, test_y = decode(val_items)
     return {"train_x": train_x, "train_y": train_y, "test_x": test_x, "test_y": test_y}
+
+
+@dataclass(frozen=True)
+class BuiltInSource:
+    """How a built-in data set is read: ``load`` (spec, data root) -> train and test
+    tensors, and ``files`` (spec, data root) -> the files that load reads now, or None
+    where it would download them first."""
+
+    load: Callable[[DatasetSpec, Path], tuple[torch.Tensor, ...]]
+    files: Callable[[DatasetSpec, Path], list[Path] | None]
+
+
+BUILT_IN_SOURCES: dict[str, BuiltInSource] = {
+    "cifar10": BuiltInSource(_load_cifar, _cifar_files),
+    "cifar100": BuiltInSource(_load_cifar, _cifar_files),
+    "tinyimagenet": BuiltInSource(_load_tinyimagenet, _tinyimagenet_files),
+    "fmnist": BuiltInSource(_load_mnist_like, _mnist_files),
+    "mnist": BuiltInSource(_load_mnist_like, _mnist_files),
+    "synthetic": BuiltInSource(_load_synthetic, _no_files),
+}
 
 
 def _short(err: BaseException) -> str:

@@ -31,14 +31,15 @@ def synthetic_images(
     labels = labels[torch.randperm(n, generator=g)]
     bank = torch.randint(-NOISE, NOISE + 1, (NOISE_BANK, c, h, w), generator=g, dtype=torch.int16)
     pick = torch.randint(0, NOISE_BANK, (n,), generator=g)
-    shifts = torch.randint(-3, 4, (n, 2), generator=g)
+    shifts = torch.randint(SHIFTS.start, SHIFTS.stop, (n, 2), generator=g)
     # every class template rolled by every shift, then each image one row of it plus its
     # noise, a cache-sized block at a time: a gather of the whole set at once was 4x slower
     # (memory-bound), and the images, all of them, equal the per-shift construction's
     rolled = torch.stack(
         [torch.roll(templates, shifts=(dy, dx), dims=(2, 3)) for dy in SHIFTS for dx in SHIFTS]
     ).reshape(len(SHIFTS) ** 2 * n_classes, c * h * w)
-    which = ((shifts[:, 0] + 3) * len(SHIFTS) + shifts[:, 1] + 3) * n_classes + labels
+    shift_index = (shifts[:, 0] - SHIFTS.start) * len(SHIFTS) + shifts[:, 1] - SHIFTS.start
+    which = shift_index * n_classes + labels
     noise = bank.reshape(NOISE_BANK, c * h * w)
     images = torch.empty(n, c * h * w, dtype=torch.uint8)
     block = max(1, BLOCK_BYTES // (2 * c * h * w))
