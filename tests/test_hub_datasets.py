@@ -436,6 +436,7 @@ def test_femnist_study_sweeps_the_stand_in_and_reports(stand_in, tmp_path):
         "--set", "algorithm=fedavg",
         "--set", "data_fraction=1", "--set", f"data_root={tmp_path / 'root'}",
         "--storage-path", "results", "--name", "writers", "--quiet",
+        "--max-concurrent", "1",  # one trial process, reused: less CPU
     ]  # fmt: skip
     proc = subprocess.run(
         cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900, env=_env(tmp_path)

@@ -45,6 +45,8 @@ def test_natural_partition_sweep_and_report(fmnist, tmp_path):
         "--name",
         "natural",
         "--quiet",
+        "--max-concurrent",  # one trial process, reused: less CPU
+        "1",
     ]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -504,6 +504,7 @@ def test_a_real_sweep_of_a_multilabel_folder_and_its_report(tree, tmp_path):
         *("--set", "local_epochs=1", "--set", "batch_size=8", "--set", "val_fraction=0.2"),
         *("--set", "party_test_fraction=0.2", "--set", f"data_root={tmp_path / 'root'}"),
         *("--seeds", "1", "--cpus-per-trial", "1", "--name", "multilabel"),
+        *("--max-concurrent", "1"),  # one trial process, reused: less CPU
     )
     (sweep_dir,) = sweep_dirs(tmp_path)
     written = manifest(sweep_dir)

@@ -35,7 +35,9 @@ def final_rows(sweep_dir: Path, metric: str = "test_acc") -> list[tuple[dict, fl
 
 
 def test_two_axis_study_file_end_to_end_with_its_report(tmp_path, capsys):
-    sweep_dir = run_sweep(tmp_path / "results", str(EXAMPLE), "--budget", "smoke", *SMALL)
+    # one trial process, reused: less CPU
+    serial = ("--max-concurrent", "1")
+    sweep_dir = run_sweep(tmp_path / "results", str(EXAMPLE), "--budget", "smoke", *SMALL, *serial)
     manifest = json.loads((sweep_dir / "fedsweep_sweep.json").read_text())
     assert manifest["status"] == "finished" and manifest["study"] == "mu_by_beta"
     assert manifest["definition"]["axes"][0]["name"] == "mu"  # the report needs no catalogue

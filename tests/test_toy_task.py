@@ -169,6 +169,7 @@ def test_a_task_by_import_path_runs_a_real_sweep_and_its_report(tmp_path):
         *("--set", "rounds=2", "--name", "ordinal"),
         # the paths through a sweep are the subject: the least data that trains
         *("--set", "data_fraction=0.02", "--set", "test_fraction=0.05"),
+        *("--max-concurrent", "1"),  # one trial process, reused: less CPU
     )
     (sweep_dir,) = sweep_dirs(tmp_path)
     written = manifest(sweep_dir)

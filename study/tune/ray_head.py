@@ -29,6 +29,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 from study.local_ray import LOOPBACK, READY_LINE
 
@@ -53,6 +54,9 @@ NO_DRAIN = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 # with (0: the raylet's own, which it has from the driver; `nice python -m study.sweep`
 # lowers all of it); a value the user exported stands.
 TRIALS_AT_THE_SWEEPS_PRIORITY = {"RAY_worker_niceness": "0"}
+# What the raylet runs to start a worker: Ray's setup_worker.py without its Ray import
+# where the worker's runtime environment is empty (study/tune/worker_launch.py).
+WORKER_LAUNCH = Path(__file__).with_name("worker_launch.py")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -86,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         dashboard_agent_listen_port=0,
         include_log_monitor=False,
         no_monitor=not args.dashboard,
+        setup_worker_path=str(WORKER_LAUNCH),
     )
     params.gcs_server_port = args.port
     maybe_enable_token_auth_if_token_available()
