@@ -153,6 +153,7 @@ def test_a_detection_sweep_reruns_its_best_and_reports_rounds_to_target_and_per_
         *("--set", "lr=0.02", "--set", "init=fedsweep:street-fcos-tiny"),
         *("--set", "party_test_fraction=0.25", "--set", "threads=1"),
         *("--seeds", "1", "--rerun-best", "1"),
+        *("--max-concurrent", "1"),  # one trial process, reused: less CPU
     )
     search_dir, best_dir = sweep_dirs(tmp_path / "runs")
     assert manifest(search_dir)["status"] == manifest(best_dir)["status"] == "finished"
