@@ -29,11 +29,21 @@ class OwnServiceLoggingActor(_WandbLoggingActor):
     logging actor could start with another actor's address in its environment: two
     trials' runs then went through one service, which exits with the process that
     started it, so when the first trial's actor was stopped the second trial's run file
-    was left holding its header only (the suite's W&B flake)."""
+    was left holding its header only (the suite's W&B flake).
+
+    ``wandb.finish`` returns once the service has the run's end, not once its writer has
+    written the run file's last block; the service normally flushes it when the process
+    exits (W&B's atexit teardown), but Tune kills a logging actor whose run has finished,
+    and the service, which exits with its parent, left the file cut at a 32 KiB block (a
+    resumed trial's last three rounds lost, seen once in the suite).  The actor tears
+    its service down itself, which waits for the service to write everything and exit."""
 
     def run(self):
         os.environ.pop("WANDB_SERVICE", None)
-        return super().run()
+        try:
+            return super().run()
+        finally:
+            self._wandb.teardown()
 
 
 class WandbTrialRuns(WandbLoggerCallback):
