@@ -81,20 +81,21 @@ def sweep_path_choice(
         return PathChoice(DEFAULT_PATH, "not measured", reason="trials run on a cluster's nodes")
     if resources.gpus > 0:
         return PathChoice(DEFAULT_PATH, "not measured", reason="trials run on a GPU")
-    shapes: dict[str, Any] = {}
-    keys: dict[str, dict[str, Any]] = {}
+    # each distinct shape by its key's text: (its calibration key, its first trial's config)
+    shapes: dict[str, tuple[dict[str, Any], Any]] = {}
     counts: Counter[str] = Counter()
     for trial in plan.trials():
         key = calibration_key(trial.run_config)
         text = key_text(key)
-        shapes.setdefault(text, trial.run_config)
-        keys.setdefault(text, key)
+        shapes.setdefault(text, (key, trial.run_config))
         counts[text] += 1
     cache = cache or PathCache()
-    too_short = _too_short_to_time(plan, shapes, keys, cache)
+    too_short = _too_short_to_time(plan, shapes, cache)
     if too_short is not None:
         return PathChoice(DEFAULT_PATH, "not measured", reason=too_short)
-    choices = {text: choose_path(cfg, cache=cache, measure=measure) for text, cfg in shapes.items()}
+    choices = {
+        text: choose_path(cfg, cache=cache, measure=measure) for text, (_, cfg) in shapes.items()
+    }
     timed = {t: c for t, c in choices.items() if c.timings_s}
     if not timed:  # no shape can pack: the trials fall back to sequential (they say so)
         first = next(iter(choices.values()))
@@ -116,17 +117,17 @@ def sweep_path_choice(
 
 
 def _too_short_to_time(
-    plan: SweepPlan, shapes: dict[str, Any], keys: dict[str, dict[str, Any]], cache: PathCache
+    plan: SweepPlan, shapes: dict[str, tuple[dict[str, Any], Any]], cache: PathCache
 ) -> str | None:
-    """Why the sweep is not timed, or None: a shape (``shapes`` and their ``keys``, by key
-    text) not yet in the cache would be measured, and the measurement would be more than
-    :data:`TIMED_SHARE` of the local steps the sweep plans (an Optuna sweep's trials
-    counted as its example point's)."""
-    if all(cache.get(key) is not None for key in keys.values()):
+    """Why the sweep is not timed, or None: a shape (``shapes``: key text -> calibration
+    key and config) not yet in the cache would be measured, and the measurement would be
+    more than :data:`TIMED_SHARE` of the local steps the sweep plans (an Optuna sweep's
+    trials counted as its example point's)."""
+    if all(cache.get(key) is not None for key, _ in shapes.values()):
         return None  # read from the cache: free
     trials = plan.trials()
     planned = sum(local_steps(t.run_config) for t in trials) * plan.n_trials // len(trials)
-    timing = sum(measurement_steps(cfg) for cfg in shapes.values())
+    timing = sum(measurement_steps(cfg) for _, cfg in shapes.values())
     if planned * TIMED_SHARE >= timing:
         return None
     return (

@@ -55,7 +55,8 @@ NO_DRAIN = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 # lowers all of it); a value the user exported stands.
 TRIALS_AT_THE_SWEEPS_PRIORITY = {"RAY_worker_niceness": "0"}
 # What the raylet runs to start a worker: Ray's setup_worker.py without its Ray import
-# where the worker's runtime environment is empty (study/tune/worker_launch.py).
+# where the worker's context holds only environment variables, as every trial's does
+# (study/tune/worker_launch.py).
 WORKER_LAUNCH = Path(__file__).with_name("worker_launch.py")
 
 

@@ -1,5 +1,6 @@
 """How a local sweep's raylet starts a Python worker (a trial's process): Ray's own
-``setup_worker.py`` without its Ray import where there is nothing for it to set up.
+``setup_worker.py`` without its Ray import where all it would set up is environment
+variables.
 
 The raylet starts every worker as ``python setup_worker.py default_worker.py ARGS
 --serialized-runtime-env-context=JSON --language=PYTHON``.  Ray's ``setup_worker.py``
@@ -17,6 +18,7 @@ to set up.  :mod:`study.tune.ray_head` names this file as the node's
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -32,8 +34,6 @@ UNSET_VARIABLE = re.compile(r"\$\{[A-Z0-9_]+\}")
 
 def ray_setup_worker() -> str:
     """Ray's own ``setup_worker.py`` (found without importing Ray)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("ray")
     if spec is None or spec.origin is None:
         raise SystemExit("Ray is not installed for this interpreter")
