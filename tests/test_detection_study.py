@@ -18,13 +18,12 @@ from federated.models import build_model
 from federated.models.pretrained_start import check_start, shipped_starts
 from search_spaces import BUDGETS, STUDIES
 from study.plan import SweepPlan
+from tests.built_once import built_once
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def small_tree(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("street") / "tree"
+def build_small_tree(out: Path) -> None:
     subprocess.run(
         [
             sys.executable,
@@ -46,7 +45,13 @@ def small_tree(tmp_path_factory) -> Path:
         check=True,
         capture_output=True,
     )
-    return out
+
+
+@pytest.fixture(scope="session")
+def small_tree(tmp_path_factory) -> Path:
+    """A small Street tree (the builder is seeded), built once for both pytest-xdist
+    workers: its tests run on either."""
+    return built_once(tmp_path_factory, "street-small-tree", build_small_tree)
 
 
 def test_the_street_study_plans_the_papers_axes_at_the_laptop_budget(small_tree):
@@ -67,12 +72,10 @@ def test_the_street_study_file_reads_where_its_tree_is_built(small_tree, tmp_pat
     """From a folder holding the tree the study names (trees/street-small, as the docs build
     it), the study file reads: its fixed partition = "natural" takes the partition_by the
     parties axis sets (it was refused there, and every command's import failed)."""
-    from search_spaces.catalog import builtin_studies
-
     (tmp_path / "trees").mkdir()
     (tmp_path / "trees" / "street-small").symlink_to(small_tree, target_is_directory=True)
     monkeypatch.chdir(tmp_path)
-    (study,) = [s for s in builtin_studies() if s.name == "street"]  # what import reads
+    study = STUDIES["street"]  # what a command reads
     assert study.dataset == "folder:trees/street-small" and study.fixed["partition"] == "natural"
     plan = SweepPlan.build(study, BUDGETS["laptop"])
     assert plan.n_trials == 36
