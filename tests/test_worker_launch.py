@@ -35,12 +35,16 @@ def context(**fields) -> str:
     return json.dumps(base | fields)
 
 
-def launch(tmp_path: Path, serialized: str, *extra: str) -> dict:
+def launch(tmp_path: Path, serialized: str | None, *extra: str) -> dict:
+    """What the worker the launcher execs is given; ``serialized`` None: no context
+    argument at all, as the raylet starts a worker for an actor without a runtime
+    environment."""
     script = tmp_path / "show.py"
     script.write_text(SHOW)
+    given = [] if serialized is None else [f"--serialized-runtime-env-context={serialized}"]
     proc = subprocess.run(
         [sys.executable, str(WORKER_LAUNCH), str(script), "--worker-id=abc", *extra,
-         f"--serialized-runtime-env-context={serialized}", "--language=PYTHON"],
+         *given, "--language=PYTHON"],
         capture_output=True, text=True, timeout=120,
         env={"PATH": "/usr/bin:/bin", "FEDSWEEP_LAUNCH_SET": "here"},
     )  # fmt: skip
@@ -65,6 +69,12 @@ def test_a_context_of_variables_only_is_applied_as_ray_applies_it(tmp_path):
     }
 
 
+def test_no_context_runs_the_worker_as_ray_would_with_nothing_set(tmp_path):
+    shown = launch(tmp_path, None, "--runtime-env-hash=0")
+    assert shown == {"argv": ["--worker-id=abc", "--runtime-env-hash=0"],
+                     "env": {"FEDSWEEP_LAUNCH_SET": "here"}}  # fmt: skip
+
+
 def test_a_context_that_asks_for_more_goes_to_rays_own_setup(tmp_path):
     """A command prefix is Ray's to run (its setup_worker.py execs the worker through
     bash after it): the variable the prefix exports reaches the worker."""
@@ -83,7 +93,7 @@ def test_a_context_that_asks_for_more_goes_to_rays_own_setup(tmp_path):
         (context(), "JAVA"),
         ("{not json", "PYTHON"),
         ("[]", "PYTHON"),
-        (None, "PYTHON"),
+        (None, None),
     ],
 )
 def test_what_only_ray_can_set_up_is_left_to_ray(serialized, language):
@@ -93,3 +103,5 @@ def test_what_only_ray_can_set_up_is_left_to_ray(serialized, language):
 def test_an_empty_context_sets_nothing():
     assert variables_only(context(), "PYTHON") == {}
     assert variables_only(context(py_executable=None), "PYTHON") == {}
+    # no context: Ray's setup_worker.py reads it as "{}" (the driver's own actors)
+    assert variables_only(None, "PYTHON") == {}

@@ -8,8 +8,10 @@ imports Ray (about 0.5 CPU-s on a 2-core machine), applies the runtime environme
 context (a command prefix, environment variables, another interpreter, another entry
 point) and execs ``default_worker.py``, which imports Ray again.  A sweep's trials ask
 for no runtime environment: their context holds only environment variables (Ray Tune's
-``PL_DISABLE_FORK=1``).  This script, which imports nothing of Ray, sets those as Ray
-does and execs the worker itself with the same arguments.  Any other context goes to
+``PL_DISABLE_FORK=1``), and an actor the driver makes without one (W&B's logging
+actor) gets no context at all, which Ray reads as an empty one.  This script, which
+imports nothing of Ray, sets those variables as Ray does and execs the worker itself
+with the same arguments.  Any other context goes to
 Ray's own ``setup_worker.py`` with the arguments unchanged, so what it sets up is Ray's
 to set up.  :mod:`study.tune.ray_head` names this file as the node's
 ``setup_worker_path``.
@@ -44,10 +46,13 @@ def variables_only(context_json: str | None, language: str | None) -> dict[str, 
     """The environment variables of a Python worker's runtime-environment context when
     they are all it asks for; None where it asks for more (or cannot be read here), which
     Ray's ``setup_worker.py`` then sets up."""
-    if language != "PYTHON" or context_json is None:
+    if language != "PYTHON":
         return None
     try:
-        context = json.loads(context_json)
+        # no context at all is Ray's empty one (its setup_worker.py reads it as "{}"):
+        # the workers of actors the driver makes without a runtime environment, such as
+        # W&B's logging actor, are started so
+        context = json.loads("{}" if context_json is None else context_json)
     except ValueError:
         return None
     if not isinstance(context, dict) or any(context.get(field) for field in RAYS_FIELDS):
