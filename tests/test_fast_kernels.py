@@ -70,7 +70,7 @@ def test_the_engines_sgd_rule_applies_torchs_sgd_update_up_to_rounding():
 
 
 def test_chunked_augmentation_matches_batch_by_batch_across_chunk_edges(synthetic, monkeypatch):
-    # ~500 samples per party: 7 batches of 64, so chunks of 3 end in a partial chunk
+    # parties of 214 to 290 samples: 4 or 5 batches of 64, so chunks of 3 end in a partial one
     monkeypatch.setattr(SequentialTrainer, "chunk_batches", 3)
     sequential = tiny(algorithm="moon", rounds=2, execution="sequential")
     chunked = list(run_rounds(sequential, synthetic))

@@ -21,7 +21,7 @@ from federated.heterogeneity.feature_skew import FeatureSkew
 from federated.heterogeneity.system import RoundWork, draw_round_work
 from federated.params import ConfigError
 from federated.runtime.seeding import numpy_stream
-from tests.conftest import HALF_TINY_DATA, tiny
+from tests.conftest import tiny
 from tests.restored_runs import restored_results
 from tests.short_runs import short_run
 from tests.test_round_loop import results
@@ -245,8 +245,7 @@ def test_new_settings_are_deterministic_and_resume_exactly(
 ):
     # parties of 125 to 229 samples: 1 to 3 full batches of 64 each round
     config = tiny(
-        rounds=3, n_parties=6, algorithm="scaffold", execution=execution,
-        **HALF_TINY_DATA, **settings,
+        rounds=3, n_parties=6, algorithm="scaffold", execution=execution, **settings,
     )  # fmt: skip
     straight = results(list(round_loop.run_rounds(config, synthetic)))
     assert straight == results(list(round_loop.run_rounds(config, synthetic)))

@@ -15,7 +15,7 @@ from federated.algorithms import ALGORITHMS
 from federated.engine.round_loop import FederatedRun
 from federated.registry import load_method
 from federated.runtime.idle_cores import IdleCores, free_cpus
-from tests.conftest import HALF_TINY_DATA, batchnorm_model_for, tiny
+from tests.conftest import batchnorm_model_for, tiny
 
 PACKABLE = [name for name in ALGORITHMS if load_method("algorithm", name).packable]
 # seconds differ between any two runs; spare_core_seconds says how much of a second core
@@ -39,7 +39,6 @@ def test_packs_side_by_side_give_the_rows_and_weights_of_one_thread(synthetic, a
         pack_width=2,
         execution="packed",
         personal_test_every=1 if own else None,
-        **HALF_TINY_DATA,  # an equality: parties of about 200 samples still span packs
         **batchnorm_model_for(algorithm),
     )
     alone, side = FederatedRun(config, synthetic), FederatedRun(config, synthetic)

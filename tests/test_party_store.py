@@ -17,11 +17,11 @@ from federated.engine.round_loop import FederatedRun
 from federated.models import party_memory
 from federated.params import ConfigError
 from federated.trainable import load_run_state, save_run_state
-from tests.conftest import HALF_TINY_DATA, batchnorm_model_for, tiny
+from tests.conftest import batchnorm_model_for, tiny
 from tests.test_round_loop import results
 
 # 8 parties, 3 drawn a round: most rounds leave most parties' states as they were
-CROSS_DEVICE = dict(n_parties=8, sample_fraction=0.375, rounds=4, **HALF_TINY_DATA)
+CROSS_DEVICE = dict(n_parties=8, sample_fraction=0.375, rounds=4)
 
 
 def archive_files(root) -> set[str]:

@@ -18,7 +18,7 @@ from federated.config.data_checks import with_data_checked
 from federated.engine.round_loop import FederatedRun
 from federated.evaluation.scoring import evaluate
 from federated.params import ConfigError
-from tests.conftest import HALF_TINY_DATA, tiny
+from tests.conftest import tiny
 from tests.test_packed_execution import WEIGHT_ATOL
 from tests.test_round_loop import results
 
@@ -195,7 +195,7 @@ def test_four_rounds_equal_two_then_a_restored_run_of_two(overrides, synthetic):
     """Every party's personal part (Ditto: its model and momentum) is in the state
     dict: 2 rounds + restore + 2 rounds gives the uninterrupted run's 4 rows."""
     # parties of 214 to 290 samples: 3 or 4 batches of 64 each round
-    config = tiny(rounds=4, sample_fraction=0.75, **HALF_TINY_DATA, **overrides)
+    config = tiny(rounds=4, sample_fraction=0.75, **overrides)
     run = FederatedRun(config, synthetic)
     straight = results([run.run_round() for _ in range(4)])
     first = FederatedRun(config, synthetic)

@@ -27,7 +27,7 @@ from federated.runtime.precision import (
     precision_for_run,
 )
 from federated.trainable import load_run_state, save_run_state
-from tests.conftest import HALF_TINY_DATA, tiny
+from tests.conftest import tiny
 from tests.test_round_loop import results
 
 CPU = torch.device("cpu")
@@ -123,7 +123,7 @@ def test_the_calibration_never_shares_a_timing_across_precisions():
 @needs_bf16
 @pytest.mark.parametrize("execution", ["packed", "sequential"])
 def test_a_bf16_run_repeats_records_its_precision_and_differs_from_fp32(execution, synthetic):
-    config = tiny(algorithm="moon", rounds=2, execution=execution, **HALF_TINY_DATA)
+    config = tiny(algorithm="moon", rounds=2, execution=execution)
     first = results(run_rounds(config.replace(precision=BF16), synthetic))
     again = results(run_rounds(config.replace(precision=BF16), synthetic))
     fp32 = results(run_rounds(config, synthetic))
@@ -139,7 +139,7 @@ def test_a_bf16_run_repeats_records_its_precision_and_differs_from_fp32(executio
 @needs_bf16
 @pytest.mark.parametrize("algorithm", ["moon", "scaffold"])
 def test_a_bf16_run_resumes_exactly(algorithm, synthetic, tmp_path):
-    config = tiny(algorithm=algorithm, rounds=3, precision=BF16, **HALF_TINY_DATA)
+    config = tiny(algorithm=algorithm, rounds=3, precision=BF16)
     run = FederatedRun(config, synthetic)
     head = results([run.run_round()])
     archive = PartyArchive(tmp_path / "party_states")
@@ -178,9 +178,7 @@ def test_state_stays_float32_under_bf16(algorithm, server_key, party_key, synthe
     """The global model, the method's server state and each party's state (MOON's previous
     models, SCAFFOLD's control variates, FedDyn's h and g_i) are float32 after bf16 rounds."""
     options = {"method_options": {"alpha": 0.1}} if algorithm == "feddyn" else {}
-    run = FederatedRun(
-        tiny(algorithm=algorithm, precision=BF16, **HALF_TINY_DATA, **options), synthetic
-    )
+    run = FederatedRun(tiny(algorithm=algorithm, precision=BF16, **options), synthetic)
     run.run_round()
     run.run_round()
     floating = {v.dtype for v in run.global_model.state_dict().values() if v.is_floating_point()}

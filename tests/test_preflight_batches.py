@@ -28,7 +28,7 @@ def test_the_sweep_accepts_them_with_a_warning(capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("warning: trial small: n_parties=8 share 500")
     assert "62 per party on average, fewer than batch_size=64" in err[0]
-    assert batch_warnings([("large", tiny())]) == []  # 500 samples per party: no line
+    assert batch_warnings([("large", tiny())]) == []  # 214 to 290 samples a party: no line
 
 
 def test_a_sweep_dry_run_of_small_parties_is_not_refused(capsys):

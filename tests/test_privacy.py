@@ -29,7 +29,7 @@ from federated.runtime.seeding import torch_stream
 from federated.server.contribution import Contribution
 from federated.server.privacy import ClientPrivacy, PrivacySettings
 from federated.trainable import load_run_state, save_run_state
-from tests.conftest import HALF_TINY_DATA, tiny
+from tests.conftest import tiny
 from tests.test_round_loop import results
 
 REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
@@ -252,9 +252,7 @@ DP_RUNS = {
 def test_a_restored_private_run_continues_exactly(case, execution, synthetic, tmp_path):
     """Saved after round 1 through the trainable's files and restored: the same rows, bit
     for bit (the noise stream, the clip norm and the round count cross the checkpoint)."""
-    config = tiny(
-        rounds=3, sample_fraction=0.75, execution=execution, **HALF_TINY_DATA, **DP_RUNS[case]
-    )
+    config = tiny(rounds=3, sample_fraction=0.75, execution=execution, **DP_RUNS[case])
     run = FederatedRun(config, synthetic)
     straight = results([run.run_round() for _ in range(3)])
 
@@ -284,7 +282,7 @@ def test_the_accountant_refuses_a_checkpoint_of_other_parameters():
 def test_both_paths_clip_where_contributions_are_aggregated(execution, synthetic):
     """Without noise, each round moves the global model's weights by the mean of m
     clipped updates: at most C, on the packed path as on the sequential one."""
-    config = tiny(rounds=2, execution=execution, dp_clip_norm=0.02)
+    config = tiny(rounds=2, execution=execution, dp_clip_norm=0.005)
     run = FederatedRun(config, synthetic)
     for _ in range(2):
         before = [p.detach().clone() for p in run.global_model.parameters()]
@@ -293,9 +291,10 @@ def test_both_paths_clip_where_contributions_are_aggregated(execution, synthetic
         move = torch.cat(
             [(p.detach() - b).flatten() for p, b in zip(run.global_model.parameters(), before)]
         )
-        assert 0 < float(move.norm()) <= 0.02 * (1 + 1e-5)
+        assert 0 < float(move.norm()) <= 0.005 * (1 + 1e-5)
         assert row["dp_epsilon"] == math.inf  # clipping alone guarantees nothing
-        # C = 0.02 is below every tiny update's norm: all clipped, on either path
+        # C = 0.005 is below every tiny update's norm (the smallest measured: 0.01 to
+        # 0.02): all clipped, on either path
         assert row["dp_clipped_fraction"] == 1.0
 
 

@@ -25,7 +25,7 @@ from federated.privacy_accountant import (
 )
 from federated.server.privacy import PrivacySettings
 from federated.trainable import load_run_state, save_run_state
-from tests.conftest import HALF_TINY_DATA, tiny
+from tests.conftest import tiny
 from tests.test_round_loop import results
 
 REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
@@ -168,7 +168,6 @@ def test_a_restored_poisson_run_continues_exactly(accountant, synthetic, tmp_pat
         dp_noise_multiplier=1.0,
         dp_clip_norm=0.05,
         dp_delta=DELTA,
-        **HALF_TINY_DATA,
     )
     straight_run = FederatedRun(config, synthetic)
     straight = results([straight_run.run_round() for _ in range(3)])

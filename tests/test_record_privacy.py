@@ -30,7 +30,7 @@ from federated.execution.per_sample import (
 from federated.params import ConfigError
 from federated.privacy_accountant import PLD_DISCRETIZATION
 from federated.trainable import load_run_state, save_run_state
-from tests.conftest import HALF_TINY_DATA, tiny
+from tests.conftest import tiny
 from tests.test_round_loop import results
 
 SIGMA, CLIP, DELTA = 1.0, 1.0, 1e-5
@@ -90,7 +90,6 @@ def _record(**values) -> RunConfig:
         dp_noise_multiplier=SIGMA,
         dp_clip_norm=CLIP,
         party_scores_every=1,
-        **HALF_TINY_DATA,
     )
     return tiny(**{**base, **values})
 

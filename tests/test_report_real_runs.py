@@ -72,7 +72,7 @@ def test_a_real_classification_runs_per_party_note_gives_the_per_image_arithmeti
     """Issue 68, point 3, the other side: a real run's accuracy on its parties' own test
     splits (its own parties.csv, written as a trial writes it) gets what one image is
     worth and the binomial count of images a difference needs."""
-    config = tiny(party_test_fraction=0.05, party_scores_every=1)  # 23-26 images a party
+    config = tiny(party_test_fraction=0.05, party_scores_every=1)  # 11-14 images a party
     trial = _run_as_sweep(tmp_path / "runs", "cls", config, "synthetic")
     write_report(load_results(tmp_path / "runs"), tmp_path / "report", formats=("png",))
     note = _own_split_note(tmp_path / "report" / "tables" / "per_party_cls.md")

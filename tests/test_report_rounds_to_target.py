@@ -9,7 +9,7 @@ import pytest
 from analysis.tables.communication import communication_frame
 from analysis.tables.table import communication_table
 from federated.engine.round_loop import run_rounds
-from tests.conftest import tiny
+from tests.conftest import LEARNING_DATA, tiny
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def curve() -> list[float]:
     """A real 5-round FedAvg run whose test accuracy touches its final value (0.239)
     before its last round (0.272 at round 2): the case a baseline counted at the rounds
     it ran gave an identical curve a speed-up."""
-    return [float(r["test_acc"]) for r in run_rounds(tiny(rounds=5, lr=0.05))]
+    return [float(r["test_acc"]) for r in run_rounds(tiny(rounds=5, lr=0.05, **LEARNING_DATA))]
 
 
 def _frames(curves: dict[str, list[float]]) -> tuple[pd.DataFrame, pd.DataFrame]:

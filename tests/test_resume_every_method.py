@@ -11,7 +11,7 @@ from federated.engine.party_store import PartyArchive
 from federated.engine.round_loop import FederatedRun
 from federated.registry import load_method
 from federated.trainable import load_run_state, save_run_state
-from tests.conftest import HALF_TINY_DATA, tiny
+from tests.conftest import tiny
 from tests.test_round_loop import results
 
 METHODS = {
@@ -55,9 +55,7 @@ def test_a_restored_run_continues_exactly(method, execution, synthetic, tmp_path
     """Saved after round 1 mid-run, as a trial checkpoints: the run goes on to round 3
     (the uninterrupted trial), and a fresh run restored from the file gives rounds 2-3."""
     # parties of 214 to 290 samples: 3 or 4 batches of 64 each round
-    config = tiny(
-        rounds=3, sample_fraction=0.75, execution=execution, **HALF_TINY_DATA, **METHODS[method]
-    )
+    config = tiny(rounds=3, sample_fraction=0.75, execution=execution, **METHODS[method])
     run = FederatedRun(config, synthetic)
     head = results([run.run_round()])
     archive = PartyArchive(tmp_path / "party_states")
