@@ -10,7 +10,7 @@ extra axis.
 A study's file is read and checked when the study is first asked for, not when this
 module is imported: a sweep reads one study, and every command that imports the studies
 (a sweep's driver, the report, ``--help``) would otherwise read and check all of them
-(about 0.25 CPU-s).
+(about 0.2 CPU-s).
 """
 
 from __future__ import annotations

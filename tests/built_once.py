@@ -7,6 +7,7 @@ lock in the session's shared temporary folder (pytest-xdist's documented pattern
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +28,10 @@ def built_once(
     with FileLock(str(shared / f"{name}.lock")):
         done = shared / f"{name}.built"
         if not done.is_file():
-            build(folder)
+            try:
+                build(folder)
+            except BaseException:  # the next worker builds it again, from nothing
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
             done.touch()
     return folder

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.stack_on_signal import run_or_show_stacks
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -165,9 +167,8 @@ def killed_sweep(tmp_path_factory) -> KilledSweep:
     finished = {
         t.name: len(raw_rows(t)) for t in trial_dirs(sweep_dir) if len(rounds(t)) == KILLED_ROUNDS
     }
-    resumed = subprocess.run(
-        [*cmd, "--resume", "--quiet"], capture_output=True, text=True, timeout=600, cwd=REPO
-    )
+    resume = ["study.sweep", *KILLED_ARGS, "--storage-path", str(storage), "--resume", "--quiet"]
+    resumed = run_or_show_stacks(resume, timeout=600, cwd=REPO)
     return KilledSweep(sweep_dir, manifest, results, finished, resumed)
 
 
