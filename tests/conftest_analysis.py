@@ -140,9 +140,9 @@ def killed_sweep(tmp_path_factory) -> KilledSweep:
     from tests.test_sweep_ray import raw_rows, rounds, trial_dirs
 
     storage = tmp_path_factory.mktemp("killed")
-    cmd = [sys.executable, "-m", "study.sweep", *KILLED_ARGS, "--storage-path", str(storage)]
+    sweep = ["study.sweep", *KILLED_ARGS, "--storage-path", str(storage)]
     driver = subprocess.Popen(
-        [*cmd, "--quiet"],
+        [sys.executable, "-m", *sweep, "--quiet"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # its own process group: the signal reaches all of it
@@ -167,8 +167,7 @@ def killed_sweep(tmp_path_factory) -> KilledSweep:
     finished = {
         t.name: len(raw_rows(t)) for t in trial_dirs(sweep_dir) if len(rounds(t)) == KILLED_ROUNDS
     }
-    resume = ["study.sweep", *KILLED_ARGS, "--storage-path", str(storage), "--resume", "--quiet"]
-    resumed = run_or_show_stacks(resume, timeout=600, cwd=REPO)
+    resumed = run_or_show_stacks([*sweep, "--resume", "--quiet"], timeout=600, cwd=REPO)
     return KilledSweep(sweep_dir, manifest, results, finished, resumed)
 
 
