@@ -24,6 +24,7 @@ from federated.algorithms.base import Algorithm
 from federated.config.run_config import RunConfig
 from federated.data.catalog import dataset_spec
 from federated.engine.round_loop import FederatedRun, PackingFallback, run_rounds
+from federated.execution import packed_model
 from federated.execution.packed import PartyBatches, packs
 from federated.execution.packed_model import (
     PackedCopyForwardError,
@@ -241,6 +242,38 @@ def test_a_users_container_packs_when_its_children_do_and_the_check_decides():
     assert packing_obstacle(mixing, (3, 8, 8)) == (
         "its packed forward does not equal its copies' own"
     )
+
+
+class MaybeReversing(TwoBranches):
+    """A container whose plain setting decides whether its forward mixes the copies."""
+
+    def __init__(self, reverse: bool) -> None:
+        super().__init__()
+        self.reverse = reverse
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(self.left(x).flip(1) if self.reverse else self.left(x) + self.right(x))
+
+
+def test_the_checks_verdict_is_kept_per_structure_not_per_weights(monkeypatch):
+    monkeypatch.setattr(packed_model, "_VERDICTS", {})
+    checked = []
+    check = packed_model._checked_obstacle
+    monkeypatch.setattr(
+        packed_model, "_checked_obstacle", lambda *args: checked.append(args[1]) or check(*args)
+    )
+    torch.manual_seed(0)
+    models = [FedConModel(MaybeReversing(False), 4, 10, out_dim=8) for _ in range(2)]
+    assert [packing_obstacle(m, (3, 8, 8)) for m in models] == [None, None]
+    assert checked == [(3, 8, 8)]  # the second model differs in its weights only
+    # a plain attribute, another image shape, another layer size: checked again
+    reversing = FedConModel(MaybeReversing(True), 4, 10, out_dim=8)
+    assert packing_obstacle(reversing, (3, 8, 8)) == (
+        "its packed forward does not equal its copies' own"
+    )
+    assert packing_obstacle(models[0], (3, 6, 6)) is None
+    assert packing_obstacle(FedConModel(MaybeReversing(False), 4, 10, out_dim=9), (3, 8, 8)) is None
+    assert checked == [(3, 8, 8), (3, 8, 8), (3, 6, 6), (3, 8, 8)]
 
 
 def test_batch_norm_packs_with_statistics_per_copy():

@@ -295,14 +295,48 @@ def unfold_output(out: ModelOutput, copies: int) -> list[ModelOutput]:
     return [ModelOutput(*fields) for fields in zip(*parts)]
 
 
+# The packing check's verdict per model structure and image shape: a process that builds
+# the same model again (a sweep's trial actor reused for the next trial, runs one after
+# another in one process) is not charged the packed forwards again.
+_VERDICTS: dict[tuple, str | None] = {}
+
+
 def packing_obstacle(template: FedConModel, image_shape: tuple[int, int, int]) -> str | None:
     """Why ``template`` cannot be packed (one line), or None when it can.
 
     Beyond the module check, two copies with different weights are packed and run on
     two different batches, in training and in evaluation mode; their outputs must equal
     each copy's own forward within :data:`CHECK_TOLERANCE`.  Runs on the CPU, with the
-    torch RNG forked (it changes no run's random numbers).
+    torch RNG forked (it changes no run's random numbers).  The verdict is kept for the
+    model's structure (:func:`_structure`) and ``image_shape``.
     """
+    key = (_structure(template), tuple(image_shape))
+    if key not in _VERDICTS:
+        _VERDICTS[key] = _checked_obstacle(template, image_shape)
+    return _VERDICTS[key]
+
+
+def _structure(model: nn.Module) -> tuple:
+    """What the check's verdict depends on, not the weights' values: every module's class
+    (the class itself: two plugins' classes of one name differ), its settings (its
+    ``repr``, and each plain attribute, which a forward may branch on) and every
+    parameter's and buffer's name, shape and dtype."""
+    tensors = [*model.named_parameters(), *model.named_buffers()]
+    return (
+        tuple((type(m), _plain_attributes(m)) for m in model.modules()),
+        repr(model),
+        tuple((name, tuple(t.shape), t.dtype) for name, t in tensors),
+    )
+
+
+def _plain_attributes(module: nn.Module) -> tuple:
+    plain = (bool, int, float, str, type(None))
+    return tuple(
+        sorted((k, v) for k, v in vars(module).items() if k != "training" and isinstance(v, plain))
+    )
+
+
+def _checked_obstacle(template: FedConModel, image_shape: tuple[int, int, int]) -> str | None:
     reason = _module_obstacle(template)
     if reason is not None:
         return reason
