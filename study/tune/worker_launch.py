@@ -49,9 +49,7 @@ def variables_only(context_json: str | None, language: str | None) -> dict[str, 
     if language != "PYTHON":
         return None
     try:
-        # no context at all is Ray's empty one (its setup_worker.py reads it as "{}"):
-        # the workers of actors the driver makes without a runtime environment, such as
-        # W&B's logging actor, are started so
+        # no context at all is Ray's empty one, as its setup_worker.py reads it
         context = json.loads("{}" if context_json is None else context_json)
     except ValueError:
         return None
